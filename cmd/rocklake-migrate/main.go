@@ -1,0 +1,134 @@
+// Command rocklake-migrate is the operator CLI: it runs every migration step
+// by hand and inspects catalogs. Each command lives in its own file; the
+// logic lives in the packages under pkg/.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// Exit codes are part of the CLI's contract: scripts branch on them.
+const (
+	exitOK       = 0
+	exitError    = 1
+	exitUsage    = 2
+	exitMismatch = 3 // FormatVersionMismatch (SQLSTATE 0A000)
+	exitDrift    = 4
+)
+
+// command is one subcommand: run gets its own flag set and arguments.
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what commands print to; tests swap it.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(ctx context.Context, env *env, args []string) error) {
+	commands[name] = command{summary: summary, run: run}
+}
+
+// usageError marks bad invocations (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(f string, a ...any) error { return usageError{fmt.Sprintf(f, a...)} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(e.stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "rocklake-migrate: unknown command %q\n\n", args[0])
+		printUsage(e.stderr)
+		return exitUsage
+	}
+	err := cmd.run(ctx, e, args[1:])
+	return report(e, args[0], err)
+}
+
+func report(e *env, name string, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "rocklake-migrate %s: %v\n", name, err)
+	var mismatch *format.FormatVersionMismatch
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		return exitUsage
+	case errors.As(err, &mismatch):
+		return exitMismatch
+	case errors.Is(err, errDrift):
+		return exitDrift
+	}
+	return exitError
+}
+
+// errDrift is returned by drift checks that found something.
+var errDrift = errors.New("drift found")
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: rocklake-migrate COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nrocklake-migrate COMMAND -h shows a command's flags.")
+}
+
+// flags makes a command's flag set; parse errors become usage errors.
+func flags(e *env, name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: rocklake-migrate %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}

@@ -1,0 +1,73 @@
+/* C ABI of native/ (the slatedb crate), used by pkg/slatedb through cgo.
+ * Every call returns RL_OK or an RL_ERR_* code; on error *err_out holds a
+ * message the caller frees with rl_string_free. Buffers handed out are freed
+ * with rl_bytes_free, strings with rl_string_free. timeout_ms 0 = no limit;
+ * cancel may be NULL. Byte formats (u32 little-endian lengths):
+ *   write batch: repeated op:u8 (0 put, 1 delete) | klen | key | [vlen | value]
+ *   scan chunk:  repeated klen | key | vlen | value                           */
+#ifndef ROCKLAKE_SLATEDB_H
+#define ROCKLAKE_SLATEDB_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define RL_OK 0
+#define RL_ERR_INTERNAL 1
+#define RL_ERR_INVALID 2
+#define RL_ERR_NOT_FOUND 3
+#define RL_ERR_FENCED 4
+#define RL_ERR_CHECKPOINT_MISSING 5
+#define RL_ERR_UNAVAILABLE 6
+#define RL_ERR_CLOSED 7
+#define RL_ERR_DATA 8
+#define RL_ERR_TIMEOUT 9
+#define RL_ERR_CANCELED 10
+#define RL_ERR_NO_DATABASE 11
+#define RL_ERR_NO_BUCKET 12
+
+typedef struct rl_writer rl_writer;
+typedef struct rl_reader rl_reader;
+typedef struct rl_iter rl_iter;
+typedef struct rl_cancel rl_cancel;
+
+int32_t rl_writer_open(const char *url, const char *opts_json, uint64_t timeout_ms,
+                       const rl_cancel *cancel, rl_writer **out, char **err_out);
+int32_t rl_writer_write(rl_writer *w, const uint8_t *batch, size_t batch_len, uint8_t durable,
+                        uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
+int32_t rl_writer_flush(rl_writer *w, uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
+int32_t rl_writer_close(rl_writer *w, uint64_t timeout_ms, char **err_out);
+int32_t rl_writer_checkpoint(rl_writer *w, uint64_t lifetime_ms, const char *name,
+                             uint64_t timeout_ms, const rl_cancel *cancel, char **out,
+                             char **err_out);
+
+int32_t rl_reader_open(const char *url, const char *opts_json, const char *checkpoint_id,
+                       uint64_t timeout_ms, const rl_cancel *cancel, rl_reader **out,
+                       char **err_out);
+int32_t rl_reader_close(rl_reader *r, uint64_t timeout_ms, char **err_out);
+
+/* kind: 0 = rl_writer*, 1 = rl_reader* */
+int32_t rl_get(uint8_t kind, void *h, const uint8_t *key, size_t key_len, uint64_t timeout_ms,
+               const rl_cancel *cancel, uint8_t **out, size_t *out_len, char **err_out);
+int32_t rl_scan(uint8_t kind, void *h, const uint8_t *start, size_t start_len,
+                const uint8_t *end, size_t end_len, uint64_t timeout_ms,
+                const rl_cancel *cancel, rl_iter **out, char **err_out);
+int32_t rl_iter_next(rl_iter *it, size_t max_entries, size_t max_bytes, uint64_t timeout_ms,
+                     const rl_cancel *cancel, uint8_t **out, size_t *out_len, char **err_out);
+void rl_iter_close(rl_iter *it);
+
+int32_t rl_checkpoint_create(const char *url, const char *opts_json, uint64_t lifetime_ms,
+                             const char *name, uint64_t timeout_ms, const rl_cancel *cancel,
+                             char **out, char **err_out);
+int32_t rl_checkpoint_list(const char *url, const char *opts_json, uint64_t timeout_ms,
+                           const rl_cancel *cancel, char **out, char **err_out);
+int32_t rl_checkpoint_delete(const char *url, const char *opts_json, const char *checkpoint_id,
+                             uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
+
+rl_cancel *rl_cancel_new(void);
+void rl_cancel_fire(const rl_cancel *c);
+void rl_cancel_free(rl_cancel *c);
+void rl_bytes_free(uint8_t *p, size_t len);
+void rl_string_free(char *p);
+int64_t rl_live_handles(void);
+const char *rl_slatedb_version(void);
+
+#endif

@@ -1,0 +1,874 @@
+//! C ABI over the `slatedb` crate, for rocklake-migrate's Go binding (`pkg/slatedb`).
+//!
+//! The surface is deliberately narrow: object stores by URL, a writer, a reader
+//! (pinned to a checkpoint or following the latest state), range-scan iterators
+//! that hand over many entries per call, and checkpoints. Every entry point:
+//!
+//! - returns an `i32` status code (`RL_OK` or one of the `RL_ERR_*` codes) and, on
+//!   error, a message in `*err_out` that the caller frees with `rl_string_free`;
+//! - catches panics, so none crosses the boundary (a panic becomes `RL_ERR_INTERNAL`);
+//! - blocks the calling thread on one process-wide Tokio runtime, bounded by a
+//!   timeout and by an optional cancel token, so Go's context deadlines hold.
+//!
+//! Byte formats shared with Go (all integers little-endian u32):
+//! - write batch: repeated `op:u8 (0 put, 1 delete) | klen | key | [vlen | value]`;
+//! - scan chunk:  repeated `klen | key | vlen | value`.
+
+mod store;
+
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use slatedb::bytes::Bytes;
+use slatedb::config::{
+    CheckpointOptions, CheckpointScope, DbReaderOptions, ScanOptions, Settings,
+};
+use slatedb::{Db, DbIterator, DbReader, DbReaderMode, ErrorKind, WriteBatch};
+use tokio::runtime::Runtime;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+pub const RL_OK: i32 = 0;
+pub const RL_ERR_INTERNAL: i32 = 1;
+pub const RL_ERR_INVALID: i32 = 2;
+pub const RL_ERR_NOT_FOUND: i32 = 3;
+pub const RL_ERR_FENCED: i32 = 4;
+pub const RL_ERR_CHECKPOINT_MISSING: i32 = 5;
+pub const RL_ERR_UNAVAILABLE: i32 = 6;
+pub const RL_ERR_CLOSED: i32 = 7;
+pub const RL_ERR_DATA: i32 = 8;
+pub const RL_ERR_TIMEOUT: i32 = 9;
+pub const RL_ERR_CANCELED: i32 = 10;
+pub const RL_ERR_NO_DATABASE: i32 = 11;
+pub const RL_ERR_NO_BUCKET: i32 = 12;
+
+/// One runtime per process: SlateDB's background tasks (flusher, compactor, GC,
+/// manifest pollers) live here, independent of which Go thread calls in.
+static RUNTIME: LazyLock<Result<Runtime, String>> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("rocklake-slatedb")
+        .build()
+        .map_err(|e| format!("start tokio runtime: {e}"))
+});
+
+/// Live native handles (writers, readers, iterators, cancel tokens), so tests can
+/// prove that every handle is freed.
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+struct Fail {
+    code: i32,
+    msg: String,
+}
+
+type Res<T> = Result<T, Fail>;
+
+fn fail(code: i32, msg: impl Into<String>) -> Fail {
+    Fail {
+        code,
+        msg: msg.into(),
+    }
+}
+
+/// Maps SlateDB's public error kinds onto the ABI codes. CheckpointMissing has no
+/// kind of its own (it is a Data error), so its message identifies it.
+fn from_slate(context: &str, e: slatedb::Error) -> Fail {
+    let msg = format!("{context}: {e}");
+    let code = match e.kind() {
+        ErrorKind::Closed(slatedb::CloseReason::Fenced) => RL_ERR_FENCED,
+        ErrorKind::Closed(_) => RL_ERR_CLOSED,
+        ErrorKind::Unavailable => RL_ERR_UNAVAILABLE,
+        ErrorKind::Invalid => RL_ERR_INVALID,
+        ErrorKind::Data if msg.contains("checkpoint missing") => RL_ERR_CHECKPOINT_MISSING,
+        ErrorKind::Data => RL_ERR_DATA,
+        _ => RL_ERR_INTERNAL,
+    };
+    Fail { code, msg }
+}
+
+fn runtime() -> Res<&'static Runtime> {
+    RUNTIME
+        .as_ref()
+        .map_err(|e| fail(RL_ERR_INTERNAL, e.clone()))
+}
+
+/// A cancel token: Go fires it when a context is canceled, and the blocked call
+/// returns RL_ERR_CANCELED.
+pub struct CancelToken {
+    notify: Notify,
+    fired: std::sync::atomic::AtomicBool,
+}
+
+/// Runs `fut` to completion on the runtime, giving up after `timeout_ms` (0 = no
+/// limit) or when `cancel` fires. Abandoned futures are dropped, which SlateDB
+/// tolerates: its writes are either applied or not.
+fn block<T>(
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    fut: impl std::future::Future<Output = Res<T>>,
+) -> Res<T> {
+    let rt = runtime()?;
+    // SAFETY: Go keeps the token alive until the call returns.
+    let cancel = unsafe { cancel.as_ref() };
+    rt.block_on(async move {
+        let cancelled = async {
+            match cancel {
+                Some(c) => loop {
+                    let notified = c.notify.notified();
+                    if c.fired.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    notified.await;
+                },
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let limit = async {
+            if timeout_ms == 0 {
+                std::future::pending::<()>().await
+            } else {
+                tokio::time::sleep(Duration::from_millis(timeout_ms)).await
+            }
+        };
+        tokio::select! {
+            r = fut => r,
+            _ = cancelled => Err(fail(RL_ERR_CANCELED, "operation canceled")),
+            _ = limit => Err(fail(RL_ERR_TIMEOUT, format!("operation timed out after {timeout_ms} ms"))),
+        }
+    })
+}
+
+/// Wraps an entry point: catches panics and writes the error message.
+fn ffi(err_out: *mut *mut c_char, f: impl FnOnce() -> Res<()>) -> i32 {
+    let result = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Err(fail(RL_ERR_INTERNAL, format!("panic in slatedb binding: {what}")))
+    });
+    match result {
+        Ok(()) => RL_OK,
+        Err(e) => {
+            if !err_out.is_null() {
+                let msg = CString::new(e.msg.replace('\0', " ")).unwrap_or_default();
+                // SAFETY: err_out was checked non-null; the caller owns the string.
+                unsafe { *err_out = msg.into_raw() };
+            }
+            e.code
+        }
+    }
+}
+
+fn cstr<'a>(p: *const c_char, what: &str) -> Res<&'a str> {
+    if p.is_null() {
+        return Err(fail(RL_ERR_INVALID, format!("{what} is null")));
+    }
+    // SAFETY: Go passes NUL-terminated strings that live for the call.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| fail(RL_ERR_INVALID, format!("{what} is not UTF-8")))
+}
+
+fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    if p.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: Go passes a pointer to len readable bytes that live for the call.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+}
+
+fn out_bytes(v: Vec<u8>, out: *mut *mut u8, out_len: *mut usize) -> Res<()> {
+    if out.is_null() || out_len.is_null() {
+        return Err(fail(RL_ERR_INVALID, "output pointer is null"));
+    }
+    let boxed = v.into_boxed_slice();
+    let len = boxed.len();
+    let ptr = Box::into_raw(boxed) as *mut u8;
+    // SAFETY: checked non-null above; ownership passes to the caller (rl_bytes_free).
+    unsafe {
+        *out = ptr;
+        *out_len = len;
+    }
+    Ok(())
+}
+
+fn out_string(s: String, out: *mut *mut c_char) -> Res<()> {
+    if out.is_null() {
+        return Err(fail(RL_ERR_INVALID, "output pointer is null"));
+    }
+    let c = CString::new(s).map_err(|_| fail(RL_ERR_INTERNAL, "string holds NUL"))?;
+    // SAFETY: checked non-null; ownership passes to the caller (rl_string_free).
+    unsafe { *out = c.into_raw() };
+    Ok(())
+}
+
+fn out_handle<T>(v: T, out: *mut *mut T) -> Res<()> {
+    if out.is_null() {
+        return Err(fail(RL_ERR_INVALID, "handle output pointer is null"));
+    }
+    LIVE.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: checked non-null; the caller frees the handle with its close function.
+    unsafe { *out = Box::into_raw(Box::new(v)) };
+    Ok(())
+}
+
+fn handle<'a, T>(p: *mut T, what: &str) -> Res<&'a T> {
+    // SAFETY: Go passes a handle it got from us and has not closed.
+    unsafe { p.as_ref() }.ok_or_else(|| fail(RL_ERR_INVALID, format!("{what} handle is null")))
+}
+
+fn take_handle<T>(p: *mut T) -> Option<Box<T>> {
+    if p.is_null() {
+        return None;
+    }
+    LIVE.fetch_sub(1, Ordering::SeqCst);
+    // SAFETY: Go hands back each handle exactly once, on close.
+    Some(unsafe { Box::from_raw(p) })
+}
+
+/// Drops SlateDB objects inside the runtime: their destructors may spawn or
+/// abort tasks, which needs a runtime context on this (foreign) thread.
+fn drop_in_runtime<T>(v: T) {
+    match runtime() {
+        Ok(rt) => {
+            let _guard = rt.enter();
+            drop(v);
+        }
+        Err(_) => drop(v),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Writer
+
+pub struct Writer {
+    db: Db,
+}
+
+/// Opens the database at `url` as its writer, fencing any earlier writer.
+/// `opts_json` is a JSON object of store.rs `Options` (may be null or "").
+#[no_mangle]
+pub extern "C" fn rl_writer_open(
+    url: *const c_char,
+    opts_json: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut Writer,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let db = block(timeout_ms, cancel, async {
+            store::probe(&loc).await?;
+            let mut settings = Settings::default();
+            settings.object_store_max_retries = Some(opts.max_retries);
+            if let Some(ms) = opts.flush_interval_ms {
+                settings.flush_interval = Some(Duration::from_millis(ms));
+            }
+            Db::builder(loc.path.clone(), loc.store.clone())
+                .with_settings(settings)
+                .build()
+                .await
+                .map_err(|e| from_slate(&format!("open writer {url}"), e))
+        })?;
+        out_handle(Writer { db }, out)
+    })
+}
+
+/// Applies a batch of puts and deletes atomically. With `durable` != 0 it
+/// returns only once the batch is durable in object storage.
+#[no_mangle]
+pub extern "C" fn rl_writer_write(
+    w: *mut Writer,
+    batch: *const u8,
+    batch_len: usize,
+    durable: u8,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let w = handle(w, "writer")?;
+        let wb = decode_batch(bytes(batch, batch_len))?;
+        block(timeout_ms, cancel, async {
+            let h = w
+                .db
+                .write(wb)
+                .await
+                .map_err(|e| from_slate("write batch", e))?;
+            if durable != 0 {
+                h.await_durable()
+                    .await
+                    .map_err(|e| from_slate("await durable write", e))?;
+            }
+            Ok(())
+        })
+    })
+}
+
+fn decode_batch(mut b: &[u8]) -> Res<WriteBatch> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Res<&'a [u8]> {
+        if b.len() < n {
+            return Err(fail(RL_ERR_INVALID, "write batch is truncated"));
+        }
+        let (head, rest) = b.split_at(n);
+        *b = rest;
+        Ok(head)
+    }
+    fn len(b: &mut &[u8]) -> Res<usize> {
+        let raw = take(b, 4)?;
+        Ok(u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize)
+    }
+    let mut wb = WriteBatch::new();
+    let mut ops = 0usize;
+    while !b.is_empty() {
+        let op = take(&mut b, 1)?[0];
+        let klen = len(&mut b)?;
+        let key = take(&mut b, klen)?;
+        if key.is_empty() {
+            return Err(fail(RL_ERR_INVALID, "write batch holds an empty key"));
+        }
+        match op {
+            0 => {
+                let vlen = len(&mut b)?;
+                let value = take(&mut b, vlen)?;
+                wb.put_bytes(Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+            }
+            1 => wb.delete(key),
+            _ => return Err(fail(RL_ERR_INVALID, format!("write batch op {op} is unknown"))),
+        }
+        ops += 1;
+    }
+    if ops == 0 {
+        return Err(fail(RL_ERR_INVALID, "write batch is empty"));
+    }
+    Ok(wb)
+}
+
+/// Makes every write so far durable in object storage.
+#[no_mangle]
+pub extern "C" fn rl_writer_flush(
+    w: *mut Writer,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let w = handle(w, "writer")?;
+        block(timeout_ms, cancel, async {
+            w.db.flush().await.map_err(|e| from_slate("flush", e))
+        })
+    })
+}
+
+/// Closes the writer (flushing what it holds) and frees its handle, whatever the
+/// outcome: the handle is invalid after this call.
+#[no_mangle]
+pub extern "C" fn rl_writer_close(
+    w: *mut Writer,
+    timeout_ms: u64,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let Some(w) = take_handle(w) else {
+            return Err(fail(RL_ERR_INVALID, "writer handle is null"));
+        };
+        let r = block(timeout_ms, std::ptr::null(), async {
+            w.db.close().await.map_err(|e| from_slate("close writer", e))
+        });
+        drop_in_runtime(w);
+        match r {
+            // Closing a fenced writer reports the fencing; the handle is gone either way.
+            Err(e) if e.code == RL_ERR_FENCED || e.code == RL_ERR_CLOSED => Ok(()),
+            other => other,
+        }
+    })
+}
+
+/// Creates a checkpoint of everything written so far through this writer.
+/// Returns JSON `{"id": "...", "manifest_id": N}` in `*out`.
+#[no_mangle]
+pub extern "C" fn rl_writer_checkpoint(
+    w: *mut Writer,
+    lifetime_ms: u64,
+    name: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut c_char,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let w = handle(w, "writer")?;
+        let options = checkpoint_options(lifetime_ms, name)?;
+        let r = block(timeout_ms, cancel, async {
+            w.db.create_checkpoint(CheckpointScope::All, &options)
+                .await
+                .map_err(|e| from_slate("create checkpoint", e))
+        })?;
+        out_string(
+            format!(r#"{{"id":"{}","manifest_id":{}}}"#, r.id, r.manifest_id),
+            out,
+        )
+    })
+}
+
+fn checkpoint_options(lifetime_ms: u64, name: *const c_char) -> Res<CheckpointOptions> {
+    let mut options = CheckpointOptions::default();
+    if lifetime_ms > 0 {
+        options.lifetime = Some(Duration::from_millis(lifetime_ms));
+    }
+    if !name.is_null() {
+        let n = cstr(name, "checkpoint name")?;
+        if !n.is_empty() {
+            options.name = Some(n.to_string());
+        }
+    }
+    Ok(options)
+}
+
+// ---------------------------------------------------------------------------
+// Reader
+
+pub struct Reader {
+    db: DbReader,
+}
+
+/// Opens a read-only view. With `checkpoint_id` non-empty the reader is pinned
+/// to that checkpoint; otherwise it follows the latest state without writing
+/// anything (no managed checkpoint), so opening a reader never modifies the
+/// database.
+#[no_mangle]
+pub extern "C" fn rl_reader_open(
+    url: *const c_char,
+    opts_json: *const c_char,
+    checkpoint_id: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut Reader,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let mode = match checkpoint_id.is_null() {
+            true => DbReaderMode::FollowLatest,
+            false => match cstr(checkpoint_id, "checkpoint id")? {
+                "" => DbReaderMode::FollowLatest,
+                id => DbReaderMode::Checkpoint(Uuid::parse_str(id).map_err(|e| {
+                    fail(RL_ERR_INVALID, format!("checkpoint id {id:?}: {e}"))
+                })?),
+            },
+        };
+        let db = block(timeout_ms, cancel, async {
+            if !store::has_manifest(&loc).await? {
+                return Err(fail(
+                    RL_ERR_NO_DATABASE,
+                    format!("open reader {url}: no SlateDB database there (no manifest)"),
+                ));
+            }
+            let mut options = DbReaderOptions::default();
+            options.object_store_max_retries = Some(opts.max_retries);
+            if let Some(ms) = opts.poll_interval_ms {
+                options.manifest_poll_interval = Duration::from_millis(ms);
+            }
+            DbReader::builder(loc.path.clone(), loc.store.clone())
+                .with_options(options)
+                .with_reader_mode(mode)
+                .build()
+                .await
+                .map_err(|e| from_slate(&format!("open reader {url}"), e))
+        })?;
+        out_handle(Reader { db }, out)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn rl_reader_close(r: *mut Reader, timeout_ms: u64, err_out: *mut *mut c_char) -> i32 {
+    ffi(err_out, || {
+        let Some(r) = take_handle(r) else {
+            return Err(fail(RL_ERR_INVALID, "reader handle is null"));
+        };
+        let res = block(timeout_ms, std::ptr::null(), async {
+            r.db.close().await.map_err(|e| from_slate("close reader", e))
+        });
+        drop_in_runtime(r);
+        res
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Reads, shared by writers (kind 0) and readers (kind 1).
+
+enum Source<'a> {
+    Writer(&'a Writer),
+    Reader(&'a Reader),
+}
+
+fn source<'a>(kind: u8, h: *mut std::ffi::c_void) -> Res<Source<'a>> {
+    match kind {
+        0 => Ok(Source::Writer(handle(h as *mut Writer, "writer")?)),
+        1 => Ok(Source::Reader(handle(h as *mut Reader, "reader")?)),
+        _ => Err(fail(RL_ERR_INVALID, format!("handle kind {kind} is unknown"))),
+    }
+}
+
+/// Reads one key. A missing key is RL_ERR_NOT_FOUND.
+#[no_mangle]
+pub extern "C" fn rl_get(
+    kind: u8,
+    h: *mut std::ffi::c_void,
+    key: *const u8,
+    key_len: usize,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let src = source(kind, h)?;
+        let key = bytes(key, key_len);
+        let v = block(timeout_ms, cancel, async {
+            match src {
+                Source::Writer(w) => w.db.get(key).await,
+                Source::Reader(r) => r.db.get(key).await,
+            }
+            .map_err(|e| from_slate("get", e))
+        })?;
+        match v {
+            Some(v) => out_bytes(v.to_vec(), out, out_len),
+            None => Err(fail(RL_ERR_NOT_FOUND, "key not found")),
+        }
+    })
+}
+
+pub struct Iter {
+    it: DbIterator,
+}
+
+/// Starts a scan of [start, end). An empty `end` means "to the end of the key
+/// space".
+#[no_mangle]
+pub extern "C" fn rl_scan(
+    kind: u8,
+    h: *mut std::ffi::c_void,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut Iter,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let src = source(kind, h)?;
+        let start = Bytes::copy_from_slice(bytes(start, start_len));
+        let end = Bytes::copy_from_slice(bytes(end, end_len));
+        if !end.is_empty() && end <= start {
+            return Err(fail(RL_ERR_INVALID, "scan end must be greater than start"));
+        }
+        let mut options = ScanOptions::default();
+        // Sequential full scans are the common case here: read ahead generously.
+        options.read_ahead_bytes = 4 << 20;
+        options.max_fetch_tasks = 4;
+        let it = block(timeout_ms, cancel, async {
+            let r = if end.is_empty() {
+                match src {
+                    Source::Writer(w) => w.db.scan_with_options(start.., &options).await,
+                    Source::Reader(r) => r.db.scan_with_options(start.., &options).await,
+                }
+            } else {
+                match src {
+                    Source::Writer(w) => w.db.scan_with_options(start..end, &options).await,
+                    Source::Reader(r) => r.db.scan_with_options(start..end, &options).await,
+                }
+            };
+            r.map_err(|e| from_slate("scan", e))
+        })?;
+        out_handle(Iter { it }, out)
+    })
+}
+
+/// Hands over the next entries: up to `max_entries`, and stops adding once the
+/// chunk holds `max_bytes`. An empty chunk means the scan is done.
+#[no_mangle]
+pub extern "C" fn rl_iter_next(
+    it: *mut Iter,
+    max_entries: usize,
+    max_bytes: usize,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        // SAFETY: Go serialises calls on one iterator and passes a live handle.
+        let it = unsafe { it.as_mut() }
+            .ok_or_else(|| fail(RL_ERR_INVALID, "iterator handle is null"))?;
+        let chunk = block(timeout_ms, cancel, async {
+            let mut chunk = Vec::with_capacity(max_bytes.min(8 << 20));
+            let mut n = 0usize;
+            while n < max_entries.max(1) && chunk.len() < max_bytes.max(1) {
+                match it.it.next().await.map_err(|e| from_slate("scan next", e))? {
+                    Some(kv) => {
+                        chunk.extend_from_slice(&(kv.key.len() as u32).to_le_bytes());
+                        chunk.extend_from_slice(&kv.key);
+                        chunk.extend_from_slice(&(kv.value.len() as u32).to_le_bytes());
+                        chunk.extend_from_slice(&kv.value);
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            Ok(chunk)
+        })?;
+        out_bytes(chunk, out, out_len)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn rl_iter_close(it: *mut Iter) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        if let Some(it) = take_handle(it) {
+            drop_in_runtime(it);
+        }
+    }));
+}
+
+// ---------------------------------------------------------------------------
+// Detached checkpoints (no writer needed; the manifest update is conditional,
+// so they are safe next to a live writer).
+
+/// Creates a checkpoint of the current durable state. Returns
+/// `{"id": "...", "manifest_id": N}`.
+#[no_mangle]
+pub extern "C" fn rl_checkpoint_create(
+    url: *const c_char,
+    opts_json: *const c_char,
+    lifetime_ms: u64,
+    name: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut c_char,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let options = checkpoint_options(lifetime_ms, name)?;
+        let r = block(timeout_ms, cancel, async {
+            store::require_manifest(&loc, url).await?;
+            loc.admin()
+                .create_detached_checkpoint(&options)
+                .await
+                .map_err(|e| from_slate("create checkpoint", e))
+        })?;
+        out_string(
+            format!(r#"{{"id":"{}","manifest_id":{}}}"#, r.id, r.manifest_id),
+            out,
+        )
+    })
+}
+
+/// Lists checkpoints as a JSON array of
+/// `{"id","manifest_id","create_time","expire_time","name"}`.
+#[no_mangle]
+pub extern "C" fn rl_checkpoint_list(
+    url: *const c_char,
+    opts_json: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut c_char,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let list = block(timeout_ms, cancel, async {
+            store::require_manifest(&loc, url).await?;
+            loc.admin()
+                .list_checkpoints(None)
+                .await
+                .map_err(|e| from_slate("list checkpoints", e))
+        })?;
+        let items: Vec<String> = list
+            .iter()
+            .map(|c| {
+                format!(
+                    r#"{{"id":"{}","manifest_id":{},"create_time":"{}","expire_time":{},"name":{}}}"#,
+                    c.id,
+                    c.manifest_id,
+                    c.create_time.to_rfc3339(),
+                    c.expire_time
+                        .map(|t| format!("\"{}\"", t.to_rfc3339()))
+                        .unwrap_or_else(|| "null".into()),
+                    c.name
+                        .as_deref()
+                        .map(json_string)
+                        .unwrap_or_else(|| "null".into()),
+                )
+            })
+            .collect();
+        out_string(format!("[{}]", items.join(",")), out)
+    })
+}
+
+fn json_string(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Deletes a checkpoint. Deleting one that does not exist is
+/// RL_ERR_CHECKPOINT_MISSING.
+#[no_mangle]
+pub extern "C" fn rl_checkpoint_delete(
+    url: *const c_char,
+    opts_json: *const c_char,
+    checkpoint_id: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let raw = cstr(checkpoint_id, "checkpoint id")?;
+        let id = Uuid::parse_str(raw)
+            .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?;
+        block(timeout_ms, cancel, async {
+            store::require_manifest(&loc, url).await?;
+            let admin = loc.admin();
+            let list = admin
+                .list_checkpoints(None)
+                .await
+                .map_err(|e| from_slate("list checkpoints", e))?;
+            if !list.iter().any(|c| c.id == id) {
+                return Err(fail(
+                    RL_ERR_CHECKPOINT_MISSING,
+                    format!("delete checkpoint: checkpoint missing. checkpoint_id=`{id}`"),
+                ));
+            }
+            admin
+                .delete_checkpoint(id)
+                .await
+                .map_err(|e| from_slate("delete checkpoint", e))
+        })
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Cancel tokens, memory and bookkeeping.
+
+#[no_mangle]
+pub extern "C" fn rl_cancel_new() -> *mut CancelToken {
+    catch_unwind(|| {
+        LIVE.fetch_add(1, Ordering::SeqCst);
+        Box::into_raw(Box::new(CancelToken {
+            notify: Notify::new(),
+            fired: std::sync::atomic::AtomicBool::new(false),
+        }))
+    })
+    .unwrap_or(std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn rl_cancel_fire(c: *const CancelToken) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: Go fires only tokens it has not freed.
+        if let Some(c) = unsafe { c.as_ref() } {
+            c.fired.store(true, Ordering::SeqCst);
+            c.notify.notify_waiters();
+        }
+    }));
+}
+
+#[no_mangle]
+pub extern "C" fn rl_cancel_free(c: *mut CancelToken) {
+    let _ = catch_unwind(AssertUnwindSafe(|| drop(take_handle(c))));
+}
+
+#[no_mangle]
+pub extern "C" fn rl_bytes_free(p: *mut u8, len: usize) {
+    if p.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: p and len come from out_bytes, handed back once.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, len)) })
+    }));
+}
+
+#[no_mangle]
+pub extern "C" fn rl_string_free(p: *mut c_char) {
+    if p.is_null() {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: p comes from CString::into_raw here, handed back once.
+        drop(unsafe { CString::from_raw(p) })
+    }));
+}
+
+/// The number of live handles (writers, readers, iterators, cancel tokens).
+#[no_mangle]
+pub extern "C" fn rl_live_handles() -> i64 {
+    LIVE.load(Ordering::SeqCst)
+}
+
+/// The exact slatedb crate version linked in.
+#[no_mangle]
+pub extern "C" fn rl_slatedb_version() -> *const c_char {
+    static V: LazyLock<CString> =
+        LazyLock::new(|| CString::new(store::SLATEDB_VERSION).unwrap_or_default());
+    V.as_ptr()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_decoding_rejects_garbage() {
+        assert!(decode_batch(&[]).is_err());
+        assert!(decode_batch(&[0, 1, 0, 0]).is_err());
+        assert!(decode_batch(&[9, 1, 0, 0, 0, b'k']).is_err());
+        let mut ok = vec![0u8];
+        ok.extend_from_slice(&1u32.to_le_bytes());
+        ok.push(b'k');
+        ok.extend_from_slice(&1u32.to_le_bytes());
+        ok.push(b'v');
+        ok.push(1);
+        ok.extend_from_slice(&1u32.to_le_bytes());
+        ok.push(b'x');
+        assert!(decode_batch(&ok).is_ok());
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+}

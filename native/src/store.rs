@@ -1,0 +1,219 @@
+//! Object stores by URL: `file:///abs/path`, `memory://name/prefix` and
+//! `s3://bucket/prefix`. The path (or prefix) is the SlateDB database's own root,
+//! so a database written by any other SlateDB client opens as it is.
+
+use std::collections::HashMap;
+use std::ffi::c_char;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use slatedb::admin::Admin;
+use slatedb::object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use slatedb::object_store::local::LocalFileSystem;
+use slatedb::object_store::memory::InMemory;
+use slatedb::object_store::path::Path;
+use slatedb::object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
+
+use crate::{cstr, fail, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_DATABASE, RL_ERR_UNAVAILABLE};
+
+/// The slatedb crate version pinned in Cargo.toml (a test keeps them in step).
+pub const SLATEDB_VERSION: &str = "0.18.0";
+
+/// Tuning passed from Go as JSON. Every field is optional. The defaults bound
+/// how long an unreachable or failing store can hold a call: SlateDB's own
+/// default is to retry forever.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(default, deny_unknown_fields)]
+pub struct Options {
+    /// Retries of SlateDB's object-store wrapper per operation.
+    pub max_retries: u32,
+    /// Retries inside the S3 client per request, and their overall limit.
+    pub s3_max_retries: usize,
+    pub s3_retry_timeout_ms: u64,
+    pub s3_request_timeout_ms: u64,
+    pub s3_connect_timeout_ms: u64,
+    /// Writer WAL flush interval (SlateDB default 100 ms).
+    pub flush_interval_ms: Option<u64>,
+    /// Reader manifest poll interval (SlateDB default 10 s).
+    pub poll_interval_ms: Option<u64>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_retries: 3,
+            s3_max_retries: 3,
+            s3_retry_timeout_ms: 20_000,
+            s3_request_timeout_ms: 30_000,
+            s3_connect_timeout_ms: 3_000,
+            flush_interval_ms: None,
+            poll_interval_ms: None,
+        }
+    }
+}
+
+impl Options {
+    pub fn parse(p: *const c_char) -> Res<Options> {
+        if p.is_null() {
+            return Ok(Options::default());
+        }
+        let s = cstr(p, "options")?;
+        if s.trim().is_empty() {
+            return Ok(Options::default());
+        }
+        serde_json::from_str(s).map_err(|e| fail(RL_ERR_INVALID, format!("options {s:?}: {e}")))
+    }
+}
+
+/// A database's place: the store it lives in and its root path there.
+pub struct Location {
+    pub store: Arc<dyn ObjectStore>,
+    pub path: Path,
+    /// Set for S3: existence of the bucket is checked before SlateDB runs,
+    /// so a missing bucket gets a clear error instead of a retry loop.
+    bucket: Option<String>,
+}
+
+impl Location {
+    pub fn admin(&self) -> Admin {
+        Admin::builder(self.path.clone(), self.store.clone()).build()
+    }
+}
+
+/// In-process stores, shared by name so that a writer and a reader of one
+/// `memory://name` see the same objects.
+static MEMORY: LazyLock<Mutex<HashMap<String, Arc<InMemory>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
+    let bad = |why: &str| fail(RL_ERR_INVALID, format!("catalog URL {raw:?}: {why}"));
+    let u = url::Url::parse(raw).map_err(|e| bad(&e.to_string()))?;
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(bad("query and fragment are not supported"));
+    }
+    let path = u.path().trim_matches('/');
+    let db_path = Path::parse(path).map_err(|e| bad(&e.to_string()))?;
+    match u.scheme() {
+        "file" => {
+            if u.host_str().is_some_and(|h| !h.is_empty()) {
+                return Err(bad("file URLs take no host: use file:///absolute/path"));
+            }
+            if path.is_empty() {
+                return Err(bad("file URL needs a directory path"));
+            }
+            Ok(Location {
+                store: Arc::new(LocalFileSystem::new()),
+                path: db_path,
+                bucket: None,
+            })
+        }
+        "memory" => {
+            let name = u.host_str().unwrap_or("").to_string();
+            let mut stores = MEMORY
+                .lock()
+                .map_err(|_| fail(crate::RL_ERR_INTERNAL, "memory store registry poisoned"))?;
+            let store = stores
+                .entry(name)
+                .or_insert_with(|| Arc::new(InMemory::new()))
+                .clone();
+            Ok(Location {
+                store,
+                path: db_path,
+                bucket: None,
+            })
+        }
+        "s3" => {
+            let bucket = u.host_str().unwrap_or("");
+            if bucket.is_empty() {
+                return Err(bad("s3 URL needs a bucket: s3://bucket/prefix"));
+            }
+            let retry = RetryConfig {
+                backoff: BackoffConfig::default(),
+                max_retries: opts.s3_max_retries,
+                retry_timeout: Duration::from_millis(opts.s3_retry_timeout_ms),
+            };
+            // from_env reads AWS_ENDPOINT(_URL), AWS_ALLOW_HTTP, AWS_REGION and the
+            // credentials; path-style addressing is its default.
+            let store = AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_retry(retry)
+                .with_config(
+                    AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+                    format!("{}ms", opts.s3_request_timeout_ms),
+                )
+                .with_config(
+                    AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+                    format!("{}ms", opts.s3_connect_timeout_ms),
+                )
+                .build()
+                .map_err(|e| bad(&e.to_string()))?;
+            Ok(Location {
+                store: Arc::new(store),
+                path: db_path,
+                bucket: Some(bucket.to_string()),
+            })
+        }
+        other => Err(bad(&format!(
+            "scheme {other:?} is not supported (file, s3, memory)"
+        ))),
+    }
+}
+
+/// Whether a SlateDB database exists at the location (it has a manifest).
+/// For S3 this also proves the bucket exists and the endpoint answers.
+pub async fn has_manifest(loc: &Location) -> Res<bool> {
+    let prefix = loc.path.clone().join("manifest");
+    match loc.store.list_with_delimiter(Some(&prefix)).await {
+        Ok(list) => Ok(!list.objects.is_empty()),
+        Err(slatedb::object_store::Error::NotFound { .. }) if loc.bucket.is_none() => Ok(false),
+        Err(e) => Err(store_error(loc, e)),
+    }
+}
+
+/// Checks the bucket (for S3) before a writer opens: an empty location is fine.
+pub async fn probe(loc: &Location) -> Res<()> {
+    has_manifest(loc).await.map(|_| ())
+}
+
+pub async fn require_manifest(loc: &Location, url: &str) -> Res<()> {
+    if has_manifest(loc).await? {
+        Ok(())
+    } else {
+        Err(fail(
+            RL_ERR_NO_DATABASE,
+            format!("{url}: no SlateDB database there (no manifest)"),
+        ))
+    }
+}
+
+fn store_error(loc: &Location, e: slatedb::object_store::Error) -> crate::Fail {
+    let text = e.to_string();
+    match &loc.bucket {
+        Some(b) if text.contains("NoSuchBucket") || matches!(e, slatedb::object_store::Error::NotFound { .. }) => {
+            fail(RL_ERR_NO_BUCKET, format!("bucket {b:?} does not exist: {text}"))
+        }
+        _ => fail(RL_ERR_UNAVAILABLE, format!("object store: {text}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_version_matches_cargo_toml() {
+        let manifest = include_str!("../Cargo.toml");
+        assert!(manifest.contains(&format!("version = \"={SLATEDB_VERSION}\"")));
+    }
+
+    #[test]
+    fn urls_are_checked() {
+        let o = Options::default();
+        for bad in ["", "nope", "ftp://x/y", "file://host/x", "file:///", "s3:///x", "s3://b/x?y=1"] {
+            assert!(resolve(bad, &o).is_err(), "{bad} should be refused");
+        }
+        assert!(resolve("file:///tmp/x", &o).is_ok());
+        assert!(resolve("memory://a/b", &o).is_ok());
+    }
+}

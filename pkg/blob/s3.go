@@ -1,0 +1,328 @@
+package blob
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	tm "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+const (
+	maxAttempts = 5
+	maxBackoff  = 5 * time.Second
+	// Connection setup and waiting for a response's headers are bounded here;
+	// reading a streamed body is bounded by the caller's ctx only, as a large
+	// object may legitimately take long.
+	dialTimeout           = 10 * time.Second
+	responseHeaderTimeout = time.Minute
+	// Two parts in flight: with 8 MiB parts an upload holds about 24 MiB,
+	// which keeps many concurrent shard writers within a Lambda's memory.
+	uploadConcurrency = 2
+	// How long aborting a failed multipart upload may take once the
+	// caller's ctx is gone; without it the parts would stay behind.
+	abortTimeout = 30 * time.Second
+	// DeleteObjects takes at most 1000 keys.
+	deleteBatch = 1000
+)
+
+type s3Store struct {
+	client   *s3.Client
+	transfer *tm.Client
+}
+
+func newS3Store(ctx context.Context) (*s3Store, error) {
+	httpClient := awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
+		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = responseHeaderTimeout })
+	cfg, err := config.LoadDefaultConfig(ctx,
+		config.WithHTTPClient(httpClient),
+		config.WithRetryer(func() aws.Retryer {
+			r := retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = maxAttempts
+				o.MaxBackoff = maxBackoff
+			})
+			// S3 answers 409 ConditionalRequestConflict to a conditional
+			// write racing another on the same key, and asks for a retry.
+			return retry.AddWithErrorCodes(r, "ConditionalRequestConflict")
+		}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		// The SDK reads AWS_ENDPOINT_URL(_S3) itself; AWS_ENDPOINT is what
+		// SlateDB's object_store reads, so honour it too.
+		if ep := os.Getenv("AWS_ENDPOINT"); o.BaseEndpoint == nil && ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+		// A custom endpoint (versitygw, MinIO) has no per-bucket DNS names.
+		if o.BaseEndpoint != nil {
+			o.UsePathStyle = true
+		}
+	})
+	transfer := tm.New(client, func(o *tm.Options) {
+		o.Concurrency = uploadConcurrency
+		o.FailTimeout = abortTimeout
+	})
+	return &s3Store{client: client, transfer: transfer}, nil
+}
+
+// s3Error adds the package's named error that matches err, if any.
+func s3Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	var named error
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "NoSuchKey", "NoSuchVersion":
+			named = ErrNotFound
+		case "NoSuchBucket":
+			named = ErrNoSuchBucket
+		case "PreconditionFailed":
+			named = ErrPreconditionFailed
+		}
+	}
+	// Servers other than S3 may answer 404 or 412 with a code of their own.
+	var re *awshttp.ResponseError
+	if named == nil && errors.As(err, &re) {
+		switch re.HTTPStatusCode() {
+		case http.StatusNotFound:
+			named = ErrNotFound
+		case http.StatusPreconditionFailed:
+			named = ErrPreconditionFailed
+		}
+	}
+	if named == nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", named, err)
+}
+
+func (l Location) child(key string) string { return "s3://" + l.Bucket + "/" + key }
+
+func (s *s3Store) open(ctx context.Context, l Location, versionID string) (io.ReadCloser, Info, error) {
+	in := &s3.GetObjectInput{Bucket: &l.Bucket, Key: &l.Key}
+	if versionID != "" {
+		in.VersionId = &versionID
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		return nil, Info{}, s3Error(err)
+	}
+	return out.Body, Info{
+		URL:          l.String(),
+		Size:         aws.ToInt64(out.ContentLength),
+		ETag:         aws.ToString(out.ETag),
+		VersionID:    aws.ToString(out.VersionId),
+		LastModified: aws.ToTime(out.LastModified),
+	}, nil
+}
+
+func (s *s3Store) get(ctx context.Context, l Location, versionID string) ([]byte, Info, error) {
+	r, info, err := s.open(ctx, l, versionID)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	defer r.Close()
+	body, err := io.ReadAll(r)
+	return body, info, err
+}
+
+func (s *s3Store) put(ctx context.Context, l Location, body []byte, cond condition) (Info, error) {
+	in := &s3.PutObjectInput{
+		Bucket:        &l.Bucket,
+		Key:           &l.Key,
+		Body:          bytes.NewReader(body),
+		ContentLength: aws.Int64(int64(len(body))),
+	}
+	if cond.ifMatch != "" {
+		in.IfMatch = &cond.ifMatch
+	}
+	if cond.ifAbsent {
+		in.IfNoneMatch = aws.String("*")
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		return Info{}, s3Error(err)
+	}
+	return Info{
+		URL:       l.String(),
+		Size:      int64(len(body)),
+		ETag:      aws.ToString(out.ETag),
+		VersionID: aws.ToString(out.VersionId),
+	}, nil
+}
+
+func (s *s3Store) create(ctx context.Context, l Location) (*Writer, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.transfer.UploadObject(ctx, &tm.UploadObjectInput{Bucket: &l.Bucket, Key: &l.Key, Body: pr})
+		// Unblocks a Write waiting on a failed upload, with the reason.
+		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
+		done <- s3Error(err)
+	}()
+	return &Writer{
+		w: pw,
+		commit: func() error {
+			defer cancel()
+			pw.Close() // EOF: the uploader sends the last part and completes
+			return <-done
+		},
+		abort: func() {
+			// A read error makes the uploader abort its multipart upload
+			// (or never send a single-part one); cancel stops a request
+			// in flight.
+			pw.CloseWithError(errors.New("write aborted"))
+			cancel()
+			<-done
+		},
+	}, nil
+}
+
+func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
+	var infos []Info
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &prefix.Bucket, Prefix: &prefix.Key})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s3Error(err)
+		}
+		for _, o := range page.Contents {
+			infos = append(infos, Info{
+				URL:          prefix.child(aws.ToString(o.Key)),
+				Size:         aws.ToInt64(o.Size),
+				ETag:         aws.ToString(o.ETag),
+				LastModified: aws.ToTime(o.LastModified),
+			})
+		}
+	}
+	return infos, nil
+}
+
+func (s *s3Store) delete(ctx context.Context, l Location) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.Bucket, Key: &l.Key})
+	return s3Error(err)
+}
+
+func (s *s3Store) deletePrefix(ctx context.Context, prefix Location) (int, error) {
+	deleted := 0
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: &prefix.Bucket, Prefix: &prefix.Key, MaxKeys: aws.Int32(deleteBatch),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return deleted, s3Error(err)
+		}
+		if len(page.Contents) == 0 {
+			continue
+		}
+		ids := make([]types.ObjectIdentifier, len(page.Contents))
+		for i, o := range page.Contents {
+			ids[i] = types.ObjectIdentifier{Key: o.Key}
+		}
+		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+			Bucket: &prefix.Bucket,
+			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
+		})
+		if err != nil {
+			return deleted, s3Error(err)
+		}
+		deleted += len(ids) - len(out.Errors)
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return deleted, fmt.Errorf("%d keys not deleted, first %s: %s %s",
+				len(out.Errors), aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
+		}
+	}
+	return deleted, nil
+}
+
+func (s *s3Store) versioning(ctx context.Context, l Location) (bool, error) {
+	out, err := s.client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: &l.Bucket})
+	if err != nil {
+		return false, s3Error(err)
+	}
+	return out.Status == types.BucketVersioningStatusEnabled, nil
+}
+
+func (s *s3Store) listVersions(ctx context.Context, l Location) ([]Version, error) {
+	on, err := s.versioning(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	if !on {
+		return nil, ErrVersioningDisabled
+	}
+	var vs []Version
+	// The listing is by prefix: skip other keys that share it.
+	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: &l.Bucket, Prefix: &l.Key})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s3Error(err)
+		}
+		for _, v := range page.Versions {
+			if aws.ToString(v.Key) == l.Key {
+				vs = append(vs, Version{
+					Info: Info{
+						URL:          l.String(),
+						Size:         aws.ToInt64(v.Size),
+						ETag:         aws.ToString(v.ETag),
+						VersionID:    aws.ToString(v.VersionId),
+						LastModified: aws.ToTime(v.LastModified),
+					},
+					IsLatest: aws.ToBool(v.IsLatest),
+				})
+			}
+		}
+		for _, m := range page.DeleteMarkers {
+			if aws.ToString(m.Key) == l.Key {
+				vs = append(vs, Version{
+					Info: Info{
+						URL:          l.String(),
+						VersionID:    aws.ToString(m.VersionId),
+						LastModified: aws.ToTime(m.LastModified),
+					},
+					IsLatest:     aws.ToBool(m.IsLatest),
+					DeleteMarker: true,
+				})
+			}
+		}
+	}
+	// S3 lists versions and delete markers separately, each newest first;
+	// merge them by time, keeping each list's own order among equal times
+	// and the latest first.
+	slices.SortStableFunc(vs, func(a, b Version) int {
+		switch {
+		case a.IsLatest != b.IsLatest:
+			if a.IsLatest {
+				return -1
+			}
+			return 1
+		default:
+			return b.LastModified.Compare(a.LastModified)
+		}
+	})
+	return vs, nil
+}

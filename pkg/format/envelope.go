@@ -1,0 +1,106 @@
+package format
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+)
+
+// Magic follows the version byte of every value envelope.
+const Magic = "SDKV"
+
+// Envelope errors. DecodeEnvelope wraps them with what it found.
+var (
+	ErrEnvelopeTruncated = errors.New("format: value shorter than its envelope header")
+	ErrBadMagic          = errors.New(`format: value envelope lacks the "SDKV" magic`)
+	ErrEnvelopeVersion   = errors.New("format: value envelope of another format version")
+	ErrChecksum          = errors.New("format: value checksum mismatch")
+)
+
+// castagnoli is CRC-32C, which amd64 and arm64 compute in hardware.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// envelopeHeaderLen is the header size of format v: version byte, magic, and
+// in format 2 the CRC-32C of the payload.
+func envelopeHeaderLen(v Version) int {
+	if v == V2 {
+		return 1 + len(Magic) + 4
+	}
+	return 1 + len(Magic)
+}
+
+// EncodeEnvelope wraps payload in the value envelope of format v:
+//   - V1: 0x01 "SDKV" payload
+//   - V2: 0x02 "SDKV" CRC-32C(payload), 4 bytes big-endian, payload
+//
+// It panics if v is not Supported: versions come from constants or
+// ParseVersion, so another one is a programming error.
+func EncodeEnvelope(v Version, payload []byte) []byte {
+	mustSupport(v)
+	b := make([]byte, envelopeHeaderLen(v), envelopeHeaderLen(v)+len(payload))
+	return sealEnvelope(v, append(b, payload...))
+}
+
+// sealEnvelope fills in the header of b, whose payload already follows
+// envelopeHeaderLen(v) reserved bytes, so EncodeValue marshals in place.
+func sealEnvelope(v Version, b []byte) []byte {
+	b[0] = byte(v)
+	copy(b[1:], Magic)
+	if v == V2 {
+		h := envelopeHeaderLen(v)
+		binary.BigEndian.PutUint32(b[1+len(Magic):], crc32.Checksum(b[h:], castagnoli))
+	}
+	return b
+}
+
+// DecodeEnvelope checks the format-v envelope of value and returns its
+// payload, a subslice of value (copy it to keep it past value's lifetime). In
+// format 2 a payload whose CRC-32C does not match is rejected.
+func DecodeEnvelope(v Version, value []byte) ([]byte, error) {
+	if !Supported(v) {
+		return nil, errUnsupported(v)
+	}
+	h := envelopeHeaderLen(v)
+	if len(value) < 1+len(Magic) {
+		return nil, fmt.Errorf("%w (%s: %d bytes)", ErrEnvelopeTruncated, v, len(value))
+	}
+	if string(value[1:1+len(Magic)]) != Magic {
+		return nil, fmt.Errorf("%w (%s: found %q)", ErrBadMagic, v, value[1:1+len(Magic)])
+	}
+	if Version(value[0]) != v {
+		return nil, fmt.Errorf("%w (want %s, found version byte 0x%02X)", ErrEnvelopeVersion, v, value[0])
+	}
+	if len(value) < h {
+		return nil, fmt.Errorf("%w (%s: %d bytes, header is %d)", ErrEnvelopeTruncated, v, len(value), h)
+	}
+	payload := value[h:]
+	if v == V2 {
+		want := binary.BigEndian.Uint32(value[1+len(Magic):])
+		if got := crc32.Checksum(payload, castagnoli); got != want {
+			return nil, fmt.Errorf("%w (%s: stored %08x, computed %08x)", ErrChecksum, v, want, got)
+		}
+	}
+	return payload, nil
+}
+
+// envelopeVersion returns the format whose envelope value claims to be in,
+// for reading a value before the catalog's format is known.
+func envelopeVersion(value []byte) (Version, error) {
+	if len(value) < 1+len(Magic) {
+		return 0, fmt.Errorf("%w (%d bytes)", ErrEnvelopeTruncated, len(value))
+	}
+	if string(value[1:1+len(Magic)]) != Magic {
+		return 0, fmt.Errorf("%w (found %q)", ErrBadMagic, value[1:1+len(Magic)])
+	}
+	if v := Version(value[0]); Supported(v) {
+		return v, nil
+	}
+	return 0, fmt.Errorf("%w (version byte 0x%02X is unknown to this binary)", ErrEnvelopeVersion, value[0])
+}
+
+func mustSupport(v Version) {
+	if !Supported(v) {
+		panic(errUnsupported(v))
+	}
+}

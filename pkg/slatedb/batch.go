@@ -1,0 +1,37 @@
+package slatedb
+
+import "encoding/binary"
+
+// Batch collects puts and deletes that a Writer applies atomically, in one
+// native call whatever their number. The zero value is an empty batch.
+type Batch struct {
+	buf []byte
+	n   int
+}
+
+// Put sets key to value. The batch copies both.
+func (b *Batch) Put(key, value []byte) {
+	b.buf = append(b.buf, 0)
+	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(len(key)))
+	b.buf = append(b.buf, key...)
+	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(len(value)))
+	b.buf = append(b.buf, value...)
+	b.n++
+}
+
+// Delete removes key.
+func (b *Batch) Delete(key []byte) {
+	b.buf = append(b.buf, 1)
+	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(len(key)))
+	b.buf = append(b.buf, key...)
+	b.n++
+}
+
+// Len is the number of operations in the batch.
+func (b *Batch) Len() int { return b.n }
+
+// Size is the batch's encoded size in bytes.
+func (b *Batch) Size() int { return len(b.buf) }
+
+// Reset empties the batch, keeping its memory.
+func (b *Batch) Reset() { b.buf, b.n = b.buf[:0], 0 }

@@ -1,0 +1,19 @@
+// Package slatedb is the Go binding of the real SlateDB engine: the slatedb
+// crate, linked in through the small Rust crate under native/ and its C ABI.
+//
+// It owns opening databases by URL (file:///abs/path, s3://bucket/prefix,
+// memory://name/prefix), the single writer (whose open fences any earlier
+// writer), readers pinned to a checkpoint or following the latest state, range
+// scans, and checkpoints.
+//
+// Goroutine safety: a Writer and a Reader may be used by many goroutines at
+// once; Close waits for calls in flight and makes later calls fail with
+// ErrClosed. An Iterator belongs to one goroutine. Every native handle is freed
+// by Close (LiveHandles counts them, for leak tests).
+//
+// Every call that does I/O takes a context.Context: its deadline becomes the
+// native call's timeout and its cancellation aborts the call, returning the
+// context's error.
+//
+// The static library must be built first (make native); see native/README.md.
+package slatedb

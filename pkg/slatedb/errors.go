@@ -1,0 +1,64 @@
+package slatedb
+
+import "errors"
+
+// Code is a status code of the native library.
+type Code int
+
+// Codes, as native/include/rocklake_slatedb.h defines them.
+const (
+	CodeInternal          Code = 1
+	CodeInvalid           Code = 2
+	CodeNotFound          Code = 3
+	CodeFenced            Code = 4
+	CodeCheckpointMissing Code = 5
+	CodeUnavailable       Code = 6
+	CodeClosed            Code = 7
+	CodeData              Code = 8
+	CodeTimeout           Code = 9
+	CodeCanceled          Code = 10
+	CodeNoDatabase        Code = 11
+	CodeNoSuchBucket      Code = 12
+)
+
+// Sentinel errors for errors.Is. Every *Error matches exactly one of them.
+var (
+	ErrInternal          = errors.New("slatedb: internal error")
+	ErrInvalid           = errors.New("slatedb: invalid argument")
+	ErrNotFound          = errors.New("slatedb: key not found")
+	ErrFenced            = errors.New("slatedb: fenced by a newer writer")
+	ErrCheckpointMissing = errors.New("slatedb: checkpoint missing")
+	ErrUnavailable       = errors.New("slatedb: object store unavailable")
+	ErrClosed            = errors.New("slatedb: closed")
+	ErrData              = errors.New("slatedb: unexpected persisted data")
+	ErrNoDatabase        = errors.New("slatedb: no database at that location")
+	ErrNoSuchBucket      = errors.New("slatedb: no such bucket")
+)
+
+var sentinels = map[Code]error{
+	CodeInternal:          ErrInternal,
+	CodeInvalid:           ErrInvalid,
+	CodeNotFound:          ErrNotFound,
+	CodeFenced:            ErrFenced,
+	CodeCheckpointMissing: ErrCheckpointMissing,
+	CodeUnavailable:       ErrUnavailable,
+	CodeClosed:            ErrClosed,
+	CodeData:              ErrData,
+	CodeNoDatabase:        ErrNoDatabase,
+	CodeNoSuchBucket:      ErrNoSuchBucket,
+}
+
+// Error is an error reported by the native library.
+type Error struct {
+	Code Code
+	Op   string // the binding's operation, e.g. "open writer"
+	Msg  string // the engine's message
+}
+
+func (e *Error) Error() string { return "slatedb: " + e.Op + ": " + e.Msg }
+
+// Is makes errors.Is(err, ErrFenced) and friends work.
+func (e *Error) Is(target error) bool {
+	s, ok := sentinels[e.Code]
+	return ok && s == target
+}

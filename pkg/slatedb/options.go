@@ -1,0 +1,49 @@
+package slatedb
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Options tune how the engine talks to object storage. The zero value is
+// sensible: bounded retries and timeouts, so an unreachable endpoint or a
+// missing bucket fails in seconds rather than retrying forever (the engine's
+// own default).
+type Options struct {
+	// MaxRetries bounds the engine's retries of one object-store operation
+	// (default 3).
+	MaxRetries int
+	// S3MaxRetries and S3RetryTimeout bound the S3 client's retries of one
+	// request (defaults 3 and 20 s).
+	S3MaxRetries   int
+	S3RetryTimeout time.Duration
+	// S3RequestTimeout and S3ConnectTimeout bound one S3 request (defaults
+	// 30 s and 3 s).
+	S3RequestTimeout time.Duration
+	S3ConnectTimeout time.Duration
+	// FlushInterval is the writer's WAL flush interval (engine default 100 ms).
+	FlushInterval time.Duration
+	// PollInterval is how often a latest-following reader looks for new
+	// state (engine default 10 s).
+	PollInterval time.Duration
+}
+
+// json renders the options the native side expects; zero fields are left out
+// so that its defaults apply.
+func (o Options) json() string {
+	m := map[string]any{}
+	put := func(k string, v int64) {
+		if v > 0 {
+			m[k] = v
+		}
+	}
+	put("max_retries", int64(o.MaxRetries))
+	put("s3_max_retries", int64(o.S3MaxRetries))
+	put("s3_retry_timeout_ms", o.S3RetryTimeout.Milliseconds())
+	put("s3_request_timeout_ms", o.S3RequestTimeout.Milliseconds())
+	put("s3_connect_timeout_ms", o.S3ConnectTimeout.Milliseconds())
+	put("flush_interval_ms", o.FlushInterval.Milliseconds())
+	put("poll_interval_ms", o.PollInterval.Milliseconds())
+	b, _ := json.Marshal(m) // a map of int64s always marshals
+	return string(b)
+}

@@ -1,0 +1,159 @@
+package slatedb
+
+/*
+#include <stdlib.h>
+#include "rocklake_slatedb.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// closeTimeout bounds Close when no context is given: closing flushes.
+const closeTimeout = 2 * time.Minute
+
+// Writer is the single writer of a database. Opening one fences any earlier
+// writer; a fenced writer's next write fails with ErrFenced.
+type Writer struct {
+	url string
+	mu  sync.RWMutex // read-held by calls, write-held by Close
+	h   *C.rl_writer
+}
+
+// OpenWriter opens (or creates) the database at url as its writer.
+func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) {
+	curl, copts := C.CString(url), C.CString(opts.json())
+	defer C.free(unsafe.Pointer(curl))
+	defer C.free(unsafe.Pointer(copts))
+	var h *C.rl_writer
+	err := native(ctx, "open writer", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_writer_open(curl, copts, t, c, &h, e)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{url: url, h: h}, nil
+}
+
+// URL is the database's URL.
+func (w *Writer) URL() string { return w.url }
+
+func (w *Writer) use() (*C.rl_writer, func(), error) {
+	w.mu.RLock()
+	if w.h == nil {
+		w.mu.RUnlock()
+		return nil, nil, fmt.Errorf("slatedb: writer %s: %w", w.url, ErrClosed)
+	}
+	return w.h, w.mu.RUnlock, nil
+}
+
+// Write applies the batch atomically and returns once it is durable in
+// object storage.
+func (w *Writer) Write(ctx context.Context, b *Batch) error { return w.write(ctx, b, true) }
+
+// WriteAsync applies the batch atomically without waiting for durability:
+// reads see it at once, and Flush or Close make it durable. Bulk loads use it
+// and flush at their own checkpoints.
+func (w *Writer) WriteAsync(ctx context.Context, b *Batch) error { return w.write(ctx, b, false) }
+
+func (w *Writer) write(ctx context.Context, b *Batch, durable bool) error {
+	if b == nil || b.n == 0 {
+		return fmt.Errorf("slatedb: write: %w: empty batch", ErrInvalid)
+	}
+	h, done, err := w.use()
+	if err != nil {
+		return err
+	}
+	defer done()
+	p, n := cBytes(b.buf)
+	var d C.uint8_t
+	if durable {
+		d = 1
+	}
+	return native(ctx, "write", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_writer_write(h, p, n, d, t, c, e)
+	})
+}
+
+// Flush makes every write so far durable.
+func (w *Writer) Flush(ctx context.Context) error {
+	h, done, err := w.use()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return native(ctx, "flush", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_writer_flush(h, t, c, e)
+	})
+}
+
+// Get reads one key; a missing key is ErrNotFound.
+func (w *Writer) Get(ctx context.Context, key []byte) ([]byte, error) {
+	h, done, err := w.use()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return get(ctx, 0, unsafe.Pointer(h), key)
+}
+
+// Scan iterates over [start, end) in key order; a nil end means to the end.
+func (w *Writer) Scan(ctx context.Context, start, end []byte) (*Iterator, error) {
+	h, done, err := w.use()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return scan(ctx, 0, unsafe.Pointer(h), start, end)
+}
+
+// Checkpoint creates a checkpoint holding every write made so far through
+// this writer.
+func (w *Writer) Checkpoint(ctx context.Context, cp CheckpointOptions) (Checkpoint, error) {
+	h, done, err := w.use()
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	defer done()
+	name := C.CString(cp.Name)
+	defer C.free(unsafe.Pointer(name))
+	var out *C.char
+	err = native(ctx, "checkpoint", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_writer_checkpoint(h, C.uint64_t(cp.Lifetime.Milliseconds()), name, t, c, &out, e)
+	})
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	return parseCheckpoint(takeString(out))
+}
+
+// Close flushes and closes the writer and frees its handle. A fenced writer
+// closes without error: there is nothing of its own left to flush.
+func (w *Writer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return w.CloseContext(ctx)
+}
+
+// CloseContext is Close bounded by ctx. The handle is freed even when the
+// flush fails or ctx expires.
+func (w *Writer) CloseContext(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.h == nil {
+		return nil
+	}
+	h := w.h
+	w.h = nil
+	return native(context.WithoutCancel(ctx), "close writer", func(t C.uint64_t, _ *C.rl_cancel, e **C.char) C.int32_t {
+		if dl, ok := ctx.Deadline(); ok {
+			t = C.uint64_t(max(time.Until(dl).Milliseconds(), 1))
+		}
+		return C.rl_writer_close(h, t, e)
+	})
+}

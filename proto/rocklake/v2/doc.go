@@ -1,0 +1,4 @@
+// Package rocklakev2 holds the protobuf messages of RockLake catalog format
+// 2, generated from the .proto files beside this one (see package proto for
+// how to regenerate). pkg/format maps tags to these messages.
+package rocklakev2
