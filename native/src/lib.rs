@@ -14,6 +14,11 @@
 //! - write batch: repeated `op:u8 (0 put, 1 delete) | klen | key | [vlen | value]`;
 //! - scan chunk:  repeated `klen | key | vlen | value`.
 
+// Entry points take raw pointers from C; their validity is the contract the
+// header states, and each dereference is commented where it happens. Marking
+// every extern fn `unsafe` would change nothing for C callers.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 mod store;
 
 use std::ffi::{c_char, CStr, CString};
@@ -268,11 +273,15 @@ pub extern "C" fn rl_writer_open(
         let loc = store::resolve(url, &opts)?;
         let db = block(timeout_ms, cancel, async {
             store::probe(&loc).await?;
-            let mut settings = Settings::default();
-            settings.object_store_max_retries = Some(opts.max_retries);
-            if let Some(ms) = opts.flush_interval_ms {
-                settings.flush_interval = Some(Duration::from_millis(ms));
-            }
+            let defaults = Settings::default();
+            let settings = Settings {
+                object_store_max_retries: Some(opts.max_retries),
+                flush_interval: opts
+                    .flush_interval_ms
+                    .map(Duration::from_millis)
+                    .or(defaults.flush_interval),
+                ..defaults
+            };
             Db::builder(loc.path.clone(), loc.store.clone())
                 .with_settings(settings)
                 .build()
@@ -475,11 +484,15 @@ pub extern "C" fn rl_reader_open(
                     format!("open reader {url}: no SlateDB database there (no manifest)"),
                 ));
             }
-            let mut options = DbReaderOptions::default();
-            options.object_store_max_retries = Some(opts.max_retries);
-            if let Some(ms) = opts.poll_interval_ms {
-                options.manifest_poll_interval = Duration::from_millis(ms);
-            }
+            let defaults = DbReaderOptions::default();
+            let options = DbReaderOptions {
+                object_store_max_retries: Some(opts.max_retries),
+                manifest_poll_interval: opts
+                    .poll_interval_ms
+                    .map(Duration::from_millis)
+                    .unwrap_or(defaults.manifest_poll_interval),
+                ..defaults
+            };
             DbReader::builder(loc.path.clone(), loc.store.clone())
                 .with_options(options)
                 .with_reader_mode(mode)
@@ -577,10 +590,12 @@ pub extern "C" fn rl_scan(
         if !end.is_empty() && end <= start {
             return Err(fail(RL_ERR_INVALID, "scan end must be greater than start"));
         }
-        let mut options = ScanOptions::default();
         // Sequential full scans are the common case here: read ahead generously.
-        options.read_ahead_bytes = 4 << 20;
-        options.max_fetch_tasks = 4;
+        let options = ScanOptions {
+            read_ahead_bytes: 4 << 20,
+            max_fetch_tasks: 4,
+            ..ScanOptions::default()
+        };
         let it = block(timeout_ms, cancel, async {
             let r = if end.is_empty() {
                 match src {
