@@ -52,7 +52,7 @@ bench: native tools
 	go test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./pkg/slatedb/
 
 demo: build tools
-	go run ./cmd/rocklake-migrate demo
+	scripts/demo.sh
 
 clean:
 	rm -rf bin native/lib

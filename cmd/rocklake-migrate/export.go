@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+)
+
+func init() {
+	register("export", "export a catalog to NDJSON shard files (a file, a directory or an s3:// prefix)", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "export", "--catalog URL --format vN --output FILE|DIR|s3://… [--shards N] [--checkpoint ID]")
+		url := catalogFlag(fs)
+		fv := fs.String("format", "", "format the catalog is in (v1, v2): anything else is refused")
+		output := fs.String("output", "", "a .ndjson[.gz|.zst] file, or a directory or s3:// prefix for shard files")
+		shards := fs.Int("shards", 1, "number of shard files; their key ranges partition the whole key space")
+		cp := fs.String("checkpoint", "", "read this SlateDB checkpoint (default: create one for a consistent view, delete it after)")
+		compression := fs.String("compression", "zst", "compression of shard files in a directory: none, gz or zst")
+		concurrency := fs.Int("concurrency", 2, "shards exported at once")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if err := needCatalog(*url); err != nil {
+			return err
+		}
+		if *output == "" || *fv == "" {
+			return usagef("--output and --format are required")
+		}
+		v, err := format.ParseVersion(*fv)
+		if err != nil {
+			return usagef("--format: %v", err)
+		}
+		if *compression == "none" {
+			*compression = ""
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		var p shard.Progress
+		stop := showProgress(ctx, e, "export", &p)
+		start := time.Now()
+		res, err := shard.Export(ctx, store, *url, *output, shard.ExportOptions{
+			Format: v, Shards: *shards, Checkpoint: *cp, Compression: *compression,
+			Concurrency: *concurrency, CreatedBy: createdBy(), Progress: &p,
+		})
+		stop()
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.stdout, res)
+		}
+		fmt.Fprintf(e.stdout, "exported %d records from %s (format %s, checkpoint %s) into %d shard(s) at %s in %s\n",
+			res.Records, res.Source, res.Format, res.Checkpoint, len(res.Shards), *output, time.Since(start).Round(time.Millisecond))
+		printCounts(e, res.Digest.Counts())
+		fmt.Fprintf(e.stdout, "digest %s\n", res.Digest.Sum())
+		return nil
+	})
+}
+
+func createdBy() string { return "rocklake-migrate" }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+)
+
+func init() {
+	register("import", "import shard files into a new, empty catalog (resumable)", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "import", "--format vM --input FILE|DIR|s3://… --catalog URL")
+		url := catalogFlag(fs)
+		fv := fs.String("format", "", "format of the shards and of the new catalog (v1, v2)")
+		input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if err := needCatalog(*url); err != nil {
+			return err
+		}
+		if *input == "" || *fv == "" {
+			return usagef("--input and --format are required")
+		}
+		v, err := format.ParseVersion(*fv)
+		if err != nil {
+			return usagef("--format: %v", err)
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		var p shard.Progress
+		stop := showProgress(ctx, e, "import", &p)
+		start := time.Now()
+		res, err := shard.Import(ctx, store, *input, *url, shard.ImportOptions{Format: v, Progress: &p})
+		stop()
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.stdout, res)
+		}
+		how := "imported"
+		if res.Resumed {
+			how = "resumed and finished importing"
+		}
+		fmt.Fprintf(e.stdout, "%s %d records from %d shard(s) into %s (format %s) in %s\n",
+			how, res.Records, res.ShardsTotal, res.Target, res.Format, time.Since(start).Round(time.Millisecond))
+		printCounts(e, res.Digest.Counts())
+		fmt.Fprintf(e.stdout, "digest %s\n", res.Digest.Sum())
+		return nil
+	})
+}

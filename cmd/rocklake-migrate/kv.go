@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"flag"
+	"fmt"
+
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// kv is raw key-value access for experts and repair. Keys and values are
+// hex. Every subcommand runs the startup check first, like every other
+// command; --skip-version-check exists for the one repair the check itself
+// prevents: fixing a missing, corrupt or wrong catalog-format-version key.
+func init() {
+	register("kv", "raw key-value access in hex, for experts and repair: get, scan, put, delete", func(ctx context.Context, e *env, args []string) error {
+		if len(args) == 0 {
+			return usagef("usage: rocklake-migrate kv get|scan|put|delete --catalog URL ...")
+		}
+		sub, args := args[0], args[1:]
+		switch sub {
+		case "get":
+			return kvGet(ctx, e, args)
+		case "scan":
+			return kvScan(ctx, e, args)
+		case "put":
+			return kvWrite(ctx, e, "put", "--catalog URL --force KEY VALUE", 2, args)
+		case "delete":
+			return kvWrite(ctx, e, "delete", "--catalog URL --force KEY", 1, args)
+		}
+		return usagef("kv: unknown subcommand %q (get, scan, put, delete)", sub)
+	})
+}
+
+type kvFlags struct {
+	url       *string
+	skipCheck *bool
+}
+
+func newKVFlags(fs *flag.FlagSet) kvFlags {
+	return kvFlags{
+		url: catalogFlag(fs),
+		skipCheck: fs.Bool("skip-version-check", false,
+			"DANGEROUS: do not run the startup check. Only to repair the catalog-format-version key itself; "+
+				"a wrong version key makes RockLake misread or refuse the whole catalog"),
+	}
+}
+
+func (f kvFlags) options(e *env) catalog.Options {
+	if *f.skipCheck {
+		fmt.Fprintln(e.stderr, "rocklake-migrate kv: warning: --skip-version-check: the catalog's format version is not checked")
+	}
+	return catalog.Options{SkipVersionCheck: *f.skipCheck}
+}
+
+func hexArg(what, s string) ([]byte, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, usagef("%s %q is not hex: %v", what, s, err)
+	}
+	if what == "KEY" && len(b) == 0 {
+		return nil, usagef("KEY must not be empty")
+	}
+	return b, nil
+}
+
+func kvGet(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "kv get", "--catalog URL [--skip-version-check] KEY")
+	kf := newKVFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := needCatalog(*kf.url); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("kv get takes one KEY (hex)")
+	}
+	key, err := hexArg("KEY", fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	c, err := catalog.Open(ctx, *kf.url, kf.options(e))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	v, err := c.GetRaw(ctx, key)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%x\n", v)
+	return nil
+}
+
+func kvScan(ctx context.Context, e *env, args []string) error {
+	fs := flags(e, "kv scan", "--catalog URL [--prefix HEX] [--skip-version-check]")
+	kf := newKVFlags(fs)
+	prefixArg := fs.String("prefix", "", "scan only keys starting with these bytes (hex)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := needCatalog(*kf.url); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("kv scan takes no arguments, got %q (flags go before arguments)", fs.Args())
+	}
+	prefix, err := hexArg("--prefix", *prefixArg)
+	if err != nil {
+		return err
+	}
+	c, err := catalog.Open(ctx, *kf.url, kf.options(e))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := bufio.NewWriter(e.stdout)
+	for entry, err := range c.ScanRaw(ctx, prefix, prefixEnd(prefix)) {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%x %x\n", entry.Key, entry.Value)
+	}
+	return w.Flush()
+}
+
+// prefixEnd is the first key after every key starting with prefix, nil for
+// the end of the key space.
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// kvWrite is put (nargs 2) and delete (nargs 1). They open the catalog as
+// its writer, which fences a running RockLake writer: hence --force.
+func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []string) error {
+	fs := flags(e, "kv "+name, usage+" [--skip-version-check]")
+	kf := newKVFlags(fs)
+	force := fs.Bool("force", false, "really write: opening the catalog's writer fences a running RockLake writer")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := needCatalog(*kf.url); err != nil {
+		return err
+	}
+	if fs.NArg() != nargs {
+		return usagef("kv %s takes %d hex argument(s): %s", name, nargs, usage)
+	}
+	key, err := hexArg("KEY", fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	var b slatedb.Batch
+	if nargs == 2 {
+		value, err := hexArg("VALUE", fs.Arg(1))
+		if err != nil {
+			return err
+		}
+		b.Put(key, value)
+	} else {
+		b.Delete(key)
+	}
+	if !*force {
+		return usagef("kv %s writes to the catalog as its writer, fencing a running RockLake writer: pass --force", name)
+	}
+	w, err := catalog.OpenWriter(ctx, *kf.url, kf.options(e))
+	if err != nil {
+		return err
+	}
+	if err := w.Write(ctx, &b); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}

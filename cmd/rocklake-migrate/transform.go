@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+)
+
+type transformReport struct {
+	Input   string            `json:"input"`
+	Output  string            `json:"output"`
+	To      format.Version    `json:"to"`
+	Shards  int               `json:"shards"`
+	Records uint64            `json:"records"`
+	Stats   []migration.Stats `json:"stats"`
+	Digest  ndjson.Digest     `json:"digest"`
+}
+
+func init() {
+	register("transform", "transform shard files to another catalog format (e.g. v1 → v2)", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "transform", "--input FILE|DIR|s3://… --output FILE|DIR|s3://… --to vM [--unknown-tags fail|carry|drop]")
+		input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
+		output := fs.String("output", "", "where the transformed shards go: a file for a file input, else a directory or s3:// prefix")
+		to := fs.String("to", "", "target format (v2)")
+		unknown := fs.String("unknown-tags", "fail", "records of tags this binary does not know: fail (list them), carry (byte for byte) or drop")
+		concurrency := fs.Int("concurrency", 2, "shards transformed at once")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if *input == "" || *output == "" || *to == "" {
+			return usagef("--input, --output and --to are required")
+		}
+		v, err := format.ParseVersion(*to)
+		if err != nil {
+			return usagef("--to: %v", err)
+		}
+		policy, err := migration.ParseUnknownTags(*unknown)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		urls, err := shard.List(ctx, store, *input)
+		if err != nil {
+			return err
+		}
+		if shard.IsFile(*input) != shard.IsFile(*output) {
+			return usagef("--input and --output must both be files, or both directories or prefixes")
+		}
+		start := time.Now()
+		rep := transformReport{Input: *input, Output: *output, To: v, Shards: len(urls), Stats: make([]migration.Stats, len(urls))}
+		err = shard.ForEach(ctx, len(urls), *concurrency, func(ctx context.Context, i int) error {
+			out := *output
+			if !shard.IsFile(*output) {
+				out = shard.Join(*output, path.Base(urls[i]))
+			}
+			st, err := migration.TransformFile(ctx, store, urls[i], out, v, createdBy(), migration.Options{UnknownTags: policy})
+			rep.Stats[i] = st
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, st := range rep.Stats {
+			rep.Records += st.RecordsOut
+			rep.Digest.Merge(st.Digest)
+		}
+		if *asJSON {
+			return printJSON(e.stdout, rep)
+		}
+		fmt.Fprintf(e.stdout, "transformed %d shard(s), %d records, to format %s at %s in %s\n",
+			len(urls), rep.Records, v, *output, time.Since(start).Round(time.Millisecond))
+		for _, st := range rep.Stats {
+			for t, n := range st.Carried {
+				fmt.Fprintf(e.stdout, "  carried %d records of unknown tag 0x%02X\n", n, byte(t))
+			}
+			for t, n := range st.Dropped {
+				fmt.Fprintf(e.stdout, "  dropped %d records of unknown tag 0x%02X\n", n, byte(t))
+			}
+		}
+		fmt.Fprintf(e.stdout, "digest %s\n", rep.Digest.Sum())
+		return nil
+	})
+}

@@ -1,0 +1,206 @@
+package catalog_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// mismatch asserts err is the startup check's refusal with these versions.
+func mismatch(t *testing.T, err error, found, expected uint64, missing bool) {
+	t.Helper()
+	var m *format.FormatVersionMismatch
+	if !errors.As(err, &m) {
+		t.Fatalf("err = %v, want a FormatVersionMismatch", err)
+	}
+	if m.Found != found || m.Expected != expected || m.Missing != missing || m.SQLState() != "0A000" {
+		t.Fatalf("mismatch = %+v (SQLSTATE %s), want found %d, expected %d, missing %v, SQLSTATE 0A000", *m, m.SQLState(), found, expected, missing)
+	}
+	if !strings.Contains(err.Error(), "FormatVersionMismatch (SQLSTATE 0A000)") {
+		t.Fatalf("error text %q does not name FormatVersionMismatch (SQLSTATE 0A000)", err)
+	}
+}
+
+func TestOpenRefusesVersion99(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newURL func() string) {
+		ctx := testCtx(t)
+		url := newURL()
+		key := mustKey(t, format.V1, format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}})
+		writeRaw(t, url, format.FormatVersionKey(), versionValue(99), key, mustValue(t, format.V1, sampleRow(t, format.V1, format.TagSnapshot, 1)))
+
+		for _, tc := range []struct {
+			expect   format.Version
+			expected uint64
+		}{{0, uint64(catalog.Newest)}, {format.V1, 1}, {format.V2, 2}} {
+			_, err := catalog.Open(ctx, url, catalog.Options{Expect: tc.expect})
+			mismatch(t, err, 99, tc.expected, false)
+			if !strings.Contains(err.Error(), "found catalog format version 99") {
+				t.Fatalf("error text %q does not name version 99", err)
+			}
+			_, err = catalog.OpenWriter(ctx, url, catalog.Options{Expect: tc.expect})
+			mismatch(t, err, 99, tc.expected, false)
+		}
+	})
+}
+
+func TestOpenRefusesMissingVersion(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newURL func() string) {
+		ctx := testCtx(t)
+		url := newURL()
+		// Rows but no version key: an import or seed that never finished.
+		key := mustKey(t, format.V1, format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}})
+		writeRaw(t, url, key, mustValue(t, format.V1, sampleRow(t, format.V1, format.TagSnapshot, 1)))
+		_, err := catalog.Open(ctx, url, catalog.Options{})
+		mismatch(t, err, 0, uint64(catalog.Newest), true)
+		_, err = catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
+		mismatch(t, err, 0, 1, true)
+		_, err = catalog.OpenWriter(ctx, url, catalog.Options{Expect: format.V1})
+		mismatch(t, err, 0, 1, true)
+	})
+}
+
+func TestOpenNoCatalog(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newURL func() string) {
+		ctx := testCtx(t)
+		url := newURL()
+		for _, open := range []func() error{
+			func() error { _, err := catalog.Open(ctx, url, catalog.Options{}); return err },
+			func() error { _, err := catalog.OpenWriter(ctx, url, catalog.Options{}); return err },
+		} {
+			err := open()
+			if !errors.Is(err, catalog.ErrNoCatalog) || !errors.Is(err, slatedb.ErrNoDatabase) {
+				t.Fatalf("open of an empty location: %v, want ErrNoCatalog wrapping slatedb.ErrNoDatabase", err)
+			}
+		}
+		// Neither open created a database there.
+		if _, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{}); !errors.Is(err, slatedb.ErrNoDatabase) {
+			t.Fatalf("after the refused opens: %v, want still no database", err)
+		}
+	})
+}
+
+// A refused OpenWriter must not fence the writer already there (RockLake's):
+// the check runs through a reader before the writer opens.
+func TestOpenWriterRefusesWithoutFencing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newURL func() string) {
+		ctx := testCtx(t)
+		url := newURL()
+		rocklake, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rocklake.Close()
+		var b slatedb.Batch
+		b.Put(format.FormatVersionKey(), versionValue(99))
+		if err := rocklake.Write(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		_, err = catalog.OpenWriter(ctx, url, catalog.Options{})
+		mismatch(t, err, 99, uint64(catalog.Newest), false)
+		if err := rocklake.Write(ctx, &b); err != nil {
+			t.Fatalf("RockLake's writer after a refused OpenWriter: %v, want it still the writer", err)
+		}
+
+		// A catalog that passes is opened, and that fences the old writer.
+		b.Reset()
+		b.Put(format.FormatVersionKey(), versionValue(1))
+		if err := rocklake.Write(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: format.V1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if w.Version() != format.V1 {
+			t.Fatalf("version = %s, want v1", w.Version())
+		}
+		if err := rocklake.Write(ctx, &b); !errors.Is(err, slatedb.ErrFenced) {
+			t.Fatalf("old writer after OpenWriter: %v, want ErrFenced", err)
+		}
+	})
+}
+
+func TestOpenAcceptsEitherFormat(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newURL func() string) {
+		ctx := testCtx(t)
+		for _, v := range []format.Version{format.V1, format.V2} {
+			url := newURL()
+			if err := catalog.Create(ctx, url, v, slatedb.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := catalog.Open(ctx, url, catalog.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Version() != v || c.URL() != url {
+				t.Fatalf("opened %s %s, want %s %s", c.Version(), c.URL(), v, url)
+			}
+			c.Close()
+			other := format.V1 + format.V2 - v
+			_, err = catalog.Open(ctx, url, catalog.Options{Expect: other})
+			mismatch(t, err, uint64(v), uint64(other), false)
+		}
+	})
+}
+
+func TestCheck(t *testing.T) {
+	v2inV1 := format.EncodeUint64(format.V1, 2) // version 2 in the format-1 envelope
+	for _, tc := range []struct {
+		name   string
+		found  []byte
+		expect format.Version
+		want   format.Version
+		err    string
+	}{
+		{"v1", versionValue(1), 0, format.V1, ""},
+		{"v2", format.EncodeUint64(format.V2, 2), 0, format.V2, ""},
+		{"v1 expected", versionValue(1), format.V1, format.V1, ""},
+		{"v1 not v2", versionValue(1), format.V2, 0, "found catalog format version 1, expected 2"},
+		{"99", versionValue(99), 0, 0, "found catalog format version 99, expected 2 (this binary supports v1 and v2)"},
+		{"missing", nil, 0, 0, "found no catalog format version (uninitialized catalog), expected 2"},
+		{"torn envelope", v2inV1, 0, 0, "envelope"},
+		{"garbage", []byte("garbage"), 0, 0, "catalog-format-version value"},
+		{"unsupported expect", versionValue(1), 7, 0, "unsupported catalog format version 7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := catalog.Check(tc.found, tc.expect)
+			if tc.err == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("Check = %s, %v, want %s", got, err, tc.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("Check = %s, %v, want an error containing %q", got, err, tc.err)
+			}
+		})
+	}
+}
+
+func TestSkipVersionCheck(t *testing.T) {
+	ctx := testCtx(t)
+	url := "file://" + t.TempDir() + "/c"
+	writeRaw(t, url, format.FormatVersionKey(), versionValue(99))
+	c, err := catalog.Open(ctx, url, catalog.Options{SkipVersionCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Version() != 0 {
+		t.Fatalf("version of a version-99 catalog opened unchecked = %s, want 0", c.Version())
+	}
+	if v, err := c.GetRaw(ctx, format.FormatVersionKey()); err != nil || string(v) != string(versionValue(99)) {
+		t.Fatalf("raw read = %x, %v", v, err)
+	}
+	if _, err := c.Get(ctx, format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}); !errors.Is(err, format.ErrUnsupportedVersion) {
+		t.Fatalf("typed read unchecked: %v, want ErrUnsupportedVersion", err)
+	}
+	if _, err := catalog.Open(ctx, "file://"+t.TempDir()+"/none", catalog.Options{SkipVersionCheck: true}); !errors.Is(err, catalog.ErrNoCatalog) {
+		t.Fatalf("unchecked open of nothing: %v, want ErrNoCatalog", err)
+	}
+}

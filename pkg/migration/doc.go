@@ -1,0 +1,10 @@
+// Package migration owns the catalog format migrations: a registry of
+// per-record transforms between adjacent format versions (v1→v2 today),
+// chained so that a caller asks for any from→to and gets the path, the
+// unknown-tag policy (DESIGN 2.3), and the streaming shard transform that the
+// CLI's `transform` and the workflow's TransformShard both run.
+//
+// A migration is a pure function of one record: it never looks at other
+// records, so shards transform independently and in parallel, and re-running
+// a transform gives the same bytes.
+package migration

@@ -1,0 +1,95 @@
+package migration
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// UnknownTags says what a transform does with records of tags this binary
+// does not know (a newer binary added a table).
+type UnknownTags int
+
+const (
+	// UnknownFail refuses the input, listing each unknown tag and its count,
+	// before anything is published. The default: data nobody understands is
+	// not silently reshaped.
+	UnknownFail UnknownTags = iota
+	// UnknownCarry copies such records byte for byte.
+	UnknownCarry
+	// UnknownDrop skips them and reports how many.
+	UnknownDrop
+)
+
+func (p UnknownTags) String() string {
+	switch p {
+	case UnknownCarry:
+		return "carry"
+	case UnknownDrop:
+		return "drop"
+	default:
+		return "fail"
+	}
+}
+
+// ParseUnknownTags reads "fail", "carry" or "drop".
+func ParseUnknownTags(s string) (UnknownTags, error) {
+	switch s {
+	case "", "fail":
+		return UnknownFail, nil
+	case "carry":
+		return UnknownCarry, nil
+	case "drop":
+		return UnknownDrop, nil
+	}
+	return 0, fmt.Errorf("migration: unknown-tags policy %q: want fail, carry or drop", s)
+}
+
+// ErrUnknownTags is matched by *UnknownTagsError.
+var ErrUnknownTags = errors.New("UnknownTags")
+
+// UnknownTagsError lists the unknown tags an input holds, with counts.
+type UnknownTagsError struct {
+	Counts map[format.Tag]uint64
+}
+
+func (e *UnknownTagsError) Error() string {
+	tags := make([]format.Tag, 0, len(e.Counts))
+	for t := range e.Counts {
+		tags = append(tags, t)
+	}
+	sort.Slice(tags, func(i, j int) bool { return tags[i] < tags[j] })
+	parts := make([]string, len(tags))
+	for i, t := range tags {
+		parts[i] = fmt.Sprintf("0x%02X: %d", byte(t), e.Counts[t])
+	}
+	return fmt.Sprintf("UnknownTags: input holds records of tags this binary does not know (%s); "+
+		"rerun with --unknown-tags=carry to copy them byte for byte, or --unknown-tags=drop to skip them",
+		strings.Join(parts, ", "))
+}
+
+func (e *UnknownTagsError) Is(target error) bool { return target == ErrUnknownTags }
+
+// ErrFieldCollision is matched by *FieldCollisionError.
+var ErrFieldCollision = errors.New("UnknownFieldCollision")
+
+// FieldCollisionError: an unknown protobuf field of a source row has a
+// number that the target format's message defines, so carrying it would
+// make it mean something else.
+type FieldCollisionError struct {
+	Key    []byte
+	Table  string
+	Number int32
+	Field  string // the target message's field of that number
+	To     format.Version
+}
+
+func (e *FieldCollisionError) Error() string {
+	return fmt.Sprintf("UnknownFieldCollision: %s row at key %x carries unknown field %d, which format %s defines as %q",
+		e.Table, e.Key, e.Number, e.To, e.Field)
+}
+
+func (e *FieldCollisionError) Is(target error) bool { return target == ErrFieldCollision }

@@ -1,0 +1,169 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+)
+
+// Options tune a transform.
+type Options struct {
+	UnknownTags UnknownTags
+}
+
+// Stats report what a transform read and wrote.
+type Stats struct {
+	RecordsIn, RecordsOut uint64
+	// Carried and Dropped count records of unknown tags by tag.
+	Carried map[format.Tag]uint64 `json:",omitempty"`
+	Dropped map[format.Tag]uint64 `json:",omitempty"`
+	// Digest is the order-independent digest of the records written.
+	Digest ndjson.Digest
+}
+
+// Records transforms one record along path. Records of unknown tags follow
+// the policy: carry returns them unchanged, drop returns none, fail returns
+// *UnknownTagsError.
+func Records(rec ndjson.Record, path []Migration, opts Options) ([]ndjson.Record, error) {
+	if !rec.Tag().Known() {
+		switch opts.UnknownTags {
+		case UnknownCarry:
+			return carry(rec, path)
+		case UnknownDrop:
+			return nil, nil
+		default:
+			return nil, &UnknownTagsError{Counts: map[format.Tag]uint64{rec.Tag(): 1}}
+		}
+	}
+	recs := []ndjson.Record{rec}
+	for _, m := range path {
+		var next []ndjson.Record
+		for _, r := range recs {
+			out, err := m.Apply(r)
+			if err != nil {
+				return nil, err
+			}
+			next = append(next, out...)
+		}
+		recs = next
+	}
+	return recs, nil
+}
+
+// carry moves an unknown-tag record into the target format byte for byte.
+func carry(rec ndjson.Record, path []Migration) ([]ndjson.Record, error) {
+	if len(path) == 0 {
+		return []ndjson.Record{rec}, nil
+	}
+	key, value := rec.Raw()
+	out, err := ndjson.NewRecord(path[len(path)-1].To, key, value)
+	if err != nil {
+		return nil, fmt.Errorf("migration: carry unknown tag at key %x: %w", key, err)
+	}
+	return []ndjson.Record{out}, nil
+}
+
+// Transform streams every record of r through path into w (whose header the
+// caller made for the target format). With the fail policy it reads on past
+// the first unknown tag, to list every unknown tag and its count, and writes
+// nothing more; the caller then aborts w, so nothing is published.
+func Transform(ctx context.Context, r *ndjson.Reader, w *ndjson.Writer, path []Migration, opts Options) (Stats, error) {
+	st := Stats{}
+	var unknown *UnknownTagsError
+	for {
+		if st.RecordsIn%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+		}
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return st, err
+		}
+		st.RecordsIn++
+		if !rec.Tag().Known() {
+			switch opts.UnknownTags {
+			case UnknownFail:
+				if unknown == nil {
+					unknown = &UnknownTagsError{Counts: map[format.Tag]uint64{}}
+				}
+				unknown.Counts[rec.Tag()]++
+				continue
+			case UnknownDrop:
+				if st.Dropped == nil {
+					st.Dropped = map[format.Tag]uint64{}
+				}
+				st.Dropped[rec.Tag()]++
+				continue
+			case UnknownCarry:
+				if st.Carried == nil {
+					st.Carried = map[format.Tag]uint64{}
+				}
+				st.Carried[rec.Tag()]++
+			}
+		}
+		if unknown != nil {
+			continue // only counting now
+		}
+		out, err := Records(rec, path, opts)
+		if err != nil {
+			return st, err
+		}
+		for _, o := range out {
+			if err := w.Write(o); err != nil {
+				return st, err
+			}
+			st.Digest.Add(o)
+			st.RecordsOut++
+		}
+	}
+	if unknown != nil {
+		return st, unknown
+	}
+	return st, nil
+}
+
+// TargetHeader is the header of a shard transformed into format to: the same
+// shard of the same source, in the new format.
+func TargetHeader(h ndjson.Header, to format.Version, createdBy string) ndjson.Header {
+	h.CatalogFormat = to
+	h.CreatedBy = createdBy
+	return h
+}
+
+// TransformFile transforms the shard at in into a new shard at out (file path
+// or s3:// URL; compression by suffix). The output is published only when
+// every record made it: on any error nothing appears at out.
+func TransformFile(ctx context.Context, store *blob.Store, in, out string, to format.Version, createdBy string, opts Options) (Stats, error) {
+	fr, err := ndjson.Open(ctx, store, in)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer fr.Close()
+	h := fr.Header()
+	path, err := Path(h.CatalogFormat, to)
+	if err != nil {
+		return Stats{}, fmt.Errorf("transform %s: %w", in, err)
+	}
+	fw, err := ndjson.Create(ctx, store, out, TargetHeader(h, to, createdBy))
+	if err != nil {
+		return Stats{}, err
+	}
+	st, err := Transform(ctx, fr.Reader, fw.Writer, path, opts)
+	if err != nil {
+		fw.Abort()
+		return st, fmt.Errorf("transform %s: %w", in, err)
+	}
+	if err := fw.Close(); err != nil {
+		return st, fmt.Errorf("transform %s: publish %s: %w", in, out, err)
+	}
+	return st, nil
+}

@@ -1,0 +1,126 @@
+package ndjson
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// Digest summarises a set of records independently of their order, so that
+// a catalog scan and the shard files of the same records, read in any
+// order and split in any way, give equal digests (compare with ==). It is
+// the sum modulo 2^256 of the SHA-256 of each record's raw key and value,
+// and the count per table. A sum, unlike an exclusive or, does not cancel
+// out a record that is there twice. The zero Digest is the empty set.
+type Digest struct {
+	counts tagCounts
+	sum    [4]uint64 // big-endian 256-bit integer: sum[0] most significant
+}
+
+// Add adds r, by its raw key and value (Record.Raw): the bytes in the
+// catalog, which do not depend on how the record was read.
+func (d *Digest) Add(r Record) {
+	// Length-prefixing the key keeps (key, value) pairs from colliding
+	// when a boundary moves. A small buffer on the stack saves an
+	// allocation per record.
+	var stack [1024]byte
+	b := stack[:0]
+	b = binary.AppendUvarint(b, uint64(len(r.rawKey)))
+	b = append(b, r.rawKey...)
+	b = append(b, r.rawValue...)
+	h := sha256.Sum256(b)
+	d.add([4]uint64{
+		binary.BigEndian.Uint64(h[0:]), binary.BigEndian.Uint64(h[8:]),
+		binary.BigEndian.Uint64(h[16:]), binary.BigEndian.Uint64(h[24:]),
+	})
+	d.counts[r.key.Tag]++
+}
+
+func (d *Digest) add(x [4]uint64) {
+	var carry uint64
+	for i := 3; i >= 0; i-- {
+		d.sum[i], carry = bits.Add64(d.sum[i], x[i], carry)
+	}
+}
+
+// Merge adds the records of o, as if each had been added to d.
+func (d *Digest) Merge(o Digest) {
+	d.add(o.sum)
+	for t, n := range o.counts {
+		d.counts[t] += n
+	}
+}
+
+// Counts returns the number of records per table, by format.Tag's String
+// ("ducklake_data_file", "tag 0xC8" for an unknown tag).
+func (d Digest) Counts() map[string]uint64 { return d.counts.toMap() }
+
+// Sum returns the 256-bit sum as 64 hex digits.
+func (d Digest) Sum() string {
+	var b [32]byte
+	for i, w := range d.sum {
+		binary.BigEndian.PutUint64(b[8*i:], w)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// digestJSON is a Digest as JSON, for step outputs:
+//
+//	{"sum":"…64 hex digits…","counts":{"ducklake_data_file":3,"tag 0xC8":1}}
+type digestJSON struct {
+	Sum    string            `json:"sum"`
+	Counts map[string]uint64 `json:"counts"`
+}
+
+// MarshalJSON writes the digest as {"sum": Sum(), "counts": Counts()}.
+func (d Digest) MarshalJSON() ([]byte, error) {
+	return json.Marshal(digestJSON{Sum: d.Sum(), Counts: d.Counts()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Digest) UnmarshalJSON(b []byte) error {
+	var j digestJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	sum, err := hex.DecodeString(j.Sum)
+	if err != nil || len(sum) != 32 {
+		return fmt.Errorf("ndjson: digest sum %q is not 64 hex digits", j.Sum)
+	}
+	var out Digest
+	for i := range out.sum {
+		out.sum[i] = binary.BigEndian.Uint64(sum[8*i:])
+	}
+	for name, n := range j.Counts {
+		t, ok := tagOfName(name)
+		if !ok {
+			return fmt.Errorf("ndjson: digest counts: %q is not a table", name)
+		}
+		out.counts[t] = n
+	}
+	*d = out
+	return nil
+}
+
+// tagOfName inverts format.Tag's String.
+func tagOfName(name string) (format.Tag, bool) {
+	if t, ok := format.TagByName(name); ok {
+		return t, true
+	}
+	hexByte, ok := strings.CutPrefix(name, "tag 0x")
+	if !ok {
+		return 0, false
+	}
+	x, err := strconv.ParseUint(hexByte, 16, 8)
+	if t := format.Tag(x); err == nil && !t.Known() && t.String() == name {
+		return t, true
+	}
+	return 0, false
+}

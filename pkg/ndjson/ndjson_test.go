@@ -1,0 +1,247 @@
+package ndjson_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
+	rocklakev2 "github.com/rocklake/rocklake-migrate/proto/rocklake/v2"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+)
+
+// Every kind of entry, in both formats: raw → Record → line → Record → raw
+// gives back the same bytes, and the decoded rows are equal.
+func TestRoundTrip(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.String(), func(t *testing.T) {
+			es := allEntries(t, v)
+			in := records(t, v, es)
+			file := encode(t, header(v), in)
+			h, out, err := readAll(bytes.NewReader(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(h, header(v)) {
+				t.Errorf("header %+v, want %+v", h, header(v))
+			}
+			if len(out) != len(es) {
+				t.Fatalf("read %d records, wrote %d", len(out), len(es))
+			}
+			for i, r := range out {
+				k, val := r.Raw()
+				if !bytes.Equal(k, es[i].key) || !bytes.Equal(val, es[i].value) {
+					t.Errorf("record %d: raw %x=%x, want %x=%x", i, k, val, es[i].key, es[i].value)
+				}
+				if r.Version() != v || r.Tag() != format.Tag(es[i].key[0]) || !reflect.DeepEqual(r.Key(), in[i].Key()) {
+					t.Errorf("record %d: %s %s key %+v, want %s key %+v", i, r.Version(), r.Tag(), r.Key(), v, in[i].Key())
+				}
+				if !proto.Equal(r.Row(), in[i].Row()) || !bytes.Equal(r.Unknown(), in[i].Unknown()) {
+					t.Errorf("record %d: row %v unknown %x, want %v unknown %x", i, r.Row(), r.Unknown(), in[i].Row(), in[i].Unknown())
+				}
+			}
+			// Written again, the records make the same file.
+			if again := encode(t, header(v), out); !bytes.Equal(again, file) {
+				t.Errorf("re-encoding changed the file:\n%s\nthen\n%s", file, again)
+			}
+		})
+	}
+}
+
+func TestUnknownFieldsPreserved(t *testing.T) {
+	for _, v := range versions {
+		for _, e := range fixtureEntries(t, v) {
+			e = withUnknown(t, v, e)
+			r := records(t, v, []entry{e})[0]
+			if !bytes.Equal(r.Unknown(), unknownFields) {
+				t.Fatalf("%s %s: Unknown() %x, want %x", v, r.Tag(), r.Unknown(), unknownFields)
+			}
+			_, out, err := readAll(bytes.NewReader(encode(t, header(v), []ndjson.Record{r})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out[0].Unknown(); !bytes.Equal(got, unknownFields) {
+				t.Errorf("%s %s: unknown fields %x after the file, want %x", v, r.Tag(), got, unknownFields)
+			}
+			if _, val := out[0].Raw(); !bytes.Equal(val, e.value) {
+				t.Errorf("%s %s: value %x after the file, want %x", v, r.Tag(), val, e.value)
+			}
+		}
+	}
+}
+
+func TestUnknownTagsCarried(t *testing.T) {
+	for _, v := range versions {
+		in := records(t, v, unknownTagEntries)
+		_, out, err := readAll(bytes.NewReader(encode(t, header(v), in)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range out {
+			if r.Row() != nil || r.Tag().Known() {
+				t.Errorf("%s: unknown-tag record decoded a row %v, tag %s", v, r.Row(), r.Tag())
+			}
+			k, val := r.Raw()
+			if !bytes.Equal(k, unknownTagEntries[i].key) || !bytes.Equal(val, unknownTagEntries[i].value) {
+				t.Errorf("%s: carried %x=%x, want %x=%x", v, k, val, unknownTagEntries[i].key, unknownTagEntries[i].value)
+			}
+			if !bytes.Equal(r.Key().Raw, unknownTagEntries[i].key[1:]) {
+				t.Errorf("%s: Key().Raw %x", v, r.Key().Raw)
+			}
+		}
+	}
+}
+
+// The line format is a contract other tools read: these are its exact bytes.
+func TestLineFormat(t *testing.T) {
+	row := &rocklakev1.DataFile{DataFileId: 7, TableId: 3, Path: proto.String("a b\n\"c\".parquet"), RecordCount: proto.Int64(-1)}
+	row.ProtoReflect().SetUnknown([]byte{0xA0, 0x38, 0x01}) // field 900, varint 1
+	df, err := ndjson.NewRowRecord(format.V1, format.Key{Tag: format.TagDataFile, Parts: []uint64{7}}, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := records(t, format.V1, []entry{{format.CounterKey(format.CounterNextFileID), format.EncodeUint64(format.V1, 8)}})[0]
+	unknown := records(t, format.V1, unknownTagEntries[:1])[0]
+	nonCanonical := records(t, format.V1, []entry{nonCanonicalEntry(t, format.V1)})[0]
+	h := ndjson.Header{CatalogFormat: format.V1, ShardIndex: 0, ShardCount: 4, KeyEnd: []byte{0x09, 0, 0, 0, 0, 0, 0, 0xC3, 0x50},
+		CheckpointID: "0195c0de", Source: "s3://b/catalog", CreatedBy: "rocklake-migrate 0.1.0"}
+	got := string(encode(t, h, []ndjson.Record{df, counter, unknown, nonCanonical}))
+	records := `{"table":"ducklake_data_file","tag":9,"key":{"data_file_id":"7"},"row":{"data_file_id":"7","table_id":"3","path":"a b\n\"c\".parquet","record_count":"-1"},"unknown":"oDgB"}
+{"table":"rocklake_counter","tag":254,"name":"next-file-id","row":"8"}
+{"table":null,"tag":200,"raw_key":"yAABAg==","raw_value":"AVNES1YIAQ=="}
+{"table":"ducklake_data_file","tag":9,"key":{"data_file_id":"77"},"row":{"data_file_id":"77","table_id":"3"},"raw_value":"AVNES1YQAwhN"}
+`
+	want := `{"rocklake_export_format":1,"catalog_format_version":1,"shard_index":0,"shard_count":4,"key_start":"","key_end":"09000000000000c350","checkpoint_id":"0195c0de","source":"s3://b/catalog","created_by":"rocklake-migrate 0.1.0"}
+` + records + `{"trailer":{"records":4,"counts":{"ducklake_data_file":2,"rocklake_counter":1,"tag 0xC8":1},"sha256":"` + sha256Hex(records) + `"}}
+`
+	if got != want {
+		t.Errorf("file:\n%s\nwant:\n%s", got, want)
+	}
+	if back, _, err := ndjson.Verify(strings.NewReader(got)); err != nil || !reflect.DeepEqual(back, h) {
+		t.Errorf("header read back as %+v, %v; want %+v", back, err, h)
+	}
+}
+
+func TestNewRowRecord(t *testing.T) {
+	row := &rocklakev2.DataFile{DataFileId: 9, TableId: 4}
+	k := format.Key{Tag: format.TagDataFile, Parts: []uint64{4, 9}}
+	r, err := ndjson.NewRowRecord(format.V2, k, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKey, _ := format.EncodeKey(format.V2, k)
+	wantValue, _ := format.EncodeValue(format.V2, row)
+	if gk, gv := r.Raw(); !bytes.Equal(gk, wantKey) || !bytes.Equal(gv, wantValue) || r.Row() != row {
+		t.Errorf("Raw() %x=%x, want %x=%x", gk, gv, wantKey, wantValue)
+	}
+	for name, c := range map[string]struct {
+		v   format.Version
+		k   format.Key
+		row proto.Message
+	}{
+		"row of another format": {format.V2, k, &rocklakev1.DataFile{}},
+		"row of another tag":    {format.V2, k, &rocklakev2.DeleteFile{}},
+		"nil row":               {format.V2, k, nil},
+		"key of another format": {format.V2, format.Key{Tag: format.TagDataFile, Parts: []uint64{9}}, row},
+		"unknown tag":           {format.V2, format.Key{Tag: 0xC8, Raw: []byte{1}}, row},
+	} {
+		if _, err := ndjson.NewRowRecord(c.v, c.k, c.row); err == nil {
+			t.Errorf("%s: NewRowRecord accepted it", name)
+		}
+	}
+}
+
+func TestNewRecordRejectsBadEntries(t *testing.T) {
+	good := fixtureEntries(t, format.V2)[0]
+	for name, e := range map[string]entry{
+		"empty key":         {nil, good.value},
+		"key of format 1":   {fixtureEntries(t, format.V1)[0].key, good.value},
+		"value of format 1": {good.key, fixtureEntries(t, format.V1)[0].value},
+		"bad checksum":      {good.key, append(bytes.Clone(good.value[:len(good.value)-1]), good.value[len(good.value)-1]^1)},
+	} {
+		if _, err := ndjson.NewRecord(format.V2, e.key, e.value); err == nil {
+			t.Errorf("%s: NewRecord accepted %x=%x", name, e.key, e.value)
+		}
+	}
+}
+
+func TestWriterRefuses(t *testing.T) {
+	if _, err := ndjson.NewWriter(io.Discard, ndjson.Header{CatalogFormat: 3, ShardCount: 1}); !errors.Is(err, ndjson.ErrHeader) {
+		t.Errorf("catalog format 3: %v, want ErrHeader", err)
+	}
+	if _, err := ndjson.NewWriter(io.Discard, ndjson.Header{CatalogFormat: format.V1, ShardIndex: 1, ShardCount: 1}); !errors.Is(err, ndjson.ErrHeader) {
+		t.Errorf("shard 1 of 1: %v, want ErrHeader", err)
+	}
+	if _, err := ndjson.NewWriter(io.Discard, ndjson.Header{CatalogFormat: format.V1, ShardCount: 1, KeyStart: []byte{2}, KeyEnd: []byte{1}}); !errors.Is(err, ndjson.ErrHeader) {
+		t.Errorf("empty range: %v, want ErrHeader", err)
+	}
+
+	var buf bytes.Buffer
+	w, err := ndjson.NewWriter(&buf, header(format.V2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(records(t, format.V1, fixtureEntries(t, format.V1)[:1])[0]); err == nil {
+		t.Fatal("a v1 record went into a v2 shard")
+	}
+	// After a failed write no trailer may make the file look whole.
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after a failed Write succeeded")
+	}
+	if _, _, err := ndjson.Verify(&buf); err == nil {
+		t.Errorf("the file of a failed Write verifies")
+	}
+}
+
+func TestWriterRefusesOverlongLine(t *testing.T) {
+	row := &rocklakev1.Metadata{Key: "k", Value: strings.Repeat("x", ndjson.MaxLineBytes)}
+	r, err := ndjson.NewRowRecord(format.V1, format.Key{Tag: format.TagMetadata, Parts: []uint64{1}}, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ndjson.NewWriter(io.Discard, header(format.V1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(r); err == nil || !strings.Contains(err.Error(), "exceeds") {
+		t.Errorf("Write of a %d-byte row: %v, want a line-length error", len(row.Value), err)
+	}
+}
+
+func TestTrailer(t *testing.T) {
+	rs := records(t, format.V1, allEntries(t, format.V1))
+	var buf bytes.Buffer
+	w, err := ndjson.NewWriter(&buf, header(format.V1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h, tr, err := ndjson.Verify(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(h, header(format.V1)) || !reflect.DeepEqual(tr, w.Trailer()) {
+		t.Errorf("Verify: %+v %+v, want %+v %+v", h, tr, header(format.V1), w.Trailer())
+	}
+	lines := strings.SplitAfter(buf.String(), "\n")
+	if want := sha256Hex(strings.Join(lines[1:len(lines)-2], "")); tr.SHA256 != want || tr.Records != uint64(len(rs)) {
+		t.Errorf("trailer %d records sha256 %s, want %d %s", tr.Records, tr.SHA256, len(rs), want)
+	}
+	if tr.Counts["ducklake_data_file"] != 5 || tr.Counts["rocklake_system"] != 9 || tr.Counts["tag 0xC8"] != 1 {
+		t.Errorf("trailer counts %v", tr.Counts)
+	}
+}

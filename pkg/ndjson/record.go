@@ -1,0 +1,109 @@
+package ndjson
+
+import (
+	"bytes"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// Record is one catalog entry in one format: its decoded key, its decoded row
+// (unknown protobuf fields included) and the raw key and value it stands for.
+// Build it with NewRecord or NewRowRecord; the zero Record is not valid.
+// A Record, its Key, Row and raw bytes must not be modified: build a new one
+// instead, since the raw bytes are fixed when the Record is made.
+type Record struct {
+	version  format.Version
+	key      format.Key
+	row      proto.Message // nil for unknown tags
+	rawKey   []byte
+	rawValue []byte
+	// verbatim: rawValue is not what EncodeValue makes of row (a writer
+	// that ordered fields differently, say), so shard files carry it as it
+	// is, next to the row, to give back the stored bytes on import.
+	verbatim bool
+}
+
+// NewRecord decodes the raw key and value of a format-v catalog entry. Keys
+// and values of unknown tags are kept as opaque bytes. The Record does not
+// alias key or value.
+func NewRecord(v format.Version, key, value []byte) (Record, error) {
+	k, err := format.DecodeKey(v, key)
+	if err != nil {
+		return Record{}, err
+	}
+	r := Record{version: v, key: k, rawKey: bytes.Clone(key)}
+	if !k.Tag.Known() {
+		r.rawValue = bytes.Clone(value)
+		return r, nil
+	}
+	row, err := format.DecodeValue(v, k.Tag, value)
+	if err != nil {
+		return Record{}, fmt.Errorf("ndjson: key %x: %w", key, err)
+	}
+	enc, err := format.EncodeValue(v, row)
+	if err != nil {
+		return Record{}, fmt.Errorf("ndjson: key %x: %w", key, err)
+	}
+	r.row, r.rawValue = row, enc
+	if !bytes.Equal(enc, value) {
+		r.rawValue, r.verbatim = bytes.Clone(value), true
+	}
+	return r, nil
+}
+
+// NewRowRecord makes the format-v Record of key k and row, as a transform
+// does; row must be the row message of k.Tag in format v (format.NewRow),
+// unknown fields included. The Record keeps row: do not modify it after.
+// Records of unknown tags come only from NewRecord, as raw bytes.
+func NewRowRecord(v format.Version, k format.Key, row proto.Message) (Record, error) {
+	want, err := format.NewRow(v, k.Tag)
+	if err != nil {
+		return Record{}, fmt.Errorf("ndjson: %w", err)
+	}
+	if row == nil || row.ProtoReflect().Descriptor() != want.ProtoReflect().Descriptor() {
+		return Record{}, fmt.Errorf("ndjson: %s %s row must be a %s", v, k.Tag, want.ProtoReflect().Descriptor().FullName())
+	}
+	rawKey, err := format.EncodeKey(v, k)
+	if err != nil {
+		return Record{}, err
+	}
+	value, err := format.EncodeValue(v, row)
+	if err != nil {
+		return Record{}, fmt.Errorf("ndjson: key %x: %w", rawKey, err)
+	}
+	return Record{version: v, key: k, row: row, rawKey: rawKey, rawValue: value}, nil
+}
+
+// Version returns the catalog format the Record is in.
+func (r Record) Version() format.Version { return r.version }
+
+// Tag returns the Record's tag.
+func (r Record) Tag() format.Tag { return r.key.Tag }
+
+// Key returns the decoded key: Parts for tables and internal tags, Name for
+// counters and system keys, Raw (the bytes after the tag) for unknown tags.
+func (r Record) Key() format.Key { return r.key }
+
+// Row returns the decoded row, a message of format.NewRow's type for the
+// Record's version and tag, with the unknown fields in it; nil for an
+// unknown tag.
+func (r Record) Row() proto.Message { return r.row }
+
+// Unknown returns the row's unknown fields as raw protobuf wire bytes (what
+// a newer binary added), nil if there are none or the tag is unknown.
+func (r Record) Unknown() []byte {
+	if r.row == nil {
+		return nil
+	}
+	if u := r.row.ProtoReflect().GetUnknown(); len(u) > 0 {
+		return u
+	}
+	return nil
+}
+
+// Raw returns the raw key and value of the Record in its format, Version():
+// the bytes a catalog stores, identical to those NewRecord was given.
+func (r Record) Raw() (key, value []byte) { return r.rawKey, r.rawValue }

@@ -1,0 +1,15 @@
+// Package shard owns moving catalogs to and from NDJSON shard files, the
+// pieces of the export/import migration (Strategy B) that the CLI runs by
+// hand and the workflow runs one shard at a time:
+//
+//   - plan.go: key ranges that partition the whole key space, so every key
+//     (unknown tags included) is exported exactly once;
+//   - export.go: one shard per range, read through a reader pinned to a
+//     checkpoint (a consistent view that never writes to the source);
+//   - files.go: shard file names, and checking that a set of shards is whole;
+//   - import.go: the one writer of a fresh target, shard after shard, with
+//     its progress kept in the target itself so a rerun continues, and the
+//     system keys with the format version written last, in one batch;
+//   - verify.go: per-table counts and the order-independent digest of a
+//     catalog against those of its shards.
+package shard

@@ -1,0 +1,206 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// ExportOptions tune an export.
+type ExportOptions struct {
+	// Format is the format the caller expects the source in (--format); 0
+	// accepts any format this binary supports.
+	Format format.Version
+	// Shards is the number of shard files (default 1).
+	Shards int
+	// Checkpoint pins the export to an existing SlateDB checkpoint. Empty:
+	// create a detached one for a consistent view, and delete it afterwards.
+	Checkpoint string
+	// Compression of shard files in a directory output: "", "gz" or "zst".
+	Compression string
+	// Concurrency is how many shards are exported at once (default 2).
+	Concurrency int
+	Store       slatedb.Options
+	CreatedBy   string
+	Progress    *Progress
+}
+
+// ShardResult is what exporting, transforming or importing one shard did.
+type ShardResult struct {
+	Index   int           `json:"index"`
+	URL     string        `json:"url"`
+	Records uint64        `json:"records"`
+	Digest  ndjson.Digest `json:"digest"`
+}
+
+// ExportResult describes a finished export.
+type ExportResult struct {
+	Source     string         `json:"source"`
+	Format     format.Version `json:"format"`
+	Checkpoint string         `json:"checkpoint"`
+	Shards     []ShardResult  `json:"shards"`
+	Records    uint64         `json:"records"`
+	Digest     ndjson.Digest  `json:"digest"`
+}
+
+// ErrOutput: the output cannot hold the export asked for.
+var ErrOutput = errors.New("shard: bad export output")
+
+// checkpointLifetime bounds how long a checkpoint made for an export outlives
+// a crashed export: garbage collection may then reclaim what it pins.
+const checkpointLifetime = 6 * time.Hour
+
+// Export writes the catalog at url into shard files at output: one file, or
+// Shards files in a directory or under an S3 prefix. The source is read
+// through a reader pinned to a checkpoint and is never written to, except for
+// the checkpoint entry an export without --checkpoint adds and removes.
+func Export(ctx context.Context, store *blob.Store, url, output string, opts ExportOptions) (_ ExportResult, err error) {
+	n := max(opts.Shards, 1)
+	if IsFile(output) && n > 1 {
+		return ExportResult{}, fmt.Errorf("%w: %d shards need a directory or S3 prefix, not the file %s", ErrOutput, n, output)
+	}
+	if opts.Compression != "" && opts.Compression != "gz" && opts.Compression != "zst" {
+		return ExportResult{}, fmt.Errorf("%w: compression %q: want gz or zst", ErrOutput, opts.Compression)
+	}
+	// The startup check comes first, on the live catalog, before anything,
+	// a checkpoint included, is written.
+	live, err := catalog.Open(ctx, url, catalog.Options{Expect: opts.Format, Store: opts.Store})
+	if err != nil {
+		return ExportResult{}, err
+	}
+	live.Close()
+
+	cp := opts.Checkpoint
+	if cp == "" {
+		made, cerr := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: "rocklake-migrate-export"}, opts.Store)
+		if cerr != nil {
+			err = cerr
+			return ExportResult{}, fmt.Errorf("shard: export %s: checkpoint: %w", url, err)
+		}
+		cp = made.ID
+		defer func() {
+			// Cleanup runs even when ctx was canceled.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if derr := slatedb.DeleteCheckpoint(cctx, url, cp, opts.Store); derr != nil && err == nil {
+				err = fmt.Errorf("shard: export %s: delete checkpoint %s: %w", url, cp, derr)
+			}
+		}()
+	}
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: opts.Format, Checkpoint: cp, Store: opts.Store})
+	if err != nil {
+		return ExportResult{}, err
+	}
+	defer c.Close()
+	ranges, err := Plan(ctx, c, n)
+	if err != nil {
+		return ExportResult{}, err
+	}
+	opts.Progress.total(n)
+	res := ExportResult{Source: url, Format: c.Version(), Checkpoint: cp, Shards: make([]ShardResult, n)}
+	err = ForEach(ctx, n, opts.Concurrency, func(ctx context.Context, i int) error {
+		out := output
+		if !IsFile(output) {
+			out = Join(output, FileName(i, n, opts.Compression))
+		}
+		h := ndjson.Header{
+			CatalogFormat: c.Version(), ShardIndex: i, ShardCount: n,
+			KeyStart: ranges[i].Start, KeyEnd: ranges[i].End,
+			CheckpointID: cp, Source: url, CreatedBy: opts.CreatedBy,
+		}
+		r, err := ExportShard(ctx, store, c, h, out, opts.Progress)
+		res.Shards[i] = r
+		return err
+	})
+	if err != nil {
+		return ExportResult{}, err
+	}
+	for _, s := range res.Shards {
+		res.Records += s.Records
+		res.Digest.Merge(s.Digest)
+	}
+	return res, nil
+}
+
+// ExportShard writes the keys in [h.KeyStart, h.KeyEnd) of an open catalog
+// into one shard file. The file appears only if every record made it.
+func ExportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h ndjson.Header, out string, p *Progress) (ShardResult, error) {
+	res := ShardResult{Index: h.ShardIndex, URL: out}
+	fw, err := ndjson.Create(ctx, store, out, h)
+	if err != nil {
+		return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+	}
+	defer fw.Abort() // no-op after a successful Close
+	if len(h.KeyEnd) == 0 || string(h.KeyStart) < string(h.KeyEnd) {
+		var pending uint64
+		for e, err := range c.ScanRaw(ctx, h.KeyStart, h.KeyEnd) {
+			if err != nil {
+				return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+			}
+			rec, err := ndjson.NewRecord(c.Version(), e.Key, e.Value)
+			if err != nil {
+				return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+			}
+			if err := fw.Write(rec); err != nil {
+				return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+			}
+			res.Digest.Add(rec)
+			res.Records++
+			if pending++; pending == 4096 {
+				p.addRecords(pending)
+				pending = 0
+			}
+		}
+		p.addRecords(pending)
+	}
+	if err := fw.Close(); err != nil {
+		return res, fmt.Errorf("shard: export shard %d: publish %s: %w", h.ShardIndex, out, err)
+	}
+	p.shardDone()
+	return res, nil
+}
+
+// ForEach runs f for 0..n-1 with at most k at once (default 2), stopping at
+// the first error.
+func ForEach(ctx context.Context, n, k int, f func(ctx context.Context, i int) error) error {
+	if k < 1 {
+		k = 2
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < min(k, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package shard
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// ImportOptions tune an import.
+type ImportOptions struct {
+	// Format is the format the target is to be in; every shard must be in it.
+	Format format.Version
+	Store  slatedb.Options
+	// StopAfter, when set, makes Import return (Done false) after the first
+	// shard that finishes past it: a Lambda returns before its deadline and
+	// the next call continues.
+	StopAfter time.Time
+	Progress  *Progress
+	// AfterShard, when set, is called after each shard is durable (for
+	// progress lines and tests).
+	AfterShard func(index int)
+}
+
+// ImportResult reports an import's state after a call.
+type ImportResult struct {
+	Target      string         `json:"target"`
+	Format      format.Version `json:"format"`
+	ShardsDone  int            `json:"shards_done"`
+	ShardsTotal int            `json:"shards_total"`
+	// Done: the catalog is finalized (its format version written).
+	Done    bool          `json:"done"`
+	Resumed bool          `json:"resumed"`
+	Records uint64        `json:"records"`
+	Digest  ndjson.Digest `json:"digest"`
+}
+
+var (
+	// ErrTargetNotEmpty: the target holds keys that are not an unfinished
+	// import of the same input. It is catalog.ErrTargetNotEmpty.
+	ErrTargetNotEmpty = catalog.ErrTargetNotEmpty
+	// ErrWrongFormat: the shards are not in the format asked for.
+	ErrWrongFormat = errors.New("shard: shards are in another format")
+	// ErrNoVersion: the shards hold no catalog-format-version key, or one that
+	// disagrees with their format.
+	ErrNoVersion = errors.New("shard: shards hold no valid catalog-format-version")
+)
+
+// progressKey holds an unfinished import's progress inside the target. It is
+// written after each durable shard and deleted in the final batch, so a
+// finished catalog never holds it, and a target holding it has no version key
+// yet: no binary opens it meanwhile.
+var progressKey = format.SystemKey("rocklake-migrate-import-progress")
+
+type entry struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+type progress struct {
+	Source     string         `json:"source"`
+	Checkpoint string         `json:"checkpoint"`
+	Format     format.Version `json:"format"`
+	Shards     int            `json:"shards"`
+	Done       []bool         `json:"done"`
+	// System holds the counter and system keys met so far: written last.
+	System  []entry       `json:"system"`
+	Records uint64        `json:"records"`
+	Digest  ndjson.Digest `json:"digest"`
+}
+
+func (p *progress) sameInput(h ndjson.Header) bool {
+	return p.Source == h.Source && p.Checkpoint == h.CheckpointID && p.Format == h.CatalogFormat && p.Shards == h.ShardCount
+}
+
+// Import writes the shards at input (a file, a directory or an S3 prefix)
+// into a new catalog at url. The target must hold nothing, or an unfinished
+// import of the same shards, which Import then continues: keys are rewritten
+// idempotently, so a rerun after a crash ends with the same catalog. Every
+// shard is verified (count and sha256) before any of its records is written;
+// data goes first and the counter and system keys, the format version among
+// them, last, in one atomic batch.
+func Import(ctx context.Context, store *blob.Store, input, url string, opts ImportOptions) (ImportResult, error) {
+	res := ImportResult{Target: url, Format: opts.Format}
+	urls, err := List(ctx, store, input)
+	if err != nil {
+		return res, err
+	}
+	hs, urls, err := Headers(ctx, store, urls)
+	if err != nil {
+		return res, err
+	}
+	if hs[0].CatalogFormat != opts.Format {
+		return res, fmt.Errorf("%w: %s holds format %s, import --format %s (transform it first)", ErrWrongFormat, input, hs[0].CatalogFormat, opts.Format)
+	}
+	res.ShardsTotal = len(hs)
+	opts.Progress.total(len(hs))
+
+	prog, err := targetState(ctx, url, hs[0], opts.Store)
+	if err != nil {
+		return res, err
+	}
+	res.Resumed = prog != nil
+	if prog == nil {
+		prog = &progress{Source: hs[0].Source, Checkpoint: hs[0].CheckpointID, Format: opts.Format, Shards: len(hs), Done: make([]bool, len(hs))}
+	}
+	// Verify every remaining shard before writing anything: a bad shard found
+	// midway would otherwise leave part of itself behind.
+	for i, u := range urls {
+		if prog.Done[i] {
+			continue
+		}
+		if _, _, err := ndjson.VerifyFile(ctx, store, u); err != nil {
+			return res, fmt.Errorf("shard: import: %s: %w", u, err)
+		}
+	}
+
+	w, err := slatedb.OpenWriter(ctx, url, opts.Store)
+	if err != nil {
+		return res, fmt.Errorf("shard: import: open target %s: %w", url, err)
+	}
+	defer w.Close()
+	for i, u := range urls {
+		if prog.Done[i] {
+			continue
+		}
+		if err := importShard(ctx, store, w, u, prog, opts.Progress); err != nil {
+			return res, err
+		}
+		prog.Done[i] = true
+		if err := saveProgress(ctx, w, prog); err != nil {
+			return res, err
+		}
+		opts.Progress.shardDone()
+		if opts.AfterShard != nil {
+			opts.AfterShard(i)
+		}
+		if !opts.StopAfter.IsZero() && time.Now().After(opts.StopAfter) {
+			break
+		}
+	}
+	res.ShardsDone = count(prog.Done)
+	res.Records, res.Digest = prog.Records, prog.Digest
+	if res.ShardsDone < len(hs) {
+		return res, w.Close()
+	}
+	if err := finalize(ctx, w, prog, opts.Format); err != nil {
+		return res, err
+	}
+	res.Done = true
+	return res, w.Close()
+}
+
+func count(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// targetState returns the progress of an unfinished import of the same input,
+// nil for an empty target, and ErrTargetNotEmpty for anything else.
+func targetState(ctx context.Context, url string, h ndjson.Header, so slatedb.Options) (*progress, error) {
+	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Options: so})
+	if errors.Is(err, slatedb.ErrNoDatabase) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shard: import: target %s: %w", url, err)
+	}
+	defer r.Close()
+	if v, err := r.Get(ctx, format.FormatVersionKey()); err == nil {
+		n, _ := format.DecodeFormatVersion(v)
+		return nil, fmt.Errorf("%w: %s already holds a catalog (format version %d)", ErrTargetNotEmpty, url, n)
+	} else if !errors.Is(err, slatedb.ErrNotFound) {
+		return nil, fmt.Errorf("shard: import: target %s: %w", url, err)
+	}
+	raw, err := r.Get(ctx, progressKey)
+	switch {
+	case err == nil:
+		var p progress
+		if err := json.Unmarshal(raw, &p); err != nil || len(p.Done) != p.Shards {
+			return nil, fmt.Errorf("%w: %s holds an unreadable import progress record", ErrTargetNotEmpty, url)
+		}
+		if !p.sameInput(h) {
+			return nil, fmt.Errorf("%w: %s holds an unfinished import of other shards (%s@%s, %d shards, format %s)",
+				ErrTargetNotEmpty, url, p.Source, p.Checkpoint, p.Shards, p.Format)
+		}
+		return &p, nil
+	case !errors.Is(err, slatedb.ErrNotFound):
+		return nil, fmt.Errorf("shard: import: target %s: %w", url, err)
+	}
+	it, err := r.Scan(ctx, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("shard: import: target %s: %w", url, err)
+	}
+	defer it.Close()
+	if it.Next() {
+		return nil, fmt.Errorf("%w: %s holds keys (first %x)", ErrTargetNotEmpty, url, it.Key())
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("shard: import: target %s: %w", url, err)
+	}
+	return nil, nil
+}
+
+const (
+	batchRecords = 1000
+	batchBytes   = 4 << 20
+)
+
+func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url string, prog *progress, p *Progress) error {
+	fr, err := ndjson.Open(ctx, store, url)
+	if err != nil {
+		return fmt.Errorf("shard: import %s: %w", url, err)
+	}
+	defer fr.Close()
+	var b slatedb.Batch
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		p.addRecords(uint64(b.Len()))
+		err := w.WriteAsync(ctx, &b)
+		b.Reset()
+		return err
+	}
+	for {
+		rec, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("shard: import %s: %w", url, err)
+		}
+		key, value := rec.Raw()
+		prog.Records++
+		prog.Digest.Add(rec)
+		if t := rec.Tag(); t == format.TagCounter || t == format.TagSystem {
+			if bytes.Equal(key, progressKey) {
+				return fmt.Errorf("shard: import %s: a shard holds the importer's own progress key", url)
+			}
+			prog.System = append(prog.System, entry{hex.EncodeToString(key), hex.EncodeToString(value)})
+			continue
+		}
+		b.Put(key, value)
+		if b.Len() >= batchRecords || b.Size() >= batchBytes {
+			if err := flush(); err != nil {
+				return fmt.Errorf("shard: import %s: %w", url, err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("shard: import %s: %w", url, err)
+	}
+	// The shard's data must be durable before its progress says so.
+	if err := w.Flush(ctx); err != nil {
+		return fmt.Errorf("shard: import %s: flush: %w", url, err)
+	}
+	return nil
+}
+
+func saveProgress(ctx context.Context, w *slatedb.Writer, prog *progress) error {
+	raw, err := json.Marshal(prog)
+	if err != nil {
+		return fmt.Errorf("shard: import: progress: %w", err)
+	}
+	var b slatedb.Batch
+	b.Put(progressKey, raw)
+	if err := w.Write(ctx, &b); err != nil {
+		return fmt.Errorf("shard: import: save progress: %w", err)
+	}
+	return nil
+}
+
+// finalize writes the counter and system keys, the format version among them,
+// and removes the progress record, in one atomic batch.
+func finalize(ctx context.Context, w *slatedb.Writer, prog *progress, v format.Version) error {
+	var b slatedb.Batch
+	sawVersion := false
+	for _, e := range prog.System {
+		k, err1 := hex.DecodeString(e.Key)
+		val, err2 := hex.DecodeString(e.Value)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("shard: import: progress record holds bad hex")
+		}
+		if bytes.Equal(k, format.FormatVersionKey()) {
+			n, err := format.DecodeFormatVersion(val)
+			if err != nil || n != uint64(v) {
+				return fmt.Errorf("%w: the shards' version key says %d (%v), the format is %s", ErrNoVersion, n, err, v)
+			}
+			sawVersion = true
+		}
+		b.Put(k, val)
+	}
+	if !sawVersion {
+		return fmt.Errorf("%w: no shard holds %x", ErrNoVersion, format.FormatVersionKey())
+	}
+	b.Delete(progressKey)
+	if err := w.Write(ctx, &b); err != nil {
+		return fmt.Errorf("shard: import: final batch: %w", err)
+	}
+	return nil
+}

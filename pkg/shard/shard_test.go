@@ -1,0 +1,478 @@
+package shard_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+const rows = 3000
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newStore(t *testing.T) *blob.Store {
+	t.Helper()
+	s, err := blob.New(ctxFor(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func fileURL(t *testing.T, name string) string { return "file://" + filepath.Join(t.TempDir(), name) }
+
+func seeded(t *testing.T, url string, n int) {
+	t.Helper()
+	if _, err := seed.Seed(ctxFor(t), url, seed.Options{Rows: n, Seed: 7}); err != nil {
+		t.Fatalf("seed %s: %v", url, err)
+	}
+}
+
+// dump returns every key and value of a catalog location, whatever it holds.
+func dump(t *testing.T, url string) map[string]string {
+	t.Helper()
+	ctx := ctxFor(t)
+	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	defer r.Close()
+	it, err := r.Scan(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	m := map[string]string{}
+	for it.Next() {
+		m[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sameKV(t *testing.T, what string, a, b map[string]string) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%s: %d keys vs %d", what, len(a), len(b))
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			t.Fatalf("%s: key %x differs (present %v)", what, k, ok)
+		}
+	}
+}
+
+func exportTo(t *testing.T, store *blob.Store, src, out string, n int, compression string) shard.ExportResult {
+	t.Helper()
+	res, err := shard.Export(ctxFor(t), store, src, out, shard.ExportOptions{Format: format.V1, Shards: n, Compression: compression})
+	if err != nil {
+		t.Fatalf("export %s → %s: %v", src, out, err)
+	}
+	return res
+}
+
+func importFrom(t *testing.T, store *blob.Store, in, dst string, v format.Version) shard.ImportResult {
+	t.Helper()
+	res, err := shard.Import(ctxFor(t), store, in, dst, shard.ImportOptions{Format: v})
+	if err != nil {
+		t.Fatalf("import %s → %s: %v", in, dst, err)
+	}
+	if !res.Done {
+		t.Fatalf("import %s not done: %+v", in, res)
+	}
+	return res
+}
+
+func TestExportImportV1IsIdentical(t *testing.T) {
+	store := newStore(t)
+	src, dst := fileURL(t, "src"), fileURL(t, "dst")
+	seeded(t, src, rows)
+	out := filepath.Join(t.TempDir(), "catalog-v1.ndjson")
+	exp := exportTo(t, store, src, out, 1, "")
+	if exp.Records < rows {
+		t.Fatalf("exported %d records from %d rows", exp.Records, rows)
+	}
+	importFrom(t, store, out, dst, format.V1)
+	sameKV(t, "source vs imported", dump(t, src), dump(t, dst))
+	if _, err := shard.Verify(ctxFor(t), store, dst, out, slatedb.Options{}); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	// The export left no checkpoint behind on the source.
+	cps, err := slatedb.ListCheckpoints(ctxFor(t), src, slatedb.Options{})
+	if err != nil || len(cps) != 0 {
+		t.Fatalf("checkpoints left on the source: %v, %v", cps, err)
+	}
+}
+
+func TestTwentyShardsImportLikeOneFile(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	one, many := filepath.Join(t.TempDir(), "all.ndjson"), t.TempDir()
+	exportTo(t, store, src, one, 1, "")
+	res := exportTo(t, store, src, many, 20, "zst")
+	if len(res.Shards) != 20 {
+		t.Fatalf("%d shards", len(res.Shards))
+	}
+	nonEmpty := 0
+	for _, s := range res.Shards {
+		if s.Records > 0 {
+			nonEmpty++
+		}
+	}
+	if nonEmpty < 10 {
+		t.Fatalf("only %d of 20 shards hold records: the plan does not spread the catalog", nonEmpty)
+	}
+	a, b := fileURL(t, "a"), fileURL(t, "b")
+	importFrom(t, store, one, a, format.V1)
+	importFrom(t, store, many, b, format.V1)
+	sameKV(t, "one file vs 20 shards", dump(t, a), dump(t, b))
+}
+
+// rowsByTable renders every row of a catalog as protojson, per table, sorted:
+// the catalog's logical content, independent of key layout.
+func rowsByTable(t *testing.T, url string, v format.Version) map[string][]string {
+	t.Helper()
+	ctx := ctxFor(t)
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := map[string][]string{}
+	for _, tag := range format.KnownTags() {
+		for row, err := range c.Scan(ctx, tag) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := protojson.MarshalOptions{UseProtoNames: true}.Marshal(row.Msg)
+			if tag == format.TagSystem || tag == format.TagCounter {
+				if row.Key.Name != format.SystemCatalogFormatVersion {
+					out[tag.String()] = append(out[tag.String()], row.Key.Name+"="+string(b))
+				}
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			if tag == format.TagSnapshot && v == format.V1 {
+				// Independently of the migration: DuckDB's text form → micros.
+				if s, ok := m["snapshot_time"].(string); ok {
+					tm, err := time.Parse("2006-01-02 15:04:05.999999-07", s)
+					if err != nil {
+						tm, err = time.Parse(time.RFC3339Nano, s)
+					}
+					if err != nil {
+						t.Fatalf("seeded snapshot_time %q: %v", s, err)
+					}
+					delete(m, "snapshot_time")
+					m["snapshot_time_micros"] = fmt.Sprint(tm.UnixMicro())
+				}
+			}
+			j, _ := json.Marshal(m)
+			out[tag.String()] = append(out[tag.String()], string(j))
+		}
+		sort.Strings(out[tag.String()])
+	}
+	return out
+}
+
+func TestV1ToV2KeepsEveryRowAndField(t *testing.T) {
+	store := newStore(t)
+	src, dst := fileURL(t, "src"), fileURL(t, "dst")
+	seeded(t, src, rows)
+	v1dir, v2dir := t.TempDir(), t.TempDir()
+	exportTo(t, store, src, v1dir, 4, "")
+	urls, err := shard.List(ctxFor(t), store, v1dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range urls {
+		out := filepath.Join(v2dir, filepath.Base(u))
+		if _, err := migration.TransformFile(ctxFor(t), store, u, out, format.V2, "test", migration.Options{}); err != nil {
+			t.Fatalf("transform %s: %v", u, err)
+		}
+	}
+	importFrom(t, store, v2dir, dst, format.V2)
+	if _, err := shard.Verify(ctxFor(t), store, dst, v2dir, slatedb.Options{}); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	c, err := catalog.Open(ctxFor(t), dst, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatalf("v2 catalog does not pass the startup check: %v", err)
+	}
+	c.Close()
+	want, got := rowsByTable(t, src, format.V1), rowsByTable(t, dst, format.V2)
+	for table, rs := range want {
+		if len(got[table]) != len(rs) {
+			t.Fatalf("%s: %d rows in v2, %d in v1", table, len(got[table]), len(rs))
+		}
+		for i := range rs {
+			if rs[i] != got[table][i] {
+				t.Fatalf("%s row differs:\n v1 %s\n v2 %s", table, rs[i], got[table][i])
+			}
+		}
+	}
+	if len(want["ducklake_data_file"]) == 0 || len(want["ducklake_snapshot"]) == 0 {
+		t.Fatalf("seed holds no data files or snapshots: %v", want)
+	}
+}
+
+func corrupt(t *testing.T, path string, how string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	switch how {
+	case "line":
+		lines[2] = bytes.Replace(lines[2], []byte(`"`), []byte(`'`), 1)
+	case "truncated":
+		lines = lines[:len(lines)/2]
+	case "no-trailer":
+		lines = lines[:len(lines)-2]
+		lines = append(lines, []byte{})
+	case "wrong-version":
+		lines[0] = bytes.Replace(lines[0], []byte(`"rocklake_export_format":1`), []byte(`"rocklake_export_format":9`), 1)
+		if bytes.Equal(b, bytes.Join(lines, nil)) {
+			t.Fatalf("header %s has no export_format 1 to change", lines[0])
+		}
+	}
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInputsWriteNothing(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, 500)
+	good := t.TempDir()
+	exportTo(t, store, src, good, 3, "")
+	for _, how := range []string{"line", "truncated", "no-trailer", "wrong-version"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			urls, _ := shard.List(ctxFor(t), store, good)
+			for _, u := range urls {
+				b, _ := os.ReadFile(u)
+				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
+			}
+			corrupt(t, filepath.Join(dir, shard.FileName(2, 3, "")), how)
+			dst := fileURL(t, "dst")
+			_, err := shard.Import(ctxFor(t), store, dir, dst, shard.ImportOptions{Format: format.V1})
+			if err == nil {
+				t.Fatal("a damaged shard set was imported")
+			}
+			t.Logf("%s: %v", how, err)
+			if _, err := slatedb.OpenReader(ctxFor(t), dst, slatedb.ReaderOptions{}); !errors.Is(err, slatedb.ErrNoDatabase) {
+				t.Fatalf("the failed import left a database at the target: %v", err)
+			}
+		})
+	}
+	t.Run("missing shard", func(t *testing.T) {
+		dir := t.TempDir()
+		urls, _ := shard.List(ctxFor(t), store, good)
+		for _, u := range urls[:2] {
+			b, _ := os.ReadFile(u)
+			os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
+		}
+		_, err := shard.Import(ctxFor(t), store, dir, fileURL(t, "dst"), shard.ImportOptions{Format: format.V1})
+		if !errors.Is(err, shard.ErrIncompleteSet) {
+			t.Fatalf("err = %v, want ErrIncompleteSet", err)
+		}
+	})
+	t.Run("wrong format", func(t *testing.T) {
+		_, err := shard.Import(ctxFor(t), store, good, fileURL(t, "dst"), shard.ImportOptions{Format: format.V2})
+		if !errors.Is(err, shard.ErrWrongFormat) {
+			t.Fatalf("err = %v, want ErrWrongFormat", err)
+		}
+	})
+}
+
+func TestTargetMustBeEmpty(t *testing.T) {
+	store := newStore(t)
+	src, other := fileURL(t, "src"), fileURL(t, "other")
+	seeded(t, src, 200)
+	seeded(t, other, 100)
+	out := filepath.Join(t.TempDir(), "c.ndjson")
+	exportTo(t, store, src, out, 1, "")
+	before := dump(t, other)
+	_, err := shard.Import(ctxFor(t), store, out, other, shard.ImportOptions{Format: format.V1})
+	if !errors.Is(err, shard.ErrTargetNotEmpty) {
+		t.Fatalf("import onto a catalog: err = %v, want ErrTargetNotEmpty", err)
+	}
+	sameKV(t, "refused target", before, dump(t, other))
+}
+
+func TestVerifyFindsDifferences(t *testing.T) {
+	store := newStore(t)
+	src, dst := fileURL(t, "src"), fileURL(t, "dst")
+	seeded(t, src, 300)
+	out := filepath.Join(t.TempDir(), "c.ndjson")
+	exportTo(t, store, src, out, 1, "")
+	importFrom(t, store, out, dst, format.V1)
+	w, err := slatedb.OpenWriter(ctxFor(t), dst, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	key, _ := format.EncodeKey(format.V1, format.Key{Tag: format.TagTableStats, Parts: []uint64{999999}})
+	b.Put(key, format.EncodeEnvelope(format.V1, nil))
+	if err := w.Write(ctxFor(t), &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	res, err := shard.Verify(ctxFor(t), store, dst, out, slatedb.Options{})
+	if !errors.Is(err, shard.ErrMismatch) || res.Match || len(res.Diff) != 1 || !strings.Contains(res.Diff[0], "ducklake_table_stats") {
+		t.Fatalf("verify after tampering: %+v, %v", res, err)
+	}
+}
+
+func TestUnknownTagsThroughThePipeline(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, 200)
+	w, err := slatedb.OpenWriter(ctxFor(t), src, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put([]byte{0x0E, 1, 2, 3}, []byte("a table from the future"))
+	if err := w.Write(ctxFor(t), &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	v1 := filepath.Join(t.TempDir(), "c.ndjson")
+	exportTo(t, store, src, v1, 1, "")
+	v2 := filepath.Join(t.TempDir(), "c2.ndjson")
+	_, err = migration.TransformFile(ctxFor(t), store, v1, v2, format.V2, "test", migration.Options{})
+	if !errors.Is(err, migration.ErrUnknownTags) || !strings.Contains(err.Error(), "0x0E: 1") {
+		t.Fatalf("default policy: err = %v", err)
+	}
+	if _, err := os.Stat(v2); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused transform published %s", v2)
+	}
+	if _, err := migration.TransformFile(ctxFor(t), store, v1, v2, format.V2, "test", migration.Options{UnknownTags: migration.UnknownCarry}); err != nil {
+		t.Fatal(err)
+	}
+	dst := fileURL(t, "dst")
+	importFrom(t, store, v2, dst, format.V2)
+	if got := dump(t, dst)[string([]byte{0x0E, 1, 2, 3})]; got != "a table from the future" {
+		t.Fatalf("carried unknown tag = %q", got)
+	}
+}
+
+// TestImportKilledMidwayResumes kills an import process with SIGKILL after
+// it made some shards durable, runs the import again, and compares the end
+// result with an uninterrupted import.
+func TestImportKilledMidwayResumes(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	dir := t.TempDir()
+	exportTo(t, store, src, dir, 8, "gz")
+	clean := fileURL(t, "clean")
+	importFrom(t, store, dir, clean, format.V1)
+
+	dst := fileURL(t, "dst")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestImportHelperProcess$")
+	cmd.Env = append(os.Environ(), "SHARD_HELPER_INPUT="+dir, "SHARD_HELPER_TARGET="+dst)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "shard done") {
+			if done++; done == 3 {
+				cmd.Process.Kill()
+				break
+			}
+		}
+	}
+	cmd.Wait()
+	if done < 3 {
+		t.Fatalf("helper process finished only %d shards before exiting", done)
+	}
+	// Mid-import, the target is no catalog: the startup check refuses it.
+	if _, err := catalog.Open(ctxFor(t), dst, catalog.Options{}); err == nil {
+		t.Fatal("a half-imported target opened as a catalog")
+	}
+	res := importFrom(t, store, dir, dst, format.V1)
+	if !res.Resumed || res.ShardsDone != 8 {
+		t.Fatalf("rerun did not resume: %+v", res)
+	}
+	sameKV(t, "resumed vs uninterrupted import", dump(t, clean), dump(t, dst))
+}
+
+// TestImportHelperProcess is the import that TestImportKilledMidwayResumes
+// kills; it does nothing in a normal run.
+func TestImportHelperProcess(t *testing.T) {
+	in, dst := os.Getenv("SHARD_HELPER_INPUT"), os.Getenv("SHARD_HELPER_TARGET")
+	if in == "" {
+		return
+	}
+	store := newStore(t)
+	_, err := shard.Import(context.Background(), store, in, dst, shard.ImportOptions{
+		Format: format.V1,
+		AfterShard: func(i int) {
+			fmt.Printf("shard done %d\n", i)
+			time.Sleep(200 * time.Millisecond) // give the parent time to kill us mid-run
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOnS3(t *testing.T) {
+	stack := localstacktest.Start(t)
+	localstacktest.SetEnv(t, stack)
+	ctx := ctxFor(t)
+	if err := stack.CreateBucket(ctx, "catalogs", true); err != nil {
+		t.Fatal(err)
+	}
+	store := newStore(t)
+	src, dst := "s3://catalogs/src", "s3://catalogs/dst"
+	seeded(t, src, 1000)
+	out := "s3://catalogs/staging/export"
+	exportTo(t, store, src, out, 5, "zst")
+	importFrom(t, store, out, dst, format.V1)
+	sameKV(t, "s3 round trip", dump(t, src), dump(t, dst))
+	if _, err := shard.Verify(ctx, store, dst, out, slatedb.Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
