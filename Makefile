@@ -48,8 +48,9 @@ check-glibc: build
 
 test: native tools lint test-native test-go check-glibc
 
-bench: native tools
-	go test -run '^$$' -bench . -benchmem -benchtime 1x -timeout 60m ./pkg/slatedb/
+bench: build tools
+	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/format/ ./pkg/ndjson/
+	scripts/bench-pipeline.sh
 
 demo: build tools
 	scripts/demo.sh

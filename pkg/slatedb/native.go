@@ -33,12 +33,16 @@ func native(ctx context.Context, op string, call func(timeoutMS C.uint64_t, canc
 	var cancel *C.rl_cancel
 	if ctx.Done() != nil {
 		cancel = C.rl_cancel_new()
-		done := make(chan struct{})
+		done, exited := make(chan struct{}), make(chan struct{})
 		defer func() {
+			// The token is freed only once the watcher is gone: it may be
+			// firing it at this very moment (ctx canceled as the call ended).
 			close(done)
+			<-exited
 			C.rl_cancel_free(cancel)
 		}()
 		go func() {
+			defer close(exited)
 			select {
 			case <-ctx.Done():
 				C.rl_cancel_fire(cancel)

@@ -396,3 +396,27 @@ func TestEngineVersionIsThePinnedOne(t *testing.T) {
 		t.Fatalf("linked slatedb %s is not the version native/Cargo.toml pins", slatedb.EngineVersion())
 	}
 }
+
+// Contexts canceled while calls end: the cancel token must outlive the
+// goroutine that may be firing it (a use-after-free here corrupted the heap).
+func TestCancelRacingCallCompletion(t *testing.T) {
+	ctx := testCtx(t)
+	w := openWriter(t, ctx, "file://"+t.TempDir())
+	put(t, ctx, w, "k", "v")
+	base := slatedb.LiveHandles()
+	for i := 0; i < 3000; i++ {
+		cctx, cancel := context.WithCancel(ctx)
+		go cancel()
+		v, err := w.Get(cctx, []byte("k"))
+		if err == nil && string(v) != "v" {
+			t.Fatalf("get = %q", v)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("get: %v", err)
+		}
+		cancel()
+	}
+	if got := slatedb.LiveHandles(); got != base {
+		t.Fatalf("cancel tokens leaked: %d → %d", base, got)
+	}
+}
