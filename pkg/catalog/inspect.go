@@ -24,7 +24,7 @@ type Summary struct {
 	// keys, by tag name.
 	Tables map[string]uint64 `json:"tables"`
 	// UnknownTags counts the keys of tags this binary does not know, by
-	// Tag.String ("tag 0x0e"), so that they are never invisible.
+	// Tag.String ("tag 0x0E"), so that they are never invisible.
 	UnknownTags map[string]uint64 `json:"unknown_tags"`
 	Counters    map[string]uint64 `json:"counters"`
 	System      map[string]uint64 `json:"system"`

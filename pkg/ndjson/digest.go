@@ -26,21 +26,30 @@ type Digest struct {
 
 // Add adds r, by its raw key and value (Record.Raw): the bytes in the
 // catalog, which do not depend on how the record was read.
-func (d *Digest) Add(r Record) {
+func (d *Digest) Add(r Record) { d.AddRaw(r.rawKey, r.rawValue) }
+
+// AddRaw adds the catalog entry key, value as Add adds its Record, without
+// decoding it: for a scan of the catalog. An empty key, which no catalog
+// holds, counts under tag 0x00.
+func (d *Digest) AddRaw(key, value []byte) {
 	// Length-prefixing the key keeps (key, value) pairs from colliding
 	// when a boundary moves. A small buffer on the stack saves an
 	// allocation per record.
 	var stack [1024]byte
 	b := stack[:0]
-	b = binary.AppendUvarint(b, uint64(len(r.rawKey)))
-	b = append(b, r.rawKey...)
-	b = append(b, r.rawValue...)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	b = append(b, value...)
 	h := sha256.Sum256(b)
 	d.add([4]uint64{
 		binary.BigEndian.Uint64(h[0:]), binary.BigEndian.Uint64(h[8:]),
 		binary.BigEndian.Uint64(h[16:]), binary.BigEndian.Uint64(h[24:]),
 	})
-	d.counts[r.key.Tag]++
+	var t format.Tag
+	if len(key) > 0 {
+		t = format.Tag(key[0])
+	}
+	d.counts[t]++
 }
 
 func (d *Digest) add(x [4]uint64) {

@@ -26,6 +26,14 @@ func TestDigest(t *testing.T) {
 		scan := records(t, v, allEntries(t, v))
 		want := digestOf(scan)
 
+		var raw ndjson.Digest
+		for _, e := range allEntries(t, v) {
+			raw.AddRaw(e.key, e.value)
+		}
+		if raw != want {
+			t.Errorf("%s: AddRaw digest %s, Add digest %s", v, raw.Sum(), want.Sum())
+		}
+
 		_, fromFile, err := readAll(bytes.NewReader(encode(t, header(v), scan)))
 		if err != nil {
 			t.Fatal(err)
@@ -64,6 +72,10 @@ func TestDigest(t *testing.T) {
 	var zero ndjson.Digest
 	if zero.Sum() != strings.Repeat("0", 64) || len(zero.Counts()) != 0 {
 		t.Errorf("empty digest: %s %v", zero.Sum(), zero.Counts())
+	}
+	zero.AddRaw(nil, []byte("x"))
+	if zero.Counts()["tag 0x00"] != 1 {
+		t.Errorf("empty key counted as %v", zero.Counts())
 	}
 }
 

@@ -134,6 +134,9 @@ func TestS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if infos, err := store.List(ctx, "s3://shards/m2/"); err != nil || len(infos) != 0 {
+		t.Errorf("before Close: %v, %v; want no objects", infos, err)
+	}
 	fw.Abort()
 	if infos, err := store.List(ctx, "s3://shards/m2/"); err != nil || len(infos) != 0 {
 		t.Errorf("after Abort: %v, %v; want no objects", infos, err)

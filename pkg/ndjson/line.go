@@ -66,12 +66,12 @@ func appendRecordLine(dst []byte, r Record) ([]byte, error) {
 	dst = append(dst, t.Name()...)
 	dst = append(dst, `","tag":`...)
 	dst = strconv.AppendUint(dst, uint64(t), 10)
-	if r.key.Parts == nil {
+	if names := componentNames[r.version][t]; names == nil {
 		dst = append(dst, `,"name":`...)
 		dst = appendString(dst, r.key.Name)
 	} else {
 		dst = append(dst, `,"key":{`...)
-		for i, name := range componentNames[r.version][t] {
+		for i, name := range names {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
