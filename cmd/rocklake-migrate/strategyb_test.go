@@ -1,0 +1,56 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// The seed page's commands, by hand: export v1, transform, import v2, verify,
+// check; the source stays format 1.
+func TestStrategyBByHand(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := "file://"+dir+"/src", "file://"+dir+"/dst"
+	v1, v2 := filepath.Join(dir, "catalog-v1.ndjson"), filepath.Join(dir, "catalog-v2.ndjson")
+	cli(t, "seed", "--catalog", src, "--rows", "2000", "--seed", "3").want(t, exitOK)
+	cli(t, "export", "--catalog", src, "--format", "v1", "--output", v1).want(t, exitOK)
+	cli(t, "transform", "--input", v1, "--output", v2, "--to", "v2").want(t, exitOK)
+	cli(t, "import", "--format", "v2", "--input", v2, "--catalog", dst).want(t, exitOK)
+	r := cli(t, "verify", "--catalog", dst, "--input", v2)
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "verified") {
+		t.Fatalf("verify printed %q", r.stdout)
+	}
+	cli(t, "check", "--catalog", dst, "--expect", "v2").want(t, exitOK)
+	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitOK)
+	// Importing again onto the finished catalog is refused.
+	cli(t, "import", "--format", "v2", "--input", v2, "--catalog", dst).want(t, exitError, "not empty")
+	// A v1 export imported as v2 is refused before anything is written.
+	cli(t, "import", "--format", "v2", "--input", v1, "--catalog", "file://"+dir+"/other").want(t, exitError, "transform it first")
+	// The shard directory form, with the unknown-tag flag checked.
+	shards := filepath.Join(dir, "shards")
+	cli(t, "export", "--catalog", src, "--format", "v1", "--output", shards, "--shards", "5").want(t, exitOK)
+	cli(t, "transform", "--input", shards, "--output", filepath.Join(dir, "shards-v2"), "--to", "v2", "--unknown-tags", "keep").want(t, exitUsage)
+}
+
+func TestStrategyBRefusesVersion99(t *testing.T) {
+	dir := t.TempDir()
+	url := "file://" + dir + "/cat"
+	writeRaw(t, url, format.FormatVersionKey(), format.EncodeUint64(format.V1, 99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+	before := rawDump(t, url)
+	cli(t, "export", "--catalog", url, "--format", "v1", "--output", filepath.Join(dir, "x.ndjson")).
+		want(t, exitMismatch, "FormatVersionMismatch (SQLSTATE 0A000)", "found catalog format version 99", "expected 1")
+	// A good export to verify the v99 catalog against.
+	good := "file://" + dir + "/good"
+	cli(t, "seed", "--catalog", good, "--rows", "50").want(t, exitOK)
+	cli(t, "export", "--catalog", good, "--format", "v1", "--output", filepath.Join(dir, "g.ndjson")).want(t, exitOK)
+	cli(t, "verify", "--catalog", url, "--input", filepath.Join(dir, "g.ndjson")).
+		want(t, exitMismatch, "FormatVersionMismatch (SQLSTATE 0A000)", "found catalog format version 99")
+	cli(t, "import", "--format", "v1", "--input", filepath.Join(dir, "g.ndjson"), "--catalog", url).
+		want(t, exitError, "not empty")
+	if after := rawDump(t, url); after != before {
+		t.Fatalf("a refused command changed the catalog")
+	}
+}
