@@ -280,6 +280,14 @@ pub extern "C" fn rl_writer_open(
                     .flush_interval_ms
                     .map(Duration::from_millis)
                     .or(defaults.flush_interval),
+                max_unflushed_bytes: opts
+                    .max_unflushed_bytes
+                    .unwrap_or(defaults.max_unflushed_bytes),
+                // SlateDB wants L0 SSTs smaller than the unflushed limit.
+                l0_sst_size_bytes: opts
+                    .max_unflushed_bytes
+                    .map(|m| defaults.l0_sst_size_bytes.min(m / 4))
+                    .unwrap_or(defaults.l0_sst_size_bytes),
                 ..defaults
             };
             Db::builder(loc.path.clone(), loc.store.clone())

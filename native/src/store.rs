@@ -37,6 +37,9 @@ pub struct Options {
     pub flush_interval_ms: Option<u64>,
     /// Reader manifest poll interval (SlateDB default 10 s).
     pub poll_interval_ms: Option<u64>,
+    /// Writer: unflushed bytes (memtables awaiting L0) before writes wait
+    /// (SlateDB default 1 GiB). Bulk loads set it low to keep memory flat.
+    pub max_unflushed_bytes: Option<usize>,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             s3_connect_timeout_ms: 3_000,
             flush_interval_ms: None,
             poll_interval_ms: None,
+            max_unflushed_bytes: None,
         }
     }
 }

@@ -204,3 +204,42 @@ func TestSkipVersionCheck(t *testing.T) {
 		t.Fatalf("unchecked open of nothing: %v, want ErrNoCatalog", err)
 	}
 }
+
+// A reader pinned to a checkpoint runs the check on, and sees, the
+// checkpoint's state only.
+func TestOpenAtCheckpoint(t *testing.T) {
+	ctx := testCtx(t)
+	url := "file://" + t.TempDir() + "/c"
+	if err := catalog.Create(ctx, url, format.V1, slatedb.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Name: "test"}, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put(format.FormatVersionKey(), versionValue(99))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = catalog.Open(ctx, url, catalog.Options{})
+	mismatch(t, err, 99, uint64(catalog.Newest), false)
+	c, err := catalog.Open(ctx, url, catalog.Options{Checkpoint: cp.ID})
+	if err != nil {
+		t.Fatalf("open at the checkpoint taken before the version changed: %v", err)
+	}
+	c.Close()
+	if _, err := catalog.Open(ctx, url, catalog.Options{Checkpoint: "00000000-0000-4000-8000-000000000000"}); !errors.Is(err, slatedb.ErrCheckpointMissing) {
+		t.Fatalf("open at a missing checkpoint: %v", err)
+	}
+	if _, err := catalog.OpenWriter(ctx, url, catalog.Options{Checkpoint: cp.ID}); !errors.Is(err, slatedb.ErrInvalid) {
+		t.Fatalf("writer at a checkpoint: %v, want ErrInvalid", err)
+	}
+}

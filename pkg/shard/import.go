@@ -125,7 +125,11 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 		}
 	}
 
-	w, err := slatedb.OpenWriter(ctx, url, opts.Store)
+	so := opts.Store
+	if so.MaxUnflushedBytes == 0 {
+		so.MaxUnflushedBytes = importUnflushedBytes
+	}
+	w, err := slatedb.OpenWriter(ctx, url, so)
 	if err != nil {
 		return res, fmt.Errorf("shard: import: open target %s: %w", url, err)
 	}
@@ -220,6 +224,9 @@ func targetState(ctx context.Context, url string, h ndjson.Header, so slatedb.Op
 const (
 	batchRecords = 1000
 	batchBytes   = 4 << 20
+	// importUnflushedBytes keeps the importer's memory flat: past it, writes
+	// wait for memtables to reach object storage.
+	importUnflushedBytes = 64 << 20
 )
 
 func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url string, prog *progress, p *Progress) error {

@@ -26,6 +26,10 @@ type Options struct {
 	// PollInterval is how often a latest-following reader looks for new
 	// state (engine default 10 s).
 	PollInterval time.Duration
+	// MaxUnflushedBytes bounds a writer's memtables awaiting upload before
+	// writes wait (engine default 1 GiB): bulk loads set it low so that
+	// memory stays flat however much they write.
+	MaxUnflushedBytes int
 }
 
 // json renders the options the native side expects; zero fields are left out
@@ -44,6 +48,7 @@ func (o Options) json() string {
 	put("s3_connect_timeout_ms", o.S3ConnectTimeout.Milliseconds())
 	put("flush_interval_ms", o.FlushInterval.Milliseconds())
 	put("poll_interval_ms", o.PollInterval.Milliseconds())
+	put("max_unflushed_bytes", int64(o.MaxUnflushedBytes))
 	b, _ := json.Marshal(m) // a map of int64s always marshals
 	return string(b)
 }
