@@ -30,6 +30,9 @@ type ImportOptions struct {
 	// AfterShard, when set, is called after each shard is durable (for
 	// progress lines and tests).
 	AfterShard func(index int)
+	// NoFinalize leaves the final batch to Finalize (the workflow runs it as
+	// a step of its own); the target then stays unopenable after every shard.
+	NoFinalize bool
 }
 
 // ImportResult reports an import's state after a call.
@@ -155,7 +158,7 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	}
 	res.ShardsDone = count(prog.Done)
 	res.Records, res.Digest = prog.Records, prog.Digest
-	if res.ShardsDone < len(hs) {
+	if res.ShardsDone < len(hs) || opts.NoFinalize {
 		return res, w.Close()
 	}
 	if err := finalize(ctx, w, prog, opts.Format); err != nil {
@@ -291,6 +294,44 @@ func saveProgress(ctx context.Context, w *slatedb.Writer, prog *progress) error 
 		return fmt.Errorf("shard: import: save progress: %w", err)
 	}
 	return nil
+}
+
+// ErrNotImported: Finalize found shards not yet imported, or no import.
+var ErrNotImported = errors.New("shard: import not complete")
+
+// Finalize finishes an import made with NoFinalize: once every shard is in,
+// it writes the counter and system keys with the format version and removes
+// the progress record, in one batch. A target already finalized in format v
+// is left as it is, so a retried Finalize succeeds.
+func Finalize(ctx context.Context, url string, v format.Version, so slatedb.Options) error {
+	w, err := slatedb.OpenWriter(ctx, url, so)
+	if err != nil {
+		return fmt.Errorf("shard: finalize: open target %s: %w", url, err)
+	}
+	defer w.Close()
+	raw, err := w.Get(ctx, progressKey)
+	if errors.Is(err, slatedb.ErrNotFound) {
+		if got, verr := w.Get(ctx, format.FormatVersionKey()); verr == nil {
+			if n, _ := format.DecodeFormatVersion(got); n == uint64(v) {
+				return w.Close()
+			}
+		}
+		return fmt.Errorf("%w: %s holds no import progress", ErrNotImported, url)
+	}
+	if err != nil {
+		return fmt.Errorf("shard: finalize %s: %w", url, err)
+	}
+	var p progress
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return fmt.Errorf("shard: finalize %s: progress record: %w", url, err)
+	}
+	if n := count(p.Done); n < p.Shards {
+		return fmt.Errorf("%w: %d of %d shards imported into %s", ErrNotImported, n, p.Shards, url)
+	}
+	if err := finalize(ctx, w, &p, v); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // finalize writes the counter and system keys, the format version among them,

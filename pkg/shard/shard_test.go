@@ -499,3 +499,27 @@ func TestOnS3(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestFinalizeAsItsOwnStep(t *testing.T) {
+	store := newStore(t)
+	src, dst := fileURL(t, "src"), fileURL(t, "dst")
+	seeded(t, src, 500)
+	dir := t.TempDir()
+	exportTo(t, store, src, dir, 3, "")
+	if err := shard.Finalize(ctxFor(t), dst, format.V1, slatedb.Options{}); err == nil {
+		t.Fatal("finalize of a target with no import succeeded")
+	}
+	res, err := shard.Import(ctxFor(t), store, dir, dst, shard.ImportOptions{Format: format.V1, NoFinalize: true})
+	if err != nil || res.Done || res.ShardsDone != 3 {
+		t.Fatalf("import without finalize: %+v, %v", res, err)
+	}
+	if _, err := catalog.Open(ctxFor(t), dst, catalog.Options{}); err == nil {
+		t.Fatal("an unfinalized target opened as a catalog")
+	}
+	for i := 0; i < 2; i++ { // a retried Finalize is harmless
+		if err := shard.Finalize(ctxFor(t), dst, format.V1, slatedb.Options{}); err != nil {
+			t.Fatalf("finalize %d: %v", i, err)
+		}
+	}
+	sameKV(t, "source vs finalized", dump(t, src), dump(t, dst))
+}
