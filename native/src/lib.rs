@@ -29,7 +29,8 @@ use std::time::Duration;
 
 use slatedb::bytes::Bytes;
 use slatedb::config::{
-    CheckpointOptions, CheckpointScope, DbReaderOptions, ScanOptions, Settings,
+    CheckpointOptions, CheckpointScope, DbReaderOptions, FlushOptions, FlushType, ScanOptions,
+    Settings,
 };
 use slatedb::{Db, DbIterator, DbReader, DbReaderMode, ErrorKind, WriteBatch};
 use tokio::runtime::Runtime;
@@ -399,6 +400,15 @@ pub extern "C" fn rl_writer_close(
             return Err(fail(RL_ERR_INVALID, "writer handle is null"));
         };
         let r = block(timeout_ms, std::ptr::null(), async {
+            // Memtables go to L0 before closing, so that readers opened later
+            // replay no WAL: their memory then does not grow with what the
+            // writer wrote.
+            let to_l0 = FlushOptions {
+                flush_type: FlushType::MemTable,
+            };
+            w.db.flush_with_options(to_l0)
+                .await
+                .map_err(|e| from_slate("flush memtables", e))?;
             w.db.close().await.map_err(|e| from_slate("close writer", e))
         });
         drop_in_runtime(w);
@@ -600,8 +610,8 @@ pub extern "C" fn rl_scan(
         }
         // Sequential full scans are the common case here: read ahead generously.
         let options = ScanOptions {
-            read_ahead_bytes: 4 << 20,
-            max_fetch_tasks: 4,
+            read_ahead_bytes: 1 << 20,
+            max_fetch_tasks: 2,
             ..ScanOptions::default()
         };
         let it = block(timeout_ms, cancel, async {

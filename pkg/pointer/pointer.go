@@ -1,0 +1,270 @@
+package pointer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// MaxSize bounds a pointer object: a real one is a few hundred bytes, so
+// anything bigger is not a pointer.
+const MaxSize = 64 << 10
+
+// Pointer is the content of the pointer object.
+type Pointer struct {
+	// Catalog is the URL of the catalog RockLake serves (s3://bucket/prefix
+	// or file:///path, the SlateDB database root).
+	Catalog string
+	// FormatVersion is the catalog's format, as the writer of the pointer
+	// saw it. The catalog's own catalog-format-version key is authoritative;
+	// the drift check reports a disagreement.
+	FormatVersion format.Version
+	// MigrationID is the migration that wrote this pointer (empty or e.g.
+	// "initial" for the first one).
+	MigrationID string
+	// PreviousCatalog and PreviousMigrationID are the pointer this one
+	// replaced; empty for the first pointer. Rollback restores the kept
+	// version that has them.
+	PreviousCatalog     string
+	PreviousMigrationID string
+	// UpdatedAt is when the pointer was written; Create and Flip set it
+	// when it is zero.
+	UpdatedAt time.Time
+}
+
+// Next is the pointer that replaces p with catalog in format v, written by
+// migration migrationID: p becomes its previous pointer. UpdatedAt is left
+// zero, for Flip to set.
+func (p Pointer) Next(catalog string, v format.Version, migrationID string) Pointer {
+	return Pointer{
+		Catalog:             catalog,
+		FormatVersion:       v,
+		MigrationID:         migrationID,
+		PreviousCatalog:     p.Catalog,
+		PreviousMigrationID: p.MigrationID,
+	}
+}
+
+// HasPrevious reports whether p names a pointer before it.
+func (p Pointer) HasPrevious() bool { return p.PreviousCatalog != "" }
+
+// wire is the JSON layout, in the order fields are written.
+type wire struct {
+	Catalog             string `json:"catalog"`
+	FormatVersion       uint64 `json:"format_version"`
+	MigrationID         string `json:"migration_id,omitempty"`
+	PreviousCatalog     string `json:"previous_catalog,omitempty"`
+	PreviousMigrationID string `json:"previous_migration_id,omitempty"`
+	UpdatedAt           string `json:"updated_at"`
+}
+
+// fields are the JSON keys a pointer may have, and whether each is required.
+var fields = map[string]bool{
+	"catalog":               true,
+	"format_version":        true,
+	"migration_id":          false,
+	"previous_catalog":      false,
+	"previous_migration_id": false,
+	"updated_at":            true,
+}
+
+func (p Pointer) wire() wire {
+	w := wire{
+		Catalog:             p.Catalog,
+		FormatVersion:       uint64(p.FormatVersion),
+		MigrationID:         p.MigrationID,
+		PreviousCatalog:     p.PreviousCatalog,
+		PreviousMigrationID: p.PreviousMigrationID,
+	}
+	if !p.UpdatedAt.IsZero() {
+		w.UpdatedAt = p.UpdatedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return w
+}
+
+// Validate reports (as ErrBadPointer) what makes p not a valid pointer.
+func (p Pointer) Validate() error {
+	var problems []string
+	if err := checkCatalogURL(p.Catalog); err != nil {
+		problems = append(problems, "catalog: "+err.Error())
+	}
+	if p.FormatVersion == 0 {
+		problems = append(problems, "format_version: must be 1 or more")
+	}
+	if p.PreviousCatalog != "" {
+		if err := checkCatalogURL(p.PreviousCatalog); err != nil {
+			problems = append(problems, "previous_catalog: "+err.Error())
+		}
+	} else if p.PreviousMigrationID != "" {
+		problems = append(problems, "previous_migration_id: set without previous_catalog")
+	}
+	if p.UpdatedAt.IsZero() {
+		problems = append(problems, "updated_at: missing")
+	}
+	if len(problems) > 0 {
+		return &Error{Name: NameBadPointer, Detail: strings.Join(problems, "; ")}
+	}
+	return nil
+}
+
+func checkCatalogURL(u string) error {
+	if u == "" {
+		return errors.New("empty")
+	}
+	if !strings.HasPrefix(u, "s3://") && !strings.HasPrefix(u, "file://") {
+		return fmt.Errorf("%q is not an s3:// or file:/// URL", u)
+	}
+	if _, err := blob.Parse(u); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Encode is the object's content: indented JSON and a newline. It fails
+// (ErrBadPointer) if p is not valid.
+func (p Pointer) Encode() ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.MarshalIndent(p.wire(), "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// MarshalJSON writes p in the pointer object's layout (without validating
+// it, so that reports can show whatever was read).
+func (p Pointer) MarshalJSON() ([]byte, error) { return json.Marshal(p.wire()) }
+
+// UnmarshalJSON decodes strictly, as Decode does.
+func (p *Pointer) UnmarshalJSON(b []byte) error {
+	d, err := Decode(b)
+	if err != nil {
+		return err
+	}
+	*p = d
+	return nil
+}
+
+// Decode parses a pointer object strictly: exactly one JSON object, no
+// unknown or repeated keys (keys match case-sensitively), every required
+// field present, and a valid pointer (see Validate). Any failure is
+// ErrBadPointer saying what is wrong.
+func Decode(b []byte) (Pointer, error) {
+	p, err := decode(b)
+	if err != nil {
+		var pe *Error
+		if errors.As(err, &pe) {
+			return Pointer{}, err
+		}
+		return Pointer{}, &Error{Name: NameBadPointer, Detail: err.Error()}
+	}
+	return p, nil
+}
+
+func decode(b []byte) (Pointer, error) {
+	if len(b) > MaxSize {
+		return Pointer{}, fmt.Errorf("%d bytes, more than a pointer's %d", len(b), MaxSize)
+	}
+	if err := checkKeys(b); err != nil {
+		return Pointer{}, err
+	}
+	var w struct {
+		Catalog             *string `json:"catalog"`
+		FormatVersion       *uint64 `json:"format_version"`
+		MigrationID         *string `json:"migration_id"`
+		PreviousCatalog     *string `json:"previous_catalog"`
+		PreviousMigrationID *string `json:"previous_migration_id"`
+		UpdatedAt           *string `json:"updated_at"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return Pointer{}, fmt.Errorf("not a pointer object: %w", err)
+	}
+	var missing []string
+	if w.Catalog == nil {
+		missing = append(missing, "catalog")
+	}
+	if w.FormatVersion == nil {
+		missing = append(missing, "format_version")
+	}
+	if w.UpdatedAt == nil {
+		missing = append(missing, "updated_at")
+	}
+	if len(missing) > 0 {
+		return Pointer{}, fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	t, err := time.Parse(time.RFC3339, *w.UpdatedAt)
+	if err != nil {
+		return Pointer{}, fmt.Errorf("updated_at: %q is not an RFC 3339 time", *w.UpdatedAt)
+	}
+	p := Pointer{
+		Catalog:             *w.Catalog,
+		FormatVersion:       format.Version(*w.FormatVersion),
+		MigrationID:         deref(w.MigrationID),
+		PreviousCatalog:     deref(w.PreviousCatalog),
+		PreviousMigrationID: deref(w.PreviousMigrationID),
+		UpdatedAt:           t.UTC(),
+	}
+	return p, p.Validate()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// checkKeys walks the top level of b: one object, whose keys are known
+// (exactly, not case-folded as encoding/json matches them), not repeated and
+// not null, and nothing after it.
+func checkKeys(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("not JSON: %w", err)
+		}
+		key := tok.(string) // object keys are strings
+		if _, known := fields[key]; !known {
+			return fmt.Errorf("unknown field %q", key)
+		}
+		if seen[key] {
+			return fmt.Errorf("field %q given twice", key)
+		}
+		seen[key] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("field %q: %w", key, err)
+		}
+		if string(v) == "null" {
+			return fmt.Errorf("field %q is null", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("data after the pointer object")
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+package pointer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+)
+
+// Ref identifies the pointer version a caller read or wrote: Flip and
+// Rollback write only if the pointer is still at ETag.
+type Ref struct {
+	ETag      string `json:"etag"`
+	VersionID string `json:"version_id,omitempty"` // empty outside versioned buckets
+}
+
+// Version is one entry of the pointer's history.
+type Version struct {
+	Ref
+	LastModified time.Time `json:"last_modified"`
+	Current      bool      `json:"current"`
+	// DeleteMarker: the pointer was deleted at this point; there is no
+	// content.
+	DeleteMarker bool `json:"delete_marker,omitempty"`
+	// Pointer is the version's content; nil for a delete marker or content
+	// that is not a valid pointer (Problem says why).
+	Pointer *Pointer `json:"pointer,omitempty"`
+	Problem string   `json:"problem,omitempty"`
+	// RestoredFrom is the id of the older version whose bytes this one
+	// repeats: it was written by a rollback.
+	RestoredFrom string `json:"restored_from,omitempty"`
+}
+
+// Read reads and strictly decodes the pointer at url. No object is
+// ErrPointerMissing, a malformed one ErrBadPointer.
+func Read(ctx context.Context, store *blob.Store, url string) (Pointer, Ref, error) {
+	p, ref, _, err := read(ctx, store, "read", url)
+	return p, ref, err
+}
+
+// read is Read for operation op; it also returns the raw bytes.
+func read(ctx context.Context, store *blob.Store, op, url string) (Pointer, Ref, []byte, error) {
+	body, info, err := store.Get(ctx, url)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return Pointer{}, Ref{}, nil, &Error{Name: NameMissing, Op: op, URL: url, Detail: "there is no pointer object", Err: err}
+	case errors.Is(err, blob.ErrNoSuchBucket):
+		return Pointer{}, Ref{}, nil, &Error{Name: NameMissing, Op: op, URL: url, Detail: "the pointer's bucket does not exist", Err: err}
+	case err != nil:
+		return Pointer{}, Ref{}, nil, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	}
+	ref := Ref{ETag: info.ETag, VersionID: info.VersionID}
+	p, err := Decode(body)
+	if err != nil {
+		e := err.(*Error)
+		e.Op, e.URL = op, url
+		if ref.VersionID != "" {
+			e.Detail = "version " + ref.VersionID + ": " + e.Detail
+		}
+		return Pointer{}, ref, body, e
+	}
+	return p, ref, body, nil
+}
+
+// requireVersioning refuses a pointer outside a versioned bucket.
+func requireVersioning(ctx context.Context, store *blob.Store, op, url string) error {
+	l, err := blob.Parse(url)
+	if err != nil {
+		return fmt.Errorf("pointer: %s: %w", op, err)
+	}
+	if !l.IsS3() {
+		return &Error{Name: NameUnversioned, Op: op, URL: url,
+			Detail: "a local file keeps no versions, and rollback relies on the previous versions of the pointer: keep the pointer in an S3 bucket with versioning enabled"}
+	}
+	on, err := store.BucketVersioning(ctx, url)
+	if errors.Is(err, blob.ErrNoSuchBucket) {
+		return &Error{Name: NameMissing, Op: op, URL: url, Detail: "the pointer's bucket does not exist", Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	}
+	if !on {
+		return &Error{Name: NameUnversioned, Op: op, URL: url,
+			Detail: fmt.Sprintf("bucket %q does not have versioning enabled, and rollback relies on S3 keeping the previous versions of the pointer; nothing was written (enable it: aws s3api put-bucket-versioning --bucket %s --versioning-configuration Status=Enabled)", l.Bucket, l.Bucket)}
+	}
+	return nil
+}
+
+// encodeNew stamps UpdatedAt if unset and encodes p for writing.
+func encodeNew(op, url string, p Pointer) ([]byte, error) {
+	if p.UpdatedAt.IsZero() {
+		p.UpdatedAt = time.Now().UTC()
+	}
+	body, err := p.Encode()
+	if err != nil {
+		e := err.(*Error)
+		e.Op, e.URL, e.Detail = op, url, "refusing to write an invalid pointer: "+e.Detail
+		return nil, e
+	}
+	return body, nil
+}
+
+// landed tells whether a conditional write that reported a failed
+// precondition had in fact been applied (a retry whose first attempt landed
+// but whose answer was lost): the current object holds exactly body. It
+// returns the current object's ref, or an empty one if there is none.
+func landed(ctx context.Context, store *blob.Store, url string, body []byte) (bool, Ref, error) {
+	cur, info, err := store.Get(ctx, url)
+	if errors.Is(err, blob.ErrNotFound) {
+		return false, Ref{}, nil
+	}
+	if err != nil {
+		return false, Ref{}, err
+	}
+	return bytes.Equal(cur, body), Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
+}
+
+func conflict(op, url, expected, current string, cause error) *Error {
+	found := "no pointer (it was deleted)"
+	if current != "" {
+		found = "ETag " + current
+	}
+	return &Error{Name: NameConflict, Op: op, URL: url, ExpectedETag: expected, CurrentETag: current, Err: cause,
+		Detail: fmt.Sprintf("the pointer was moved by someone else since it was read: expected ETag %s, found %s; nothing was written", expected, found)}
+}
+
+// Create writes the first pointer at url, only if there is none
+// (If-None-Match: *). It refuses a bucket without versioning
+// (ErrUnversioned); a pointer already there is ErrPointerExists.
+func Create(ctx context.Context, store *blob.Store, url string, p Pointer) (Ref, error) {
+	const op = "create"
+	if err := requireVersioning(ctx, store, op, url); err != nil {
+		return Ref{}, err
+	}
+	body, err := encodeNew(op, url, p)
+	if err != nil {
+		return Ref{}, err
+	}
+	info, err := store.PutIfAbsent(ctx, url, body)
+	if errors.Is(err, blob.ErrPreconditionFailed) {
+		ok, cur, rerr := landed(ctx, store, url, body)
+		if rerr != nil {
+			return Ref{}, fmt.Errorf("pointer: %s %s: %w (re-reading after: %w)", op, url, err, rerr)
+		}
+		if ok {
+			return cur, nil
+		}
+		return Ref{}, &Error{Name: NameExists, Op: op, URL: url, CurrentETag: cur.ETag, Err: err,
+			Detail: fmt.Sprintf("a pointer is already there (ETag %s); change it with a flip", cur.ETag)}
+	}
+	if err != nil {
+		return Ref{}, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	}
+	return Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
+}
+
+// Flip replaces the pointer with next, only if it is still the version
+// expected (If-Match on expected.ETag, as read at Check). Someone else
+// having moved or deleted it is ErrPointerConflict, with nothing written; a
+// bucket without versioning is ErrUnversioned. It returns the new version.
+// UpdatedAt is set to now when zero; see Pointer.Next for the previous_*
+// fields.
+func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expected Ref) (Ref, error) {
+	const op = "flip"
+	if expected.ETag == "" {
+		return Ref{}, fmt.Errorf("pointer: %s %s: no expected ETag (read the pointer first)", op, url)
+	}
+	if err := requireVersioning(ctx, store, op, url); err != nil {
+		return Ref{}, err
+	}
+	body, err := encodeNew(op, url, next)
+	if err != nil {
+		return Ref{}, err
+	}
+	info, err := store.PutIfMatch(ctx, url, body, expected.ETag)
+	// If-Match on a missing object is 404: it was deleted since.
+	if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
+		ok, cur, rerr := landed(ctx, store, url, body)
+		if rerr != nil {
+			return Ref{}, fmt.Errorf("pointer: %s %s: %w (re-reading after: %w)", op, url, err, rerr)
+		}
+		if ok {
+			return cur, nil
+		}
+		return Ref{}, conflict(op, url, expected.ETag, cur.ETag, err)
+	}
+	if err != nil {
+		return Ref{}, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	}
+	return Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
+}
+
+// Rollback undoes the latest flip: it makes the kept version holding the
+// current pointer's previous pointer (the newest version whose catalog and
+// migration id are the current previous_catalog and previous_migration_id)
+// current again, writing its exact bytes as a new version, conditional on
+// the current ETag (a concurrent flip is ErrPointerConflict, and is kept).
+// The catalogs themselves are not touched.
+//
+// A pointer that names no previous one (the first pointer, or one that was
+// already rolled back to it), or whose previous one is no longer among the
+// kept versions, is ErrNoPreviousVersion. A current version that is not a
+// valid pointer is rolled back to the newest older version that is. A
+// bucket without versioning is ErrUnversioned.
+//
+// It returns the restored pointer and the new version; the caller should
+// run the startup check on the restored catalog.
+func Rollback(ctx context.Context, store *blob.Store, url string) (Pointer, Ref, error) {
+	const op = "rollback"
+	if err := requireVersioning(ctx, store, op, url); err != nil {
+		return Pointer{}, Ref{}, err
+	}
+	cur, curRef, _, err := read(ctx, store, op, url)
+	corrupt := errors.Is(err, ErrBadPointer)
+	if err != nil && !corrupt {
+		return Pointer{}, Ref{}, err
+	}
+	if !corrupt && !cur.HasPrevious() {
+		return Pointer{}, Ref{}, &Error{Name: NameNoPreviousVersion, Op: op, URL: url,
+			Detail: fmt.Sprintf("the current pointer (version %s, catalog %s) names no previous catalog: it is the first pointer, or earlier rollbacks already went back to it", curRef.VersionID, cur.Catalog)}
+	}
+	versions, err := store.ListVersions(ctx, url)
+	if err != nil {
+		return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	}
+	if len(versions) == 0 || versions[0].DeleteMarker || versions[0].VersionID != curRef.VersionID {
+		latest := ""
+		if len(versions) > 0 {
+			latest = versions[0].ETag
+		}
+		return Pointer{}, Ref{}, conflict(op, url, curRef.ETag, latest, nil)
+	}
+
+	var (
+		target     Pointer
+		targetID   string
+		targetBody []byte
+	)
+	for _, v := range versions[1:] {
+		if v.DeleteMarker {
+			continue
+		}
+		body, _, err := store.GetVersion(ctx, url, v.VersionID)
+		if err != nil {
+			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: read version %s: %w", op, url, v.VersionID, err)
+		}
+		p, err := Decode(body)
+		if err != nil {
+			continue // not a pointer: never restored
+		}
+		if corrupt || p.Catalog == cur.PreviousCatalog && p.MigrationID == cur.PreviousMigrationID {
+			target, targetID, targetBody = p, v.VersionID, body
+			break
+		}
+	}
+	if targetID == "" {
+		detail := fmt.Sprintf("no kept version of the pointer names catalog %s (migration %q), the previous one of the current pointer: the history ends before it, or a lifecycle rule expired it", cur.PreviousCatalog, cur.PreviousMigrationID)
+		if corrupt {
+			detail = "the current version is not a valid pointer and no older version is one"
+		}
+		return Pointer{}, Ref{}, &Error{Name: NameNoPreviousVersion, Op: op, URL: url, Detail: detail}
+	}
+
+	info, err := store.RestoreVersion(ctx, url, targetID, curRef.ETag)
+	if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
+		ok, now, rerr := landed(ctx, store, url, targetBody)
+		if rerr != nil {
+			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: %w (re-reading after: %w)", op, url, err, rerr)
+		}
+		if ok {
+			return target, now, nil
+		}
+		return Pointer{}, Ref{}, conflict(op, url, curRef.ETag, now.ETag, err)
+	}
+	if err != nil {
+		return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	}
+	return target, Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
+}
+
+// History lists the pointer's versions, newest first, delete markers
+// included, each with its content (one GET per version). A bucket without
+// versioning is ErrUnversioned; no version at all is ErrPointerMissing.
+func History(ctx context.Context, store *blob.Store, url string) ([]Version, error) {
+	const op = "history"
+	if err := requireVersioning(ctx, store, op, url); err != nil {
+		return nil, err
+	}
+	vs, err := store.ListVersions(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	}
+	if len(vs) == 0 {
+		return nil, &Error{Name: NameMissing, Op: op, URL: url, Detail: "the pointer has no versions"}
+	}
+	out := make([]Version, len(vs))
+	bodies := make([][]byte, len(vs))
+	for i, v := range vs {
+		out[i] = Version{
+			Ref:          Ref{ETag: v.ETag, VersionID: v.VersionID},
+			LastModified: v.LastModified,
+			Current:      v.IsLatest,
+			DeleteMarker: v.DeleteMarker,
+		}
+		if v.DeleteMarker {
+			continue
+		}
+		body, _, err := store.GetVersion(ctx, url, v.VersionID)
+		if err != nil {
+			return nil, fmt.Errorf("pointer: %s %s: read version %s: %w", op, url, v.VersionID, err)
+		}
+		bodies[i] = body
+		p, err := Decode(body)
+		if err != nil {
+			out[i].Problem = err.(*Error).Detail
+			continue
+		}
+		out[i].Pointer = &p
+	}
+	// Oldest first, so that a version repeating earlier bytes names the
+	// first version that had them.
+	first := map[string]string{}
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].DeleteMarker {
+			continue
+		}
+		k := string(bodies[i])
+		if id, ok := first[k]; ok {
+			out[i].RestoredFrom = id
+		} else {
+			first[k] = out[i].VersionID
+		}
+	}
+	return out, nil
+}
