@@ -186,3 +186,13 @@ func (w *Writer) Write(ctx context.Context, b *slatedb.Batch) error {
 	}
 	return nil
 }
+
+// Checkpoint creates a SlateDB checkpoint through the writer: unlike a
+// detached one it holds every write so far, WAL included (Freeze uses it).
+func (w *Writer) Checkpoint(ctx context.Context, cp slatedb.CheckpointOptions) (slatedb.Checkpoint, error) {
+	c, err := w.w.Checkpoint(ctx, cp)
+	if err != nil {
+		return slatedb.Checkpoint{}, fmt.Errorf("catalog: checkpoint %s: %w", w.url, err)
+	}
+	return c, nil
+}

@@ -163,6 +163,10 @@ func Create(ctx context.Context, store *blob.Store, url string, p Pointer) (Ref,
 // bucket without versioning is ErrUnversioned. It returns the new version.
 // UpdatedAt is set to now when zero; see Pointer.Next for the previous_*
 // fields.
+//
+// Flip is idempotent for a caller that retries with the very same next
+// pointer, UpdatedAt included: if that pointer is already current (the
+// first attempt landed), Flip returns its version rather than a conflict.
 func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expected Ref) (Ref, error) {
 	const op = "flip"
 	if expected.ETag == "" {
@@ -175,7 +179,23 @@ func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expe
 	if err != nil {
 		return Ref{}, err
 	}
-	info, err := store.PutIfMatch(ctx, url, body, expected.ETag)
+	// The conditional PUT below is what guards the flip. Looking first
+	// refuses a moved pointer without sending a write at all, and a deleted
+	// one on versitygw too, which (unlike S3) lets If-Match pass against the
+	// version behind a delete marker.
+	cur, info, err := store.Get(ctx, url)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return Ref{}, conflict(op, url, expected.ETag, "", err)
+	case err != nil:
+		return Ref{}, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+	case bytes.Equal(cur, body):
+		// Already flipped: a retry of a Flip that landed.
+		return Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
+	case info.ETag != expected.ETag:
+		return Ref{}, conflict(op, url, expected.ETag, info.ETag, nil)
+	}
+	info, err = store.PutIfMatch(ctx, url, body, expected.ETag)
 	// If-Match on a missing object is 404: it was deleted since.
 	if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
 		ok, cur, rerr := landed(ctx, store, url, body)

@@ -1,0 +1,12 @@
+// Package workflow owns the steps of the migration workflow (DESIGN 3):
+// Check, Freeze, ExportShard, TransformShard, Import, Finalize, Verify, Flip,
+// Abort and Rollback. Each is a plain function from an input struct to an
+// output struct, both JSON, shared by the Lambdas (functions/), the CLI and
+// the local interpreter. State payloads stay small whatever the shard count:
+// the plan and every per-shard result live in S3 under
+// <staging>/<migration-id>/ (staging.go), and a step reads what it needs.
+//
+// Errors that the state machine retries or catches carry stable names
+// (errors.go): FormatVersionMismatch, SourceChangedDuringMigration,
+// PointerConflict, TargetNotEmpty, ShardCorrupt, VerifyMismatch, ...
+package workflow

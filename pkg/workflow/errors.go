@@ -1,0 +1,60 @@
+package workflow
+
+import (
+	"errors"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// Stable error names, as the state machine's Retry and Catch match them.
+const (
+	NameFormatVersionMismatch = "FormatVersionMismatch"
+	NameSourceChanged         = "SourceChangedDuringMigration"
+	NameTargetNotEmpty        = "TargetNotEmpty"
+	NameShardCorrupt          = "ShardCorrupt"
+	NameVerifyMismatch        = "VerifyMismatch"
+	NameUnknownTags           = "UnknownTags"
+	NameFieldCollision        = "UnknownFieldCollision"
+	NameTransient             = "Transient"
+	NameStepFailed            = "StepFailed"
+)
+
+// ErrSourceChanged: the source's writer-epoch or next-snapshot-id moved
+// after Freeze, so the new catalog misses writes; Flip refuses.
+var ErrSourceChanged = errors.New(NameSourceChanged)
+
+// ErrorName is the stable name of err for the state machine: the error's own
+// ErrorName if it has one, else a name for the error classes steps branch on,
+// else StepFailed.
+func ErrorName(err error) string {
+	var named interface{ ErrorName() string }
+	if errors.As(err, &named) {
+		return named.ErrorName()
+	}
+	var mismatch *format.FormatVersionMismatch
+	switch {
+	case errors.As(err, &mismatch):
+		return NameFormatVersionMismatch
+	case errors.Is(err, ErrSourceChanged):
+		return NameSourceChanged
+	case errors.Is(err, shard.ErrTargetNotEmpty):
+		return NameTargetNotEmpty
+	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),
+		errors.Is(err, ndjson.ErrBadLine), errors.Is(err, ndjson.ErrHeader),
+		errors.Is(err, ndjson.ErrCorrupt), errors.Is(err, shard.ErrIncompleteSet):
+		return NameShardCorrupt
+	case errors.Is(err, shard.ErrMismatch):
+		return NameVerifyMismatch
+	case errors.Is(err, migration.ErrUnknownTags):
+		return NameUnknownTags
+	case errors.Is(err, migration.ErrFieldCollision):
+		return NameFieldCollision
+	case errors.Is(err, slatedb.ErrUnavailable):
+		return NameTransient
+	}
+	return NameStepFailed
+}

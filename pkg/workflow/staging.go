@@ -1,0 +1,81 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+)
+
+// Plan is what Freeze decides and every later step reads from staging.
+type Plan struct {
+	MigrationID    string         `json:"migration_id"`
+	Pointer        string         `json:"pointer"`
+	PointerETag    string         `json:"pointer_etag"`
+	Source         string         `json:"source"`
+	Target         string         `json:"target"`
+	From           format.Version `json:"from"`
+	To             format.Version `json:"to"`
+	Checkpoint     string         `json:"checkpoint"`
+	WriterEpoch    uint64         `json:"writer_epoch"`
+	NextSnapshotID uint64         `json:"next_snapshot_id"`
+	UnknownTags    string         `json:"unknown_tags"`
+	Ranges         []shard.Range  `json:"ranges"`
+}
+
+// Staging names the objects of one migration under <staging>/<migration-id>/.
+type Staging struct {
+	Root        string // e.g. s3://bucket/staging
+	MigrationID string
+}
+
+func (s Staging) dir() string {
+	return strings.TrimSuffix(s.Root, "/") + "/" + s.MigrationID
+}
+
+// Prefix is everything of this migration; Abort deletes it.
+func (s Staging) Prefix() string { return s.dir() + "/" }
+
+func (s Staging) PlanURL() string { return s.dir() + "/plan.json" }
+
+// ShardDir holds the shard files of one format.
+func (s Staging) ShardDir(v format.Version) string { return fmt.Sprintf("%s/%s", s.dir(), v) }
+
+// ShardURL is shard i of n in format v.
+func (s Staging) ShardURL(v format.Version, i, n int) string {
+	return shard.Join(s.ShardDir(v), shard.FileName(i, n, "zst"))
+}
+
+// ResultURL is where a step keeps its result for shard i.
+func (s Staging) ResultURL(step string, i int) string {
+	return fmt.Sprintf("%s/results/%s-%05d.json", s.dir(), step, i)
+}
+
+// StepURL is where a whole-migration step keeps its result.
+func (s Staging) StepURL(step string) string { return fmt.Sprintf("%s/%s.json", s.dir(), step) }
+
+func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("workflow: encode %s: %w", url, err)
+	}
+	if _, err := store.Put(ctx, url, b); err != nil {
+		return fmt.Errorf("workflow: write %s: %w", url, err)
+	}
+	return nil
+}
+
+func getJSON(ctx context.Context, store *blob.Store, url string, v any) error {
+	b, _, err := store.Get(ctx, url)
+	if err != nil {
+		return fmt.Errorf("workflow: read %s: %w", url, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("workflow: decode %s: %w", url, err)
+	}
+	return nil
+}

@@ -1,0 +1,437 @@
+package workflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// Env is what every step runs with: configuration, not state.
+type Env struct {
+	Store     *blob.Store
+	Staging   string // root of staging, e.g. s3://rocklake-staging/migrations
+	SlateDB   slatedb.Options
+	CreatedBy string
+	// ImportMargin is how long before its context's deadline Import stops
+	// starting shards (default 60 s), so a Lambda returns in time.
+	ImportMargin time.Duration
+}
+
+func (e Env) staging(id string) Staging { return Staging{Root: e.Staging, MigrationID: id} }
+
+// Migration is the state payload every step after Check takes and returns:
+// a few hundred bytes, whatever the shard count.
+type Migration struct {
+	MigrationID    string         `json:"migration_id"`
+	Pointer        string         `json:"pointer"`
+	PointerETag    string         `json:"pointer_etag"`
+	Source         string         `json:"source"`
+	Target         string         `json:"target"`
+	From           format.Version `json:"from"`
+	To             format.Version `json:"to"`
+	NeedsMigration bool           `json:"needs_migration"`
+	DryRun         bool           `json:"dry_run"`
+	Shards         int            `json:"shards"`
+	UnknownTags    string         `json:"unknown_tags"`
+	Checkpoint     string         `json:"checkpoint,omitempty"`
+}
+
+// CheckInput starts a migration: the pointer and the format to reach.
+type CheckInput struct {
+	Pointer       string `json:"pointer"`
+	TargetVersion uint64 `json:"target_version"`
+	MigrationID   string `json:"migration_id,omitempty"`
+	Shards        int    `json:"shards,omitempty"`
+	DryRun        bool   `json:"dry_run,omitempty"`
+	UnknownTags   string `json:"unknown_tags,omitempty"`
+}
+
+// Check resolves the pointer, runs the startup check on the catalog it names
+// and decides whether a migration is needed. It writes nothing.
+func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
+	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return Migration{}, err
+	}
+	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Store: env.SlateDB})
+	if err != nil {
+		return Migration{}, fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
+	}
+	from := c.Version()
+	c.Close()
+	to := format.Version(in.TargetVersion)
+	if !format.Supported(to) {
+		return Migration{}, &format.FormatVersionMismatch{Found: uint64(to), Expected: uint64(catalog.Newest)}
+	}
+	if _, err := migration.Path(from, to); err != nil && from != to {
+		return Migration{}, fmt.Errorf("workflow: check: %w", err)
+	}
+	if _, err := migration.ParseUnknownTags(in.UnknownTags); err != nil {
+		return Migration{}, err
+	}
+	id := in.MigrationID
+	if id == "" {
+		id = newMigrationID()
+	}
+	return Migration{
+		MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag,
+		Source: p.Catalog, Target: targetURL(p.Catalog, to, id), From: from, To: to,
+		NeedsMigration: from != to, DryRun: in.DryRun, Shards: max(in.Shards, 1),
+		UnknownTags: in.UnknownTags,
+	}, nil
+}
+
+func newMigrationID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "m-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// targetURL puts the new catalog beside the source: .../prod → .../v2-<id>.
+func targetURL(source string, to format.Version, id string) string {
+	parent := source[:strings.LastIndex(strings.TrimSuffix(source, "/"), "/")]
+	return fmt.Sprintf("%s/%s-%s", parent, to, id)
+}
+
+// Freeze opens the source as its SlateDB writer, which fences the running
+// RockLake writer, records writer-epoch and next-snapshot-id, takes a
+// checkpoint through that writer and writes the shard plan to staging.
+func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
+	w, err := catalog.OpenWriter(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
+	if err != nil {
+		return m, fmt.Errorf("workflow: freeze %s: %w", m.Source, err)
+	}
+	defer w.Close()
+	epoch, nextSnap, err := sourceMarks(ctx, w.Catalog)
+	if err != nil {
+		return m, err
+	}
+	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: 7 * 24 * time.Hour, Name: "rocklake-migrate-" + m.MigrationID})
+	if err != nil {
+		return m, err
+	}
+	ranges, err := shard.Plan(ctx, w.Catalog, m.Shards)
+	if err != nil {
+		return m, err
+	}
+	plan := Plan{
+		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
+		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: cp.ID,
+		WriterEpoch: epoch, NextSnapshotID: nextSnap, UnknownTags: m.UnknownTags, Ranges: ranges,
+	}
+	if err := putJSON(ctx, env.Store, env.staging(m.MigrationID).PlanURL(), plan); err != nil {
+		return m, err
+	}
+	m.Checkpoint = cp.ID
+	return m, w.Close()
+}
+
+// sourceMarks reads what Flip compares: a write to the source after Freeze
+// moves at least one of them.
+func sourceMarks(ctx context.Context, c *catalog.Catalog) (epoch, nextSnapshot uint64, err error) {
+	epoch, err = c.SystemValue(ctx, format.SystemWriterEpoch)
+	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return 0, 0, fmt.Errorf("workflow: read writer-epoch: %w", err)
+	}
+	nextSnapshot, err = c.Counter(ctx, format.CounterNextSnapshotID)
+	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return 0, 0, fmt.Errorf("workflow: read next-snapshot-id: %w", err)
+	}
+	return epoch, nextSnapshot, nil
+}
+
+func readPlan(ctx context.Context, env Env, id string) (Plan, error) {
+	var p Plan
+	err := getJSON(ctx, env.Store, env.staging(id).PlanURL(), &p)
+	return p, err
+}
+
+// ShardInput names one shard of a migration (the Map state's item).
+type ShardInput struct {
+	MigrationID string `json:"migration_id"`
+	Index       int    `json:"index"`
+}
+
+// ShardOutput is what a shard step did; the digest stays in staging.
+type ShardOutput struct {
+	Index   int    `json:"index"`
+	Records uint64 `json:"records"`
+}
+
+type shardResult struct {
+	Records uint64                `json:"records"`
+	Digest  ndjson.Digest         `json:"digest"`
+	Carried map[format.Tag]uint64 `json:"carried,omitempty"`
+	Dropped map[format.Tag]uint64 `json:"dropped,omitempty"`
+}
+
+// ExportShard exports the plan's range Index through a reader pinned to the
+// Freeze checkpoint.
+func ExportShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
+	p, err := readPlan(ctx, env, in.MigrationID)
+	if err != nil {
+		return ShardOutput{}, err
+	}
+	if in.Index < 0 || in.Index >= len(p.Ranges) {
+		return ShardOutput{}, fmt.Errorf("workflow: export: shard %d of %d", in.Index, len(p.Ranges))
+	}
+	c, err := catalog.Open(ctx, p.Source, catalog.Options{Expect: p.From, Checkpoint: p.Checkpoint, Store: env.SlateDB})
+	if err != nil {
+		return ShardOutput{}, err
+	}
+	defer c.Close()
+	n, r := len(p.Ranges), p.Ranges[in.Index]
+	h := ndjson.Header{CatalogFormat: p.From, ShardIndex: in.Index, ShardCount: n, KeyStart: r.Start, KeyEnd: r.End,
+		CheckpointID: p.Checkpoint, Source: p.Source, CreatedBy: env.CreatedBy}
+	st := env.staging(in.MigrationID)
+	res, err := shard.ExportShard(ctx, env.Store, c, h, st.ShardURL(p.From, in.Index, n), nil)
+	if err != nil {
+		return ShardOutput{}, err
+	}
+	if err := putJSON(ctx, env.Store, st.ResultURL("export", in.Index), shardResult{Records: res.Records, Digest: res.Digest}); err != nil {
+		return ShardOutput{}, err
+	}
+	return ShardOutput{Index: in.Index, Records: res.Records}, nil
+}
+
+// TransformShard transforms shard Index from the source format to the target's.
+func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
+	p, err := readPlan(ctx, env, in.MigrationID)
+	if err != nil {
+		return ShardOutput{}, err
+	}
+	policy, err := migration.ParseUnknownTags(p.UnknownTags)
+	if err != nil {
+		return ShardOutput{}, err
+	}
+	st, n := env.staging(in.MigrationID), len(p.Ranges)
+	stats, err := migration.TransformFile(ctx, env.Store, st.ShardURL(p.From, in.Index, n), st.ShardURL(p.To, in.Index, n), p.To, env.CreatedBy, migration.Options{UnknownTags: policy})
+	if err != nil {
+		return ShardOutput{}, err
+	}
+	res := shardResult{Records: stats.RecordsOut, Digest: stats.Digest, Carried: stats.Carried, Dropped: stats.Dropped}
+	if err := putJSON(ctx, env.Store, st.ResultURL("transform", in.Index), res); err != nil {
+		return ShardOutput{}, err
+	}
+	return ShardOutput{Index: in.Index, Records: stats.RecordsOut}, nil
+}
+
+// ImportOutput says whether Import has every shard in; the state machine
+// calls Import again until Done.
+type ImportOutput struct {
+	Migration
+	Done        bool `json:"done"`
+	ShardsDone  int  `json:"shards_done"`
+	ShardsTotal int  `json:"shards_total"`
+}
+
+// Import is the one writer of the new catalog. It imports shards until all
+// are in or its deadline nears, keeping its progress in the target itself
+// and its last state in staging.
+func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
+	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true}
+	if dl, ok := ctx.Deadline(); ok {
+		margin := env.ImportMargin
+		if margin == 0 {
+			margin = time.Minute
+		}
+		opts.StopAfter = dl.Add(-margin)
+	}
+	st := env.staging(m.MigrationID)
+	res, err := shard.Import(ctx, env.Store, st.ShardDir(m.To), m.Target, opts)
+	if err != nil {
+		return ImportOutput{Migration: m}, err
+	}
+	out := ImportOutput{Migration: m, Done: res.ShardsDone == res.ShardsTotal, ShardsDone: res.ShardsDone, ShardsTotal: res.ShardsTotal}
+	if err := putJSON(ctx, env.Store, st.StepURL("import"), out); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// Finalize writes the counter and system keys and the format version in one
+// batch: only now does the new catalog open.
+func Finalize(ctx context.Context, env Env, m Migration) (Migration, error) {
+	return m, shard.Finalize(ctx, m.Target, m.To, env.SlateDB)
+}
+
+// VerifyOutput is what Verify found.
+type VerifyOutput struct {
+	Migration
+	Counts map[string]uint64 `json:"counts"`
+	Digest string            `json:"digest"`
+}
+
+// Verify rescans the new catalog: its per-table counts and digest must equal
+// what the transforms wrote, and its version the target.
+func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
+	p, err := readPlan(ctx, env, m.MigrationID)
+	if err != nil {
+		return VerifyOutput{Migration: m}, err
+	}
+	st := env.staging(m.MigrationID)
+	var want ndjson.Digest
+	for i := range p.Ranges {
+		var r shardResult
+		if err := getJSON(ctx, env.Store, st.ResultURL("transform", i), &r); err != nil {
+			return VerifyOutput{Migration: m}, err
+		}
+		want.Merge(r.Digest)
+	}
+	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
+	if err != nil {
+		return VerifyOutput{Migration: m}, err
+	}
+	defer c.Close()
+	got, err := shard.DigestCatalog(ctx, c)
+	if err != nil {
+		return VerifyOutput{Migration: m}, err
+	}
+	cmp := shard.Compare(got, want)
+	out := VerifyOutput{Migration: m, Counts: got.Counts(), Digest: got.Sum()}
+	if err := putJSON(ctx, env.Store, st.StepURL("verify"), cmp); err != nil {
+		return out, err
+	}
+	if !cmp.Match {
+		return out, fmt.Errorf("%w: %s: %v", shard.ErrMismatch, m.Target, cmp.Diff)
+	}
+	return out, nil
+}
+
+// FlipOutput reports the new pointer version.
+type FlipOutput struct {
+	Migration
+	PointerVersionID string `json:"pointer_version_id"`
+	// CleanupError: the source checkpoint could not be deleted. The
+	// migration has succeeded all the same (the drift check reports the
+	// leftover), so it is not an error of the step.
+	CleanupError string `json:"cleanup_error,omitempty"`
+}
+
+// Flip moves the pointer to the new catalog, if the source did not change
+// since Freeze and nobody moved the pointer since Check.
+func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
+	out := FlipOutput{Migration: m}
+	p, err := readPlan(ctx, env, m.MigrationID)
+	if err != nil {
+		return out, err
+	}
+	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
+	if err != nil {
+		return out, fmt.Errorf("workflow: flip: reopen source: %w", err)
+	}
+	epoch, nextSnap, err := sourceMarks(ctx, c)
+	c.Close()
+	if err != nil {
+		return out, err
+	}
+	if epoch != p.WriterEpoch || nextSnap != p.NextSnapshotID {
+		return out, fmt.Errorf("%w: writer-epoch %d → %d, next-snapshot-id %d → %d since Freeze",
+			ErrSourceChanged, p.WriterEpoch, epoch, p.NextSnapshotID, nextSnap)
+	}
+	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
+	if err != nil {
+		return out, err
+	}
+	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, cur.Next(m.Target, m.To, m.MigrationID), pointer.Ref{ETag: m.PointerETag})
+	if err != nil {
+		return out, err
+	}
+	out.PointerVersionID = ref.VersionID
+	if err := slatedb.DeleteCheckpoint(ctx, m.Source, p.Checkpoint, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
+		out.CleanupError = err.Error()
+	}
+	return out, nil
+}
+
+// AbortInput is the migration and the error that stopped it (Catch output).
+type AbortInput struct {
+	Migration
+	Error map[string]any `json:"error,omitempty"`
+}
+
+// AbortOutput says what Abort removed.
+type AbortOutput struct {
+	Migration
+	TargetObjects  int `json:"target_objects_deleted"`
+	StagingObjects int `json:"staging_objects_deleted"`
+}
+
+// ErrAbortAfterFlip: the pointer already names the new catalog, which Abort
+// must then not delete.
+var ErrAbortAfterFlip = errors.New("AbortAfterFlip")
+
+// Abort removes the new catalog, the staging objects and the checkpoint. It
+// never touches the source's data or the pointer, and it refuses to delete a
+// catalog the pointer names.
+func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
+	out := AbortOutput{Migration: in.Migration}
+	m := in.Migration
+	if cur, _, err := pointer.Read(ctx, env.Store, m.Pointer); err == nil && cur.Catalog == m.Target {
+		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
+	}
+	if m.Target != "" {
+		n, err := env.Store.DeletePrefix(ctx, strings.TrimSuffix(m.Target, "/")+"/")
+		if err != nil {
+			return out, fmt.Errorf("workflow: abort: delete %s: %w", m.Target, err)
+		}
+		out.TargetObjects = n
+	}
+	cp := m.Checkpoint
+	if cp == "" { // Freeze wrote the plan but did not return
+		if p, err := readPlan(ctx, env, m.MigrationID); err == nil {
+			cp = p.Checkpoint
+		}
+	}
+	if cp != "" {
+		if err := slatedb.DeleteCheckpoint(ctx, m.Source, cp, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
+			return out, fmt.Errorf("workflow: abort: delete checkpoint: %w", err)
+		}
+	}
+	n, err := env.Store.DeletePrefix(ctx, env.staging(m.MigrationID).Prefix())
+	if err != nil {
+		return out, fmt.Errorf("workflow: abort: delete staging: %w", err)
+	}
+	out.StagingObjects = n
+	return out, nil
+}
+
+// RollbackInput names the pointer to roll back.
+type RollbackInput struct {
+	Pointer string `json:"pointer"`
+}
+
+// RollbackOutput is the restored pointer, checked.
+type RollbackOutput struct {
+	Catalog          string         `json:"catalog"`
+	FormatVersion    format.Version `json:"format_version"`
+	PointerVersionID string         `json:"pointer_version_id"`
+}
+
+// Rollback makes the previous pointer version current again and runs the
+// startup check on the catalog it names.
+func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
+	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return RollbackOutput{}, err
+	}
+	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
+	if err != nil {
+		return RollbackOutput{}, fmt.Errorf("workflow: rollback: check restored catalog: %w", err)
+	}
+	c.Close()
+	return RollbackOutput{Catalog: p.Catalog, FormatVersion: p.FormatVersion, PointerVersionID: ref.VersionID}, nil
+}

@@ -1,0 +1,238 @@
+package workflow_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+type fixture struct {
+	env     workflow.Env
+	pointer string
+	source  string
+}
+
+func setup(t *testing.T, rows int) (context.Context, fixture) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	stack := localstacktest.Start(t)
+	localstacktest.SetEnv(t, stack)
+	for _, b := range []string{"rocklake", "staging"} {
+		if err := stack.CreateBucket(ctx, b, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fixture{
+		env:     workflow.Env{Store: store, Staging: "s3://staging/migrations", CreatedBy: "test"},
+		pointer: "s3://rocklake/CURRENT",
+		source:  "s3://rocklake/catalogs/prod",
+	}
+	if _, err := seed.Seed(ctx, f.source, seed.Options{Rows: rows, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Create(ctx, store, f.pointer, pointer.Pointer{Catalog: f.source, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, f
+}
+
+// runUntilVerify runs the steps as the state machine orders them, up to and
+// including Verify.
+func runUntilVerify(t *testing.T, ctx context.Context, f fixture, shards int) workflow.Migration {
+	t.Helper()
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards})
+	if err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if !m.NeedsMigration || m.From != format.V1 || m.To != format.V2 {
+		t.Fatalf("check = %+v", m)
+	}
+	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+		t.Fatalf("freeze: %v", err)
+	}
+	for i := 0; i < shards; i++ {
+		if _, err := workflow.ExportShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
+			t.Fatalf("export %d: %v", i, err)
+		}
+		if _, err := workflow.TransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
+			t.Fatalf("transform %d: %v", i, err)
+		}
+	}
+	for i := 0; ; i++ {
+		out, err := workflow.Import(ctx, f.env, m)
+		if err != nil {
+			t.Fatalf("import: %v", err)
+		}
+		if out.Done {
+			break
+		}
+		if i > shards {
+			t.Fatal("import makes no progress")
+		}
+	}
+	if m, err = workflow.Finalize(ctx, f.env, m); err != nil {
+		t.Fatalf("finalize: %v", err)
+	}
+	v, err := workflow.Verify(ctx, f.env, m)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if v.Counts["ducklake_data_file"] == 0 {
+		t.Fatalf("verify counts = %v", v.Counts)
+	}
+	return m
+}
+
+func dumpSource(t *testing.T, ctx context.Context, url string) map[string]string {
+	t.Helper()
+	c, err := catalog.Open(ctx, url, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := map[string]string{}
+	for e, err := range c.ScanRaw(ctx, nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[string(e.Key)] = string(e.Value)
+	}
+	return m
+}
+
+func TestMigrationFlipAndRollback(t *testing.T) {
+	ctx, f := setup(t, 2000)
+	before := dumpSource(t, ctx, f.source)
+	m := runUntilVerify(t, ctx, f, 4)
+	out, err := workflow.Flip(ctx, f.env, m)
+	if err != nil {
+		t.Fatalf("flip: %v", err)
+	}
+	if out.PointerVersionID == "" || out.CleanupError != "" {
+		t.Fatalf("flip = %+v", out)
+	}
+	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != m.Target || p.FormatVersion != format.V2 || p.PreviousCatalog != f.source {
+		t.Fatalf("pointer after flip = %+v, %v", p, err)
+	}
+	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatalf("the pointer's catalog fails the v2 startup check: %v", err)
+	}
+	c.Close()
+	// The source's rows are untouched (Freeze's fencing aside) and its
+	// checkpoint is gone.
+	after := dumpSource(t, ctx, f.source)
+	if len(after) != len(before) {
+		t.Fatalf("source changed: %d → %d keys", len(before), len(after))
+	}
+	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
+		t.Fatalf("checkpoints left: %v, %v", cps, err)
+	}
+	rb, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
+	if err != nil || rb.Catalog != f.source || rb.FormatVersion != format.V1 {
+		t.Fatalf("rollback = %+v, %v", rb, err)
+	}
+	again, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	if err != nil || again.Source != f.source || !again.NeedsMigration {
+		t.Fatalf("check after rollback = %+v, %v", again, err)
+	}
+}
+
+func TestAbortRefusesTheLiveCatalog(t *testing.T) {
+	ctx, f := setup(t, 200)
+	m := runUntilVerify(t, ctx, f, 1)
+	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
+		t.Fatalf("abort after flip: err = %v", err)
+	}
+	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
+		t.Fatalf("the live catalog was damaged: %v", err)
+	}
+}
+
+func TestWriteAfterFreezeBlocksFlip(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m := runUntilVerify(t, ctx, f, 2)
+	// RockLake comes back and commits a snapshot.
+	w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _ := w.Counter(ctx, format.CounterNextSnapshotID)
+	var b slatedb.Batch
+	b.Put(format.CounterKey(format.CounterNextSnapshotID), format.EncodeUint64(format.V1, next+1))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	_, ptrBefore, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	_, err = workflow.Flip(ctx, f.env, m)
+	if !errors.Is(err, workflow.ErrSourceChanged) || workflow.ErrorName(err) != "SourceChangedDuringMigration" {
+		t.Fatalf("flip after a source write: err = %v (%s)", err, workflow.ErrorName(err))
+	}
+	p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	if p.Catalog != f.source || ref.ETag != ptrBefore.ETag {
+		t.Fatalf("pointer moved: %+v", p)
+	}
+	// Abort cleans up the new catalog and staging, leaving source and pointer.
+	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	if err != nil || out.TargetObjects == 0 || out.StagingObjects == 0 {
+		t.Fatalf("abort = %+v, %v", out, err)
+	}
+	if _, err := catalog.Open(ctx, m.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
+		t.Fatalf("target after abort: %v", err)
+	}
+	if cps, _ := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); len(cps) != 0 {
+		t.Fatalf("checkpoint left after abort: %v", cps)
+	}
+	if _, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1}); err != nil {
+		t.Fatalf("source after abort: %v", err)
+	}
+}
+
+func TestConcurrentPointerChangeIsAConflict(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m := runUntilVerify(t, ctx, f, 1)
+	// Someone else moves the pointer during the run.
+	cur, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, cur.Next(f.source, format.V1, "someone-else"), ref); err != nil {
+		t.Fatal(err)
+	}
+	_, err := workflow.Flip(ctx, f.env, m)
+	if !errors.Is(err, pointer.ErrPointerConflict) || workflow.ErrorName(err) != "PointerConflict" {
+		t.Fatalf("err = %v (%s), want PointerConflict", err, workflow.ErrorName(err))
+	}
+	p, _, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	if p.MigrationID != "someone-else" {
+		t.Fatalf("pointer = %+v", p)
+	}
+}
+
+func TestCheckRefusesUnknownVersions(t *testing.T) {
+	ctx, f := setup(t, 50)
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 99}); workflow.ErrorName(err) != "FormatVersionMismatch" {
+		t.Fatalf("target 99: %v (%s)", err, workflow.ErrorName(err))
+	}
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 1})
+	if err != nil || m.NeedsMigration {
+		t.Fatalf("already at target: %+v, %v", m, err)
+	}
+}
