@@ -33,9 +33,18 @@ native:
 tools:
 	scripts/install-versitygw.sh
 	scripts/install-protoc.sh
+	scripts/install-sns-emulator.sh
 
+# The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
+# x86_64, no RPC) zipped into dist/<function>.zip for the CDK app.
+FUNCTIONS := check export transform import
 build: native
 	go build -o bin/ ./cmd/...
+	@for f in $(FUNCTIONS); do \
+		GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
+		rm -f dist/$$f.zip; (cd dist/$$f && python3 -m zipfile -c ../$$f.zip bootstrap) || exit 1; \
+		echo "dist/$$f.zip"; \
+	done
 
 lint: native
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
@@ -50,7 +59,7 @@ test-go: native tools
 
 # Lambdas run on provided.al2023 (glibc 2.34): no binary may need newer symbols.
 check-glibc: build
-	scripts/check-glibc.sh 2.34 bin/*
+	scripts/check-glibc.sh 2.34 bin/* dist/*/bootstrap
 
 test: native tools lint test-native test-go check-glibc
 
@@ -62,4 +71,4 @@ demo: build tools
 	scripts/demo.sh
 
 clean:
-	rm -rf bin native/lib
+	rm -rf bin dist native/lib

@@ -2,9 +2,14 @@ package workflow_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -234,5 +239,34 @@ func TestCheckRefusesUnknownVersions(t *testing.T) {
 	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 1})
 	if err != nil || m.NeedsMigration {
 		t.Fatalf("already at target: %+v, %v", m, err)
+	}
+}
+
+func TestHandlerNamesErrors(t *testing.T) {
+	ctx, f := setup(t, 20)
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	h := workflow.Handler(f.env, "check", log)
+	call := func(step string, in any) (json.RawMessage, string) {
+		raw, _ := json.Marshal(in)
+		out, err := h(ctx, workflow.Request{Step: step, Input: raw})
+		var ie messages.InvokeResponse_Error
+		if err != nil && !errors.As(err, &ie) {
+			t.Fatalf("%s: error %T is not a Lambda error response", step, err)
+		}
+		return out, ie.Type
+	}
+	if _, name := call("Freeze", workflow.Migration{}); name != "StepFailed" {
+		t.Fatalf("a step the check function does not host: %q", name)
+	}
+	if _, name := call("Check", workflow.CheckInput{Pointer: "s3://rocklake/NOPE", TargetVersion: 2}); name != "PointerMissing" {
+		t.Fatalf("missing pointer: %q", name)
+	}
+	if _, name := call("Check", workflow.CheckInput{Pointer: f.pointer, TargetVersion: 7}); name != "FormatVersionMismatch" {
+		t.Fatalf("unknown target version: %q", name)
+	}
+	out, name := call("Check", workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	var m workflow.Migration
+	if name != "" || json.Unmarshal(out, &m) != nil || m.Source != f.source {
+		t.Fatalf("check through the handler: %s, %q", out, name)
 	}
 }

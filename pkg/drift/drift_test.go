@@ -1,0 +1,294 @@
+package drift_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// env is one test's corner of the bucket: a pointer, catalogs, staging.
+type env struct {
+	t       *testing.T
+	store   *blob.Store
+	base    string
+	pointer string
+	staging string
+}
+
+func newEnv(t *testing.T) *env {
+	base := strings.TrimSuffix(newURL(t, versioned), "/CURRENT")
+	return &env{t: t, store: newStore(t), base: base, pointer: base + "/CURRENT", staging: base + "/staging"}
+}
+
+// seedCatalog writes a small catalog in format v and returns its URL.
+func (e *env) seedCatalog(name string, v format.Version) string {
+	e.t.Helper()
+	url := e.base + "/" + name
+	if _, err := seed.Seed(testCtx(e.t), url, seed.Options{Rows: 30, Seed: 1, Version: v}); err != nil {
+		e.t.Fatal(err)
+	}
+	return url
+}
+
+func (e *env) point(p pointer.Pointer) {
+	e.t.Helper()
+	if _, err := pointer.Create(testCtx(e.t), e.store, e.pointer, p); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) check(o drift.Options) drift.Report {
+	e.t.Helper()
+	o.Pointer = e.pointer
+	r, err := drift.Check(testCtx(e.t), e.store, o)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.Healthy != (len(r.Findings) == 0) || r.Pointer != e.pointer || r.CheckedAt.IsZero() || r.Findings == nil {
+		e.t.Fatalf("inconsistent report: %+v", r)
+	}
+	// Every report survives JSON, and the text names every finding.
+	b, err := json.Marshal(r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var back drift.Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		e.t.Fatalf("report JSON does not decode: %v\n%s", err, b)
+	}
+	if len(back.Findings) != len(r.Findings) || back.Healthy != r.Healthy || back.FoundVersion != r.FoundVersion {
+		e.t.Fatalf("report JSON round trip: %s", b)
+	}
+	text := r.Text()
+	for _, f := range r.Findings {
+		if !strings.Contains(text, string(f.Kind)+": ") {
+			e.t.Fatalf("text rendering lacks %s:\n%s", f.Kind, text)
+		}
+	}
+	return r
+}
+
+// kinds are the report's finding kinds, in order.
+func kinds(r drift.Report) []drift.Kind {
+	var ks []drift.Kind
+	for _, f := range r.Findings {
+		ks = append(ks, f.Kind)
+	}
+	return ks
+}
+
+func wantKinds(t *testing.T, r drift.Report, want ...drift.Kind) {
+	t.Helper()
+	got := kinds(r)
+	if len(got) != len(want) {
+		t.Fatalf("findings %v, want %v\n%s", got, want, r.Text())
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("findings %v, want %v\n%s", got, want, r.Text())
+		}
+	}
+}
+
+func TestHealthy(t *testing.T) {
+	e := newEnv(t)
+	cat := e.seedCatalog("cat-v2", format.V2)
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "mig-2", PreviousCatalog: e.base + "/cat-v1", PreviousMigrationID: "mig-1"})
+	// Staging kept by the current and the previous migrations, and a run
+	// in progress: none of it is left over.
+	for _, k := range []string{"mig-2/plan.json", "mig-1/plan.json", "mig-3/plan.json"} {
+		if _, err := e.store.Put(testCtx(t), e.staging+"/"+k, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A young checkpoint of a run in progress, and an old one of another tool.
+	for _, name := range []string{"rocklake-migrate-mig-3", "backup"} {
+		if _, err := slatedb.CreateCheckpoint(testCtx(t), cat, slatedb.CheckpointOptions{Name: name}, slatedb.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging, CheckpointMaxAge: time.Hour, StagingMaxAge: time.Hour})
+	wantKinds(t, r)
+	if !r.Healthy || r.FoundVersion != format.V2 || r.Expected != format.V2 || r.Catalog != cat ||
+		r.Current == nil || r.Current.MigrationID != "mig-2" || r.PointerVersionID == "" {
+		t.Fatalf("healthy report: %+v", r)
+	}
+	if !strings.Contains(r.Text(), "healthy") {
+		t.Fatalf("text: %s", r.Text())
+	}
+	// The check only reads: the pointer is where it was.
+	if hist, err := pointer.History(testCtx(t), e.store, e.pointer); err != nil || len(hist) != 1 {
+		t.Fatalf("pointer history after a check: %d, %v", len(hist), err)
+	}
+}
+
+func TestVersionMismatch(t *testing.T) {
+	e := newEnv(t)
+	cat := e.seedCatalog("cat-v1", format.V1)
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V1, MigrationID: "initial"})
+	r := e.check(drift.Options{Expect: format.V2})
+	wantKinds(t, r, drift.KindVersionMismatch)
+	f := r.Findings[0]
+	if f.Found != format.V1 || f.Expected != format.V2 || f.Catalog != cat || r.FoundVersion != format.V1 || r.Healthy {
+		t.Fatalf("mismatch finding %+v in %+v", f, r)
+	}
+	if !strings.Contains(f.Message, "format v1") || !strings.Contains(f.Message, "expects v2") {
+		t.Fatalf("message %q should name both versions", f.Message)
+	}
+	b, _ := json.Marshal(f)
+	if !strings.Contains(string(b), `"kind":"VersionMismatch"`) || !strings.Contains(string(b), `"found_version":1`) {
+		t.Fatalf("finding JSON: %s", b)
+	}
+
+	// The same catalog checked against a release expecting v1 is healthy.
+	wantKinds(t, e.check(drift.Options{Expect: format.V1}))
+	// A release newer than this binary is still compared against.
+	wantKinds(t, e.check(drift.Options{Expect: 3}), drift.KindVersionMismatch)
+}
+
+func TestPointerVersionDisagrees(t *testing.T) {
+	e := newEnv(t)
+	cat := e.seedCatalog("cat-v1", format.V1)
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "hand-written"})
+	r := e.check(drift.Options{Expect: format.V1})
+	wantKinds(t, r, drift.KindPointerVersionDisagrees)
+	if f := r.Findings[0]; f.Found != format.V1 || f.Expected != format.V2 {
+		t.Fatalf("finding %+v", f)
+	}
+	// Against v2, both the catalog and the pointer are off.
+	wantKinds(t, e.check(drift.Options{Expect: format.V2}), drift.KindVersionMismatch, drift.KindPointerVersionDisagrees)
+}
+
+func TestDanglingPointer(t *testing.T) {
+	e := newEnv(t)
+	e.point(pointer.Pointer{Catalog: e.base + "/deleted-catalog", FormatVersion: format.V2})
+	r := e.check(drift.Options{Expect: format.V2})
+	wantKinds(t, r, drift.KindDanglingPointer)
+	if r.FoundVersion != 0 || r.Findings[0].Catalog != e.base+"/deleted-catalog" {
+		t.Fatalf("dangling report %+v", r)
+	}
+
+	e2 := newEnv(t)
+	e2.point(pointer.Pointer{Catalog: "s3://no-such-bucket/catalog", FormatVersion: format.V2})
+	wantKinds(t, e2.check(drift.Options{Expect: format.V2}), drift.KindDanglingPointer)
+}
+
+func TestMissingVersionKey(t *testing.T) {
+	e := newEnv(t)
+	cat := e.base + "/half-imported"
+	w, err := slatedb.OpenWriter(testCtx(t), cat, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put([]byte{0x02, 1}, []byte("row"))
+	if err := w.Write(testCtx(t), &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2})
+	r := e.check(drift.Options{Expect: format.V2})
+	wantKinds(t, r, drift.KindMissingVersionKey)
+	if r.FoundVersion != 0 {
+		t.Fatalf("found version %d for a catalog without one", r.FoundVersion)
+	}
+}
+
+func TestLeftoverCheckpoint(t *testing.T) {
+	e := newEnv(t)
+	cat := e.seedCatalog("cat-v2", format.V2)
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2})
+	ctx := testCtx(t)
+	left, err := slatedb.CreateCheckpoint(ctx, cat, slatedb.CheckpointOptions{Name: "rocklake-migrate-mig-aborted", Lifetime: 7 * 24 * time.Hour}, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []slatedb.CheckpointOptions{
+		{Name: "someone-else"}, // not ours
+		{Name: "rocklake-migrate-export", Lifetime: 30 * time.Minute}, // ours, but expires by itself
+	} {
+		if _, err := slatedb.CreateCheckpoint(ctx, cat, o, slatedb.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Young: nothing to report.
+	wantKinds(t, e.check(drift.Options{Expect: format.V2, CheckpointMaxAge: time.Hour}))
+
+	// Two hours later.
+	r := e.check(drift.Options{Expect: format.V2, CheckpointMaxAge: time.Hour, Now: time.Now().Add(2 * time.Hour)})
+	wantKinds(t, r, drift.KindLeftoverCheckpoint)
+	f := r.Findings[0]
+	if f.CheckpointID != left.ID || f.CheckpointName != "rocklake-migrate-mig-aborted" || f.Catalog != cat ||
+		f.AgeSeconds < 7000 || f.CreatedAt == nil || f.ExpiresAt == nil {
+		t.Fatalf("checkpoint finding %+v (made %+v)", f, left)
+	}
+	if !strings.Contains(f.Message, left.ID) {
+		t.Fatalf("message should name the checkpoint: %s", f.Message)
+	}
+	// The default age is a day.
+	wantKinds(t, e.check(drift.Options{Expect: format.V2, Now: time.Now().Add(2 * time.Hour)}))
+}
+
+func TestLeftoverStaging(t *testing.T) {
+	e := newEnv(t)
+	cat := e.seedCatalog("cat-v2", format.V2)
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "mig-cur", PreviousCatalog: e.base + "/old", PreviousMigrationID: "mig-prev"})
+	for _, k := range []string{"mig-cur/plan.json", "mig-prev/plan.json", "mig-aborted/plan.json", "mig-aborted/v1/shard-00000-of-00002.ndjson.zst", "mig-aborted/v1/shard-00001-of-00002.ndjson.zst"} {
+		if _, err := e.store.Put(testCtx(t), e.staging+"/"+k, []byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A sibling that merely shares the prefix's spelling is not staging.
+	if _, err := e.store.Put(testCtx(t), e.staging+"-other/x", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	wantKinds(t, e.check(drift.Options{Expect: format.V2, Staging: e.staging}))
+	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging + "/", StagingMaxAge: time.Hour, Now: time.Now().Add(2 * time.Hour)})
+	wantKinds(t, r, drift.KindLeftoverStaging)
+	f := r.Findings[0]
+	if f.MigrationID != "mig-aborted" || f.Objects != 3 || f.Bytes != 30 || f.Prefix != e.staging+"/mig-aborted/" || f.LastWritten == nil {
+		t.Fatalf("staging finding %+v", f)
+	}
+}
+
+func TestPointerProblems(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.store.Put(testCtx(t), e.staging+"/mig-x/plan.json", []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(48 * time.Hour)
+	// No pointer: reported, and staging is still looked at (no migration is
+	// current, so all of it is left over).
+	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging, Now: later})
+	wantKinds(t, r, drift.KindPointerMissing, drift.KindLeftoverStaging)
+
+	if _, err := e.store.Put(testCtx(t), e.pointer, []byte(`{"catalog":"s3://x/y"}`)); err != nil {
+		t.Fatal(err)
+	}
+	r = e.check(drift.Options{Expect: format.V2})
+	wantKinds(t, r, drift.KindBadPointer)
+	if r.PointerVersionID == "" || !strings.Contains(r.Findings[0].Message, "BadPointer") {
+		t.Fatalf("bad pointer report %+v", r)
+	}
+}
+
+func TestOptionsRequired(t *testing.T) {
+	store := newStore(t)
+	if _, err := drift.Check(testCtx(t), store, drift.Options{Expect: format.V2}); err == nil {
+		t.Fatal("no pointer URL accepted")
+	}
+	if _, err := drift.Check(testCtx(t), store, drift.Options{Pointer: "s3://x/y"}); err == nil {
+		t.Fatal("no expected version accepted")
+	}
+}

@@ -1,0 +1,100 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+)
+
+// Request is what the state machine sends a function: the step to run and
+// its input. One function hosts several steps (DESIGN 3: four Lambdas).
+type Request struct {
+	Step  string          `json:"step"`
+	Input json.RawMessage `json:"input"`
+}
+
+type stepFunc func(ctx context.Context, env Env, in json.RawMessage) (any, error)
+
+func step[I, O any](f func(context.Context, Env, I) (O, error)) stepFunc {
+	return func(ctx context.Context, env Env, raw json.RawMessage) (any, error) {
+		var in I
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, fmt.Errorf("workflow: decode input: %w", err)
+		}
+		return f(ctx, env, in)
+	}
+}
+
+var steps = map[string]stepFunc{
+	"Check":          step(Check),
+	"Freeze":         step(Freeze),
+	"ExportShard":    step(ExportShard),
+	"TransformShard": step(TransformShard),
+	"Import":         step(Import),
+	"Finalize":       step(Finalize),
+	"Verify":         step(Verify),
+	"Flip":           step(Flip),
+	"Abort":          step(Abort),
+	"Rollback":       step(Rollback),
+}
+
+// Functions maps each Lambda function to the steps it hosts.
+var Functions = map[string][]string{
+	"check":     {"Check", "Flip", "Abort", "Rollback"},
+	"export":    {"Freeze", "ExportShard"},
+	"transform": {"TransformShard"},
+	"import":    {"Import", "Finalize", "Verify"},
+}
+
+// Steps lists every step's name.
+func Steps() []string {
+	names := make([]string, 0, len(steps))
+	for n := range steps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Run runs one step by name on a JSON input. Its error keeps its stable
+// name (ErrorName), for Retry and Catch.
+func Run(ctx context.Context, env Env, name string, in json.RawMessage) (json.RawMessage, error) {
+	f, ok := steps[name]
+	if !ok {
+		return nil, fmt.Errorf("workflow: no step %q", name)
+	}
+	out, err := f(ctx, env, in)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+// Handler is a Lambda handler for the steps of one function. A failed step
+// returns an error whose Lambda errorType is the step error's stable name,
+// which the state machine's Retry and Catch match; logs are JSON.
+func Handler(env Env, function string, log *slog.Logger) func(context.Context, Request) (json.RawMessage, error) {
+	allowed := map[string]bool{}
+	for _, s := range Functions[function] {
+		allowed[s] = true
+	}
+	return func(ctx context.Context, req Request) (json.RawMessage, error) {
+		if !allowed[req.Step] {
+			return nil, messages.InvokeResponse_Error{Type: NameStepFailed, Message: fmt.Sprintf("function %s does not run step %q", function, req.Step)}
+		}
+		start := time.Now()
+		out, err := Run(ctx, env, req.Step, req.Input)
+		if err != nil {
+			name := ErrorName(err)
+			log.ErrorContext(ctx, "step failed", "step", req.Step, "error_name", name, "error", err.Error(), "ms", time.Since(start).Milliseconds())
+			return nil, messages.InvokeResponse_Error{Type: name, Message: err.Error()}
+		}
+		log.InfoContext(ctx, "step done", "step", req.Step, "ms", time.Since(start).Milliseconds())
+		return out, nil
+	}
+}
