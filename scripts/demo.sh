@@ -27,29 +27,40 @@ for _ in $(seq 1 300); do [ -f "$work/stack.env" ] && break; kill -0 "$stack_pid
 echo "S3 endpoint $AWS_ENDPOINT"
 
 M="$BIN/rocklake-migrate"
-SRC=s3://rocklake/catalogs/demo-v1
-DST=s3://rocklake/catalogs/demo-v2
-STAGING=s3://rocklake-staging/demo
+SRC=s3://rocklake/catalogs/prod-v1
+POINTER=s3://rocklake/CURRENT
+STAGING=s3://rocklake-staging/by-hand
 
-step "seed a format-1 catalog with $ROWS rows"
+step "seed a format-1 catalog with $ROWS rows and point at it"
 run "$M" seed --catalog "$SRC" --rows "$ROWS" --seed 1
+run "$M" init-pointer --pointer "$POINTER" --catalog "$SRC"
 run "$M" check --catalog "$SRC"
 
 step "a format-2 binary refuses it (exit 3)"
 printf '$ %s\n' "$M check --catalog $SRC --expect v2"
 if "$M" check --catalog "$SRC" --expect v2; then echo "expected a refusal" >&2; exit 1; fi
 
-step "export to 8 shards, transform v1 → v2, import into a fresh catalog"
-run "$M" export --catalog "$SRC" --format v1 --output "$STAGING/v1" --shards 8
-run "$M" transform --input "$STAGING/v1" --output "$STAGING/v2" --to v2
-run "$M" import --format v2 --input "$STAGING/v2" --catalog "$DST"
+step "dry run of the workflow (statemachine/migration.asl.json, run locally): verify, pointer untouched"
+run "$M" migrate --pointer "$POINTER" --to v2 --shards 8 --dry-run
+run "$M" status --pointer "$POINTER"
 
-step "verify the new catalog against the shards, and check it"
-run "$M" verify --catalog "$DST" --input "$STAGING/v2"
-run "$M" check --catalog "$DST" --expect v2
-run "$M" inspect --catalog "$DST"
+step "migrate to format 2: Check, Freeze, Shards (export+transform), Import, Finalize, Verify, Flip"
+run "$M" migrate --pointer "$POINTER" --to v2 --shards 8
+run "$M" status --pointer "$POINTER"
+NEW=$("$M" status --pointer "$POINTER" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pointer"]["catalog"])')
+run "$M" check --catalog "$NEW" --expect v2
+run "$M" drift --pointer "$POINTER" --expect v2
 
-step "the source is untouched: still format 1"
+step "roll back: the previous pointer version is current again, the old catalog checks as v1"
+run "$M" rollback --pointer "$POINTER"
 run "$M" check --catalog "$SRC" --expect v1
+printf '$ %s\n' "$M drift --pointer $POINTER --expect v2   # the release expects v2: drift (exit 4)"
+if "$M" drift --pointer "$POINTER" --expect v2; then echo "expected drift" >&2; exit 1; fi
+
+step "Strategy B by hand, the same pieces: export, transform, import, verify"
+run "$M" export --catalog "$SRC" --format v1 --output "$STAGING/v1" --shards 4
+run "$M" transform --input "$STAGING/v1" --output "$STAGING/v2" --to v2
+run "$M" import --format v2 --input "$STAGING/v2" --catalog s3://rocklake/catalogs/by-hand-v2
+run "$M" verify --catalog s3://rocklake/catalogs/by-hand-v2 --input "$STAGING/v2"
 echo
 echo "demo done; stopping the local stack"

@@ -359,8 +359,8 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 
 // AbortInput is the migration and the error that stopped it (Catch output).
 type AbortInput struct {
-	Migration
-	Error map[string]any `json:"error,omitempty"`
+	Migration Migration      `json:"migration"`
+	Error     map[string]any `json:"error,omitempty"`
 }
 
 // AbortOutput says what Abort removed.

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/notify"
+)
+
+func init() {
+	register("drift", "check the pointer's catalog against the expected format; exit 4 on drift", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "drift", "--pointer s3://… --expect vN [--sns-topic ARN] [--json]")
+		ptr := pointerFlag(fs)
+		expect := fs.String("expect", "", "the format the deployed release expects")
+		staging := fs.String("staging", "", "staging prefix to look for leftovers (default: beside the pointer)")
+		topic := fs.String("sns-topic", "", "publish one SNS message when there are findings")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if err := needPointer(*ptr); err != nil {
+			return err
+		}
+		v, err := format.ParseVersion(*expect)
+		if err != nil {
+			return usagef("--expect: %v", err)
+		}
+		if *staging == "" {
+			*staging = defaultStaging(*ptr)
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		rep, err := drift.Check(ctx, store, drift.Options{Pointer: *ptr, Expect: v, Staging: *staging})
+		if err != nil {
+			return err
+		}
+		if *topic != "" && !rep.Healthy {
+			pub, err := notify.NewPublisher(ctx, notify.Options{})
+			if err != nil {
+				return err
+			}
+			if _, err := pub.PublishDrift(ctx, *topic, rep); err != nil {
+				return err
+			}
+		}
+		if *asJSON {
+			if err := printJSON(e.stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprint(e.stdout, rep.Text())
+		}
+		if !rep.Healthy {
+			return fmt.Errorf("%w: %s", errDrift, rep.Summary())
+		}
+		return nil
+	})
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/notify"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// migrateReport is migrate's final report.
+type migrateReport struct {
+	MigrationID      string             `json:"migration_id"`
+	Outcome          string             `json:"outcome"`
+	Source           string             `json:"source,omitempty"`
+	Target           string             `json:"target,omitempty"`
+	From             format.Version     `json:"from,omitempty"`
+	To               format.Version     `json:"to,omitempty"`
+	Counts           map[string]uint64  `json:"counts,omitempty"`
+	Digest           string             `json:"digest,omitempty"`
+	PointerVersionID string             `json:"pointer_version_id,omitempty"`
+	StateSeconds     map[string]float64 `json:"state_seconds"`
+	Error            string             `json:"error,omitempty"`
+}
+
+func init() {
+	register("migrate", "run the migration workflow (statemachine/migration.asl.json) locally", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "migrate", "--pointer s3://… --to vN [--dry-run] [--shards N] [--concurrency K]")
+		ptr := pointerFlag(fs)
+		to := fs.String("to", "", "target format (v2)")
+		dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
+		shards := fs.Int("shards", 8, "shards to export, transform and import")
+		concurrency := fs.Int("concurrency", 2, "shards worked on at once")
+		staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
+		unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
+		topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if err := needPointer(*ptr); err != nil {
+			return err
+		}
+		v, err := format.ParseVersion(*to)
+		if err != nil {
+			return usagef("--to: %v", err)
+		}
+		if *staging == "" {
+			*staging = defaultStaging(*ptr)
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		var publish workflow.Publish
+		if *topic != "" {
+			pub, err := notify.NewPublisher(ctx, notify.Options{})
+			if err != nil {
+				return err
+			}
+			publish = func(ctx context.Context, topic, subject, msg string) error {
+				_, err := pub.PublishOutcome(ctx, topic, subject, msg)
+				return err
+			}
+		}
+		m, err := workflow.LoadLocal(*topic)
+		if err != nil {
+			return err
+		}
+		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown})
+
+		var mu sync.Mutex
+		times := map[string]float64{}
+		shardsDone := 0
+		live := isTerminal(e.stderr)
+		obs := asl.ObserverFuncs{
+			Entered: func(ev asl.StateEvent) {
+				if len(ev.MapIndex) == 0 {
+					fmt.Fprintf(e.stderr, "%s → %s\n", ev.Time.Format("15:04:05"), ev.Name)
+				}
+			},
+			Exited: func(ev asl.StateEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				times[ev.Name] += ev.Duration.Seconds()
+				if ev.Name == "TransformShard" && ev.Output != nil {
+					shardsDone++
+					if live {
+						fmt.Fprintf(e.stderr, "\r\033[K  shards %d/%d", shardsDone, *shards)
+					} else {
+						fmt.Fprintf(e.stderr, "  shard %d done (%d/%d)\n", ev.MapIndex[len(ev.MapIndex)-1], shardsDone, *shards)
+					}
+				}
+				if ev.Name == "Shards" && live {
+					fmt.Fprint(e.stderr, "\r\033[K")
+				}
+			},
+		}
+		out, runErr := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(env, publish), Observer: obs, MaxConcurrency: *concurrency})
+		rep := migrateReport{StateSeconds: times, Outcome: "migrated"}
+		var state struct {
+			Migration workflow.Migration    `json:"migration"`
+			Verify    workflow.VerifyOutput `json:"verify"`
+			Flip      workflow.FlipOutput   `json:"flip"`
+		}
+		if runErr == nil {
+			_ = json.Unmarshal(out, &state)
+		}
+		rep.MigrationID, rep.Source, rep.Target = state.Migration.MigrationID, state.Migration.Source, state.Migration.Target
+		rep.From, rep.To, rep.Counts, rep.Digest = state.Migration.From, state.Migration.To, state.Verify.Counts, state.Verify.Digest
+		rep.PointerVersionID = state.Flip.PointerVersionID
+		switch {
+		case runErr != nil:
+			rep.Outcome, rep.Error = "failed", runErr.Error()
+		case !state.Migration.NeedsMigration:
+			rep.Outcome = "nothing to do"
+		case state.Migration.DryRun:
+			rep.Outcome = "dry run verified (pointer unchanged)"
+		}
+		if *asJSON {
+			if err := printJSON(e.stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			printMigrateReport(e, rep)
+		}
+		var ee *asl.ExecutionError
+		if errors.As(runErr, &ee) && ee.Name == workflow.NameFormatVersionMismatch {
+			return &format.FormatVersionMismatch{Found: uint64(state.Migration.From), Expected: uint64(v)}
+		}
+		return runErr
+	})
+}
+
+func printMigrateReport(e *env, r migrateReport) {
+	fmt.Fprintf(e.stdout, "\nmigration %s: %s\n", r.MigrationID, r.Outcome)
+	if r.Source != "" {
+		fmt.Fprintf(e.stdout, "  %s (%s) → %s (%s)\n", r.Source, r.From, r.Target, r.To)
+	}
+	if len(r.Counts) > 0 {
+		fmt.Fprintln(e.stdout, "rows per table:")
+		printCounts(e, r.Counts)
+		fmt.Fprintf(e.stdout, "digest %s\n", r.Digest)
+	}
+	if r.PointerVersionID != "" {
+		fmt.Fprintf(e.stdout, "pointer version %s\n", r.PointerVersionID)
+	}
+	names := make([]string, 0, len(r.StateSeconds))
+	for n := range r.StateSeconds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %s", n, (time.Duration(r.StateSeconds[n]*float64(time.Second))).Round(time.Millisecond)))
+	}
+	fmt.Fprintf(e.stdout, "time per state (Map items summed): %s\n", strings.Join(parts, ", "))
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
+)
+
+// The operator's loop: migrate behind a pointer, status, rollback, drift with
+// one SNS alert.
+func TestMigrateRollbackDrift(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, b := range []string{"rocklake", "plain"} {
+		if err := s.CreateBucket(ctx, b, b == "rocklake"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sns := notifytest.Start(t)
+	sns.SetEnv(t)
+	topic := sns.CreateTopic(t, "rocklake-alerts")
+
+	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "1500").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", "s3://plain/CURRENT", "--catalog", src).want(t, exitError, "PointerUnversioned")
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	cli(t, "drift", "--pointer", ptr, "--expect", "v1").want(t, exitOK)
+
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "3", "--json")
+	r.want(t, exitOK)
+	var rep migrateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("migrate --json: %q: %v", r.stdout, err)
+	}
+	if rep.Outcome != "migrated" || rep.PointerVersionID == "" || rep.Counts["ducklake_data_file"] == 0 || rep.StateSeconds["Verify"] == 0 {
+		t.Fatalf("report = %+v", rep)
+	}
+	cli(t, "check", "--catalog", rep.Target, "--expect", "v2").want(t, exitOK)
+	st := cli(t, "status", "--pointer", ptr)
+	st.want(t, exitOK)
+	if !strings.Contains(st.stdout, rep.Target) || !strings.Contains(st.stdout, "startup check: ok") {
+		t.Fatalf("status = %s", st.stdout)
+	}
+	// Nothing more to do at v2.
+	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--json")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "nothing to do") {
+		t.Fatalf("second migrate: %s", r.stdout)
+	}
+
+	rb := cli(t, "rollback", "--pointer", ptr)
+	rb.want(t, exitOK)
+	if !strings.Contains(rb.stdout, src) {
+		t.Fatalf("rollback = %s", rb.stdout)
+	}
+	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitOK)
+
+	// The release expects v2 but the pointer is back on v1: drift, one alert.
+	d := cli(t, "drift", "--pointer", ptr, "--expect", "v2", "--sns-topic", topic, "--json")
+	d.want(t, exitDrift)
+	if !strings.Contains(d.stdout, "VersionMismatch") {
+		t.Fatalf("drift report = %s", d.stdout)
+	}
+	msgs := sns.Messages(t, topic)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Body, "VersionMismatch") {
+		t.Fatalf("SNS messages = %+v", msgs)
+	}
+}

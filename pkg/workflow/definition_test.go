@@ -1,0 +1,159 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+type published struct {
+	mu       sync.Mutex
+	subjects []string
+}
+
+func (p *published) publish(_ context.Context, _, subject, _ string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.subjects = append(p.subjects, subject)
+	return nil
+}
+
+// runDefinition runs statemachine/migration.asl.json under pkg/asl with the
+// in-process tasks; onExit is called as each state ends.
+func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput, onExit func(asl.StateEvent)) (json.RawMessage, *published, error) {
+	t.Helper()
+	m, err := workflow.LoadLocal("arn:aws:sns:us-east-1:000000000000:rocklake")
+	if err != nil {
+		t.Fatalf("load definition: %v", err)
+	}
+	pub := &published{}
+	raw, _ := json.Marshal(in)
+	obs := asl.ObserverFuncs{}
+	if onExit != nil {
+		obs.Exited = onExit
+	}
+	out, err := asl.Run(ctx, m, raw, asl.Options{
+		Tasks:    workflow.LocalTasks(f.env, pub.publish),
+		Observer: obs,
+		Sleep:    func(context.Context, time.Duration) error { return nil },
+	})
+	return out, pub, err
+}
+
+func TestDefinitionMigratesBehindThePointer(t *testing.T) {
+	ctx, f := setup(t, 3000)
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 6}, nil)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var state struct {
+		Migration workflow.Migration   `json:"migration"`
+		Verify    workflow.VerifyOutput `json:"verify"`
+		Flip      workflow.FlipOutput   `json:"flip"`
+	}
+	if err := json.Unmarshal(out, &state); err != nil {
+		t.Fatal(err)
+	}
+	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != state.Migration.Target || p.FormatVersion != format.V2 || ref.VersionID != state.Flip.PointerVersionID {
+		t.Fatalf("pointer = %+v (%+v), run said %+v", p, ref, state.Flip)
+	}
+	// The new catalog holds the transformed source: as many rows per table.
+	src, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	want, _ := src.Counts(ctx)
+	dst, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatalf("new catalog: %v", err)
+	}
+	defer dst.Close()
+	got, _ := dst.Counts(ctx)
+	for table, n := range want {
+		if got[table] != n {
+			t.Fatalf("%s: %d rows in v2, %d in v1", table, got[table], n)
+		}
+	}
+	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration succeeded" {
+		t.Fatalf("notifications = %v", pub.subjects)
+	}
+	// Run again: nothing to do.
+	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2}, nil); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+}
+
+func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
+	ctx, f := setup(t, 500)
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, DryRun: true}, nil)
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	var state struct {
+		Migration workflow.Migration   `json:"migration"`
+		Verify    workflow.VerifyOutput `json:"verify"`
+	}
+	json.Unmarshal(out, &state)
+	if state.Verify.Digest == "" {
+		t.Fatalf("dry run did not verify: %s", out)
+	}
+	p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	if p.Catalog != f.source || after.ETag != before.ETag {
+		t.Fatalf("dry run moved the pointer: %+v", p)
+	}
+	if _, err := catalog.Open(ctx, state.Migration.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
+		t.Fatalf("dry run left its target: %v", err)
+	}
+}
+
+func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
+	ctx, f := setup(t, 500)
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	var once sync.Once
+	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2}, func(e asl.StateEvent) {
+		if e.Name != "Freeze" || e.Output == nil {
+			return
+		}
+		once.Do(func() { // RockLake's writer commits after Freeze
+			w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer w.Close()
+			n, _ := w.Counter(ctx, format.CounterNextSnapshotID)
+			var b slatedb.Batch
+			b.Put(format.CounterKey(format.CounterNextSnapshotID), format.EncodeUint64(format.V1, n+1))
+			if err := w.Write(ctx, &b); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != "SourceChangedDuringMigration" {
+		t.Fatalf("run: %v, want SourceChangedDuringMigration", err)
+	}
+	p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	if p.Catalog != f.source || after.ETag != before.ETag {
+		t.Fatalf("pointer moved: %+v", p)
+	}
+	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration failed" {
+		t.Fatalf("notifications = %v", pub.subjects)
+	}
+	if cps, _ := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); len(cps) != 0 {
+		t.Fatalf("abort left checkpoints: %v", cps)
+	}
+}
