@@ -57,7 +57,7 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	var state struct {
-		Migration workflow.Migration   `json:"migration"`
+		Migration workflow.Migration    `json:"migration"`
 		Verify    workflow.VerifyOutput `json:"verify"`
 		Flip      workflow.FlipOutput   `json:"flip"`
 	}
@@ -103,7 +103,7 @@ func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 		t.Fatalf("dry run: %v", err)
 	}
 	var state struct {
-		Migration workflow.Migration   `json:"migration"`
+		Migration workflow.Migration    `json:"migration"`
 		Verify    workflow.VerifyOutput `json:"verify"`
 	}
 	json.Unmarshal(out, &state)
