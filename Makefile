@@ -66,6 +66,7 @@ test: native tools lint test-native test-go check-glibc
 bench: build tools
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/format/ ./pkg/ndjson/
 	scripts/bench-pipeline.sh
+	scripts/bench-migrate.sh
 
 demo: build tools
 	scripts/demo.sh

@@ -1,5 +1,5 @@
-// Package statemachine holds the migration workflow's definition,
-// migration.asl.json, the one file that AWS Step Functions runs (deployed by
+// Package statemachine holds the workflow definitions: migration.asl.json,
+// the migration, and drift.asl.json, the scheduled drift check. Each is the one file that AWS Step Functions runs (deployed by
 // infra/) and that the CLI runs locally under pkg/asl. Its Task resources are
 // placeholders (${CheckFunctionArn}, ...) filled by DefinitionSubstitutions.
 package statemachine
@@ -10,6 +10,11 @@ import _ "embed"
 //
 //go:embed migration.asl.json
 var Migration []byte
+
+// Drift is drift.asl.json: the scheduled drift check's small wiring.
+//
+//go:embed drift.asl.json
+var Drift []byte
 
 // Placeholders are the DefinitionSubstitutions the definition needs: one per
 // Lambda function (check, export, transform, import) and the SNS topic.

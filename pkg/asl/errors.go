@@ -142,7 +142,8 @@ func isCanceled(err error) bool {
 	return errors.As(err, &c)
 }
 
-// matchable reports whether a wildcard (States.ALL, States.TaskFailed) may
+// errorMatches reports whether pattern (an ErrorEquals entry) matches the
+// error name. A wildcard (States.ALL, States.TaskFailed) may
 // match the error name: States.Runtime is never caught or retried, and
 // States.DataLimitExceeded is terminal for wildcards (AWS: "can't be caught
 // by the States.ALL error type"); it matches only when named exactly.

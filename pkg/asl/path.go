@@ -73,7 +73,7 @@ func scanPath(s string, inArg bool) (*jpath, int, error) {
 				j++
 			}
 			name := s[i+1 : j]
-			if name == "" || strings.ContainsAny(name, "*?@()'\"$") {
+			if name == "" || strings.ContainsAny(name, "*?@()'\"$, \t\r\n") {
 				return nil, 0, fmt.Errorf("invalid JSONPath %q: bad name after '.' at offset %d%s", s, i, pathHint(s[i:]))
 			}
 			p.steps = append(p.steps, pathStep{key: name})

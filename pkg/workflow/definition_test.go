@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
 type published struct {
@@ -155,5 +156,29 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 	}
 	if cps, _ := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); len(cps) != 0 {
 		t.Fatalf("abort left checkpoints: %v", cps)
+	}
+}
+
+func TestDriftDefinition(t *testing.T) {
+	ctx, f := setup(t, 50)
+	def, err := asl.Substitute(statemachine.Drift, workflow.LocalSubstitutions(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := asl.Load(def)
+	if err != nil {
+		t.Fatalf("load drift.asl.json: %v", err)
+	}
+	run := func(expect uint64) error {
+		in, _ := json.Marshal(workflow.DriftInput{Pointer: f.pointer, Expect: expect})
+		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(f.env, nil)})
+		return err
+	}
+	if err := run(1); err != nil {
+		t.Fatalf("healthy catalog: %v", err)
+	}
+	var ee *asl.ExecutionError
+	if err := run(2); !errors.As(err, &ee) || ee.Name != "DriftFound" {
+		t.Fatalf("v1 catalog, release expects v2: %v", err)
 	}
 }

@@ -41,11 +41,12 @@ var steps = map[string]stepFunc{
 	"Flip":           step(Flip),
 	"Abort":          step(Abort),
 	"Rollback":       step(Rollback),
+	"Drift":          step(Drift),
 }
 
 // Functions maps each Lambda function to the steps it hosts.
 var Functions = map[string][]string{
-	"check":     {"Check", "Flip", "Abort", "Rollback"},
+	"check":     {"Check", "Flip", "Abort", "Rollback", "Drift"},
 	"export":    {"Freeze", "ExportShard"},
 	"transform": {"TransformShard"},
 	"import":    {"Import", "Finalize", "Verify"},

@@ -1,0 +1,46 @@
+package workflow
+
+import (
+	"context"
+
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/notify"
+)
+
+// DriftInput is the scheduled drift check's input (statemachine/drift.asl.json,
+// from the EventBridge schedule).
+type DriftInput struct {
+	Pointer string `json:"pointer"`
+	Expect  uint64 `json:"expect"`
+	// Topic, when set, gets one SNS message if there are findings.
+	Topic string `json:"topic,omitempty"`
+}
+
+// DriftOutput is the report and whether an alert went out.
+type DriftOutput struct {
+	Report    drift.Report `json:"report"`
+	Healthy   bool         `json:"healthy"`
+	MessageID string       `json:"message_id,omitempty"`
+}
+
+// Drift compares the pointer's catalog with the version the deployed release
+// expects and looks for leftovers of aborted runs; findings are the output,
+// not an error, so the schedule's execution fails only when it cannot look.
+func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
+	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: format.Version(in.Expect), Staging: env.Staging, Store: env.SlateDB})
+	if err != nil {
+		return DriftOutput{}, err
+	}
+	out := DriftOutput{Report: rep, Healthy: rep.Healthy}
+	if in.Topic != "" && !rep.Healthy {
+		pub, err := notify.NewPublisher(ctx, notify.Options{})
+		if err != nil {
+			return out, err
+		}
+		if out.MessageID, err = pub.PublishDrift(ctx, in.Topic, rep); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
