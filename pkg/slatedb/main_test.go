@@ -1,54 +1,19 @@
 package slatedb_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
-
-// stack is the versitygw the whole package's tests share: S3 is real here,
-// started on loopback and stopped when the tests end.
-var stack *localstack.Stack
 
 const bucket = "slatedb-test"
 
+// One versitygw on loopback for the whole package: S3 is real here.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s, err := localstack.Start(ctx, localstack.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start versitygw:", err)
-		return 1
-	}
-	defer s.Stop()
-	stack = s
-	if err := s.CreateBucket(ctx, bucket, true); err != nil {
-		fmt.Fprintln(os.Stderr, "create bucket:", err)
-		return 1
-	}
-	for _, kv := range s.Env() {
-		k, v, _ := cut(kv)
-		os.Setenv(k, v)
-	}
-	return m.Run()
-}
-
-func cut(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
+	os.Exit(localstacktest.Main(m, map[string]bool{bucket: true}))
 }
 
 var seq atomic.Int64

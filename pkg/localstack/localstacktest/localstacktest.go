@@ -5,9 +5,11 @@ package localstacktest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 )
@@ -49,4 +51,40 @@ func SetEnv(t testing.TB, s *localstack.Stack) {
 	// Without these, a profile in ~/.aws could still change the S3 settings.
 	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+}
+
+// Main runs a package's tests against one stack shared by all of them: it
+// starts it, creates the buckets (name → versioned), points the process's
+// S3 clients at it as SetEnv does, runs m and stops the stack. Use it from
+// TestMain: os.Exit(localstacktest.Main(m, buckets)). It returns the exit
+// code, printing the gateway's log when tests failed.
+func Main(m *testing.M, buckets map[string]bool) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := localstack.Start(ctx, localstack.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start local S3:", err)
+		return 1
+	}
+	defer s.Stop()
+	for name, versioned := range buckets {
+		if err := s.CreateBucket(ctx, name, versioned); err != nil {
+			fmt.Fprintln(os.Stderr, "create bucket:", err)
+			return 1
+		}
+	}
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"} {
+		os.Unsetenv(k)
+	}
+	os.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	os.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "versitygw log:\n%s\n", s.Logs())
+	}
+	return code
 }
