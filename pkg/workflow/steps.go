@@ -342,11 +342,11 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		return out, fmt.Errorf("%w: writer-epoch %d → %d, next-snapshot-id %d → %d since Freeze",
 			ErrSourceChanged, p.WriterEpoch, epoch, p.NextSnapshotID, nextSnap)
 	}
-	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
+	next, err := flipIntent(ctx, env, m)
 	if err != nil {
 		return out, err
 	}
-	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, cur.Next(m.Target, m.To, m.MigrationID), pointer.Ref{ETag: m.PointerETag})
+	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
 	if err != nil {
 		return out, err
 	}
@@ -355,6 +355,28 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		out.CleanupError = err.Error()
 	}
 	return out, nil
+}
+
+// flipIntent is the pointer Flip writes, fixed in staging on the first
+// attempt: a retried Flip (its response lost, say) sends the very same bytes,
+// which pointer.Flip recognises as already current instead of a conflict.
+func flipIntent(ctx context.Context, env Env, m Migration) (pointer.Pointer, error) {
+	url := env.staging(m.MigrationID).StepURL("flip-intent")
+	var next pointer.Pointer
+	err := getJSON(ctx, env.Store, url, &next)
+	if err == nil {
+		return next, nil
+	}
+	if !errors.Is(err, blob.ErrNotFound) {
+		return next, err
+	}
+	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
+	if err != nil {
+		return next, err
+	}
+	next = cur.Next(m.Target, m.To, m.MigrationID)
+	next.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
+	return next, putJSON(ctx, env.Store, url, next)
 }
 
 // AbortInput is the migration and the error that stopped it (Catch output).

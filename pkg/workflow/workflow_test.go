@@ -131,6 +131,11 @@ func TestMigrationFlipAndRollback(t *testing.T) {
 	if out.PointerVersionID == "" || out.CleanupError != "" {
 		t.Fatalf("flip = %+v", out)
 	}
+	// A retried Flip (its first response lost) succeeds with the same version.
+	again, err := workflow.Flip(ctx, f.env, m)
+	if err != nil || again.PointerVersionID != out.PointerVersionID {
+		t.Fatalf("retried flip = %+v, %v; first gave %s", again, err, out.PointerVersionID)
+	}
 	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
 	if err != nil || p.Catalog != m.Target || p.FormatVersion != format.V2 || p.PreviousCatalog != f.source {
 		t.Fatalf("pointer after flip = %+v, %v", p, err)
@@ -153,9 +158,9 @@ func TestMigrationFlipAndRollback(t *testing.T) {
 	if err != nil || rb.Catalog != f.source || rb.FormatVersion != format.V1 {
 		t.Fatalf("rollback = %+v, %v", rb, err)
 	}
-	again, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
-	if err != nil || again.Source != f.source || !again.NeedsMigration {
-		t.Fatalf("check after rollback = %+v, %v", again, err)
+	checked, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	if err != nil || checked.Source != f.source || !checked.NeedsMigration {
+		t.Fatalf("check after rollback = %+v, %v", checked, err)
 	}
 }
 
