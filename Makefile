@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build test test-go test-native lint check-glibc bench demo clean
+.PHONY: all native tools build test test-go test-native lint check-glibc bench demo clean infra-tools test-infra synth
 
 all: build
 
@@ -61,7 +61,25 @@ test-go: native tools
 check-glibc: build
 	scripts/check-glibc.sh 2.34 bin/* dist/*/bootstrap
 
-test: native tools lint test-native test-go check-glibc
+test: native tools lint test-native test-go check-glibc test-infra
+
+# The CDK app (infra/, its own module): assertions, cfn-lint and asl-validator.
+INFRA_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
+
+infra-tools:
+	scripts/install-cfn-lint.sh
+	scripts/install-asl-validator.sh
+
+test-infra: infra-tools
+	@cd infra && fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
+	cd infra && go vet ./...
+	cd infra && $(INFRA_ENV) ROCKLAKE_REQUIRE_LINT=1 go test -count=1 -timeout 15m ./...
+
+# Writes infra/cdk.out (needs the zips) and lints the template.
+synth: build infra-tools
+	rm -rf infra/cdk.out
+	cd infra && $(INFRA_ENV) go run .
+	$(ROCKLAKE_CACHE)/cfn-lint/bin/cfn-lint --non-zero-exit-code error -- infra/cdk.out/*.template.json
 
 bench: build tools
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/format/ ./pkg/ndjson/

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/statemachine"
+)
+
+// The linters are installed by scripts/install-cfn-lint.sh and
+// scripts/install-asl-validator.sh under $ROCKLAKE_CACHE. Without them these
+// tests skip, unless ROCKLAKE_REQUIRE_LINT=1 (make test-infra sets it).
+func tool(t *testing.T, rel string) string {
+	t.Helper()
+	cache := os.Getenv("ROCKLAKE_CACHE")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache", "rocklake-migrate")
+	}
+	p := filepath.Join(cache, rel)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("ROCKLAKE_REQUIRE_LINT") == "1" {
+			t.Fatalf("%s not installed (scripts/install-*.sh)", p)
+		}
+		t.Skipf("%s not installed; run scripts/install-cfn-lint.sh and scripts/install-asl-validator.sh", p)
+	}
+	return p
+}
+
+func TestCfnLint(t *testing.T) {
+	bin := tool(t, "cfn-lint/bin/cfn-lint")
+	path := filepath.Join(t.TempDir(), "template.json")
+	b, err := json.MarshalIndent(tj, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Errors fail; warnings (W) and informational (I) findings are shown.
+	out, err := exec.Command(bin, "--format", "parseable", "--regions", "eu-west-1", "--", path).CombinedOutput()
+	var errs []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Split(l, ":"); len(f) > 5 && strings.HasPrefix(f[5], "E") {
+			errs = append(errs, l)
+		} else if l != "" {
+			t.Log(l)
+		}
+	}
+	if len(errs) > 0 {
+		t.Errorf("cfn-lint errors:\n%s", strings.Join(errs, "\n"))
+	}
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode()&2 != 0 {
+		t.Errorf("cfn-lint exit %d (errors):\n%s", ee.ExitCode(), out)
+	} else if err != nil && !ok {
+		t.Fatal(err)
+	}
+}
+
+func TestASLValidator(t *testing.T) {
+	bin := tool(t, "asl-validator/node_modules/.bin/asl-validator")
+	dummy := map[string]string{
+		"CheckFunctionArn":     "arn:aws:lambda:eu-west-1:123456789012:function:rlm-check",
+		"ExportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-export",
+		"TransformFunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:rlm-transform",
+		"ImportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
+		"TopicArn":             "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
+	}
+	for name, def := range map[string][]byte{"migration": statemachine.Migration, "drift": statemachine.Drift} {
+		s := string(def)
+		for _, p := range Placeholders(def) {
+			v, ok := dummy[p]
+			if !ok {
+				t.Fatalf("%s: no dummy ARN for ${%s}", name, p)
+			}
+			s = strings.ReplaceAll(s, "${"+p+"}", v)
+		}
+		path := filepath.Join(t.TempDir(), name+".asl.json")
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "--json-path", path).CombinedOutput()
+		if err != nil {
+			t.Errorf("asl-validator %s: %v\n%s", name, err, out)
+		} else {
+			t.Logf("asl-validator %s: %s", name, strings.TrimSpace(string(out)))
+		}
+	}
+}

@@ -1,0 +1,435 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/rocklake/rocklake-migrate/statemachine"
+)
+
+// Functions are the four Lambdas (pkg/workflow.Functions) in a fixed order,
+// with the definition placeholder each one fills.
+var Functions = []struct{ Name, Placeholder string }{
+	{"check", "CheckFunctionArn"},
+	{"export", "ExportFunctionArn"},
+	{"transform", "TransformFunctionArn"},
+	{"import", "ImportFunctionArn"},
+}
+
+// ReleaseEventSource and ReleaseEventDetailType are the documented custom
+// event that starts a migration (infra/README.md).
+const (
+	ReleaseEventSource     = "rocklake.release"
+	ReleaseEventDetailType = "RockLake Release Deployed"
+)
+
+// MigrateStack is the deployed system.
+type MigrateStack struct {
+	awscdk.Stack
+	Catalog, Staging awss3.Bucket
+	Functions        map[string]awslambda.Function
+	Topic            awssns.Topic
+	Migration, Drift awsstepfunctions.StateMachine
+}
+
+type perms struct {
+	pointerWrite  bool // Flip, Rollback
+	catalogRead   bool
+	catalogWrite  bool // SlateDB writer: Freeze (source), Import (target), Abort (checkpoint)
+	catalogDelete bool // Abort (target), the import writer's own deletes
+	stagingWrite  bool
+	stagingDelete bool // Abort
+	publish       bool // Drift
+	memoryMB      int
+	ephemeralMB   int
+	timeout       awscdk.Duration
+	concurrency   int
+	description   string
+}
+
+// NewMigrateStack builds the stack from cfg.
+func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackProps, cfg Config) (*MigrateStack, error) {
+	stack := awscdk.NewStack(scope, &id, props)
+	s := &MigrateStack{Stack: stack, Functions: map[string]awslambda.Function{}}
+	awscdk.Tags_Of(stack).Add(jsii.String("project"), jsii.String("rocklake-migrate"), nil)
+
+	optName := func(n string) *string {
+		if n == "" {
+			return nil
+		}
+		return &n
+	}
+	days := func(n int) awscdk.Duration { return awscdk.Duration_Days(jsii.Number(float64(n))) }
+
+	// Buckets: private, TLS only, encrypted, owner-enforced.
+	s.Catalog = awss3.NewBucket(stack, jsii.String("CatalogBucket"), &awss3.BucketProps{
+		BucketName:        optName(cfg.CatalogBucketName),
+		Versioned:         jsii.Bool(true),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules: &[]*awss3.LifecycleRule{
+			{
+				Id:                          jsii.String("pointer-noncurrent-versions"),
+				Prefix:                      jsii.String(cfg.PointerKey),
+				NoncurrentVersionExpiration: days(cfg.PointerNoncurrentDays),
+				NoncurrentVersionsToRetain:  jsii.Number(float64(cfg.PointerVersionsKept)),
+			},
+			{
+				Id:                                  jsii.String("catalog-noncurrent-versions"),
+				Prefix:                              jsii.String(cfg.CatalogPrefix),
+				NoncurrentVersionExpiration:         days(cfg.CatalogNoncurrentDays),
+				ExpiredObjectDeleteMarker:           jsii.Bool(true),
+				AbortIncompleteMultipartUploadAfter: days(1),
+			},
+		},
+	})
+	s.Staging = awss3.NewBucket(stack, jsii.String("StagingBucket"), &awss3.BucketProps{
+		BucketName:        optName(cfg.StagingBucketName),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("expire-staging"),
+			Expiration:                          days(cfg.StagingExpireDays),
+			AbortIncompleteMultipartUploadAfter: days(1),
+		}},
+	})
+
+	s.Topic = awssns.NewTopic(stack, jsii.String("AlertTopic"), &awssns.TopicProps{
+		TopicName:   jsii.String(cfg.Name + "-alerts"),
+		DisplayName: jsii.String("rocklake-migrate alerts"),
+		EnforceSSL:  jsii.Bool(true),
+	})
+
+	pointerURL := "s3://" + *s.Catalog.BucketName() + "/" + cfg.PointerKey
+	stagingURL := "s3://" + *s.Staging.BucketName() + "/" + strings.TrimSuffix(cfg.StagingPrefix, "/")
+	pointerArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey))
+	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
+	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
+
+	shardTimeout := awscdk.Duration_Seconds(jsii.Number(900))
+	specs := map[string]perms{
+		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true,
+			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(300)), concurrency: 10,
+			description: "rocklake-migrate steps Check, Flip, Abort, Rollback, Drift"},
+		// Freeze opens the source as its SlateDB writer, whose garbage
+		// collector and compactor delete obsolete objects: export may delete
+		// under catalogs/ (never the pointer).
+		"export": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true,
+			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: cfg.ShardConcurrency,
+			description: "rocklake-migrate steps Freeze, ExportShard"},
+		"transform": {stagingWrite: true,
+			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: cfg.ShardConcurrency,
+			description: "rocklake-migrate step TransformShard"},
+		"import": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true,
+			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: 2,
+			description: "rocklake-migrate steps Import, Finalize, Verify (the one writer of the target)"},
+	}
+
+	for _, f := range Functions {
+		sp := specs[f.Name]
+		zip := filepath.Join(cfg.DistDir, f.Name+".zip")
+		if _, err := os.Stat(zip); err != nil {
+			return nil, fmt.Errorf("%s: %w (run `make build` first)", zip, err)
+		}
+		fnName := cfg.Name + "-" + f.Name
+		logs := awslogs.NewLogGroup(stack, jsii.String(title(f.Name)+"Logs"), &awslogs.LogGroupProps{
+			LogGroupName:  jsii.String("/aws/lambda/" + fnName),
+			Retention:     retention(cfg.LogRetentionDays),
+			RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		})
+		role := awsiam.NewRole(stack, jsii.String(title(f.Name)+"Role"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+			Description: jsii.String("rocklake-migrate " + f.Name + " Lambda: only the buckets and prefixes it needs"),
+		})
+		add := func(sid string, actions []string, resources []*string, cond map[string]interface{}) {
+			st := &awsiam.PolicyStatementProps{Sid: jsii.String(sid), Actions: jsii.Strings(actions...), Resources: &resources}
+			if cond != nil {
+				st.Conditions = &cond
+			}
+			role.AddToPolicy(awsiam.NewPolicyStatement(st))
+		}
+		add("Logs", []string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}, nil)
+		listPrefixes := []string{}
+		if sp.pointerWrite {
+			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn}, nil)
+			add("PointerVersions", []string{"s3:ListBucketVersions"}, []*string{s.Catalog.BucketArn()},
+				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.PointerKey + "*"}}})
+			// pointer.Flip and Rollback refuse an unversioned bucket.
+			add("PointerBucketVersioning", []string{"s3:GetBucketVersioning"}, []*string{s.Catalog.BucketArn()}, nil)
+			listPrefixes = append(listPrefixes, cfg.PointerKey+"*")
+		}
+		if sp.catalogRead {
+			actions := []string{"s3:GetObject"}
+			if sp.catalogWrite {
+				actions = append(actions, "s3:PutObject", "s3:AbortMultipartUpload")
+			}
+			if sp.catalogDelete {
+				actions = append(actions, "s3:DeleteObject")
+			}
+			add("Catalogs", actions, []*string{catalogObjects}, nil)
+			listPrefixes = append(listPrefixes, cfg.CatalogPrefix+"*")
+		}
+		if len(listPrefixes) > 0 {
+			add("CatalogList", []string{"s3:ListBucket"}, []*string{s.Catalog.BucketArn()},
+				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": listPrefixes}})
+		}
+		if sp.stagingWrite {
+			actions := []string{"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"}
+			if sp.stagingDelete {
+				actions = append(actions, "s3:DeleteObject")
+			}
+			add("Staging", actions, []*string{stagingObjects}, nil)
+			add("StagingList", []string{"s3:ListBucket"}, []*string{s.Staging.BucketArn()},
+				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.StagingPrefix + "*"}}})
+		}
+		if sp.publish {
+			add("Alerts", []string{"sns:Publish"}, []*string{s.Topic.TopicArn()}, nil)
+		}
+		fn := awslambda.NewFunction(stack, jsii.String(title(f.Name)+"Function"), &awslambda.FunctionProps{
+			FunctionName:                 jsii.String(fnName),
+			Description:                  jsii.String(sp.description),
+			Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:                 awslambda.Architecture_X86_64(),
+			Handler:                      jsii.String("bootstrap"),
+			Code:                         awslambda.Code_FromAsset(jsii.String(zip), nil),
+			MemorySize:                   jsii.Number(float64(sp.memoryMB)),
+			EphemeralStorageSize:         awscdk.Size_Mebibytes(jsii.Number(float64(sp.ephemeralMB))),
+			Timeout:                      sp.timeout,
+			ReservedConcurrentExecutions: jsii.Number(float64(sp.concurrency)),
+			Role:                         role,
+			LogGroup:                     logs,
+			LoggingFormat:                awslambda.LoggingFormat_JSON,
+			Tracing:                      awslambda.Tracing_ACTIVE,
+			RetryAttempts:                jsii.Number(0), // Step Functions retries, never async Lambda
+			Environment: &map[string]*string{
+				"ROCKLAKE_STAGING": jsii.String(stagingURL),
+			},
+		})
+		s.Functions[f.Name] = fn
+	}
+
+	subs := map[string]*string{"TopicArn": s.Topic.TopicArn()}
+	for _, f := range Functions {
+		subs[f.Placeholder] = s.Functions[f.Name].FunctionArn()
+	}
+	var err error
+	s.Migration, err = newStateMachine(stack, "Migration", cfg.Name+"-migration", cfg, statemachine.Migration, subs,
+		[]awslambda.Function{s.Functions["check"], s.Functions["export"], s.Functions["transform"], s.Functions["import"]}, s.Topic, true)
+	if err != nil {
+		return nil, err
+	}
+	s.Drift, err = newStateMachine(stack, "Drift", cfg.Name+"-drift", cfg, statemachine.Drift,
+		map[string]*string{"CheckFunctionArn": s.Functions["check"].FunctionArn()},
+		[]awslambda.Function{s.Functions["check"]}, nil, false)
+	if err != nil {
+		return nil, err
+	}
+
+	// A release deployed → a migration of this stack's pointer.
+	rule := awsevents.NewRule(stack, jsii.String("ReleaseRule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(cfg.Name + "-release"),
+		Description: jsii.String("A RockLake release deployed: migrate the catalog behind the pointer to its format version"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings(ReleaseEventSource),
+			DetailType: jsii.Strings(ReleaseEventDetailType),
+			Detail: &map[string]interface{}{
+				"pointer":               []string{pointerURL},
+				"target_format_version": awsevents.Match_GreaterThan(jsii.Number(0)),
+			},
+		},
+	})
+	rule.AddTarget(awseventstargets.NewSfnStateMachine(s.Migration, &awseventstargets.SfnStateMachineProps{
+		Input: awsevents.RuleTargetInput_FromObject(map[string]interface{}{
+			"pointer":        awsevents.EventField_FromPath(jsii.String("$.detail.pointer")),
+			"target_version": awsevents.EventField_FromPath(jsii.String("$.detail.target_format_version")),
+			"shards":         cfg.DefaultShards,
+		}),
+		RetryAttempts: jsii.Number(3),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),
+	}))
+
+	// The drift check, on a schedule.
+	awsscheduler.NewSchedule(stack, jsii.String("DriftSchedule"), &awsscheduler.ScheduleProps{
+		ScheduleName: jsii.String(cfg.Name + "-drift"),
+		Description:  jsii.String("rocklake-migrate drift check of the pointer and its catalog"),
+		Schedule:     awsscheduler.ScheduleExpression_Expression(jsii.String(cfg.DriftSchedule), nil),
+		Target: awsschedulertargets.NewStepFunctionsStartExecution(s.Drift, &awsschedulertargets.ScheduleTargetBaseProps{
+			Input: awsscheduler.ScheduleTargetInput_FromObject(map[string]interface{}{
+				"pointer": pointerURL,
+				"expect":  cfg.ExpectVersion,
+				"topic":   s.Topic.TopicArn(),
+			}),
+			RetryAttempts: jsii.Number(2),
+		}),
+	})
+
+	// Alarms → the topic.
+	action := awscloudwatchactions.NewSnsAction(s.Topic)
+	alarm := func(id, desc string, m awscloudwatch.Metric) {
+		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String(cfg.Name + "-" + id),
+			AlarmDescription:   jsii.String(desc),
+			Metric:             m,
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(action)
+	}
+	five := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
+	alarm("MigrationFailed", "A migration execution failed (the pointer was not flipped)", s.Migration.MetricFailed(five))
+	alarm("MigrationTimedOut", "A migration execution timed out", s.Migration.MetricTimedOut(five))
+	alarm("MigrationAborted", "A migration execution was stopped", s.Migration.MetricAborted(five))
+	alarm("DriftCheckFailed", "The drift check failed or found drift (see the drift message on this topic)", s.Drift.MetricFailed(five))
+	for _, f := range Functions {
+		alarm(title(f.Name)+"Errors", "The "+f.Name+" Lambda returned errors", s.Functions[f.Name].MetricErrors(five))
+	}
+
+	out := func(id, desc string, v *string) {
+		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: v, Description: jsii.String(desc)})
+	}
+	out("StateMachineArn", "The migration state machine", s.Migration.StateMachineArn())
+	out("DriftStateMachineArn", "The drift check state machine", s.Drift.StateMachineArn())
+	out("PointerLocation", "The catalog pointer object", jsii.String(pointerURL))
+	out("StagingLocation", "ROCKLAKE_STAGING", jsii.String(stagingURL))
+	out("TopicArn", "Drift alerts and migration outcomes", s.Topic.TopicArn())
+	return s, nil
+}
+
+// newStateMachine deploys one definition inline with its substitutions, a
+// role that may invoke exactly the given functions (and start its own child
+// executions for a Distributed Map), CloudWatch logging and X-Ray.
+func newStateMachine(stack awscdk.Stack, id, name string, cfg Config, def []byte, subs map[string]*string,
+	fns []awslambda.Function, topic awssns.Topic, distributedMap bool) (awsstepfunctions.StateMachine, error) {
+	for _, p := range Placeholders(def) {
+		if subs[p] == nil {
+			return nil, fmt.Errorf("%s definition: no substitution for ${%s}", id, p)
+		}
+	}
+	role := awsiam.NewRole(stack, jsii.String(id+"StateMachineRole"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("states.amazonaws.com"), nil),
+	})
+	var fnArns []*string
+	for _, f := range fns {
+		fnArns = append(fnArns, f.FunctionArn(), jsii.String(*f.FunctionArn()+":*"))
+	}
+	role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("InvokeSteps"), Actions: jsii.Strings("lambda:InvokeFunction"), Resources: &fnArns,
+	}))
+	if topic != nil {
+		role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("Notify"), Actions: jsii.Strings("sns:Publish"), Resources: &[]*string{topic.TopicArn()},
+		}))
+	}
+	if distributedMap {
+		// Its own ARN, built from the fixed name (a reference would be circular).
+		arn := func(resource, res string) *string {
+			return awscdk.Stack_Of(stack).FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("states"), Resource: jsii.String(resource), ResourceName: jsii.String(res),
+				ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			})
+		}
+		role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("DistributedMapStart"), Actions: jsii.Strings("states:StartExecution"),
+			Resources: &[]*string{arn("stateMachine", name)},
+		}))
+		role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("DistributedMapChildren"), Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"),
+			Resources: &[]*string{arn("execution", name+"/*")},
+		}))
+		role.AddToPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("DistributedMapRedrive"), Actions: jsii.Strings("states:RedriveExecution"),
+			Resources: &[]*string{arn("mapRun", name+"/*:*")},
+		}))
+	}
+	logs := awslogs.NewLogGroup(stack, jsii.String(id+"StateMachineLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("/aws/vendedlogs/states/" + name),
+		Retention:     retention(cfg.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	return awsstepfunctions.NewStateMachine(stack, jsii.String(id+"StateMachine"), &awsstepfunctions.StateMachineProps{
+		StateMachineName:        jsii.String(name),
+		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
+		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(def))),
+		DefinitionSubstitutions: &subs,
+		Role:                    role,
+		TracingEnabled:          jsii.Bool(true),
+		Logs: &awsstepfunctions.LogOptions{
+			Destination:          logs,
+			Level:                awsstepfunctions.LogLevel_ALL,
+			IncludeExecutionData: jsii.Bool(true),
+		},
+	}), nil
+}
+
+// Placeholders lists the ${Name} placeholders a definition uses, sorted, once each.
+func Placeholders(def []byte) []string {
+	seen := map[string]bool{}
+	var out []string
+	rest := string(def)
+	for {
+		i := strings.Index(rest, "${")
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			break
+		}
+		name := rest[i+2 : i+j]
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+		rest = rest[i+j:]
+	}
+	return out
+}
+
+func title(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
+
+// retention maps days onto the nearest CloudWatch Logs retention at or above it.
+func retention(days int) awslogs.RetentionDays {
+	steps := []struct {
+		d int
+		r awslogs.RetentionDays
+	}{
+		{1, awslogs.RetentionDays_ONE_DAY}, {3, awslogs.RetentionDays_THREE_DAYS}, {5, awslogs.RetentionDays_FIVE_DAYS},
+		{7, awslogs.RetentionDays_ONE_WEEK}, {14, awslogs.RetentionDays_TWO_WEEKS}, {30, awslogs.RetentionDays_ONE_MONTH},
+		{60, awslogs.RetentionDays_TWO_MONTHS}, {90, awslogs.RetentionDays_THREE_MONTHS}, {180, awslogs.RetentionDays_SIX_MONTHS},
+		{365, awslogs.RetentionDays_ONE_YEAR}, {731, awslogs.RetentionDays_TWO_YEARS}, {1827, awslogs.RetentionDays_FIVE_YEARS},
+	}
+	for _, s := range steps {
+		if days <= s.d {
+			return s.r
+		}
+	}
+	return awslogs.RetentionDays_TEN_YEARS
+}
