@@ -34,6 +34,8 @@ tools:
 	scripts/install-versitygw.sh
 	scripts/install-protoc.sh
 	scripts/install-sns-emulator.sh
+	scripts/install-lambda-rie.sh
+	scripts/install-local-stepfunctions.sh
 
 # The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
 # x86_64, no RPC) zipped into dist/<function>.zip for the CDK app.
@@ -54,7 +56,8 @@ lint: native
 test-native:
 	cd native && cargo test --release --locked
 
-test-go: native tools
+# integration/ runs the built bootstraps under the Lambda emulator: build first.
+test-go: native tools build
 	go test $(GO_TEST_FLAGS) ./...
 
 # Lambdas run on provided.al2023 (glibc 2.34): no binary may need newer symbols.

@@ -137,6 +137,14 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 		return res, fmt.Errorf("shard: import: open target %s: %w", url, err)
 	}
 	defer w.Close()
+	if !res.Resumed {
+		// The progress record goes in before any data: an import killed in
+		// its first shard must find its own work on the rerun, not a target
+		// that is merely "not empty".
+		if err := saveProgress(ctx, w, prog); err != nil {
+			return res, err
+		}
+	}
 	for i, u := range urls {
 		if prog.Done[i] {
 			continue

@@ -523,3 +523,35 @@ func TestFinalizeAsItsOwnStep(t *testing.T) {
 	}
 	sameKV(t, "source vs finalized", dump(t, src), dump(t, dst))
 }
+
+// An import stopped inside its very first shard resumes on the rerun instead
+// of finding a target that is "not empty".
+func TestImportStoppedInFirstShardResumes(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	dir := t.TempDir()
+	exportTo(t, store, src, dir, 2, "")
+	clean := fileURL(t, "clean")
+	importFrom(t, store, dir, clean, format.V1)
+
+	dst := fileURL(t, "dst")
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	var p shard.Progress
+	go func() {
+		for p.Records.Load() == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	res, err := shard.Import(ctx, store, dir, dst, shard.ImportOptions{Format: format.V1, Progress: &p})
+	cancel()
+	if err == nil || res.ShardsDone != 0 {
+		t.Fatalf("the stopped import: %+v, %v", res, err)
+	}
+	again := importFrom(t, store, dir, dst, format.V1)
+	if !again.Resumed {
+		t.Fatalf("rerun did not resume: %+v", again)
+	}
+	sameKV(t, "resumed vs clean", dump(t, clean), dump(t, dst))
+}

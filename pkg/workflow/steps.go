@@ -251,6 +251,9 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 		opts.StopAfter = dl.Add(-margin)
 	}
 	st := env.staging(m.MigrationID)
+	if err := claimTarget(ctx, env, m); err != nil {
+		return ImportOutput{Migration: m}, err
+	}
 	res, err := shard.Import(ctx, env.Store, st.ShardDir(m.To), m.Target, opts)
 	if err != nil {
 		return ImportOutput{Migration: m}, err
@@ -260,6 +263,38 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 		return out, err
 	}
 	return out, nil
+}
+
+// claimTarget records in staging that this migration creates the target,
+// before anything is written there, so that Abort deletes only a catalog this
+// migration made. A target location that already holds objects when no claim
+// exists is someone else's: TargetNotEmpty, and Abort leaves it alone.
+func claimTarget(ctx context.Context, env Env, m Migration) error {
+	url := env.staging(m.MigrationID).StepURL("target-claim")
+	_, _, err := env.Store.Get(ctx, url)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("workflow: read target claim: %w", err)
+	}
+	objs, err := env.Store.List(ctx, strings.TrimSuffix(m.Target, "/")+"/")
+	if err != nil {
+		return fmt.Errorf("workflow: look at target %s: %w", m.Target, err)
+	}
+	if len(objs) > 0 {
+		return fmt.Errorf("%w: %s already holds %d objects that this migration did not write", shard.ErrTargetNotEmpty, m.Target, len(objs))
+	}
+	return putJSON(ctx, env.Store, url, map[string]string{"target": m.Target, "migration_id": m.MigrationID})
+}
+
+// ownsTarget reports whether this migration claimed its target.
+func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
+	_, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).StepURL("target-claim"))
+	if errors.Is(err, blob.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Finalize writes the counter and system keys and the format version in one
@@ -397,15 +432,20 @@ type AbortOutput struct {
 var ErrAbortAfterFlip = errors.New("AbortAfterFlip")
 
 // Abort removes the new catalog, the staging objects and the checkpoint. It
-// never touches the source's data or the pointer, and it refuses to delete a
-// catalog the pointer names.
+// never touches the source's data or the pointer, refuses to delete a catalog
+// the pointer names, and deletes the target only if this migration claimed it
+// (a location someone else filled stays as it was).
 func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 	out := AbortOutput{Migration: in.Migration}
 	m := in.Migration
 	if cur, _, err := pointer.Read(ctx, env.Store, m.Pointer); err == nil && cur.Catalog == m.Target {
 		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
 	}
-	if m.Target != "" {
+	owned, err := ownsTarget(ctx, env, m)
+	if err != nil {
+		return out, fmt.Errorf("workflow: abort: %w", err)
+	}
+	if m.Target != "" && owned {
 		n, err := env.Store.DeletePrefix(ctx, strings.TrimSuffix(m.Target, "/")+"/")
 		if err != nil {
 			return out, fmt.Errorf("workflow: abort: delete %s: %w", m.Target, err)

@@ -275,3 +275,36 @@ func TestHandlerNamesErrors(t *testing.T) {
 		t.Fatalf("check through the handler: %s, %q", out, name)
 	}
 }
+
+// A target location that someone else filled makes Import fail with
+// TargetNotEmpty, and Abort leaves that catalog alone.
+func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
+	ctx, f := setup(t, 200)
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Seed(ctx, m.Target, seed.Options{Rows: 30, Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func(context.Context, workflow.Env, workflow.ShardInput) (workflow.ShardOutput, error){workflow.ExportShard, workflow.TransformShard} {
+		if _, err := step(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = workflow.Import(ctx, f.env, m)
+	if workflow.ErrorName(err) != "TargetNotEmpty" {
+		t.Fatalf("import onto a filled target: %v (%s)", err, workflow.ErrorName(err))
+	}
+	before := dumpSource(t, ctx, m.Target)
+	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	if err != nil || out.TargetObjects != 0 {
+		t.Fatalf("abort = %+v, %v", out, err)
+	}
+	if after := dumpSource(t, ctx, m.Target); len(after) != len(before) {
+		t.Fatalf("abort changed someone else's catalog: %d → %d keys", len(before), len(after))
+	}
+}

@@ -1,0 +1,366 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+const (
+	staging      = "s3://staging/migrations"
+	readyTimeout = 30 * time.Second
+	stopGrace    = 5 * time.Second
+	logTail      = 16 << 10
+	// lambdaTimeout is the functions' timeout (AWS_LAMBDA_FUNCTION_TIMEOUT),
+	// the largest TimeoutSeconds of the definition.
+	lambdaTimeout = 900
+)
+
+// poolSizes is how many emulators (Lambda sandboxes) each function gets:
+// the Map's ExportShard and TransformShard run two at a time, the rest one.
+var poolSizes = map[string]int{"check": 1, "export": 2, "transform": 2, "import": 1}
+
+// functionName is the deployed name of a function; its ARN ends in it.
+func functionName(fn string) string { return "rocklake-" + fn }
+
+func functionARN(fn string) string {
+	return "arn:aws:lambda:us-east-1:000000000000:function:" + functionName(fn)
+}
+
+// substitutions fill the definition's placeholders as the CDK app would:
+// function ARNs and the topic.
+func substitutions(topic string) map[string]string {
+	return map[string]string{
+		"CheckFunctionArn": functionARN("check"), "ExportFunctionArn": functionARN("export"),
+		"TransformFunctionArn": functionARN("transform"), "ImportFunctionArn": functionARN("import"),
+		"TopicArn": topic,
+	}
+}
+
+// Harness is the running local stack.
+type Harness struct {
+	S3    *localstack.Stack
+	SNS   *notifytest.Emulator
+	Store *blob.Store
+	Front *Front
+	// Topic receives the migration outcomes.
+	Topic string
+	root  string
+}
+
+func cacheDir() string {
+	if c := os.Getenv("ROCKLAKE_CACHE"); c != "" {
+		return c
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "rocklake-migrate")
+}
+
+// findRIE finds aws-lambda-rie: $ROCKLAKE_LAMBDA_RIE, the tool cache, PATH.
+func findRIE() (string, error) {
+	if p := os.Getenv("ROCKLAKE_LAMBDA_RIE"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("ROCKLAKE_LAMBDA_RIE: %w (run `make tools`, or unset it)", err)
+		}
+		return p, nil
+	}
+	cached := filepath.Join(cacheDir(), "bin", "aws-lambda-rie")
+	if _, err := os.Stat(cached); err == nil {
+		return cached, nil
+	}
+	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("the Lambda Runtime Interface Emulator is not installed (no %s, none on PATH): run `make tools` (scripts/install-lambda-rie.sh)", cached)
+}
+
+// findBootstraps returns dist/<fn>/bootstrap for every function.
+func findBootstraps(root string) (map[string]string, error) {
+	out := map[string]string{}
+	var missing []string
+	for fn := range workflow.Functions {
+		p := filepath.Join(root, "dist", fn, "bootstrap")
+		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
+			missing = append(missing, p)
+			continue
+		}
+		out[fn] = p
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("function binaries missing: %s: run `make build`", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// startHarness starts the whole stack for t and stops it when t ends. A
+// missing tool or binary fails the test, naming the make target.
+func startHarness(t *testing.T) *Harness {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rie, err := findRIE()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins, err := findBootstraps(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h := &Harness{root: root}
+	h.S3 = localstacktest.Start(t)
+	localstacktest.SetEnv(t, h.S3)
+	for _, b := range []string{"rocklake", "staging"} {
+		if err := h.S3.CreateBucket(ctx, b, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.SNS = notifytest.Start(t)
+	h.SNS.SetEnv(t)
+	h.Topic = h.SNS.CreateTopic(t, "rocklake-migrate")
+	if h.Store, err = blob.New(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Each sandbox's environment, as the CDK app configures the functions.
+	env := []string{
+		"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + os.TempDir(),
+		"ROCKLAKE_STAGING=" + staging,
+		fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", lambdaTimeout),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1024",
+		"AWS_ENDPOINT_URL_SNS=" + h.SNS.Endpoint(),
+		"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
+	}
+	env = append(env, h.S3.Env()...)
+	h.Front = newFront(t)
+	logDir := t.TempDir()
+	for fn, n := range poolSizes {
+		p := &pool{fn: fn, free: make(chan *emulator, n)}
+		for i := 0; i < n; i++ {
+			e := &emulator{fn: fn, index: i, rie: rie, bootstrap: bins[fn],
+				env: append(append([]string{}, env...), "AWS_LAMBDA_FUNCTION_NAME="+functionName(fn)),
+				log: filepath.Join(logDir, fmt.Sprintf("%s-%d.log", fn, i))}
+			if err := e.start(); err != nil {
+				t.Fatal(err)
+			}
+			p.all = append(p.all, e)
+			p.free <- e
+		}
+		h.Front.pools[functionName(fn)] = p
+	}
+	t.Cleanup(func() {
+		for _, p := range h.Front.pools {
+			for _, e := range p.all {
+				if t.Failed() {
+					t.Logf("%s[%d] log (tail):\n%s", e.fn, e.index, e.logs())
+				}
+				e.stop()
+			}
+		}
+	})
+	return h
+}
+
+// emulator is one aws-lambda-rie process running one function's bootstrap:
+// one Lambda sandbox, one call at a time.
+type emulator struct {
+	fn        string
+	index     int
+	rie       string
+	bootstrap string
+	env       []string
+	log       string
+
+	mu      sync.Mutex
+	addr    string // --runtime-interface-emulator-address
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	starts  int
+	crashes int
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// start starts the emulator on fresh loopback ports and waits until it
+// accepts connections. The bootstrap itself starts on the first call.
+func (e *emulator) start() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		if last = e.startOnce(); last == nil {
+			return nil
+		}
+	}
+	return last
+}
+
+func (e *emulator) startOnce() error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	api, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(e.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "--- start %d: rie %s, runtime api %s\n", e.starts+1, addr, api)
+	cmd := exec.Command(e.rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, e.bootstrap)
+	cmd.Env = e.env
+	cmd.Dir = filepath.Dir(e.bootstrap)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s for %s: %w", e.rie, e.fn, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	e.cmd, e.exited, e.addr = cmd, exited, addr
+	e.starts++
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("%s[%d]: aws-lambda-rie exited before serving: %v\n%s", e.fn, e.index, cmd.ProcessState, e.logs())
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.killLocked()
+	return fmt.Errorf("%s[%d]: aws-lambda-rie not listening on %s after %s", e.fn, e.index, addr, readyTimeout)
+}
+
+func (e *emulator) running() bool {
+	if e.cmd == nil {
+		return false
+	}
+	select {
+	case <-e.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// crash kills the emulator's process group (the emulator and the function's
+// process) at once, as a sandbox crash would; the next call starts it again.
+func (e *emulator) crash() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.kill()
+}
+
+// kill is crash with e.mu held.
+func (e *emulator) kill() {
+	if e.cmd != nil && e.cmd.Process != nil {
+		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+func (e *emulator) killLocked() {
+	e.kill()
+	if e.exited != nil {
+		select {
+		case <-e.exited:
+		case <-time.After(stopGrace):
+		}
+	}
+}
+
+// stop ends the process group: SIGTERM, then SIGKILL after a grace period.
+func (e *emulator) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.running() {
+		return
+	}
+	_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(stopGrace):
+		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-e.exited:
+		case <-time.After(stopGrace):
+		}
+	}
+}
+
+func (e *emulator) logs() string {
+	f, err := os.Open(e.log)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > logTail {
+		_, _ = f.Seek(-logTail, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// invoke sends one call to the emulator (the caller holds it) and returns
+// the function's payload. A transport failure (the emulator died) is
+// errCrashed.
+func (e *emulator) invoke(ctx context.Context, client *http.Client, payload []byte) ([]byte, int, error) {
+	e.mu.Lock()
+	if !e.running() {
+		if err := e.startOnce(); err != nil {
+			e.mu.Unlock()
+			return nil, 0, err
+		}
+	}
+	addr := e.addr
+	e.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/2015-03-31/functions/function/invocations", strings.NewReader(string(payload)))
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errCrashed, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errCrashed, err)
+	}
+	return body, resp.StatusCode, nil
+}
+
+var errCrashed = errors.New("the sandbox died during the call")
