@@ -111,7 +111,11 @@ func findBootstraps(root string) (map[string]string, error) {
 
 // startHarness starts the whole stack for t and stops it when t ends. A
 // missing tool or binary fails the test, naming the make target.
-func startHarness(t *testing.T) *Harness {
+func startHarness(t *testing.T) *Harness { return startHarnessWith(t, nil) }
+
+// startHarnessWith starts the stack; s3Front, when set, gives the S3
+// endpoint the Lambda sandboxes use in place of versitygw's (a fault proxy).
+func startHarnessWith(t *testing.T, s3Front func(endpoint string) string) *Harness {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -151,6 +155,10 @@ func startHarness(t *testing.T) *Harness {
 		"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
 	}
 	env = append(env, h.S3.Env()...)
+	if s3Front != nil {
+		ep := s3Front(h.S3.Endpoint())
+		env = append(env, "AWS_ENDPOINT="+ep, "AWS_ENDPOINT_URL="+ep) // later entries win
+	}
 	h.Front = newFront(t)
 	logDir := t.TempDir()
 	for fn, n := range poolSizes {

@@ -19,6 +19,7 @@ const (
 	NameVerifyMismatch        = "VerifyMismatch"
 	NameUnknownTags           = "UnknownTags"
 	NameFieldCollision        = "UnknownFieldCollision"
+	NameCorruptCatalog        = "CorruptCatalog"
 	NameTransient             = "Transient"
 	NameStepFailed            = "StepFailed"
 )
@@ -47,6 +48,10 @@ func ErrorName(err error) string {
 		errors.Is(err, ndjson.ErrBadLine), errors.Is(err, ndjson.ErrHeader),
 		errors.Is(err, ndjson.ErrCorrupt), errors.Is(err, shard.ErrIncompleteSet):
 		return NameShardCorrupt
+	case errors.Is(err, format.ErrBadMagic), errors.Is(err, format.ErrEnvelopeVersion),
+		errors.Is(err, format.ErrChecksum), errors.Is(err, format.ErrEnvelopeTruncated),
+		errors.Is(err, format.ErrBadRow):
+		return NameCorruptCatalog
 	case errors.Is(err, shard.ErrMismatch):
 		return NameVerifyMismatch
 	case errors.Is(err, migration.ErrUnknownTags):
