@@ -23,6 +23,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -128,7 +129,7 @@ func (h *Harness) runASL(t *testing.T, ctx context.Context, def []byte, input an
 func localStepFunctionsModules() (string, error) {
 	dir := os.Getenv("ROCKLAKE_LOCAL_STEPFUNCTIONS")
 	if dir == "" {
-		dir = filepath.Join(cacheDir(), "node", "aws-local-stepfunctions-"+localStepFunctionsVersion, "node_modules")
+		dir = filepath.Join(localstack.CacheDir(), "node", "aws-local-stepfunctions-"+localStepFunctionsVersion, "node_modules")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "aws-local-stepfunctions", "package.json")); err != nil {
 		return "", fmt.Errorf("aws-local-stepfunctions %s is not installed in %s: run `make tools` (scripts/install-local-stepfunctions.sh)", localStepFunctionsVersion, dir)

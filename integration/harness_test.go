@@ -65,30 +65,9 @@ type Harness struct {
 	root  string
 }
 
-func cacheDir() string {
-	if c := os.Getenv("ROCKLAKE_CACHE"); c != "" {
-		return c
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "rocklake-migrate")
-}
-
 // findRIE finds aws-lambda-rie: $ROCKLAKE_LAMBDA_RIE, the tool cache, PATH.
 func findRIE() (string, error) {
-	if p := os.Getenv("ROCKLAKE_LAMBDA_RIE"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("ROCKLAKE_LAMBDA_RIE: %w (run `make tools`, or unset it)", err)
-		}
-		return p, nil
-	}
-	cached := filepath.Join(cacheDir(), "bin", "aws-lambda-rie")
-	if _, err := os.Stat(cached); err == nil {
-		return cached, nil
-	}
-	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("the Lambda Runtime Interface Emulator is not installed (no %s, none on PATH): run `make tools` (scripts/install-lambda-rie.sh)", cached)
+	return localstack.FindTool("aws-lambda-rie", "ROCKLAKE_LAMBDA_RIE", "scripts/install-lambda-rie.sh")
 }
 
 // findBootstraps returns dist/<fn>/bootstrap for every function.

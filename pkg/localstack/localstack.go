@@ -172,30 +172,7 @@ func startOnce(ctx context.Context, bin, dir string, tempDir bool) (*Stack, erro
 }
 
 func findBinary() (string, error) {
-	if p := os.Getenv("ROCKLAKE_VERSITYGW"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("localstack: ROCKLAKE_VERSITYGW: %w (run `make tools`, or unset it)", err)
-		}
-		return p, nil
-	}
-	cache := os.Getenv("ROCKLAKE_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err == nil {
-			cache = filepath.Join(home, ".cache", "rocklake-migrate")
-		}
-	}
-	var cached string
-	if cache != "" {
-		cached = filepath.Join(cache, "bin", "versitygw")
-		if _, err := os.Stat(cached); err == nil {
-			return cached, nil
-		}
-	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("localstack: versitygw not found ($ROCKLAKE_VERSITYGW unset, no %s, none on PATH): run `make tools`", cached)
+	return FindTool("versitygw", "ROCKLAKE_VERSITYGW", "scripts/install-versitygw.sh")
 }
 
 func freePort() (int, error) {

@@ -24,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 )
 
 const (
@@ -86,29 +88,7 @@ func Start(t testing.TB) *Emulator {
 }
 
 func findBinary() (string, error) {
-	if p := os.Getenv("ROCKLAKE_MOTO_SERVER"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("notifytest: ROCKLAKE_MOTO_SERVER: %w (run `make tools`, or unset it)", err)
-		}
-		return p, nil
-	}
-	cache := os.Getenv("ROCKLAKE_CACHE")
-	if cache == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			cache = filepath.Join(home, ".cache", "rocklake-migrate")
-		}
-	}
-	var cached string
-	if cache != "" {
-		cached = filepath.Join(cache, "bin", "moto_server")
-		if _, err := os.Stat(cached); err == nil {
-			return cached, nil
-		}
-	}
-	if p, err := exec.LookPath("moto_server"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("notifytest: the SNS emulator moto_server is not installed ($ROCKLAKE_MOTO_SERVER unset, no %s, none on PATH): run `make tools` (scripts/install-sns-emulator.sh)", cached)
+	return localstack.FindTool("moto_server", "ROCKLAKE_MOTO_SERVER", "scripts/install-sns-emulator.sh")
 }
 
 func start(bin, dir string) (*Emulator, error) {
