@@ -34,6 +34,7 @@ int32_t rl_writer_open(const char *url, const char *opts_json, uint64_t timeout_
 int32_t rl_writer_write(rl_writer *w, const uint8_t *batch, size_t batch_len, uint8_t durable,
                         uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
 int32_t rl_writer_flush(rl_writer *w, uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
+int32_t rl_writer_flush_memtable(rl_writer *w, uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
 int32_t rl_writer_close(rl_writer *w, uint64_t timeout_ms, char **err_out);
 int32_t rl_writer_checkpoint(rl_writer *w, uint64_t lifetime_ms, const char *name,
                              uint64_t timeout_ms, const rl_cancel *cancel, char **out,

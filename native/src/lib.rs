@@ -291,6 +291,11 @@ pub extern "C" fn rl_writer_open(
                     .unwrap_or(defaults.l0_sst_size_bytes),
                 ..defaults
             };
+            let settings = if opts.bulk_load {
+                store::bulk_load(settings)
+            } else {
+                settings
+            };
             Db::builder(loc.path.clone(), loc.store.clone())
                 .with_settings(settings)
                 .build()
@@ -383,6 +388,29 @@ pub extern "C" fn rl_writer_flush(
         let w = handle(w, "writer")?;
         block(timeout_ms, cancel, async {
             w.db.flush().await.map_err(|e| from_slate("flush", e))
+        })
+    })
+}
+
+/// Writes the memtables to L0 SSTs and waits until they are there. Bulk loads
+/// call it every few MiB: SlateDB's own limit (max_unflushed_bytes) counts
+/// encoded bytes, and a memtable holds several times that in memory.
+#[no_mangle]
+pub extern "C" fn rl_writer_flush_memtable(
+    w: *mut Writer,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let w = handle(w, "writer")?;
+        block(timeout_ms, cancel, async {
+            let to_l0 = FlushOptions {
+                flush_type: FlushType::MemTable,
+            };
+            w.db.flush_with_options(to_l0)
+                .await
+                .map_err(|e| from_slate("flush memtable", e))
         })
     })
 }

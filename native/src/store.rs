@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use slatedb::admin::Admin;
+use slatedb::config::Settings;
 use slatedb::object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use slatedb::object_store::local::LocalFileSystem;
 use slatedb::object_store::memory::InMemory;
@@ -40,6 +41,8 @@ pub struct Options {
     /// Writer: unflushed bytes (memtables awaiting L0) before writes wait
     /// (SlateDB default 1 GiB). Bulk loads set it low to keep memory flat.
     pub max_unflushed_bytes: Option<usize>,
+    /// Writer: tuned for one client writing a whole database (see `bulk_load`).
+    pub bulk_load: bool,
 }
 
 impl Default for Options {
@@ -53,6 +56,7 @@ impl Default for Options {
             flush_interval_ms: None,
             poll_interval_ms: None,
             max_unflushed_bytes: None,
+            bulk_load: false,
         }
     }
 }
@@ -68,6 +72,28 @@ impl Options {
         }
         serde_json::from_str(s).map_err(|e| fail(RL_ERR_INVALID, format!("options {s:?}: {e}")))
     }
+}
+
+/// Settings for a writer that loads a whole database: one L0 upload and one
+/// compaction at a time, no subcompactions, one 1 MiB read-ahead per
+/// compaction source, and output SSTs of at most 64 MiB. SlateDB's defaults
+/// (4 concurrent compactions, each split in 4, each source reading 4 x 2 MiB
+/// ahead, SSTs up to 256 MiB whose index and filter are built in memory) made
+/// the importer's memory grow with the database; these bound it, and
+/// compaction still keeps up with one writer.
+pub fn bulk_load(mut s: Settings) -> Settings {
+    s.l0_flush_parallelism = 1;
+    if let Some(c) = s.compactor_options.as_mut() {
+        c.max_concurrent_compactions = 1;
+        if let Some(w) = c.worker.as_mut() {
+            w.max_concurrent_compactions = 1;
+            w.max_subcompactions = 1;
+            w.max_fetch_tasks = 1;
+            w.bytes_to_fetch = 1 << 20;
+            w.max_sst_size = 64 << 20;
+        }
+    }
+    s
 }
 
 /// A database's place: the store it lives in and its root path there.
@@ -209,6 +235,29 @@ mod tests {
     fn pinned_version_matches_cargo_toml() {
         let manifest = include_str!("../Cargo.toml");
         assert!(manifest.contains(&format!("version = \"={SLATEDB_VERSION}\"")));
+    }
+
+    #[test]
+    fn bulk_load_settings_are_valid_and_bounded() {
+        let s = bulk_load(Settings::default());
+        s.validate().expect("bulk-load settings must pass SlateDB's validation");
+        assert_eq!(s.l0_flush_parallelism, 1);
+        let c = s.compactor_options.expect("compactor stays on");
+        let w = c.worker.expect("embedded worker stays on");
+        assert_eq!((c.max_concurrent_compactions, w.max_concurrent_compactions), (1, 1));
+        assert_eq!((w.max_subcompactions, w.max_fetch_tasks), (1, 1));
+        assert!(w.bytes_to_fetch <= 1 << 20 && w.max_sst_size <= 64 << 20);
+    }
+
+    #[test]
+    fn options_parse_strictly() {
+        let json = std::ffi::CString::new(r#"{"bulk_load":true,"max_unflushed_bytes":1024}"#).unwrap();
+        let o = Options::parse(json.as_ptr()).unwrap_or_else(|e| panic!("{}", e.msg));
+        assert!(o.bulk_load);
+        assert_eq!(o.max_unflushed_bytes, Some(1024));
+        let bad = std::ffi::CString::new(r#"{"bulk_lode":true}"#).unwrap();
+        assert!(Options::parse(bad.as_ptr()).is_err(), "an unknown option must be refused");
+        assert!(!Options::parse(std::ptr::null()).unwrap_or_else(|e| panic!("{}", e.msg)).bulk_load);
     }
 
     #[test]

@@ -132,6 +132,7 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	if so.MaxUnflushedBytes == 0 {
 		so.MaxUnflushedBytes = importUnflushedBytes
 	}
+	so.BulkLoad = true
 	w, err := slatedb.OpenWriter(ctx, url, so)
 	if err != nil {
 		return res, fmt.Errorf("shard: import: open target %s: %w", url, err)
@@ -235,8 +236,12 @@ func targetState(ctx context.Context, url string, h ndjson.Header, so slatedb.Op
 const (
 	batchRecords = 1000
 	batchBytes   = 4 << 20
-	// importUnflushedBytes keeps the importer's memory flat: past it, writes
-	// wait for memtables to reach object storage.
+	// memtableBytes is how much the importer writes before it moves the
+	// memtable to L0 and waits for it: this, not SlateDB's own limit below
+	// (which counts encoded bytes, a fraction of what a memtable holds in
+	// memory), is what keeps the importer's memory flat.
+	memtableBytes = 8 << 20
+	// importUnflushedBytes is SlateDB's backstop: past it, writes wait.
 	importUnflushedBytes = 64 << 20
 )
 
@@ -247,14 +252,22 @@ func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url 
 	}
 	defer fr.Close()
 	var b slatedb.Batch
+	unflushed := 0
 	flush := func() error {
 		if b.Len() == 0 {
 			return nil
 		}
 		p.addRecords(uint64(b.Len()))
-		err := w.WriteAsync(ctx, &b)
+		unflushed += b.Size()
+		if err := w.WriteAsync(ctx, &b); err != nil {
+			return err
+		}
 		b.Reset()
-		return err
+		if unflushed < memtableBytes {
+			return nil
+		}
+		unflushed = 0
+		return w.FlushMemtable(ctx)
 	}
 	for {
 		rec, err := fr.Next()

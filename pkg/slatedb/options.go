@@ -30,6 +30,11 @@ type Options struct {
 	// writes wait (engine default 1 GiB): bulk loads set it low so that
 	// memory stays flat however much they write.
 	MaxUnflushedBytes int
+	// BulkLoad tunes a writer that loads a whole database: one L0 upload
+	// and one compaction at a time, with small read-ahead, so that its
+	// memory does not grow with the database. Pair it with
+	// Writer.FlushMemtable every few MiB.
+	BulkLoad bool
 }
 
 // json renders the options the native side expects; zero fields are left out
@@ -49,6 +54,9 @@ func (o Options) json() string {
 	put("flush_interval_ms", o.FlushInterval.Milliseconds())
 	put("poll_interval_ms", o.PollInterval.Milliseconds())
 	put("max_unflushed_bytes", int64(o.MaxUnflushedBytes))
-	b, _ := json.Marshal(m) // a map of int64s always marshals
+	if o.BulkLoad {
+		m["bulk_load"] = true
+	}
+	b, _ := json.Marshal(m) // a map of numbers and booleans always marshals
 	return string(b)
 }

@@ -420,3 +420,55 @@ func TestCancelRacingCallCompletion(t *testing.T) {
 		t.Fatalf("cancel tokens leaked: %d → %d", base, got)
 	}
 }
+
+// FlushMemtable moves what the writer holds into L0, so that a detached
+// checkpoint (which covers what the manifest records, not the WAL) sees it.
+// BulkLoad's settings are accepted by the engine and change no result.
+func TestFlushMemtableReachesTheManifest(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := testCtx(t)
+		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{BulkLoad: true, MaxUnflushedBytes: 8 << 20})
+		if err != nil {
+			t.Fatalf("open bulk-load writer: %v", err)
+		}
+		defer w.Close()
+		const n = 5000
+		var b slatedb.Batch
+		for i := 0; i < n; i++ {
+			b.Put(key(i), value(i))
+		}
+		if err := w.Write(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		countAt := func() int {
+			t.Helper()
+			cp, err := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
+			if err != nil {
+				t.Fatalf("detached checkpoint: %v", err)
+			}
+			defer func() { _ = slatedb.DeleteCheckpoint(ctx, url, cp.ID, slatedb.Options{}) }()
+			r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Checkpoint: cp.ID})
+			if err != nil {
+				t.Fatalf("pinned reader: %v", err)
+			}
+			defer r.Close()
+			keys, _ := scanAll(t, ctx, r, nil, nil)
+			return len(keys)
+		}
+		if got := countAt(); got != 0 {
+			t.Fatalf("before FlushMemtable a detached checkpoint holds %d keys; the test assumes the writes are still WAL-only", got)
+		}
+		if err := w.FlushMemtable(ctx); err != nil {
+			t.Fatalf("flush memtable: %v", err)
+		}
+		if got := countAt(); got != n {
+			t.Fatalf("after FlushMemtable a detached checkpoint holds %d keys, want %d", got, n)
+		}
+		keys, values := scanAll(t, ctx, w, nil, nil)
+		for i := range keys {
+			if !bytes.Equal(keys[i], key(i)) || !bytes.Equal(values[i], value(i)) {
+				t.Fatalf("entry %d = %q=%q, want %q=%q", i, keys[i], values[i], key(i), value(i))
+			}
+		}
+	})
+}

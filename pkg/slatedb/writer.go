@@ -92,6 +92,21 @@ func (w *Writer) Flush(ctx context.Context) error {
 	})
 }
 
+// FlushMemtable writes the memtables to L0 and waits until they are there.
+// A bulk load calls it every few MiB to bound its memory: SlateDB's
+// MaxUnflushedBytes counts encoded bytes, and a memtable holds several times
+// that in memory.
+func (w *Writer) FlushMemtable(ctx context.Context) error {
+	h, done, err := w.use()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return native(ctx, "flush memtable", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_writer_flush_memtable(h, t, c, e)
+	})
+}
+
 // Get reads one key; a missing key is ErrNotFound.
 func (w *Writer) Get(ctx context.Context, key []byte) ([]byte, error) {
 	h, done, err := w.use()
