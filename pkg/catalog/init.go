@@ -48,6 +48,8 @@ func NewInitializer(ctx context.Context, url string, v format.Version, store sla
 			return nil, err
 		}
 	}
+	// A catalog being made is a bulk load: memory bounded whatever its size.
+	store.BulkLoad = true
 	w, err := slatedb.OpenWriter(ctx, url, store)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: create %s: %w", url, err)

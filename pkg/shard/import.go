@@ -129,9 +129,6 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	}
 
 	so := opts.Store
-	if so.MaxUnflushedBytes == 0 {
-		so.MaxUnflushedBytes = importUnflushedBytes
-	}
 	so.BulkLoad = true
 	w, err := slatedb.OpenWriter(ctx, url, so)
 	if err != nil {
@@ -236,13 +233,6 @@ func targetState(ctx context.Context, url string, h ndjson.Header, so slatedb.Op
 const (
 	batchRecords = 1000
 	batchBytes   = 4 << 20
-	// memtableBytes is how much the importer writes before it moves the
-	// memtable to L0 and waits for it: this, not SlateDB's own limit below
-	// (which counts encoded bytes, a fraction of what a memtable holds in
-	// memory), is what keeps the importer's memory flat.
-	memtableBytes = 8 << 20
-	// importUnflushedBytes is SlateDB's backstop: past it, writes wait.
-	importUnflushedBytes = 64 << 20
 )
 
 func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url string, prog *progress, p *Progress) error {
@@ -252,22 +242,14 @@ func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url 
 	}
 	defer fr.Close()
 	var b slatedb.Batch
-	unflushed := 0
 	flush := func() error {
 		if b.Len() == 0 {
 			return nil
 		}
 		p.addRecords(uint64(b.Len()))
-		unflushed += b.Size()
-		if err := w.WriteAsync(ctx, &b); err != nil {
-			return err
-		}
+		err := w.WriteAsync(ctx, &b)
 		b.Reset()
-		if unflushed < memtableBytes {
-			return nil
-		}
-		unflushed = 0
-		return w.FlushMemtable(ctx)
+		return err
 	}
 	for {
 		rec, err := fr.Next()

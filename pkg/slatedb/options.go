@@ -30,12 +30,15 @@ type Options struct {
 	// writes wait (engine default 1 GiB): bulk loads set it low so that
 	// memory stays flat however much they write.
 	MaxUnflushedBytes int
-	// BulkLoad tunes a writer that loads a whole database: one L0 upload
-	// and one compaction at a time, with small read-ahead, so that its
-	// memory does not grow with the database. Pair it with
-	// Writer.FlushMemtable every few MiB.
+	// BulkLoad tunes a writer that loads a whole database so that its
+	// memory does not grow with the database: it moves its memtable to L0
+	// every 8 MiB written, and the engine runs one L0 upload and one
+	// compaction at a time, with small read-ahead and SSTs of at most 64 MiB.
 	BulkLoad bool
 }
+
+// bulkUnflushedBytes is a BulkLoad writer's MaxUnflushedBytes unless set.
+const bulkUnflushedBytes = 64 << 20
 
 // json renders the options the native side expects; zero fields are left out
 // so that its defaults apply.
@@ -53,7 +56,12 @@ func (o Options) json() string {
 	put("s3_connect_timeout_ms", o.S3ConnectTimeout.Milliseconds())
 	put("flush_interval_ms", o.FlushInterval.Milliseconds())
 	put("poll_interval_ms", o.PollInterval.Milliseconds())
-	put("max_unflushed_bytes", int64(o.MaxUnflushedBytes))
+	unflushed := o.MaxUnflushedBytes
+	if o.BulkLoad && unflushed == 0 {
+		// A backstop behind the writer's own memtable flushes.
+		unflushed = bulkUnflushedBytes
+	}
+	put("max_unflushed_bytes", int64(unflushed))
 	if o.BulkLoad {
 		m["bulk_load"] = true
 	}

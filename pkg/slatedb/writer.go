@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -23,7 +24,17 @@ type Writer struct {
 	url string
 	mu  sync.RWMutex // read-held by calls, write-held by Close
 	h   *C.rl_writer
+	// bulk: Options.BulkLoad; unflushed counts batch bytes written since
+	// the memtable last went to L0.
+	bulk      bool
+	unflushed atomic.Int64
 }
+
+// bulkMemtableBytes is how much a BulkLoad writer takes before it moves its
+// memtable to L0 and waits for it. SlateDB's own limit (MaxUnflushedBytes)
+// counts encoded bytes, and a memtable holds about three times that in
+// memory, so this, not that, is what keeps a bulk load's memory flat.
+const bulkMemtableBytes = 8 << 20
 
 // OpenWriter opens (or creates) the database at url as its writer.
 func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) {
@@ -37,7 +48,7 @@ func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{url: url, h: h}, nil
+	return &Writer{url: url, h: h, bulk: opts.BulkLoad}, nil
 }
 
 // URL is the database's URL.
@@ -75,9 +86,14 @@ func (w *Writer) write(ctx context.Context, b *Batch, durable bool) error {
 	if durable {
 		d = 1
 	}
-	return native(ctx, "write", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+	err = native(ctx, "write", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
 		return C.rl_writer_write(h, p, n, d, t, c, e)
 	})
+	if err != nil || !w.bulk || w.unflushed.Add(int64(len(b.buf))) < bulkMemtableBytes {
+		return err
+	}
+	w.unflushed.Store(0)
+	return w.flushMemtable(ctx, h)
 }
 
 // Flush makes every write so far durable.
@@ -92,16 +108,19 @@ func (w *Writer) Flush(ctx context.Context) error {
 	})
 }
 
-// FlushMemtable writes the memtables to L0 and waits until they are there.
-// A bulk load calls it every few MiB to bound its memory: SlateDB's
-// MaxUnflushedBytes counts encoded bytes, and a memtable holds several times
-// that in memory.
+// FlushMemtable writes the memtables to L0 and waits until they are there
+// (a BulkLoad writer does so by itself every few MiB). After it, a detached
+// checkpoint covers every write so far.
 func (w *Writer) FlushMemtable(ctx context.Context) error {
 	h, done, err := w.use()
 	if err != nil {
 		return err
 	}
 	defer done()
+	return w.flushMemtable(ctx, h)
+}
+
+func (w *Writer) flushMemtable(ctx context.Context, h *C.rl_writer) error {
 	return native(ctx, "flush memtable", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
 		return C.rl_writer_flush_memtable(h, t, c, e)
 	})
