@@ -173,7 +173,9 @@ func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []
 	if !*force {
 		return usagef("kv %s writes to the catalog as its writer, fencing a running RockLake writer: pass --force", name)
 	}
-	w, err := catalog.OpenWriter(ctx, *kf.url, kf.options(e))
+	opts := kf.options(e)
+	opts.Store.Passive = true // one write: leave compaction to RockLake's writer
+	w, err := catalog.OpenWriter(ctx, *kf.url, opts)
 	if err != nil {
 		return err
 	}

@@ -296,6 +296,11 @@ pub extern "C" fn rl_writer_open(
             } else {
                 settings
             };
+            let settings = if opts.passive {
+                store::passive(settings)
+            } else {
+                settings
+            };
             Db::builder(loc.path.clone(), loc.store.clone())
                 .with_settings(settings)
                 .build()

@@ -43,6 +43,8 @@ pub struct Options {
     pub max_unflushed_bytes: Option<usize>,
     /// Writer: tuned for one client writing a whole database (see `bulk_load`).
     pub bulk_load: bool,
+    /// Writer: no compactor and no garbage collector (see `passive`).
+    pub passive: bool,
 }
 
 impl Default for Options {
@@ -57,6 +59,7 @@ impl Default for Options {
             poll_interval_ms: None,
             max_unflushed_bytes: None,
             bulk_load: false,
+            passive: false,
         }
     }
 }
@@ -95,6 +98,24 @@ pub fn bulk_load(mut s: Settings) -> Settings {
     }
     s
 }
+
+/// Settings for a short-lived writer that must not reorganise the database:
+/// no compactor and no garbage collector. Freeze fences the source catalog and
+/// checkpoints it, and must change nothing else there; Finalize writes one
+/// batch, and its close would otherwise wait for a compaction the import left
+/// behind (seconds, for nothing). The database's regular writer compacts.
+/// With no compactor, nothing would ever make room in a full L0, so the L0
+/// limits are lifted: a flush must never wait for a compaction that will not
+/// come.
+pub fn passive(mut s: Settings) -> Settings {
+    s.compactor_options = None;
+    s.garbage_collector_options = None;
+    s.l0_max_ssts = PASSIVE_L0_MAX_SSTS;
+    s.l0_max_ssts_per_key = PASSIVE_L0_MAX_SSTS;
+    s
+}
+
+const PASSIVE_L0_MAX_SSTS: usize = 1 << 16;
 
 /// A database's place: the store it lives in and its root path there.
 pub struct Location {
@@ -247,6 +268,14 @@ mod tests {
         assert_eq!((c.max_concurrent_compactions, w.max_concurrent_compactions), (1, 1));
         assert_eq!((w.max_subcompactions, w.max_fetch_tasks), (1, 1));
         assert!(w.bytes_to_fetch <= 1 << 20 && w.max_sst_size <= 64 << 20);
+    }
+
+    #[test]
+    fn passive_settings_run_no_background_work() {
+        let s = passive(Settings::default());
+        s.validate().expect("passive settings must pass SlateDB's validation");
+        assert!(s.compactor_options.is_none() && s.garbage_collector_options.is_none());
+        assert!(s.l0_max_ssts >= 1 << 16, "a full L0 must not stall a writer that never compacts");
     }
 
     #[test]

@@ -307,6 +307,7 @@ var ErrNotImported = errors.New("shard: import not complete")
 // the progress record, in one batch. A target already finalized in format v
 // is left as it is, so a retried Finalize succeeds.
 func Finalize(ctx context.Context, url string, v format.Version, so slatedb.Options) error {
+	so.Passive = true // one batch: no compaction to wait for on close
 	w, err := slatedb.OpenWriter(ctx, url, so)
 	if err != nil {
 		return fmt.Errorf("shard: finalize: open target %s: %w", url, err)

@@ -35,6 +35,11 @@ type Options struct {
 	// every 8 MiB written, and the engine runs one L0 upload and one
 	// compaction at a time, with small read-ahead and SSTs of at most 64 MiB.
 	BulkLoad bool
+	// Passive: the writer runs no compactor and no garbage collector, so it
+	// changes nothing in the database but what it writes (and the fencing),
+	// and its L0 limit is lifted so that a flush never waits for a compaction.
+	// For short-lived writers on a database that has a regular writer.
+	Passive bool
 }
 
 // bulkUnflushedBytes is a BulkLoad writer's MaxUnflushedBytes unless set.
@@ -64,6 +69,9 @@ func (o Options) json() string {
 	put("max_unflushed_bytes", int64(unflushed))
 	if o.BulkLoad {
 		m["bulk_load"] = true
+	}
+	if o.Passive {
+		m["passive"] = true
 	}
 	b, _ := json.Marshal(m) // a map of numbers and booleans always marshals
 	return string(b)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -471,4 +473,80 @@ func TestFlushMemtableReachesTheManifest(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A Passive writer leaves the database's SSTs as they are: no compaction
+// rewrites them and no garbage collection removes them, however many L0 SSTs
+// wait to be compacted.
+func TestPassiveWriterReorganisesNothing(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	url := "file://" + dir
+	ssts := func() map[string]bool {
+		t.Helper()
+		got := map[string]bool{}
+		err := filepath.WalkDir(filepath.Join(dir, "compacted"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && strings.HasSuffix(p, ".sst") {
+				got[filepath.Base(p)] = true
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	writeL0s := func(w *slatedb.Writer, n, from int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			var b slatedb.Batch
+			for j := 0; j < 500; j++ {
+				b.Put(key(from+i*500+j), value(j))
+			}
+			if err := w.Write(ctx, &b); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.FlushMemtable(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeL0s(w, 12, 0) // more L0 SSTs than SlateDB lets wait before it compacts
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := ssts()
+	if len(before) < 12 {
+		t.Fatalf("setup: %d SSTs, want at least 12", len(before))
+	}
+	w, err = slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeL0s(w, 1, 100000)
+	time.Sleep(200 * time.Millisecond) // room for background work, were there any
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := ssts()
+	for name := range before {
+		if !after[name] {
+			t.Errorf("SST %s was removed by a passive writer", name)
+		}
+	}
+	if len(after) != len(before)+1 {
+		t.Errorf("a passive writer that flushed once left %d SSTs, want %d (the %d before and its own)", len(after), len(before)+1, len(before))
+	}
+	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if keys, _ := scanAll(t, ctx, r, nil, nil); len(keys) != 13*500 {
+		t.Fatalf("reader sees %d keys, want %d", len(keys), 13*500)
+	}
 }

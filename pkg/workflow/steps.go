@@ -110,7 +110,11 @@ func targetURL(source string, to format.Version, id string) string {
 // RockLake writer, records writer-epoch and next-snapshot-id, takes a
 // checkpoint through that writer and writes the shard plan to staging.
 func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
-	w, err := catalog.OpenWriter(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
+	// Passive: fencing and the checkpoint are all Freeze may change in the
+	// source; no compaction or garbage collection of RockLake's catalog.
+	so := env.SlateDB
+	so.Passive = true
+	w, err := catalog.OpenWriter(ctx, m.Source, catalog.Options{Expect: m.From, Store: so})
 	if err != nil {
 		return m, fmt.Errorf("workflow: freeze %s: %w", m.Source, err)
 	}
