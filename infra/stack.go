@@ -137,10 +137,10 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true,
 			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(300)), concurrency: 10,
 			description: "rocklake-migrate steps Check, Flip, Abort, Rollback, Drift"},
-		// Freeze opens the source as its SlateDB writer, whose garbage
-		// collector and compactor delete obsolete objects: export may delete
-		// under catalogs/ (never the pointer).
-		"export": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true,
+		// Freeze opens the source as a passive SlateDB writer (fencing and a
+		// checkpoint; no compaction or garbage collection), so export
+		// writes under catalogs/ but deletes nothing there.
+		"export": {catalogRead: true, catalogWrite: true, stagingWrite: true,
 			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: cfg.ShardConcurrency,
 			description: "rocklake-migrate steps Freeze, ExportShard"},
 		"transform": {stagingWrite: true,

@@ -301,10 +301,9 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 				t.Errorf("transform reaches beyond staging: %s", all)
 			}
 		case "export":
-			// It may delete catalog objects (its SlateDB writer's GC does),
-			// but never staging's, the pointer, or publish.
-			if strings.Contains(all, "rocklake/CURRENT") || has("sns:Publish") {
-				t.Errorf("export may touch the pointer or publish: %s", all)
+			// Freeze's writer is passive: it deletes nothing, anywhere.
+			if strings.Contains(all, "rocklake/CURRENT") || has("sns:Publish") || has("s3:DeleteObject") {
+				t.Errorf("export may touch the pointer, delete or publish: %s", all)
 			}
 		case "import":
 			if strings.Contains(all, "rocklake/CURRENT") || has("sns:Publish") {
