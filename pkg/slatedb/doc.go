@@ -6,6 +6,11 @@
 // writer), readers pinned to a checkpoint or following the latest state, range
 // scans, and checkpoints.
 //
+// Two writer profiles tune the engine for this project's writers:
+// Options.BulkLoad loads a whole database in memory that does not grow with it
+// (import, seed), and Options.Passive writes without compacting or collecting
+// garbage (Freeze on RockLake's catalog, Finalize, kv).
+//
 // Goroutine safety: a Writer and a Reader may be used by many goroutines at
 // once; Close waits for calls in flight and makes later calls fail with
 // ErrClosed. An Iterator belongs to one goroutine. Every native handle is freed
@@ -15,5 +20,6 @@
 // native call's timeout and its cancellation aborts the call, returning the
 // context's error.
 //
-// The static library must be built first (make native); see native/README.md.
+// The static library must be built first (make native, which the Makefile's
+// build and test targets run).
 package slatedb
