@@ -86,7 +86,7 @@ synth: build infra-tools
 
 bench: build tools
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/format/ ./pkg/ndjson/
-	scripts/bench-pipeline.sh
+	scripts/bench-pipeline.sh 100000 1000000 3000000
 	scripts/bench-migrate.sh
 
 demo: build tools
