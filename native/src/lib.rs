@@ -291,16 +291,7 @@ pub extern "C" fn rl_writer_open(
                     .unwrap_or(defaults.l0_sst_size_bytes),
                 ..defaults
             };
-            let settings = if opts.bulk_load {
-                store::bulk_load(settings)
-            } else {
-                settings
-            };
-            let settings = if opts.passive {
-                store::passive(settings)
-            } else {
-                settings
-            };
+            let settings = store::profiles(settings, &opts);
             Db::builder(loc.path.clone(), loc.store.clone())
                 .with_settings(settings)
                 .build()
@@ -409,15 +400,18 @@ pub extern "C" fn rl_writer_flush_memtable(
 ) -> i32 {
     ffi(err_out, || {
         let w = handle(w, "writer")?;
-        block(timeout_ms, cancel, async {
-            let to_l0 = FlushOptions {
-                flush_type: FlushType::MemTable,
-            };
-            w.db.flush_with_options(to_l0)
-                .await
-                .map_err(|e| from_slate("flush memtable", e))
-        })
+        block(timeout_ms, cancel, flush_memtables(&w.db))
     })
+}
+
+/// Moves the memtables to L0 SSTs and waits until they are there.
+async fn flush_memtables(db: &Db) -> Res<()> {
+    let to_l0 = FlushOptions {
+        flush_type: FlushType::MemTable,
+    };
+    db.flush_with_options(to_l0)
+        .await
+        .map_err(|e| from_slate("flush memtables", e))
 }
 
 /// Closes the writer (flushing what it holds) and frees its handle, whatever the
@@ -436,12 +430,7 @@ pub extern "C" fn rl_writer_close(
             // Memtables go to L0 before closing, so that readers opened later
             // replay no WAL: their memory then does not grow with what the
             // writer wrote.
-            let to_l0 = FlushOptions {
-                flush_type: FlushType::MemTable,
-            };
-            w.db.flush_with_options(to_l0)
-                .await
-                .map_err(|e| from_slate("flush memtables", e))?;
+            flush_memtables(&w.db).await?;
             w.db.close().await.map_err(|e| from_slate("close writer", e))
         });
         drop_in_runtime(w);

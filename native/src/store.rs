@@ -77,6 +77,16 @@ impl Options {
     }
 }
 
+/// Applies the writer profiles that `opts` asks for.
+pub fn profiles(s: Settings, opts: &Options) -> Settings {
+    let s = if opts.bulk_load { bulk_load(s) } else { s };
+    if opts.passive {
+        passive(s)
+    } else {
+        s
+    }
+}
+
 /// Settings for a writer that loads a whole database: one L0 upload and one
 /// compaction at a time, no subcompactions, one 1 MiB read-ahead per
 /// compaction source, and output SSTs of at most 64 MiB. SlateDB's defaults
