@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the real RockLake binary (`rocklake`, v0.47.11) from the read-only
+# source beside the repository (../shared/rocklake, or $ROCKLAKE_SRC) and
+# installs it as $ROCKLAKE_CACHE/bin/rocklake, the one pkg/rocklake runs.
+#
+# The cargo target directory lives in the tool cache
+# ($ROCKLAKE_CACHE/rocklake-target), so that reruns are quick: cargo decides
+# what is stale (nothing, usually: about a second), and the binary is copied
+# only when it changed. A cold build takes about 15-20 minutes on 2 cores.
+# A build already running on the same target directory is waited for (cargo
+# holds a lock on it), never duplicated.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+src="${ROCKLAKE_SRC:-$(dirname "$repo")/shared/rocklake}"
+cache="${ROCKLAKE_CACHE:-$HOME/.cache/rocklake-migrate}"
+bin="$cache/bin"
+# Not the Makefile's CARGO_TARGET_DIR (native/'s): RockLake has its own
+# dependency versions (SlateDB 0.13 among them), so it gets its own directory.
+export CARGO_TARGET_DIR="$cache/rocklake-target"
+
+if [ ! -f "$src/Cargo.toml" ] || [ ! -f "$src/Cargo.lock" ]; then
+	echo "install-rocklake: no RockLake source at $src (set ROCKLAKE_SRC)" >&2
+	exit 1
+fi
+
+built="$CARGO_TARGET_DIR/release/rocklake"
+if [ ! -x "$built" ]; then
+	echo "building rocklake from $src into $CARGO_TARGET_DIR (first time: about 15-20 minutes on 2 cores)" >&2
+fi
+# The source directory may be read-only: --locked never rewrites Cargo.lock,
+# and every output goes to CARGO_TARGET_DIR.
+(cd "$src" && cargo build --release --locked -p rocklake-pgwire --bin rocklake)
+
+mkdir -p "$bin"
+if ! cmp -s "$built" "$bin/rocklake"; then
+	# Copy then rename, so a running test never sees half a binary.
+	cp "$built" "$bin/rocklake.tmp.$$"
+	chmod 0755 "$bin/rocklake.tmp.$$"
+	mv -f "$bin/rocklake.tmp.$$" "$bin/rocklake"
+	echo "installed $bin/rocklake" >&2
+fi
