@@ -1,0 +1,221 @@
+// Package rocklake runs the real RockLake binary for tests and the demo:
+// `rocklake serve` on loopback against a catalog directory (Serve), SQL
+// through psql (Server.Exec) or through a minimal extended-protocol client
+// for statements that RockLake reads only from bound parameters
+// (Server.ExecParams), `rocklake verify catalog` (Verify) and
+// `rocklake inspect snapshot` (InspectSnapshot), and WriteSampleCatalog, the
+// DuckLake-style workload that writes a small but complete catalog through
+// the PostgreSQL wire, as a DuckDB client would.
+//
+// The binary is RockLake v0.47.11 built from ../shared/rocklake by
+// scripts/install-rocklake.sh (`make tools`); psql comes from
+// scripts/install-psql.sh. Everything here is bounded by the caller's
+// context, runs each child in its own process group (killed with the caller
+// if the caller dies), and listens on 127.0.0.1 only.
+//
+// Two facts about the binary shape this package:
+//   - Catalog locations are plain absolute directory paths: it takes a
+//     file:///x URL as the relative path "file:/x".
+//   - verify and inspect open the catalog as a SlateDB writer: run them only
+//     on a catalog nobody serves (they would fence the server).
+package rocklake
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/localstack"
+)
+
+const (
+	// User and Database are what clients send at startup. The server runs
+	// without authentication (no --auth-user/--auth-password, and Serve does
+	// not pass on ROCKLAKE_AUTH_*), so any user is accepted; these are
+	// RockLake's conventional names.
+	User     = "rocklake"
+	Database = "rocklake"
+
+	readyTimeout = 30 * time.Second
+	// stopGrace bounds Stop's wait after SIGTERM: the server drains for at
+	// most drainTimeout, and a little more is allowed for the exit itself.
+	stopGrace    = 10 * time.Second
+	drainTimeout = 3 * time.Second
+	// waitDelay bounds how long a cancelled one-shot command (psql, verify,
+	// inspect) may take to exit and close its output after SIGKILL.
+	waitDelay = 5 * time.Second
+	// logTail is how much of a server's stdout and stderr is kept for error
+	// messages (RockLake logs every statement on stdout).
+	logTail = 64 << 10
+)
+
+// Binary is the path of the rocklake binary: $ROCKLAKE_BIN, else
+// $ROCKLAKE_CACHE/bin/rocklake, else rocklake on PATH. A missing binary is an
+// error naming scripts/install-rocklake.sh.
+func Binary() (string, error) {
+	return localstack.FindTool("rocklake", "ROCKLAKE_BIN", "scripts/install-rocklake.sh")
+}
+
+// PSQL is the path of psql: $ROCKLAKE_PSQL, else the tool cache, else PATH.
+func PSQL() (string, error) {
+	return localstack.FindTool("psql", "ROCKLAKE_PSQL", "scripts/install-psql.sh")
+}
+
+// childEnv is the whole environment of every child: RockLake reads its
+// catalog, auth and extension settings from ROCKLAKE_* and S3 settings from
+// AWS_*, and psql reads PG*; none of the caller's may leak in.
+func childEnv() []string {
+	env := []string{
+		"HOME=" + os.Getenv("HOME"),
+		"TMPDIR=" + os.TempDir(),
+		"PATH=" + os.Getenv("PATH"),
+		"LANG=C.UTF-8",
+		"NO_COLOR=1", // plain tracing lines
+		"RUST_BACKTRACE=0",
+	}
+	return env
+}
+
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Setpgid: true, // signals go to the whole group
+		// If the caller dies without cleaning up (a test timeout panics and
+		// exits), the child must not linger holding a port or a catalog.
+		Pdeathsig: syscall.SIGKILL,
+	}
+}
+
+// run runs a one-shot command bounded by ctx and returns its stdout. On a
+// non-zero exit or a cancelled context, the error carries stderr (and stdout,
+// where RockLake prints most of what it has to say).
+func run(ctx context.Context, stdin string, bin string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = procAttr()
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = waitDelay
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = fmt.Errorf("%w (%w)", ctxErr, err)
+		}
+		return stdout.String(), fmt.Errorf("%s %s: %w%s", filepath.Base(bin), strings.Join(args, " "), err,
+			outputs(stderr.String(), stdout.String()))
+	}
+	return stdout.String(), nil
+}
+
+func outputs(stderr, stdout string) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(stderr); s != "" {
+		b.WriteString("\nstderr:\n" + s)
+	}
+	if s := strings.TrimSpace(stdout); s != "" {
+		b.WriteString("\nstdout:\n" + s)
+	}
+	return b.String()
+}
+
+// absDir resolves a catalog directory to the plain absolute path the binary
+// needs, refusing URLs (file:///x would be taken as a relative path).
+func absDir(dir string) (string, error) {
+	if strings.Contains(dir, "://") {
+		return "", fmt.Errorf("rocklake: catalog %q: give a directory path, not a URL", dir)
+	}
+	if dir == "" {
+		return "", errors.New("rocklake: empty catalog directory")
+	}
+	return filepath.Abs(dir)
+}
+
+// Verify runs `rocklake verify catalog --catalog DIR` and returns its report.
+// The binary exits 0 even when it finds errors, so Verify also fails unless
+// the report says "Status: OK". It opens the catalog as a writer: never on a
+// catalog being served.
+func Verify(ctx context.Context, catalogDir string) (string, error) {
+	out, err := oneShot(ctx, catalogDir, "verify", "catalog")
+	if err != nil {
+		return out, err
+	}
+	if !strings.Contains(out, "Status: OK") {
+		return out, fmt.Errorf("rocklake verify catalog %s: not OK:\n%s", catalogDir, strings.TrimSpace(out))
+	}
+	return out, nil
+}
+
+// InspectSnapshot runs `rocklake inspect snapshot --catalog DIR` and returns
+// its report ("Catalog State:" then "  Name: value" lines; Fields parses
+// them). It opens the catalog as a writer: never on a catalog being served.
+func InspectSnapshot(ctx context.Context, catalogDir string) (string, error) {
+	return oneShot(ctx, catalogDir, "inspect", "snapshot")
+}
+
+func oneShot(ctx context.Context, catalogDir string, args ...string) (string, error) {
+	dir, err := absDir(catalogDir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		// The binary would create it and report an empty catalog.
+		return "", fmt.Errorf("rocklake %s: %w", strings.Join(args, " "), err)
+	}
+	bin, err := Binary()
+	if err != nil {
+		return "", err
+	}
+	return run(ctx, "", bin, append(args, "--catalog", dir)...)
+}
+
+// Fields parses the "  Name: value" lines of a verify or inspect report (the
+// binary's log lines, which it also prints on stdout, are skipped: they do
+// not start with two spaces).
+func Fields(report string) map[string]string {
+	m := make(map[string]string)
+	for _, line := range strings.Split(report, "\n") {
+		if !strings.HasPrefix(line, "  ") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || strings.HasPrefix(k, "-") {
+			continue
+		}
+		m[k] = strings.TrimSpace(v)
+	}
+	return m
+}
+
+// tail keeps the last max bytes written to it; safe for concurrent use.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
