@@ -1,6 +1,8 @@
 package format
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -32,28 +34,37 @@ func (e *FormatVersionMismatch) Error() string {
 // SQLState returns "0A000" (feature not supported).
 func (e *FormatVersionMismatch) SQLState() string { return SQLStateFeatureNotSupported }
 
-// DecodeFormatVersion reads the value of the catalog-format-version key in
-// whichever supported envelope it is, since the catalog's format is what it
-// is about to tell. The version itself may be any number, supported or not.
-func DecodeFormatVersion(value []byte) (uint64, error) {
-	n, _, err := decodeFormatVersion(value)
-	return n, err
+// ErrDocumentedVersionForm is returned (wrapped) for a catalog-format-version
+// stored as docs/schema-version.md describes it (the envelope around a
+// protobuf-encoded u64) instead of as RockLake writes it (the envelope around
+// a big-endian u32). RockLake cannot read such a catalog; this tool reads the
+// number, reports the form, and refuses to operate on it.
+var ErrDocumentedVersionForm = errors.New("format: catalog-format-version is in the documentation's protobuf form, which RockLake does not read")
+
+// EncodeFormatVersion returns the value of the catalog-format-version key:
+// 01 "SDKV" and n as a big-endian u32, in every format, so that every
+// RockLake binary reads it (DESIGN 2.2 item 5).
+func EncodeFormatVersion(n uint32) []byte {
+	return binary.BigEndian.AppendUint32(EncodeEnvelope(V1, nil), n)
 }
 
-func decodeFormatVersion(value []byte) (uint64, Version, error) {
-	env, err := envelopeVersion(value)
+// DecodeFormatVersion reads the value of the catalog-format-version key. The
+// version may be any number, supported or not. A value in the documentation's
+// protobuf form is decoded too, and the error wraps
+// ErrDocumentedVersionForm with the number it holds.
+func DecodeFormatVersion(value []byte) (uint32, error) {
+	payload, err := DecodeEnvelope(V1, value)
 	if err != nil {
-		return 0, 0, fmt.Errorf("format: catalog-format-version value: %w", err)
+		return 0, fmt.Errorf("format: catalog-format-version value: %w", err)
 	}
-	payload, err := DecodeEnvelope(env, value)
-	if err != nil {
-		return 0, 0, fmt.Errorf("format: catalog-format-version value: %w", err)
+	if len(payload) == 4 {
+		return binary.BigEndian.Uint32(payload), nil
 	}
 	var w wrapperspb.UInt64Value
-	if err := proto.Unmarshal(payload, &w); err != nil {
-		return 0, 0, fmt.Errorf("format: catalog-format-version value: %w", err)
+	if proto.Unmarshal(payload, &w) == nil && len(payload) > 0 && len(payload) <= 11 {
+		return 0, fmt.Errorf("%w (it holds %d)", ErrDocumentedVersionForm, w.GetValue())
 	}
-	return w.GetValue(), env, nil
+	return 0, fmt.Errorf("format: catalog-format-version value: %d payload bytes, want a 4-byte big-endian u32", len(payload))
 }
 
 // CheckVersion is the startup check of DESIGN 2.4. found is the raw value of
@@ -68,17 +79,12 @@ func CheckVersion(found []byte, expected Version) error {
 	if found == nil {
 		return &FormatVersionMismatch{Expected: uint64(expected), Missing: true}
 	}
-	n, env, err := decodeFormatVersion(found)
+	n, err := DecodeFormatVersion(found)
 	if err != nil {
 		return err
 	}
-	if n != uint64(expected) {
-		return &FormatVersionMismatch{Found: n, Expected: uint64(expected)}
-	}
-	if env != expected {
-		// Every value of a format-N catalog is in the format-N envelope; a
-		// mix means a torn or hand-made catalog, not a format-N one.
-		return fmt.Errorf("%w: catalog-format-version %d is stored in a %s envelope", ErrEnvelopeVersion, n, env)
+	if uint64(n) != uint64(expected) {
+		return &FormatVersionMismatch{Found: uint64(n), Expected: uint64(expected)}
 	}
 	return nil
 }

@@ -84,21 +84,6 @@ func DecodeEnvelope(v Version, value []byte) ([]byte, error) {
 	return payload, nil
 }
 
-// envelopeVersion returns the format whose envelope value claims to be in,
-// for reading a value before the catalog's format is known.
-func envelopeVersion(value []byte) (Version, error) {
-	if len(value) < 1+len(Magic) {
-		return 0, fmt.Errorf("%w (%d bytes)", ErrEnvelopeTruncated, len(value))
-	}
-	if string(value[1:1+len(Magic)]) != Magic {
-		return 0, fmt.Errorf("%w (found %q)", ErrBadMagic, value[1:1+len(Magic)])
-	}
-	if v := Version(value[0]); Supported(v) {
-		return v, nil
-	}
-	return 0, fmt.Errorf("%w (version byte 0x%02X is unknown to this binary)", ErrEnvelopeVersion, value[0])
-}
-
 func mustSupport(v Version) {
 	if !Supported(v) {
 		panic(errUnsupported(v))

@@ -4,81 +4,42 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
+	"strings"
+	"unicode/utf8"
 )
 
-// Key is a decoded catalog key. Exactly one of Parts, Name and Raw is used,
-// by tag:
-//   - known table and internal tags: Parts, the u64 components in the order
-//     ComponentNames gives;
-//   - TagCounter and TagSystem: Name, the ASCII name after the tag byte;
-//   - unknown tags: Raw, every byte after the tag byte, verbatim, so that a
-//     key of a newer binary can be carried without being understood.
+// Key is a decoded catalog key.
+//   - Name selects the shape for tags that have several (ShapeNames): the
+//     counter or system key name, the inlined-row subtype, 0xFC's index; ""
+//     for the others.
+//   - Parts are the integer components and Strs the string components, each
+//     in key order (Fields says which is which).
+//   - Raw, for unknown tags and for counter and system keys of no known
+//     shape, is every byte after the tag, verbatim, so that a key of a newer
+//     binary is carried without being understood. Raw keys have no Name,
+//     Parts or Strs.
 type Key struct {
 	Tag   Tag
-	Parts []uint64
 	Name  string
+	Parts []uint64
+	Strs  []string
 	Raw   []byte
 }
 
 // Key errors. Decoders wrap them with the version, tag and component at fault.
 var (
 	ErrEmptyKey       = errors.New("format: empty key")
-	ErrKeyLength      = errors.New("format: key length does not match its tag") // format 1
-	ErrKeyTruncated   = errors.New("format: key ends inside a component")       // format 2
-	ErrIntLength      = errors.New("format: integer length byte above 8")       // format 2
-	ErrNonMinimalInt  = errors.New("format: integer not minimally encoded")     // format 2
+	ErrKeyTruncated   = errors.New("format: key ends inside a component")
+	ErrIntLength      = errors.New("format: integer length byte above 8") // format 2
+	ErrNonMinimalInt  = errors.New("format: integer not minimally encoded") // format 2
 	ErrTrailingBytes  = errors.New("format: bytes after the key's last component")
 	ErrComponentCount = errors.New("format: wrong number of key components")
-	ErrKeyName        = errors.New("format: counter or system key name is not printable ASCII")
-	ErrKeyShape       = errors.New("format: key fields do not match its tag")
+	ErrKeyShape       = errors.New("format: key does not match any shape of its tag")
+	ErrKeyString      = errors.New("format: key string is not UTF-8 or longer than 65535 bytes")
+	ErrIntRange       = errors.New("format: key integer out of its component's range")
 )
-
-var (
-	componentsV1 = [256][]string{
-		TagMetadata:         {"metadata_id"},
-		TagSnapshot:         {"snapshot_id"},
-		TagSnapshotChanges:  {"snapshot_id"},
-		TagSchema:           {"schema_id", "begin_snapshot"},
-		TagTable:            {"table_id", "begin_snapshot"},
-		TagView:             {"view_id", "begin_snapshot"},
-		TagTag:              {"object_id", "begin_snapshot", "tag_id"},
-		TagColumnTag:        {"table_id", "column_id", "begin_snapshot", "tag_id"},
-		TagDataFile:         {"data_file_id"},
-		TagDeleteFile:       {"delete_file_id"},
-		TagColumn:           {"table_id", "column_id", "begin_snapshot"},
-		TagTableStats:       {"table_id"},
-		TagTableColumnStats: {"table_id", "column_id"},
-		TagNameIndex:        {"parent_id", "name_hash"},
-		TagFileDeletion:     {"data_file_id"},
-		TagCommitLog:        {"snapshot_id"},
-	}
-	componentsV2 = func() [256][]string {
-		c := componentsV1
-		// DESIGN 2.2 item 2: a table's files are one prefix scan.
-		c[TagDataFile] = []string{"table_id", "data_file_id"}
-		c[TagDeleteFile] = []string{"table_id", "delete_file_id"}
-		return c
-	}()
-)
-
-func components(v Version, t Tag) []string {
-	if v == V2 {
-		return componentsV2[t]
-	}
-	return componentsV1[t]
-}
-
-// ComponentNames returns the names of the u64 components of a key with tag t
-// in format v, in key order (for example table_id, data_file_id for
-// TagDataFile in V2). It returns nil for TagCounter, TagSystem, unknown tags
-// and unsupported versions, whose keys have no components.
-func ComponentNames(v Version, t Tag) []string {
-	if !Supported(v) {
-		return nil
-	}
-	return append([]string(nil), components(v, t)...)
-}
 
 // EncodeKey encodes k in format v.
 func EncodeKey(v Version, k Key) ([]byte, error) {
@@ -91,74 +52,119 @@ func AppendKey(dst []byte, v Version, k Key) ([]byte, error) {
 	if !Supported(v) {
 		return dst, errUnsupported(v)
 	}
-	switch {
-	case !k.Tag.Known():
-		// Unknown tags are opaque: their bytes are the same in every format.
-		if k.Parts != nil || k.Name != "" {
-			return dst, keyErr(v, k.Tag, ErrKeyShape, "a key of an unknown tag carries only Raw")
+	if k.Raw != nil || !k.Tag.Known() {
+		if k.Name != "" || k.Parts != nil || k.Strs != nil {
+			return dst, keyErr(v, k.Tag, ErrKeyShape, "a raw key carries only Raw")
+		}
+		if k.Tag.Known() && !openShapes(k.Tag) {
+			// Only counter and system keys may be of no known shape: a key of
+			// a DuckLake table that does not parse is corrupt, not unknown.
+			return dst, keyErr(v, k.Tag, ErrKeyShape, "Raw is for unknown tags, counters and system keys")
 		}
 		return append(append(growBytes(dst, 1+len(k.Raw)), byte(k.Tag)), k.Raw...), nil
-	case k.Tag.namedKey():
-		if k.Parts != nil || k.Raw != nil {
-			return dst, keyErr(v, k.Tag, ErrKeyShape, "a named key carries only Name")
-		}
-		if !validName(k.Name) {
-			return dst, keyErr(v, k.Tag, ErrKeyName, fmt.Sprintf("%q", k.Name))
-		}
-		return append(append(growBytes(dst, 1+len(k.Name)), byte(k.Tag)), k.Name...), nil
 	}
-	names := components(v, k.Tag)
-	if k.Name != "" || k.Raw != nil {
-		return dst, keyErr(v, k.Tag, ErrKeyShape, "a table key carries only Parts")
+	s := shapeOf(k)
+	if s == nil {
+		return dst, keyErr(v, k.Tag, ErrKeyShape, fmt.Sprintf("no shape named %q", k.Name))
 	}
-	if len(k.Parts) != len(names) {
-		return dst, keyErr(v, k.Tag, ErrComponentCount, fmt.Sprintf("have %d, want %d (%v)", len(k.Parts), len(names), names))
+	out, err := appendShape(append(growBytes(dst, 1+len(s.sel)+10*len(k.Parts)), byte(k.Tag)), v, s, k, len(k.Parts), len(k.Strs), true)
+	if err != nil {
+		return dst, keyErr(v, k.Tag, err, "")
 	}
-	return appendParts(dst, v, k.Tag, k.Parts), nil
+	return out, nil
 }
 
-// KeyPrefix encodes the first len(parts) components of a key with table or
-// internal tag t, for prefix scans: with V2, KeyPrefix(V2, TagDataFile, id)
-// covers every data file of table id. Every key that starts with those
-// components starts with the returned bytes, and no other key does.
-func KeyPrefix(v Version, t Tag, parts ...uint64) ([]byte, error) {
+// KeyPrefix encodes the tag, the shape's selector and the first components
+// of a key: parts and strs in key order, stopping after the last one given.
+// With V1, KeyPrefix(V1, Key{Tag: TagDataFile, Parts: []uint64{id}}) covers
+// every data file of table id: every key that starts with those components
+// starts with the returned bytes, and no other key of that shape does.
+func KeyPrefix(v Version, k Key) ([]byte, error) {
 	if !Supported(v) {
 		return nil, errUnsupported(v)
 	}
-	if !t.Known() || t.namedKey() {
-		return nil, keyErr(v, t, ErrKeyShape, "prefixes are for table and internal tags")
+	s := shapeOf(k)
+	if s == nil || s == &rawShape {
+		return nil, keyErr(v, k.Tag, ErrKeyShape, "prefixes are for keys of a known shape")
 	}
-	if names := components(v, t); len(parts) > len(names) {
-		return nil, keyErr(v, t, ErrComponentCount, fmt.Sprintf("have %d, at most %d (%v)", len(parts), len(names), names))
+	out, err := appendShape([]byte{byte(k.Tag)}, v, s, k, len(k.Parts), len(k.Strs), false)
+	if err != nil {
+		return nil, keyErr(v, k.Tag, err, "")
 	}
-	return appendParts(nil, v, t, parts), nil
+	return out, nil
 }
 
-func appendParts(dst []byte, v Version, t Tag, parts []uint64) []byte {
-	n := 1
-	for _, x := range parts {
-		if v == V1 {
-			n += 8
-		} else {
-			n += 1 + intLen(x)
-		}
-	}
-	dst = growBytes(dst, n)
-	dst = append(dst, byte(t))
-	for _, x := range parts {
-		if v == V1 {
-			dst = binary.BigEndian.AppendUint64(dst, x)
+// appendShape appends the selector and the components of k; when full, k
+// must have exactly the shape's components, else a prefix of them.
+func appendShape(dst []byte, v Version, s *shape, k Key, nParts, nStrs int, full bool) ([]byte, error) {
+	dst = append(dst, s.sel...)
+	pi, si := 0, 0
+	for _, f := range s.fields {
+		switch f.kind {
+		case kLit:
+			if pi == nParts && si == nStrs && !full {
+				return dst, nil
+			}
+			dst = append(dst, f.lit...)
+			continue
+		case kStr:
+			if si == nStrs {
+				if full {
+					return dst, fmt.Errorf("%w: missing %s", ErrComponentCount, f.name)
+				}
+				return dst, nil
+			}
+			str := k.Strs[si]
+			si++
+			if len(str) > math.MaxUint16 || !utf8.ValidString(str) {
+				return dst, fmt.Errorf("%w: %s", ErrKeyString, f.name)
+			}
+			dst = binary.BigEndian.AppendUint16(dst, uint16(len(str)))
+			dst = append(dst, str...)
 			continue
 		}
-		// Format 2: length byte, then the significant big-endian bytes. A
-		// longer number has a larger length byte and equal lengths compare
-		// big-endian, so byte order is numeric order; the length makes each
-		// component self-delimiting, so tuples sort component-wise too.
-		l := intLen(x)
-		dst = append(dst, byte(l))
-		for i := l - 1; i >= 0; i-- {
-			dst = append(dst, byte(x>>(8*i)))
+		if pi == nParts {
+			if full {
+				return dst, fmt.Errorf("%w: missing %s", ErrComponentCount, f.name)
+			}
+			return dst, nil
 		}
+		x := k.Parts[pi]
+		pi++
+		switch f.kind {
+		case kU8:
+			if x > math.MaxUint8 {
+				return dst, fmt.Errorf("%w: %s %d is not a byte", ErrIntRange, f.name, x)
+			}
+			dst = append(dst, byte(x))
+		case kU32:
+			if x > math.MaxUint32 {
+				return dst, fmt.Errorf("%w: %s %d is not a u32", ErrIntRange, f.name, x)
+			}
+			dst = binary.BigEndian.AppendUint32(dst, uint32(x))
+		case kU64:
+			dst = appendU64(dst, v, x)
+		}
+	}
+	if pi != nParts || si != nStrs {
+		return dst, fmt.Errorf("%w: have %d integers and %d strings, the shape has fewer", ErrComponentCount, nParts, nStrs)
+	}
+	return dst, nil
+}
+
+// appendU64 is the one place the formats' integer components differ.
+func appendU64(dst []byte, v Version, x uint64) []byte {
+	if v == V1 {
+		return binary.BigEndian.AppendUint64(dst, x)
+	}
+	// Format 2: a length byte, then the significant big-endian bytes. A
+	// longer number has a larger length byte and equal lengths compare
+	// big-endian, so byte order is numeric order; the length makes each
+	// component self-delimiting, so tuples sort component-wise too.
+	l := intLen(x)
+	dst = append(dst, byte(l))
+	for i := l - 1; i >= 0; i-- {
+		dst = append(dst, byte(x>>(8*i)))
 	}
 	return dst
 }
@@ -188,68 +194,140 @@ func DecodeKey(v Version, b []byte) (Key, error) {
 		return Key{}, fmt.Errorf("%w (%s)", ErrEmptyKey, v)
 	}
 	t, rest := Tag(b[0]), b[1:]
-	switch {
-	case !t.Known():
+	if !t.Known() {
 		return Key{Tag: t, Raw: append([]byte{}, rest...)}, nil
-	case t.namedKey():
-		name := string(rest)
-		if !validName(name) {
-			return Key{}, keyErr(v, t, ErrKeyName, fmt.Sprintf("%q", name))
-		}
-		return Key{Tag: t, Name: name}, nil
 	}
-	names := components(v, t)
-	parts := make([]uint64, len(names))
-	if v == V1 {
-		if len(rest) != 8*len(names) {
-			return Key{}, keyErr(v, t, ErrKeyLength, fmt.Sprintf("%d bytes after the tag, want %d (%v)", len(rest), 8*len(names), names))
+	var firstErr error
+	for i := range shapes[t] {
+		s := &shapes[t][i]
+		if !strings.HasPrefix(string(rest), s.sel) {
+			continue
 		}
-		for i := range parts {
-			parts[i] = binary.BigEndian.Uint64(rest[8*i:])
+		k, err := decodeShape(v, t, s, rest[len(s.sel):])
+		if err == nil {
+			return k, nil
 		}
-		return Key{Tag: t, Parts: parts}, nil
+		if firstErr == nil {
+			firstErr = err
+		}
 	}
-	for i, name := range names {
-		if len(rest) == 0 {
-			return Key{}, keyErr(v, t, ErrKeyTruncated, "missing "+name)
-		}
-		l := int(rest[0])
-		if l > 8 {
-			return Key{}, keyErr(v, t, ErrIntLength, fmt.Sprintf("%s has length %d", name, l))
-		}
-		if len(rest) < 1+l {
-			return Key{}, keyErr(v, t, ErrKeyTruncated, fmt.Sprintf("%s needs %d bytes, %d left", name, l, len(rest)-1))
-		}
-		if l > 0 && rest[1] == 0 {
-			return Key{}, keyErr(v, t, ErrNonMinimalInt, name+" has a leading zero byte")
-		}
-		var x uint64
-		for _, c := range rest[1 : 1+l] {
-			x = x<<8 | uint64(c)
-		}
-		parts[i] = x
-		rest = rest[1+l:]
+	if openShapes(t) {
+		// DESIGN 2.3: counter and system keys of newer binaries are carried.
+		return Key{Tag: t, Raw: append([]byte{}, rest...)}, nil
 	}
-	if len(rest) != 0 {
-		return Key{}, keyErr(v, t, ErrTrailingBytes, fmt.Sprintf("%d bytes", len(rest)))
+	if firstErr == nil {
+		firstErr = ErrKeyShape
 	}
-	return Key{Tag: t, Parts: parts}, nil
+	return Key{}, keyErr(v, t, firstErr, fmt.Sprintf("%d bytes after the tag", len(rest)))
 }
 
-// validName reports whether s can follow TagCounter or TagSystem: non-empty
-// printable ASCII, as DESIGN 2.1 has it, so names print safely in reports.
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7E {
-			return false
+func decodeShape(v Version, t Tag, s *shape, b []byte) (Key, error) {
+	k := Key{Tag: t, Name: s.name}
+	for _, f := range s.fields {
+		switch f.kind {
+		case kLit:
+			if !strings.HasPrefix(string(b), f.lit) {
+				return Key{}, fmt.Errorf("%w: expected %q", ErrKeyShape, f.lit)
+			}
+			b = b[len(f.lit):]
+		case kStr:
+			if len(b) < 2 {
+				return Key{}, fmt.Errorf("%w: %s length", ErrKeyTruncated, f.name)
+			}
+			n := int(binary.BigEndian.Uint16(b))
+			if len(b) < 2+n {
+				return Key{}, fmt.Errorf("%w: %s needs %d bytes, %d left", ErrKeyTruncated, f.name, n, len(b)-2)
+			}
+			str := string(b[2 : 2+n])
+			if !utf8.ValidString(str) {
+				return Key{}, fmt.Errorf("%w: %s", ErrKeyString, f.name)
+			}
+			k.Strs = append(k.Strs, str)
+			b = b[2+n:]
+		case kU8:
+			if len(b) < 1 {
+				return Key{}, fmt.Errorf("%w: %s", ErrKeyTruncated, f.name)
+			}
+			k.Parts = append(k.Parts, uint64(b[0]))
+			b = b[1:]
+		case kU32:
+			if len(b) < 4 {
+				return Key{}, fmt.Errorf("%w: %s", ErrKeyTruncated, f.name)
+			}
+			k.Parts = append(k.Parts, uint64(binary.BigEndian.Uint32(b)))
+			b = b[4:]
+		case kU64:
+			x, n, err := decodeU64(v, b, f.name)
+			if err != nil {
+				return Key{}, err
+			}
+			k.Parts = append(k.Parts, x)
+			b = b[n:]
 		}
 	}
-	return true
+	if len(b) != 0 {
+		return Key{}, fmt.Errorf("%w (%d bytes)", ErrTrailingBytes, len(b))
+	}
+	return k, nil
 }
+
+func decodeU64(v Version, b []byte, name string) (uint64, int, error) {
+	if v == V1 {
+		if len(b) < 8 {
+			return 0, 0, fmt.Errorf("%w: %s needs 8 bytes, %d left", ErrKeyTruncated, name, len(b))
+		}
+		return binary.BigEndian.Uint64(b), 8, nil
+	}
+	if len(b) == 0 {
+		return 0, 0, fmt.Errorf("%w: missing %s", ErrKeyTruncated, name)
+	}
+	l := int(b[0])
+	if l > 8 {
+		return 0, 0, fmt.Errorf("%w: %s has length %d", ErrIntLength, name, l)
+	}
+	if len(b) < 1+l {
+		return 0, 0, fmt.Errorf("%w: %s needs %d bytes, %d left", ErrKeyTruncated, name, l, len(b)-1)
+	}
+	if l > 0 && b[1] == 0 {
+		return 0, 0, fmt.Errorf("%w: %s has a leading zero byte", ErrNonMinimalInt, name)
+	}
+	var x uint64
+	for _, c := range b[1 : 1+l] {
+		x = x<<8 | uint64(c)
+	}
+	return x, 1 + l, nil
+}
+
+// openShapes reports whether keys of t may have shapes this binary does not
+// know: counters and system keys, which newer binaries add (DESIGN 2.3).
+func openShapes(t Tag) bool { return t == TagCounter || t == TagSystem }
 
 func keyErr(v Version, t Tag, err error, detail string) error {
+	if detail == "" {
+		return fmt.Errorf("%w (%s %s key)", err, v, t)
+	}
 	return fmt.Errorf("%w (%s %s key: %s)", err, v, t, detail)
+}
+
+// CounterKey returns the format-v key of counter name (NameNextSnapshotID,
+// ...); per-table counters take the table id.
+func CounterKey(v Version, name string, tableID ...uint64) []byte {
+	return mustKey(v, Key{Tag: TagCounter, Name: name, Parts: tableID})
+}
+
+// SystemKey returns the key of the system value name that has no integer
+// components (SystemWriterEpoch, ...): 0xFF followed by the name, the same
+// in both formats.
+func SystemKey(name string) []byte { return append([]byte{byte(TagSystem)}, name...) }
+
+// FormatVersionKey returns 0xFF "catalog-format-version", the key every
+// component reads before anything else (DESIGN 2.4).
+func FormatVersionKey() []byte { return SystemKey(SystemCatalogFormatVersion) }
+
+func mustKey(v Version, k Key) []byte {
+	b, err := EncodeKey(v, k)
+	if err != nil {
+		panic(err) // callers pass constants
+	}
+	return b
 }
