@@ -109,7 +109,14 @@ func printSummary(e *env, s *catalog.Summary) {
 	fmt.Fprintf(e.stdout, "\ncounters:\n")
 	printValues(e, s.Counters)
 	fmt.Fprintf(e.stdout, "\nsystem keys:\n")
-	printValues(e, s.System)
+	names := make([]string, 0, len(s.System))
+	for n := range s.System {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(e.stdout, "  %-40s %s\n", n, s.System[n])
+	}
 }
 
 func printValues(e *env, m map[string]uint64) {

@@ -12,11 +12,10 @@ import (
 
 func init() {
 	register("seed", "write a deterministic test catalog of N rows into an empty location", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "seed", "--catalog URL --rows N [--seed S] [--format v1|v2]")
+		fs := flags(e, "seed", "--catalog URL --rows N [--seed S]")
 		url := catalogFlag(fs)
-		rows := fs.Int("rows", -1, "number of table rows (counter and system keys come on top); required")
+		rows := fs.Int("rows", -1, "number of keys, at least (the last commit is written whole); required")
 		s := fs.Int64("seed", 1, "seed: the same seed gives the same catalog")
-		f := fs.String("format", format.V1.String(), "catalog format to write")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -26,23 +25,25 @@ func init() {
 		if *rows < 0 {
 			return usagef("--rows N (N >= 0) is required")
 		}
-		v, err := format.ParseVersion(*f)
-		if err != nil {
-			return usagef("--format: %v", err)
-		}
 		start := time.Now()
-		res, err := seed.Seed(ctx, *url, seed.Options{Rows: *rows, Seed: *s, Version: v})
+		res, err := seed.Seed(ctx, *url, seed.Options{Rows: *rows, Seed: *s})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "seeded %s (format %s, seed %d): %d rows in %.1fs\n", *url, v, *s, *rows, time.Since(start).Seconds())
-		names := make([]string, 0, len(res.Rows))
-		for n := range res.Rows {
+		var total uint64
+		for _, n := range res.Keys {
+			total += n
+		}
+		fmt.Fprintf(e.stdout, "seeded %s (format %s, RockLake v0.47.11 layout, seed %d): %d keys in %.1fs\n", *url, format.V1, *s, total, time.Since(start).Seconds())
+		names := make([]string, 0, len(res.Keys))
+		for n := range res.Keys {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			fmt.Fprintf(e.stdout, "  %-40s %10d\n", n, res.Rows[n])
+			if res.Keys[n] > 0 {
+				fmt.Fprintf(e.stdout, "  %-40s %10d\n", n, res.Keys[n])
+			}
 		}
 		return nil
 	})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -73,7 +71,7 @@ func refuseNonEmpty(ctx context.Context, kv slatedb.KV, url string, v format.Ver
 		}
 		if !format.Supported(format.Version(n)) {
 			// The startup check's refusal, as any other open would give.
-			return &format.FormatVersionMismatch{Found: n, Expected: uint64(v)}
+			return &format.FormatVersionMismatch{Found: uint64(n), Expected: uint64(v)}
 		}
 		return fmt.Errorf("%w: %s holds a format-%d catalog", ErrTargetNotEmpty, url, n)
 	case !errors.Is(err, slatedb.ErrNotFound):
@@ -97,9 +95,9 @@ func refuseNonEmpty(ctx context.Context, kv slatedb.KV, url string, v format.Ver
 // Version is the format of the catalog being made.
 func (in *Initializer) Version() format.Version { return in.version }
 
-// WriteAsync applies a batch of rows without waiting for durability;
-// Finalize makes them durable. The batch must not hold system or counter
-// keys: Finalize writes those.
+// WriteAsync applies a batch of keys without waiting for durability;
+// Finalize makes them durable. The batch must not hold the
+// catalog-format-version key: Finalize writes it, last.
 func (in *Initializer) WriteAsync(ctx context.Context, b *slatedb.Batch) error {
 	if in.finalized {
 		return errFinalized
@@ -110,11 +108,20 @@ func (in *Initializer) WriteAsync(ctx context.Context, b *slatedb.Batch) error {
 	return nil
 }
 
-// Finalize makes every row durable, then writes the initialisation batch of
-// docs/schema-version.md atomically: catalog-format-version, writer-epoch = 1
-// and every counter of format.CounterNames(), at counters[name] or else 1.
-// Other names in counters are written too (a newer binary's counters).
-func (in *Initializer) Finalize(ctx context.Context, counters map[string]uint64) error {
+// Counters are the values of RockLake's global counters in a new catalog;
+// a zero field means 1, the value RockLake initializes it with.
+type Counters struct {
+	NextSnapshotID uint64
+	NextCatalogID  uint64
+	NextFileID     uint64
+}
+
+// Finalize makes every key durable, then writes RockLake's initialization
+// batch (rocklake-catalog/src/init.rs) atomically: catalog-format-version,
+// the next_snapshot_id, next_catalog_id and next_file_id counters and
+// retain-from = 0. RockLake's first writer adds writer-epoch and
+// writer-nonce when it opens the catalog.
+func (in *Initializer) Finalize(ctx context.Context, c Counters) error {
 	if in.finalized {
 		return errFinalized
 	}
@@ -122,27 +129,13 @@ func (in *Initializer) Finalize(ctx context.Context, counters map[string]uint64)
 	if err := in.w.Flush(ctx); err != nil {
 		return fmt.Errorf("catalog: create %s: flush rows: %w", in.url, err)
 	}
-	names := format.CounterNames()
-	for n := range counters {
-		if !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names[len(format.CounterNames()):])
+	one := func(x uint64) uint64 { return max(x, 1) }
 	var b slatedb.Batch
-	for _, n := range names {
-		key, err := format.EncodeKey(in.version, format.Key{Tag: format.TagCounter, Name: n})
-		if err != nil {
-			return fmt.Errorf("catalog: create %s: counter %q: %w", in.url, n, err)
-		}
-		value, ok := counters[n]
-		if !ok {
-			value = 1
-		}
-		b.Put(key, format.EncodeUint64(in.version, value))
-	}
-	b.Put(format.SystemKey(format.SystemWriterEpoch), format.EncodeUint64(in.version, 1))
-	b.Put(format.FormatVersionKey(), format.EncodeUint64(in.version, uint64(in.version)))
+	b.Put(format.CounterKey(in.version, format.NameNextSnapshotID), format.EncodeCounter(in.version, one(c.NextSnapshotID)))
+	b.Put(format.CounterKey(in.version, format.NameNextCatalogID), format.EncodeCounter(in.version, one(c.NextCatalogID)))
+	b.Put(format.CounterKey(in.version, format.NameNextFileID), format.EncodeCounter(in.version, one(c.NextFileID)))
+	b.Put(format.SystemKey(format.SystemRetainFrom), format.EncodeCounter(in.version, 0))
+	b.Put(format.FormatVersionKey(), format.EncodeFormatVersion(uint32(in.version)))
 	if err := in.w.Write(ctx, &b); err != nil {
 		return fmt.Errorf("catalog: create %s: initialisation batch: %w", in.url, err)
 	}
@@ -156,13 +149,13 @@ func (in *Initializer) Finalize(ctx context.Context, counters map[string]uint64)
 func (in *Initializer) Close() error { return in.w.Close() }
 
 // Create makes a new, empty format-v catalog at url: the initialisation
-// batch alone, with every counter at 1. The location must hold no key.
+// batch alone, as RockLake makes it. The location must hold no key.
 func Create(ctx context.Context, url string, v format.Version, store slatedb.Options) error {
 	in, err := NewInitializer(ctx, url, v, store)
 	if err != nil {
 		return err
 	}
-	if err := in.Finalize(ctx, nil); err != nil {
+	if err := in.Finalize(ctx, Counters{}); err != nil {
 		in.Close()
 		return err
 	}

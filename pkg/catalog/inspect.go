@@ -20,14 +20,18 @@ import (
 // Summary is what a catalog holds, in numbers: what `inspect` reports.
 type Summary struct {
 	FormatVersion format.Version `json:"format_version"`
-	// Tables counts the keys of every known tag but counters and system
-	// keys, by tag name.
+	// Tables counts the keys of every known tag, by tag name.
 	Tables map[string]uint64 `json:"tables"`
 	// UnknownTags counts the keys of tags this binary does not know, by
 	// Tag.String ("tag 0x0E"), so that they are never invisible.
 	UnknownTags map[string]uint64 `json:"unknown_tags"`
-	Counters    map[string]uint64 `json:"counters"`
-	System      map[string]uint64 `json:"system"`
+	// Counters are the counters by name; per-table counters as
+	// "next_column_id[7]".
+	Counters map[string]uint64 `json:"counters"`
+	// System are the system keys without integer components (not the audit
+	// log, packed metadata or excisions), by name, as text: integers in
+	// decimal, raw values as they are when printable, else in hex.
+	System map[string]string `json:"system"`
 }
 
 // Summary counts the catalog's rows and reads its counters and system keys.
@@ -44,24 +48,64 @@ func (c *Catalog) Summary(ctx context.Context) (*Summary, error) {
 	for t, n := range unknown {
 		s.UnknownTags[t.String()] = n
 	}
-	if s.Counters, err = c.values(ctx, format.TagCounter); err != nil {
+	if s.Counters, err = c.counters(ctx); err != nil {
 		return nil, err
 	}
-	if s.System, err = c.values(ctx, format.TagSystem); err != nil {
+	if s.System, err = c.system(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func (c *Catalog) values(ctx context.Context, t format.Tag) (map[string]uint64, error) {
+func (c *Catalog) counters(ctx context.Context) (map[string]uint64, error) {
 	m := map[string]uint64{}
-	for row, err := range c.Scan(ctx, t) {
+	for row, err := range c.Scan(ctx, format.TagCounter) {
 		if err != nil {
 			return nil, err
 		}
-		m[row.Key.Name] = row.Msg.(*wrapperspb.UInt64Value).GetValue() // format's type for both tags
+		n, ok := row.Msg.(*wrapperspb.UInt64Value)
+		if !ok {
+			continue // a newer binary's counter: carried, not read
+		}
+		name := row.Key.Name
+		for _, p := range row.Key.Parts {
+			name += "[" + strconv.FormatUint(p, 10) + "]"
+		}
+		m[name] = n.GetValue()
 	}
 	return m, nil
+}
+
+func (c *Catalog) system(ctx context.Context) (map[string]string, error) {
+	m := map[string]string{}
+	for row, err := range c.Scan(ctx, format.TagSystem) {
+		if err != nil {
+			return nil, err
+		}
+		if row.Key.Raw != nil || len(row.Key.Parts) > 0 {
+			continue
+		}
+		switch v := row.Msg.(type) {
+		case *wrapperspb.UInt64Value:
+			m[row.Key.Name] = strconv.FormatUint(v.GetValue(), 10)
+		case *wrapperspb.UInt32Value:
+			m[row.Key.Name] = strconv.FormatUint(uint64(v.GetValue()), 10)
+		case *wrapperspb.BytesValue:
+			m[row.Key.Name] = printable(v.GetValue())
+		default:
+			m[row.Key.Name] = fmt.Sprintf("(%d bytes)", len(row.Raw.Value))
+		}
+	}
+	return m, nil
+}
+
+func printable(b []byte) string {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7E {
+			return hex.EncodeToString(b)
+		}
+	}
+	return string(b)
 }
 
 // MarshalJSON renders the row as one JSON object: its table, the key in hex, its
@@ -72,25 +116,34 @@ func (c *Catalog) values(ctx context.Context, t format.Tag) (map[string]uint64, 
 func (r Row) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"table":"`)
-	b.WriteString(r.Key.Tag.Name())
+	b.WriteString(r.Key.Tag.String())
 	b.WriteString(`","key":"`)
 	b.WriteString(hex.EncodeToString(r.Raw.Key))
 	b.WriteByte('"')
-	if names := format.ComponentNames(r.Version, r.Key.Tag); names != nil {
-		b.WriteString(`,"parts":{`)
-		for i, n := range names {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(strconv.Quote(n))
-			b.WriteByte(':')
-			b.WriteString(strconv.FormatUint(r.Key.Parts[i], 10))
-		}
-		b.WriteByte('}')
-	} else {
+	if r.Key.Name != "" {
 		name, _ := json.Marshal(r.Key.Name)
 		b.WriteString(`,"name":`)
 		b.Write(name)
+	}
+	if fields := format.Fields(r.Key.Tag, r.Key.Name); len(fields) > 0 && r.Key.Raw == nil {
+		b.WriteString(`,"parts":{`)
+		pi, si := 0, 0
+		for i, f := range fields {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(f.Name))
+			b.WriteByte(':')
+			if f.Str {
+				s, _ := json.Marshal(r.Key.Strs[si])
+				b.Write(s)
+				si++
+			} else {
+				b.WriteString(strconv.FormatUint(r.Key.Parts[pi], 10))
+				pi++
+			}
+		}
+		b.WriteByte('}')
 	}
 	row, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(r.Msg)
 	if err != nil {

@@ -149,7 +149,7 @@ func Check(found []byte, expect format.Version) (format.Version, error) {
 			return 0, err
 		}
 		if !format.Supported(format.Version(n)) {
-			return 0, anyVersion(&format.FormatVersionMismatch{Found: n, Expected: uint64(Newest)})
+			return 0, anyVersion(&format.FormatVersionMismatch{Found: uint64(n), Expected: uint64(Newest)})
 		}
 		want = format.Version(n)
 	}

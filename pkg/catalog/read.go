@@ -15,8 +15,8 @@ type Entry struct {
 	Key, Value []byte
 }
 
-// Row is a decoded catalog entry: its key, its row message (a
-// *wrapperspb.UInt64Value for counter and system keys) and the raw bytes.
+// Row is a decoded catalog entry: its key, its value as format.NewRow's
+// message (a *wrapperspb.UInt64Value for a counter, ...) and the raw bytes.
 type Row struct {
 	Key     format.Key
 	Msg     proto.Message
@@ -35,9 +35,6 @@ func (c *Catalog) GetRaw(ctx context.Context, key []byte) ([]byte, error) {
 
 // Get reads and decodes the row at k; a missing key is ErrNotFound.
 func (c *Catalog) Get(ctx context.Context, k format.Key) (proto.Message, error) {
-	if !k.Tag.Known() {
-		return nil, fmt.Errorf("catalog: get %s: %w", k.Tag, format.ErrUnknownTag)
-	}
 	key, err := format.EncodeKey(c.version, k)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: get: %w", err)
@@ -46,21 +43,23 @@ func (c *Catalog) Get(ctx context.Context, k format.Key) (proto.Message, error) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := format.DecodeValue(c.version, k.Tag, value)
+	m, err := format.DecodeValue(c.version, k, value)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: key %x: %w", key, err)
 	}
 	return m, nil
 }
 
-// SystemValue reads the system key name (tag 0xFF).
+// SystemValue reads an integer system key (format.SystemWriterEpoch,
+// format.SystemRetainFrom).
 func (c *Catalog) SystemValue(ctx context.Context, name string) (uint64, error) {
 	return c.uint64(ctx, format.SystemKey(name))
 }
 
-// Counter reads the counter name (tag 0xFE).
-func (c *Catalog) Counter(ctx context.Context, name string) (uint64, error) {
-	return c.uint64(ctx, format.CounterKey(name))
+// Counter reads a counter (format.NameNextSnapshotID, ...; a per-table
+// counter takes the table id).
+func (c *Catalog) Counter(ctx context.Context, name string, tableID ...uint64) (uint64, error) {
+	return c.uint64(ctx, format.CounterKey(c.version, name, tableID...))
 }
 
 func (c *Catalog) uint64(ctx context.Context, key []byte) (uint64, error) {
@@ -68,7 +67,7 @@ func (c *Catalog) uint64(ctx context.Context, key []byte) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := format.DecodeUint64(c.version, value)
+	n, err := format.DecodeCounter(c.version, value)
 	if err != nil {
 		return 0, fmt.Errorf("catalog: key %x: %w", key, err)
 	}
@@ -80,7 +79,7 @@ func (c *Catalog) uint64(ctx context.Context, key []byte) (uint64, error) {
 func (c *Catalog) Scan(ctx context.Context, t format.Tag) iter.Seq2[Row, error] {
 	if !t.Known() {
 		return func(yield func(Row, error) bool) {
-			yield(Row{}, fmt.Errorf("catalog: scan %s: %w", t, format.ErrUnknownTag))
+			yield(Row{}, fmt.Errorf("catalog: scan %s: %w", t, format.ErrNoRowType))
 		}
 	}
 	start, end := TagRange(t)
@@ -123,7 +122,7 @@ func (c *Catalog) decode(e Entry) (Row, error) {
 	if err != nil {
 		return Row{}, fmt.Errorf("catalog: key %x: %w", e.Key, err)
 	}
-	m, err := format.DecodeValue(c.version, k.Tag, e.Value)
+	m, err := format.DecodeValue(c.version, k, e.Value)
 	if err != nil {
 		return Row{}, fmt.Errorf("catalog: value of key %x: %w", e.Key, err)
 	}
@@ -152,13 +151,13 @@ func (c *Catalog) ScanRaw(ctx context.Context, start, end []byte) iter.Seq2[Entr
 	}
 }
 
-// Counts returns the number of keys per table, by tag name, for every known
-// tag except the counters and system keys (tables with no rows count 0).
+// Counts returns the number of keys per tag, by tag name, for every known
+// tag (tags with no keys count 0).
 // Keys of unknown tags are not counted (see UnknownTags). Keys are counted,
 // not decoded.
 func (c *Catalog) Counts(ctx context.Context) (map[string]uint64, error) {
 	var n [256]uint64
-	for e, err := range c.ScanRaw(ctx, nil, []byte{byte(format.TagCounter)}) {
+	for e, err := range c.ScanRaw(ctx, nil, nil) {
 		if err != nil {
 			return nil, err
 		}
@@ -168,9 +167,7 @@ func (c *Catalog) Counts(ctx context.Context) (map[string]uint64, error) {
 	}
 	counts := map[string]uint64{}
 	for _, t := range format.KnownTags() {
-		if t != format.TagCounter && t != format.TagSystem {
-			counts[t.Name()] = n[t]
-		}
+		counts[t.Name()] = n[t]
 	}
 	return counts, nil
 }

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 	rocklakev2 "github.com/rocklake/rocklake-migrate/proto/rocklake/v2"
 )
@@ -197,7 +197,7 @@ func TestRoundTripEveryShape(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fill(row.ProtoReflect(), 5)
+				formattest.Fill(row.ProtoReflect(), 5)
 				val, err := format.EncodeValue(v, k, row)
 				if err != nil {
 					t.Fatalf("%s %s %s: %v", v, tag, name, err)
@@ -211,44 +211,6 @@ func TestRoundTripEveryShape(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// fill sets every field of m to a non-zero value.
-func fill(m protoreflect.Message, seed uint64) {
-	fields := m.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		n := uint64(fd.Number())
-		x := seed<<(7*(n%9)) + n
-		if fd.IsList() {
-			l := m.Mutable(fd).List()
-			e := l.NewElement()
-			fill(e.Message(), seed+1)
-			l.Append(e)
-			continue
-		}
-		var val protoreflect.Value
-		switch fd.Kind() {
-		case protoreflect.MessageKind:
-			fill(m.Mutable(fd).Message(), seed)
-			continue
-		case protoreflect.Uint64Kind:
-			val = protoreflect.ValueOfUint64(x)
-		case protoreflect.Uint32Kind:
-			val = protoreflect.ValueOfUint32(uint32(x))
-		case protoreflect.Int64Kind:
-			val = protoreflect.ValueOfInt64(int64(x))
-		case protoreflect.BoolKind:
-			val = protoreflect.ValueOfBool(true)
-		case protoreflect.StringKind:
-			val = protoreflect.ValueOfString("v" + strings.Repeat("x", int(n)))
-		case protoreflect.BytesKind:
-			val = protoreflect.ValueOfBytes([]byte{byte(n), 0, 0xFF})
-		default:
-			panic(fd.Kind().String())
-		}
-		m.Set(fd, val)
 	}
 }
 

@@ -2,10 +2,10 @@ package migration
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -14,9 +14,10 @@ import (
 	rocklakev2 "github.com/rocklake/rocklake-migrate/proto/rocklake/v2"
 )
 
-// Format 2 (DESIGN 2.2): compact ordered integers in keys, data and delete
-// files keyed by table, the checksummed envelope, the snapshot time as
-// microseconds, and catalog-format-version 2. Record counts are unchanged.
+// Format 2 (DESIGN 2.2): compact integers in keys, tags and column tags
+// keyed by a SHA-256 hash of the tag key, the checksummed envelope, the
+// snapshot time as microseconds, and catalog-format-version 2 in the format-1
+// envelope. Keys keep their shape and record counts are unchanged.
 func init() {
 	Register(Migration{
 		From: format.V1, To: format.V2,
@@ -26,7 +27,16 @@ func init() {
 }
 
 func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
-	rawKey, _ := rec.Raw()
+	rawKey, value := rec.Raw()
+	if rec.Key().Raw != nil {
+		// Unknown tags, counters and system keys: the same bytes in both
+		// formats, since nothing in them is known to be an integer.
+		out, err := ndjson.NewRecord(format.V2, rawKey, value)
+		if err != nil {
+			return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
+		}
+		return []ndjson.Record{out}, nil
+	}
 	if err := checkCollisions(rec, format.V2); err != nil {
 		return nil, err
 	}
@@ -35,27 +45,30 @@ func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
 		return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
 	}
 	var out ndjson.Record
-	switch {
-	case key.Tag == format.TagSnapshot:
-		row, err := v2Snapshot(rec.Row().(*rocklakev1.Snapshot))
-		if err != nil {
-			return nil, fmt.Errorf("migration v1→v2: snapshot at key %x: %w", rawKey, err)
+	switch format.ValueKindOf(key) {
+	case format.ValueVersion:
+		out, err = recordOf(key, format.EncodeFormatVersion(uint32(format.V2)))
+	case format.ValueRaw:
+		out, err = recordOf(key, value)
+	case format.ValueCounter, format.ValueEnveloped:
+		var payload []byte
+		if payload, err = format.DecodeEnvelope(format.V1, value); err == nil {
+			out, err = recordOf(key, format.EncodeEnvelope(format.V2, payload))
 		}
-		out, err = ndjson.NewRowRecord(format.V2, key, row)
-		if err != nil {
-			return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
-		}
-	case key.Tag == format.TagSystem && key.Name == format.SystemCatalogFormatVersion:
-		out, err = recordOf(key, format.EncodeUint64(format.V2, uint64(format.V2)))
 	default:
-		// Every other row has the same wire encoding in both formats: move the
-		// payload as it is (unknown fields and all) into the new envelope.
-		_, value := rec.Raw()
-		payload, err := format.DecodeEnvelope(format.V1, value)
-		if err != nil {
-			return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
+		if snap, ok := rec.Row().(*rocklakev1.Snapshot); ok {
+			var row *rocklakev2.Snapshot
+			if row, err = v2Snapshot(snap); err == nil {
+				out, err = ndjson.NewRowRecord(format.V2, key, row)
+			}
+			break
 		}
-		out, err = recordOf(key, format.EncodeEnvelope(format.V2, payload))
+		// Every other row has the same wire encoding in both formats: move
+		// the payload as it is (unknown fields and all) into the new envelope.
+		var payload []byte
+		if payload, err = format.DecodeEnvelope(format.V1, value); err == nil {
+			out, err = recordOf(key, format.EncodeEnvelope(format.V2, payload))
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
@@ -71,46 +84,30 @@ func recordOf(k format.Key, value []byte) (ndjson.Record, error) {
 	return ndjson.NewRecord(format.V2, raw, value)
 }
 
-// v2Key maps key components by name: those format 2 adds (table_id of data
-// and delete files) come from the row.
+// v2Key is the same key, but for the tag-key hash of tags and column tags,
+// which format 2 computes from the tag key in the row.
 func v2Key(rec ndjson.Record) (format.Key, error) {
 	k := rec.Key()
-	if k.Tag == format.TagSystem || k.Tag == format.TagCounter {
+	var tagKey string
+	switch row := rec.Row().(type) {
+	case *rocklakev1.Tag:
+		tagKey = row.GetTagKey()
+	case *rocklakev1.ColumnTag:
+		tagKey = row.GetTagKey()
+	default:
 		return k, nil
 	}
-	from := format.ComponentNames(format.V1, k.Tag)
-	to := format.ComponentNames(format.V2, k.Tag)
-	parts := make([]uint64, len(to))
-	for i, name := range to {
-		found := false
-		for j, n := range from {
-			if n == name {
-				parts[i], found = k.Parts[j], true
-				break
-			}
+	parts := slices.Clone(k.Parts)
+	for i, f := range format.Fields(k.Tag, k.Name) {
+		// The format-1 hash is not recomputed or checked: Rust's
+		// DefaultHasher may differ between the builds that wrote the
+		// catalog; the row's tag key is the truth.
+		if f.Name == "tag_key_hash" {
+			parts[i] = format.TagKeyHash(format.V2, tagKey)
 		}
-		if found {
-			continue
-		}
-		v, err := rowUint(rec.Row(), name)
-		if err != nil {
-			return format.Key{}, err
-		}
-		parts[i] = v
 	}
-	return format.Key{Tag: k.Tag, Parts: parts}, nil
-}
-
-func rowUint(row proto.Message, name string) (uint64, error) {
-	m := row.ProtoReflect()
-	fd := m.Descriptor().Fields().ByName(protoreflect.Name(name))
-	if fd == nil || fd.Kind() != protoreflect.Uint64Kind {
-		return 0, fmt.Errorf("row %s has no uint64 field %s for the format-2 key", m.Descriptor().FullName(), name)
-	}
-	if fd.HasPresence() && !m.Has(fd) {
-		return 0, fmt.Errorf("row %s has no %s: the format-2 key needs it", m.Descriptor().FullName(), name)
-	}
-	return m.Get(fd).Uint(), nil
+	k.Parts = parts
+	return k, nil
 }
 
 // checkCollisions refuses to carry an unknown field whose number the target
@@ -120,7 +117,7 @@ func checkCollisions(rec ndjson.Record, to format.Version) error {
 	if len(unknown) == 0 {
 		return nil
 	}
-	target, err := format.NewRow(to, rec.Tag())
+	target, err := format.NewRow(to, rec.Key())
 	if err != nil {
 		return err
 	}
@@ -175,8 +172,8 @@ func v2Snapshot(s *rocklakev1.Snapshot) (*rocklakev2.Snapshot, error) {
 		return nil, copyErr
 	}
 	dst.SetUnknown(src.GetUnknown())
-	if s.SnapshotTime != nil {
-		t, err := ParseSnapshotTime(*s.SnapshotTime)
+	if s.SnapshotTime != "" {
+		t, err := ParseSnapshotTime(s.SnapshotTime)
 		if err != nil {
 			return nil, err
 		}

@@ -14,22 +14,29 @@ import (
 
 // Record lines, for example:
 //
-//	{"table":"ducklake_data_file","tag":9,"key":{"data_file_id":"7"},"row":{"data_file_id":"7","table_id":"3"},"unknown":"oDgB"}
-//	{"table":"rocklake_counter","tag":254,"name":"next-file-id","row":"8"}
-//	{"table":null,"tag":200,"raw_key":"yAE=","raw_value":"AVNES1YK"}
+//	{"table":"ducklake_data_file","tag":11,"key":{"table_id":"3","data_file_id":"7"},"row":{"data_file_id":"7","table_id":"3"},"unknown":"oDgB"}
+//	{"table":"ducklake_metadata","tag":1,"key":{"scope":"0","scope_id":"0","key":"data_path"},"row":{"key":"data_path","value":"s3://b/"}}
+//	{"table":"rocklake_counters","tag":254,"name":"next_column_id","key":{"table_id":"5"},"row":"8"}
+//	{"table":"rocklake_system","tag":255,"name":"catalog-format-version","row":1}
+//	{"table":"rocklake_system","tag":255,"name":"writer-nonce","row":"NmYxYw=="}
+//	{"table":"rocklake_system","tag":255,"raw_key":"/2Z1dHVyZQ==","raw_value":"eA=="}
+//	{"table":null,"tag":80,"raw_key":"UAE=","raw_value":"AVNES1YK"}
 //
 // Members come in the order of lineMembers, each at most once, so that a
-// record has one spelling. Key components are decimal strings, as protobuf
-// JSON writes 64-bit integers, since JSON numbers lose precision past 2^53
-// in most parsers. "raw_value" appears on a known-tag record only when the
-// stored value is not the canonical encoding of its row (Record.verbatim).
-var lineMembers = [...]string{"table", "tag", "key", "name", "row", "unknown", "raw_key", "raw_value"}
+// record has one spelling. "name" names the key's shape where its tag has
+// several (format.ShapeNames). Integer key components are decimal strings,
+// as protobuf JSON writes 64-bit integers, since JSON numbers lose precision
+// past 2^53 in most parsers; string components are strings. Keys of unknown
+// tags, and counter and system keys of no known shape, travel as raw bytes.
+// "raw_value" appears on a known-shape record only when the stored value is
+// not the canonical encoding of its row (Record.verbatim).
+var lineMembers = [...]string{"table", "tag", "name", "key", "row", "unknown", "raw_key", "raw_value"}
 
 const (
 	mTable = iota
 	mTag
-	mKey
 	mName
+	mKey
 	mRow
 	mUnknown
 	mRawKey
@@ -39,24 +46,37 @@ const (
 // b64 is strict so that each byte string has one spelling.
 var b64 = base64.StdEncoding.Strict()
 
-// componentNames caches format.ComponentNames, which copies, by version and
-// tag.
-var componentNames = func() (c [][256][]string) {
-	for v := format.Version(0); v == 0 || format.Supported(v); v++ {
-		c = append(c, [256][]string{})
-		for t := range 256 {
-			c[v][t] = format.ComponentNames(v, format.Tag(t))
+type shapeID struct {
+	tag  format.Tag
+	name string
+}
+
+// keyFields caches format.Fields, which allocates, by tag and shape name.
+var keyFields = func() map[shapeID][]format.Field {
+	m := map[shapeID][]format.Field{}
+	for _, t := range format.KnownTags() {
+		names := format.ShapeNames(t)
+		if names == nil {
+			names = []string{""}
+		}
+		for _, n := range names {
+			m[shapeID{t, n}] = format.Fields(t, n)
 		}
 	}
-	return c
+	return m
 }()
 
 // appendRecordLine appends r's line, newline included, to dst.
 func appendRecordLine(dst []byte, r Record) ([]byte, error) {
 	t := r.key.Tag
 	dst = append(dst, `{"table":`...)
-	if !t.Known() {
-		dst = append(dst, `null,"tag":`...)
+	if r.row == nil {
+		if t.Known() {
+			dst = appendString(dst, t.Name())
+		} else {
+			dst = append(dst, `null`...)
+		}
+		dst = append(dst, `,"tag":`...)
 		dst = strconv.AppendUint(dst, uint64(t), 10)
 		dst = appendBase64Member(dst, "raw_key", r.rawKey)
 		dst = appendBase64Member(dst, "raw_value", r.rawValue)
@@ -66,19 +86,27 @@ func appendRecordLine(dst []byte, r Record) ([]byte, error) {
 	dst = append(dst, t.Name()...)
 	dst = append(dst, `","tag":`...)
 	dst = strconv.AppendUint(dst, uint64(t), 10)
-	if names := componentNames[r.version][t]; names == nil {
+	if r.key.Name != "" {
 		dst = append(dst, `,"name":`...)
 		dst = appendString(dst, r.key.Name)
-	} else {
+	}
+	if fields := keyFields[shapeID{t, r.key.Name}]; len(fields) > 0 {
 		dst = append(dst, `,"key":{`...)
-		for i, name := range names {
+		pi, si := 0, 0
+		for i, f := range fields {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
 			dst = append(dst, '"')
-			dst = append(dst, name...)
+			dst = append(dst, f.Name...)
 			dst = append(dst, '"', ':')
-			dst = appendQuotedUint(dst, r.key.Parts[i])
+			if f.Str {
+				dst = appendString(dst, r.key.Strs[si])
+				si++
+			} else {
+				dst = appendQuotedUint(dst, r.key.Parts[pi])
+				pi++
+			}
 		}
 		dst = append(dst, '}')
 	}
@@ -136,23 +164,29 @@ func (d *lineDecoder) decode(line []byte) (Record, error) {
 	if !l.seen[mTag] {
 		return Record{}, errors.New(`no "tag"`)
 	}
+	if l.seen[mRawKey] {
+		return rawRecord(d.v, &l)
+	}
 	if !l.tag.Known() {
-		return unknownTagRecord(d.v, &l)
+		return Record{}, fmt.Errorf(`a record of unknown %s needs "raw_key"`, l.tag)
 	}
 	if string(l.table) != l.tag.Name() {
 		return Record{}, fmt.Errorf(`tag %d is table %q, the line says %s`, l.tag, l.tag.Name(), quoteOrNull(l.table))
 	}
-	switch {
-	case !l.seen[mKey] && !l.seen[mName]:
-		return Record{}, errors.New(`no "key" or "name"`)
-	case !l.seen[mRow]:
+	if !l.seen[mRow] {
 		return Record{}, errors.New(`no "row"`)
-	case l.seen[mRawKey]:
-		return Record{}, fmt.Errorf(`a %s record has no "raw_key"`, l.tag)
+	}
+	l.key.Tag = l.tag
+	if fields := keyFields[shapeID{l.tag, l.key.Name}]; len(fields) > 0 && !l.seen[mKey] {
+		return Record{}, errors.New(`no "key"`)
 	}
 	rawKey, err := format.EncodeKey(d.v, l.key)
 	if err != nil {
 		return Record{}, err
+	}
+	if l.seen[mUnknown] && format.ValueKindOf(l.key) != format.ValueRow {
+		// Only protobuf rows are stored with their unknown fields.
+		return Record{}, fmt.Errorf(`a %s %s record has no "unknown"`, l.tag, l.key.Name)
 	}
 	// proto.Marshal writes unknown fields after the known ones.
 	payload := append(l.payload, l.unknown...)
@@ -166,11 +200,15 @@ func (d *lineDecoder) decode(line []byte) (Record, error) {
 	}
 	r := Record{version: d.v, key: l.key, row: l.row, rawKey: rawKey}
 	if l.rawValue == nil {
-		r.rawValue = format.EncodeEnvelope(d.v, payload)
+		if format.ValueKindOf(l.key) == format.ValueRow {
+			r.rawValue = format.EncodeEnvelope(d.v, payload)
+		} else if r.rawValue, err = format.EncodeValue(d.v, l.key, l.row); err != nil {
+			return Record{}, err
+		}
 		return r, nil
 	}
 	// The stored bytes rule; the row must say the same.
-	stored, err := format.DecodeValue(d.v, l.tag, l.rawValue)
+	stored, err := format.DecodeValue(d.v, l.key, l.rawValue)
 	if err != nil {
 		return Record{}, fmt.Errorf("raw_value: %w", err)
 	}
@@ -230,16 +268,16 @@ func (s *scanner) member(v format.Version, m int, l *recordLine) error {
 			err = fmt.Errorf("%d is not a byte", n)
 		}
 		l.tag = format.Tag(n)
-	case mKey:
-		l.key, err = s.parseKey(v, l.tag)
 	case mName:
-		if names := componentNames[v][l.tag]; !l.tag.Known() || names != nil {
+		if format.ShapeNames(l.tag) == nil {
 			return fmt.Errorf(`a %s record has no "name"`, l.tag)
 		}
-		l.key.Tag = l.tag
 		l.key.Name, err = s.string()
+	case mKey:
+		l.key.Parts, l.key.Strs, err = s.parseKey(l.tag, l.key.Name)
 	case mRow:
-		if l.row, err = format.NewRow(v, l.tag); err != nil {
+		l.key.Tag = l.tag
+		if l.row, err = format.NewRow(v, l.key); err != nil {
 			return err
 		}
 		l.payload, err = s.appendRowWire(l.payload, l.row.ProtoReflect().Descriptor())
@@ -253,37 +291,48 @@ func (s *scanner) member(v format.Version, m int, l *recordLine) error {
 	return err
 }
 
-// parseKey reads the components of a key with tag t, by name, in order.
-func (s *scanner) parseKey(v format.Version, t format.Tag) (format.Key, error) {
-	names := componentNames[v][t]
-	if names == nil {
-		return format.Key{}, fmt.Errorf(`a %s record has no "key"`, t)
+// parseKey reads the components of a key with tag t and shape name, by
+// name, in order.
+func (s *scanner) parseKey(t format.Tag, name string) (parts []uint64, strs []string, err error) {
+	fields := keyFields[shapeID{t, name}]
+	if len(fields) == 0 {
+		return nil, nil, fmt.Errorf(`a %s %q record has no "key"`, t, name)
 	}
+	bad := func(err error) error { return fmt.Errorf("a %s %s key is %v: %w", t, name, fields, err) }
 	if err := s.expect('{'); err != nil {
-		return format.Key{}, err
+		return nil, nil, bad(err)
 	}
-	parts := make([]uint64, len(names))
-	for i, name := range names {
+	for i, f := range fields {
 		if i > 0 {
 			if err := s.expect(','); err != nil {
-				return format.Key{}, fmt.Errorf("a %s %s key is %v: %w", v, t, names, err)
+				return nil, nil, bad(err)
 			}
 		}
 		k, err := s.key()
-		if err == nil && string(k) != name {
+		if err == nil && string(k) != f.Name {
 			err = fmt.Errorf("found %q", k)
 		}
-		if err == nil {
-			parts[i], err = s.uintString()
-		}
 		if err != nil {
-			return format.Key{}, fmt.Errorf("a %s %s key is %v: %w", v, t, names, err)
+			return nil, nil, bad(err)
 		}
+		if f.Str {
+			str, err := s.string()
+			if err != nil {
+				return nil, nil, bad(err)
+			}
+			strs = append(strs, str)
+			continue
+		}
+		x, err := s.uintString()
+		if err != nil {
+			return nil, nil, bad(err)
+		}
+		parts = append(parts, x)
 	}
 	if err := s.expect('}'); err != nil {
-		return format.Key{}, fmt.Errorf("a %s %s key is %v: %w", v, t, names, err)
+		return nil, nil, bad(err)
 	}
-	return format.Key{Tag: t, Parts: parts}, nil
+	return parts, strs, nil
 }
 
 // base64 reads a string of base64 and returns the bytes, which do not alias
@@ -300,17 +349,24 @@ func (s *scanner) base64() ([]byte, error) {
 	return out, nil
 }
 
-func unknownTagRecord(v format.Version, l *recordLine) (Record, error) {
-	// "key", "name" and "row" have failed already: they need a known tag.
-	if l.table != nil || l.seen[mUnknown] {
-		return Record{}, fmt.Errorf(`a record of unknown %s has only "table":null, "tag", "raw_key" and "raw_value"`, l.tag)
+// rawRecord is a record of an unknown tag, or a counter or system key of no
+// known shape: raw key and value only.
+func rawRecord(v format.Version, l *recordLine) (Record, error) {
+	if l.seen[mName] || l.seen[mKey] || l.seen[mRow] || l.seen[mUnknown] {
+		return Record{}, fmt.Errorf(`a raw record of %s has only "table", "tag", "raw_key" and "raw_value"`, l.tag)
+	}
+	if want := l.tag.Name(); (want == "" && l.table != nil) || (want != "" && string(l.table) != want) {
+		return Record{}, fmt.Errorf(`tag %d is table %q, the line says %s`, l.tag, want, quoteOrNull(l.table))
 	}
 	if len(l.rawKey) == 0 || l.rawKey[0] != byte(l.tag) || l.rawValue == nil {
-		return Record{}, fmt.Errorf(`a record of unknown %s needs "raw_key" starting with that tag, and "raw_value"`, l.tag)
+		return Record{}, fmt.Errorf(`a raw record of %s needs "raw_key" starting with that tag, and "raw_value"`, l.tag)
 	}
 	k, err := format.DecodeKey(v, l.rawKey)
 	if err != nil {
 		return Record{}, err
+	}
+	if k.Raw == nil {
+		return Record{}, fmt.Errorf(`raw_key %x has a known shape: it travels decoded`, l.rawKey)
 	}
 	return Record{version: v, key: k, rawKey: l.rawKey, rawValue: l.rawValue}, nil
 }

@@ -35,15 +35,15 @@ func NewRecord(v format.Version, key, value []byte) (Record, error) {
 		return Record{}, err
 	}
 	r := Record{version: v, key: k, rawKey: bytes.Clone(key)}
-	if !k.Tag.Known() {
+	if k.Raw != nil {
 		r.rawValue = bytes.Clone(value)
 		return r, nil
 	}
-	row, err := format.DecodeValue(v, k.Tag, value)
+	row, err := format.DecodeValue(v, k, value)
 	if err != nil {
 		return Record{}, fmt.Errorf("ndjson: key %x: %w", key, err)
 	}
-	enc, err := format.EncodeValue(v, row)
+	enc, err := format.EncodeValue(v, k, row)
 	if err != nil {
 		return Record{}, fmt.Errorf("ndjson: key %x: %w", key, err)
 	}
@@ -57,20 +57,31 @@ func NewRecord(v format.Version, key, value []byte) (Record, error) {
 // NewRowRecord makes the format-v Record of key k and row, as a transform
 // does; row must be the row message of k.Tag in format v (format.NewRow),
 // unknown fields included. The Record keeps row: do not modify it after.
-// Records of unknown tags come only from NewRecord, as raw bytes.
+// Records of raw keys (unknown tags, counter and system keys of no known
+// shape) come only from NewRecord.
 func NewRowRecord(v format.Version, k format.Key, row proto.Message) (Record, error) {
-	want, err := format.NewRow(v, k.Tag)
+	if k.Raw != nil || !k.Tag.Known() {
+		// format.NewRow gives raw keys a BytesValue, but a line cannot
+		// carry a raw key with a row: it would not read back.
+		return Record{}, fmt.Errorf("ndjson: %s key of no known shape: its record comes from NewRecord", k.Tag)
+	}
+	want, err := format.NewRow(v, k)
 	if err != nil {
 		return Record{}, fmt.Errorf("ndjson: %w", err)
 	}
 	if row == nil || row.ProtoReflect().Descriptor() != want.ProtoReflect().Descriptor() {
 		return Record{}, fmt.Errorf("ndjson: %s %s row must be a %s", v, k.Tag, want.ProtoReflect().Descriptor().FullName())
 	}
+	if format.ValueKindOf(k) != format.ValueRow && len(row.ProtoReflect().GetUnknown()) > 0 {
+		// Counters, the version and bytes values are not protobuf where
+		// they are stored: unknown fields would be lost.
+		return Record{}, fmt.Errorf("ndjson: %s %s value cannot carry unknown fields", v, k.Tag)
+	}
 	rawKey, err := format.EncodeKey(v, k)
 	if err != nil {
 		return Record{}, err
 	}
-	value, err := format.EncodeValue(v, row)
+	value, err := format.EncodeValue(v, k, row)
 	if err != nil {
 		return Record{}, fmt.Errorf("ndjson: key %x: %w", rawKey, err)
 	}
@@ -83,13 +94,12 @@ func (r Record) Version() format.Version { return r.version }
 // Tag returns the Record's tag.
 func (r Record) Tag() format.Tag { return r.key.Tag }
 
-// Key returns the decoded key: Parts for tables and internal tags, Name for
-// counters and system keys, Raw (the bytes after the tag) for unknown tags.
+// Key returns the decoded key (format.Key: Name, Parts and Strs, or Raw).
 func (r Record) Key() format.Key { return r.key }
 
 // Row returns the decoded row, a message of format.NewRow's type for the
-// Record's version and tag, with the unknown fields in it; nil for an
-// unknown tag.
+// Record's version and key, with the unknown fields in it; nil for a raw
+// key.
 func (r Record) Row() proto.Message { return r.row }
 
 // Unknown returns the row's unknown fields as raw protobuf wire bytes (what

@@ -17,16 +17,22 @@ import (
 // those spaces (the tests check this on every row type), for the field
 // kinds the row messages use; a row type with another kind fails loudly.
 
-const uint64ValueName = "google.protobuf.UInt64Value"
+// The wrapper types format.NewRow gives for values that are not rows.
+const (
+	uint64ValueName = "google.protobuf.UInt64Value" // counters
+	uint32ValueName = "google.protobuf.UInt32Value" // catalog-format-version
+	bytesValueName  = "google.protobuf.BytesValue"  // raw and enveloped bytes
+)
 
 // appendRow appends m as protobuf JSON: proto field names, populated fields
 // only, in field order; 64-bit integers as decimal strings, enums by name.
-// google.protobuf.UInt64Value, the counter and system row, is a bare
-// string, as protojson writes wrapper types.
+// The wrapper types are bare values, as protojson writes them.
 func appendRow(dst []byte, m protoreflect.Message) ([]byte, error) {
 	d := m.Descriptor()
-	if d.FullName() == uint64ValueName {
-		return appendQuotedUint(dst, m.Get(d.Fields().ByNumber(1)).Uint()), nil
+	switch d.FullName() {
+	case uint64ValueName, uint32ValueName, bytesValueName:
+		fd := d.Fields().ByNumber(1)
+		return appendValue(dst, m.Get(fd), fd)
 	}
 	dst = append(dst, '{')
 	fields := d.Fields()
@@ -74,6 +80,12 @@ func appendValue(dst []byte, v protoreflect.Value, fd protoreflect.FieldDescript
 	switch fd.Kind() {
 	case protoreflect.Uint64Kind:
 		return appendQuotedUint(dst, v.Uint()), nil
+	case protoreflect.Uint32Kind:
+		return strconv.AppendUint(dst, v.Uint(), 10), nil
+	case protoreflect.BytesKind:
+		dst = append(dst, '"')
+		dst = b64.AppendEncode(dst, v.Bytes())
+		return append(dst, '"'), nil
 	case protoreflect.Int64Kind:
 		dst = append(dst, '"')
 		dst = strconv.AppendInt(dst, v.Int(), 10)
@@ -149,13 +161,9 @@ const hexDigits = "0123456789abcdef"
 // setting fields one by one through protoreflect. Fields must come in
 // field order, each once, so that a line has one spelling.
 func (s *scanner) appendRowWire(dst []byte, d protoreflect.MessageDescriptor) ([]byte, error) {
-	if d.FullName() == uint64ValueName {
-		x, err := s.uintString()
-		if err == nil && x != 0 {
-			dst = protowire.AppendTag(dst, 1, protowire.VarintType)
-			dst = protowire.AppendVarint(dst, x)
-		}
-		return dst, err
+	switch d.FullName() {
+	case uint64ValueName, uint32ValueName, bytesValueName:
+		return s.appendFieldWire(dst, d.Fields().ByNumber(1))
 	}
 	if err := s.expect('{'); err != nil {
 		return dst, err
@@ -254,12 +262,31 @@ func (s *scanner) appendFieldWire(dst []byte, fd protoreflect.FieldDescriptor) (
 			return dst, err
 		}
 		x = v
+	case protoreflect.Uint32Kind:
+		v, err := s.number()
+		if err == nil && (v < 0 || v > math.MaxUint32) {
+			err = s.errorf("%d is not a u32", v)
+		}
+		if err != nil {
+			return dst, err
+		}
+		x = uint64(v)
 	case protoreflect.Int64Kind:
 		v, err := s.intString()
 		if err != nil {
 			return dst, err
 		}
 		x = uint64(v)
+	case protoreflect.BytesKind:
+		b, err := s.base64()
+		if err != nil {
+			return dst, err
+		}
+		if len(b) == 0 && !fd.HasPresence() {
+			return dst, nil
+		}
+		dst = protowire.AppendTag(dst, fd.Number(), protowire.BytesType)
+		return protowire.AppendBytes(dst, b), nil
 	case protoreflect.BoolKind:
 		switch {
 		case s.literal("true"):

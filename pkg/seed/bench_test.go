@@ -23,7 +23,7 @@ func BenchmarkSeed(b *testing.B) {
 		}
 		total += time.Since(start)
 		if i == 0 {
-			b.Logf("rows per table: %v", res.Rows)
+			b.Logf("keys per tag: %v", res.Keys)
 		}
 	}
 	b.ReportMetric(float64(rows*b.N)/total.Seconds(), "rows/s")

@@ -316,7 +316,7 @@ func Finalize(ctx context.Context, url string, v format.Version, so slatedb.Opti
 	raw, err := w.Get(ctx, progressKey)
 	if errors.Is(err, slatedb.ErrNotFound) {
 		if got, verr := w.Get(ctx, format.FormatVersionKey()); verr == nil {
-			if n, _ := format.DecodeFormatVersion(got); n == uint64(v) {
+			if n, _ := format.DecodeFormatVersion(got); uint64(n) == uint64(v) {
 				return w.Close()
 			}
 		}
@@ -351,7 +351,7 @@ func finalize(ctx context.Context, w *slatedb.Writer, prog *progress, v format.V
 		}
 		if bytes.Equal(k, format.FormatVersionKey()) {
 			n, err := format.DecodeFormatVersion(val)
-			if err != nil || n != uint64(v) {
+			if err != nil || uint64(n) != uint64(v) {
 				return fmt.Errorf("%w: the shards' version key says %d (%v), the format is %s", ErrNoVersion, n, err, v)
 			}
 			sawVersion = true

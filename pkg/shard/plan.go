@@ -76,40 +76,26 @@ func CheckRanges(rs []Range) error {
 	return nil
 }
 
-// idBound says which counter bounds the first key component of a tag's keys,
-// per format: the planner spreads each tag's keys uniformly over [0, bound).
-func idBound(v format.Version, t format.Tag) string {
-	switch t {
-	case format.TagMetadata:
-		return format.CounterNextMetadataID
-	case format.TagSnapshot, format.TagSnapshotChanges, format.TagCommitLog:
-		return format.CounterNextSnapshotID
-	case format.TagSchema:
-		return format.CounterNextSchemaID
-	case format.TagDataFile, format.TagDeleteFile:
-		if v == format.V1 {
-			return format.CounterNextFileID
-		}
-		return format.CounterNextTableID
-	case format.TagFileDeletion:
-		return format.CounterNextFileID
-	case format.TagTag:
-		return format.CounterNextTagID
-	default: // tables, views, columns, stats, name index: keyed by a catalog id
-		return format.CounterNextTableID
-	}
+// volume is what bounds a tag's keys: the counter that bounds their first
+// component, and how many keys the tag holds relative to that counter.
+type volume struct {
+	bound  string  // counter bounding the first component
+	perID  float64 // keys per id (per file when byFile), relative
+	byFile bool    // the tag's size follows the number of files, not ids
 }
 
-// weight estimates how many keys a tag holds, relative to the others: the data
-// and delete files are the bulk of a catalog.
-func weight(t format.Tag, bound uint64) float64 {
-	switch t {
-	case format.TagDataFile, format.TagDeleteFile:
-		return float64(bound)
-	case format.TagCounter, format.TagSystem:
-		return 0
-	}
-	return float64(bound) / 8
+// volumes weighs the tags that hold the bulk of a RockLake catalog; other
+// tags are small and never cut inside. In a real catalog most keys are per
+// data file: its column stats (one per column), the file and its
+// by-snapshot index entry, partition values.
+var volumes = map[format.Tag]volume{
+	format.TagFileColumnStats:    {format.NameNextCatalogID, 6, true},
+	format.TagDataFile:           {format.NameNextCatalogID, 1, true},
+	format.TagDataFileBySnapshot: {format.NameNextCatalogID, 1, true},
+	format.TagFilePartitionValue: {format.NameNextCatalogID, 0.3, true},
+	format.TagDeleteFile:         {format.NameNextFileID, 0.1, true},
+	format.TagSnapshot:           {format.NameNextSnapshotID, 1, false},
+	format.TagSnapshotChanges:    {format.NameNextSnapshotID, 1, false},
 }
 
 // Plan cuts the key space into n ranges of roughly equal size, estimated from
@@ -129,15 +115,33 @@ func Plan(ctx context.Context, c *catalog.Catalog, n int) ([]Range, error) {
 	var segs []segment
 	total := 0.0
 	v := c.Version()
-	for _, t := range format.KnownTags() {
-		name := idBound(v, t)
-		bound, err := c.Counter(ctx, name)
+	counter := func(name string) (uint64, error) {
+		x, err := c.Counter(ctx, name)
 		if errors.Is(err, catalog.ErrNotFound) {
-			bound = 0
-		} else if err != nil {
-			return nil, fmt.Errorf("shard: plan: counter %s: %w", name, err)
+			return 0, nil
 		}
-		w := weight(t, bound)
+		if err != nil {
+			return 0, fmt.Errorf("shard: plan: counter %s: %w", name, err)
+		}
+		return x, nil
+	}
+	files, err := counter(format.NameNextFileID)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range format.KnownTags() {
+		vol, ok := volumes[t]
+		if !ok {
+			continue
+		}
+		bound, err := counter(vol.bound)
+		if err != nil {
+			return nil, err
+		}
+		w := vol.perID * float64(bound)
+		if vol.byFile {
+			w = vol.perID * float64(files)
+		}
 		segs = append(segs, segment{t, bound, w})
 		total += w
 	}
@@ -149,7 +153,7 @@ func Plan(ctx context.Context, c *catalog.Catalog, n int) ([]Range, error) {
 		for _, s := range segs {
 			if s.weight > 0 && acc+s.weight >= target {
 				id := uint64(float64(s.bound) * (target - acc) / s.weight)
-				p, err := format.KeyPrefix(v, s.tag, id)
+				p, err := format.KeyPrefix(v, format.Key{Tag: s.tag, Parts: []uint64{id}})
 				if err != nil {
 					return nil, fmt.Errorf("shard: plan: %w", err)
 				}

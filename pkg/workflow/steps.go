@@ -150,7 +150,7 @@ func sourceMarks(ctx context.Context, c *catalog.Catalog) (epoch, nextSnapshot u
 	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
 		return 0, 0, fmt.Errorf("workflow: read writer-epoch: %w", err)
 	}
-	nextSnapshot, err = c.Counter(ctx, format.CounterNextSnapshotID)
+	nextSnapshot, err = c.Counter(ctx, format.NameNextSnapshotID)
 	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
 		return 0, 0, fmt.Errorf("workflow: read next-snapshot-id: %w", err)
 	}
