@@ -7,10 +7,14 @@
 //   - line 1, the header: the export-format version (ExportFormatVersion; a
 //     reader refuses any other), the catalog format of the records, the
 //     shard's index, count and key range, the checkpoint and the source;
-//   - one line per record: table name, tag, key components by name (or the
-//     counter or system key name), the row as protobuf JSON with proto field
-//     names, the row's unknown protobuf fields as base64, and for tags this
-//     binary does not know the raw key and value as base64;
+//   - one line per record: table name, tag, the shape's name where the tag
+//     has several (counters, system keys, 0xFC, 0xFD), the key components by
+//     name, the value as protobuf JSON with proto field names (counters and
+//     the format version as numbers, raw values as base64), the row's
+//     unknown protobuf fields as base64; the raw key and value as base64 for
+//     keys of unknown tags and counter and system keys of no known shape, and
+//     the raw value where the stored bytes are not the row's canonical
+//     encoding;
 //   - the last line, the trailer: the record count, per-table counts and the
 //     SHA-256 of the record lines, byte for byte (`sed '1d;$d' | sha256sum`).
 //

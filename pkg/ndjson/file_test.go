@@ -154,7 +154,7 @@ func TestFileNotPublishedOnFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := fw.Write(records(t, format.V1, fixtureEntries(t, format.V1))[0]); err != nil {
+		if err := fw.Write(records(t, format.V1, shapeEntries(t, format.V1))[0]); err != nil {
 			t.Fatal(err)
 		}
 		fw.Abort()
@@ -167,7 +167,7 @@ func TestFileNotPublishedOnFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := fw.Write(records(t, format.V2, fixtureEntries(t, format.V2))[0]); err == nil {
+		if err := fw.Write(records(t, format.V2, shapeEntries(t, format.V2))[0]); err == nil {
 			t.Fatalf("%s: a v2 record went into a v1 shard", sfx.name)
 		}
 		if err := fw.Close(); err == nil {

@@ -1,15 +1,13 @@
 package ndjson_test
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"math"
 	"strings"
 	"testing"
 
@@ -18,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
@@ -26,35 +25,29 @@ var versions = []format.Version{format.V1, format.V2}
 // entry is a catalog entry as stored: raw key and value.
 type entry struct{ key, value []byte }
 
-// fixtureEntries returns pkg/format's fixtures of format v: for every known
-// tag, one row with every field set and one empty row.
-func fixtureEntries(t testing.TB, v format.Version) []entry {
+// shapeEntries returns formattest.Entries of format v: for every shape
+// of every known tag, one value with every field set and one empty row.
+func shapeEntries(t testing.TB, v format.Version) []entry {
 	t.Helper()
-	path := filepath.Join("..", "format", "testdata", "fixtures", v.String()+".jsonl")
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var out []entry
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var fx struct{ Key, Value string }
-		if err := json.Unmarshal(sc.Bytes(), &fx); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		k, err1 := hex.DecodeString(fx.Key)
-		val, err2 := hex.DecodeString(fx.Value)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("%s: bad hex in %q", path, sc.Text())
-		}
-		out = append(out, entry{k, val})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	for _, e := range formattest.Entries(v) {
+		out = append(out, entry{e.Key, e.Value})
 	}
 	if len(out) < 2*len(format.KnownTags()) {
-		t.Fatalf("%s: %d fixtures, want two per tag", path, len(out))
+		t.Fatalf("%s: %d entries, want at least two per tag", v, len(out))
+	}
+	return out
+}
+
+// rowEntries are the fixture entries whose values are protobuf rows, the
+// only ones that can carry unknown fields.
+func rowEntries(t testing.TB, v format.Version) []entry {
+	t.Helper()
+	var out []entry
+	for _, e := range shapeEntries(t, v) {
+		if format.ValueKindOf(decodeKey(t, v, e.key)) == format.ValueRow {
+			out = append(out, e)
+		}
 	}
 	return out
 }
@@ -72,33 +65,78 @@ var unknownFields = func() []byte {
 }()
 
 // withUnknown returns e's value with unknownFields appended to the row, as
-// a newer binary writing the same row would store it.
+// a newer binary writing the same row would store it. e's value is a row.
 func withUnknown(t testing.TB, v format.Version, e entry) entry {
 	t.Helper()
+	k := decodeKey(t, v, e.key)
 	row := decodeRow(t, v, e)
 	row.ProtoReflect().SetUnknown(append(row.ProtoReflect().GetUnknown(), unknownFields...))
-	val, err := format.EncodeValue(v, row)
+	val, err := format.EncodeValue(v, k, row)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return entry{e.key, val}
 }
 
+func decodeKey(t testing.TB, v format.Version, key []byte) format.Key {
+	t.Helper()
+	k, err := format.DecodeKey(v, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
 func decodeRow(t testing.TB, v format.Version, e entry) proto.Message {
 	t.Helper()
-	row, err := format.DecodeValue(v, format.Tag(e.key[0]), e.value)
+	row, err := format.DecodeValue(v, decodeKey(t, v, e.key), e.value)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return row
 }
 
-// unknownTagEntries are entries of tags a newer binary allocated: raw
-// bytes, the value not even an envelope.
+// unknownTagEntries are entries of tags RockLake does not allocate (0x1D was
+// an IVM table until v0.22; 0x50 and 0xC8 never were): raw bytes, the value
+// not even an envelope.
 var unknownTagEntries = []entry{
 	{[]byte{0xC8, 0, 1, 2}, []byte{0x01, 'S', 'D', 'K', 'V', 0x08, 0x01}},
-	{[]byte{0x20}, []byte{}},
-	{[]byte{0xFC, 0xFF, '\n', '"'}, []byte("not protobuf\n\x00\xff")},
+	{[]byte{0x1D}, []byte{}},
+	{[]byte{0x50, 0xFF, '\n', '"'}, []byte("not protobuf\n\x00\xff")},
+}
+
+// rawSystemEntries are counter and system keys of no shape this binary
+// knows, as a newer RockLake might write them: they travel as raw bytes,
+// their values whatever they are.
+var rawSystemEntries = []entry{
+	{format.SystemKey("future-flag"), []byte("on\x00\xff")},
+	{[]byte{0xFE, 0x06}, format.EncodeCounter(format.V1, 12345)},
+	{[]byte{0xFE, 0x7F, 0, 1}, []byte{}},
+	{format.SystemKey(`a "quoted\" name`), []byte{0}},
+	// A known name followed by more bytes is another key.
+	{append(format.SystemKey(format.SystemWriterEpoch), 's'), []byte("x")},
+	{[]byte{0xFF}, []byte("tag only")},
+}
+
+// systemEntries are counter and system keys of known shapes, with values
+// at the edges of their types.
+func systemEntries(v format.Version) []entry {
+	var es []entry
+	for _, name := range format.ShapeNames(format.TagCounter) {
+		var table []uint64
+		if len(format.Fields(format.TagCounter, name)) > 0 {
+			table = []uint64{1 << 40}
+		}
+		es = append(es,
+			entry{format.CounterKey(v, name, table...), format.EncodeCounter(v, 0)},
+			entry{format.CounterKey(v, name, table...), format.EncodeCounter(v, math.MaxUint64)})
+	}
+	return append(es,
+		entry{format.FormatVersionKey(), format.EncodeFormatVersion(uint32(v))},
+		entry{format.SystemKey(format.SystemWriterNonce), []byte{0x6f, 0x1c, 0x00, 0xff, '\n', '"'}},
+		entry{format.SystemKey(format.SystemEndpoint), []byte("http://127.0.0.1:5433")},
+		entry{format.SystemKey(format.SystemWriterEpoch), format.EncodeCounter(v, 7)},
+	)
 }
 
 // nonCanonicalEntry is a data file row whose fields are stored out of
@@ -111,11 +149,7 @@ func nonCanonicalEntry(t testing.TB, v format.Version) entry {
 	p = protowire.AppendVarint(p, 3)
 	p = protowire.AppendTag(p, 1, protowire.VarintType) // data_file_id
 	p = protowire.AppendVarint(p, 77)
-	parts := []uint64{77}
-	if v == format.V2 {
-		parts = []uint64{3, 77}
-	}
-	k, err := format.EncodeKey(v, format.Key{Tag: format.TagDataFile, Parts: parts})
+	k, err := format.EncodeKey(v, format.Key{Tag: format.TagDataFile, Parts: []uint64{3, 77}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,19 +159,23 @@ func nonCanonicalEntry(t testing.TB, v format.Version) entry {
 // allEntries is every kind of entry the codec must carry in format v.
 func allEntries(t testing.TB, v format.Version) []entry {
 	t.Helper()
-	es := fixtureEntries(t, v)
-	for _, e := range fixtureEntries(t, v) {
+	es := shapeEntries(t, v)
+	for _, e := range rowEntries(t, v) {
 		es = append(es, withUnknown(t, v, e))
 	}
 	es = append(es, unknownTagEntries...)
+	es = append(es, rawSystemEntries...)
 	es = append(es, nonCanonicalEntry(t, v))
-	for _, name := range append(format.CounterNames(), "next-widget-id") {
-		es = append(es, entry{format.CounterKey(name), format.EncodeUint64(v, 12345)})
+	return append(es, systemEntries(v)...)
+}
+
+// countsOf counts es by table, as a trailer and a digest do.
+func countsOf(es []entry) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, e := range es {
+		m[format.Tag(e.key[0]).String()]++
 	}
-	for _, name := range append(format.SystemNames(), `a "quoted\" name`) {
-		es = append(es, entry{format.SystemKey(name), format.EncodeUint64(v, uint64(v))})
-	}
-	return es
+	return m
 }
 
 func records(t testing.TB, v format.Version, es []entry) []ndjson.Record {
@@ -210,7 +248,7 @@ func readAll(r io.Reader) (ndjson.Header, []ndjson.Record, error) {
 // of tests call it.
 func sampleDataFile(v format.Version, i uint64) entry {
 	table := i%50 + 1
-	row, err := format.NewRow(v, format.TagDataFile)
+	row, err := format.NewRow(v, format.Key{Tag: format.TagDataFile})
 	if err != nil {
 		panic(err)
 	}
@@ -221,23 +259,19 @@ func sampleDataFile(v format.Version, i uint64) entry {
 	set("data_file_id", protoreflect.ValueOfUint64(i))
 	set("table_id", protoreflect.ValueOfUint64(table))
 	set("begin_snapshot", protoreflect.ValueOfUint64(i/10+1))
-	set("file_order", protoreflect.ValueOfInt64(int64(i)))
+	set("file_order", protoreflect.ValueOfUint64(i))
 	set("path", protoreflect.ValueOfString(fmt.Sprintf("main/tbl_%d/ducklake-%016x-%08d.parquet", table, i*2654435761, i)))
 	set("path_is_relative", protoreflect.ValueOfBool(true))
 	set("file_format", protoreflect.ValueOfString("parquet"))
-	set("record_count", protoreflect.ValueOfInt64(int64(1000+i%9000)))
-	set("file_size_bytes", protoreflect.ValueOfInt64(int64(1<<20+i)))
+	set("record_count", protoreflect.ValueOfUint64(1000+i%9000))
+	set("file_size_bytes", protoreflect.ValueOfUint64(1<<20+i))
 	set("footer_size", protoreflect.ValueOfInt64(int64(2048+i%512)))
-	set("row_id_start", protoreflect.ValueOfInt64(int64(i*1000)))
-	parts := []uint64{i}
-	if v == format.V2 {
-		parts = []uint64{table, i}
-	}
-	k, err := format.EncodeKey(v, format.Key{Tag: format.TagDataFile, Parts: parts})
+	set("row_id_start", protoreflect.ValueOfUint64(i*1000))
+	k, err := format.EncodeKey(v, format.Key{Tag: format.TagDataFile, Parts: []uint64{table, i}})
 	if err != nil {
 		panic(err)
 	}
-	val, err := format.EncodeValue(v, row)
+	val, err := format.EncodeValue(v, format.Key{Tag: format.TagDataFile}, row)
 	if err != nil {
 		panic(err)
 	}

@@ -3,8 +3,10 @@ package ndjson_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -13,7 +15,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 )
 
 // Strings that exercise escaping: quotes, backslashes, every control
@@ -56,6 +60,14 @@ func randomRow(rng *rand.Rand, m protoreflect.Message) {
 			continue
 		case protoreflect.Uint64Kind:
 			v = protoreflect.ValueOfUint64([]uint64{0, 1, math.MaxUint64, rng.Uint64(), rng.Uint64() >> rng.IntN(64)}[rng.IntN(5)])
+		case protoreflect.Uint32Kind:
+			v = protoreflect.ValueOfUint32([]uint32{0, 1, math.MaxUint32, rng.Uint32(), rng.Uint32() >> rng.IntN(32)}[rng.IntN(5)])
+		case protoreflect.BytesKind:
+			b := make([]byte, rng.IntN(4)*rng.IntN(20))
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			v = protoreflect.ValueOfBytes(b)
 		case protoreflect.Int64Kind:
 			v = protoreflect.ValueOfInt64([]int64{edgeInts[rng.IntN(len(edgeInts))], rng.Int64() - rng.Int64()}[rng.IntN(2)])
 		case protoreflect.BoolKind:
@@ -71,18 +83,25 @@ func randomRow(rng *rand.Rand, m protoreflect.Message) {
 	}
 }
 
-func randomKey(rng *rand.Rand, v format.Version, t format.Tag) format.Key {
-	switch t {
-	case format.TagCounter:
-		return format.Key{Tag: t, Name: format.CounterNextTableID}
-	case format.TagSystem:
-		return format.Key{Tag: t, Name: format.SystemHotKey}
+// randomKey returns a key of k's shape with random components: integers
+// of every length (those of one or four bytes in range), strings from
+// edgeStrings.
+func randomKey(rng *rand.Rand, v format.Version, k format.Key) format.Key {
+	for {
+		out := format.Key{Tag: k.Tag, Name: k.Name}
+		for _, f := range format.Fields(k.Tag, k.Name) {
+			if f.Str {
+				out.Strs = append(out.Strs, edgeStrings[rng.IntN(len(edgeStrings))])
+			} else {
+				out.Parts = append(out.Parts, rng.Uint64()>>rng.IntN(64))
+			}
+		}
+		if _, err := format.EncodeKey(v, out); err == nil {
+			return out
+		} else if !errors.Is(err, format.ErrIntRange) {
+			panic(err)
+		}
 	}
-	parts := make([]uint64, len(format.ComponentNames(v, t)))
-	for i := range parts {
-		parts[i] = rng.Uint64() >> rng.IntN(64)
-	}
-	return format.Key{Tag: t, Parts: parts}
 }
 
 // Random rows of every type: the row JSON is exactly protojson's (with
@@ -92,14 +111,18 @@ func TestRandomRows(t *testing.T) {
 	for _, v := range versions {
 		var in []ndjson.Record
 		var wantRows []string
-		for _, tag := range format.KnownTags() {
+		for _, shape := range formattest.Keys(0) {
 			for range 200 {
-				row, _ := format.NewRow(v, tag)
+				k := randomKey(rng, v, shape)
+				row, err := format.NewRow(v, k)
+				if err != nil {
+					t.Fatal(err)
+				}
 				randomRow(rng, row.ProtoReflect())
-				if rng.IntN(4) == 0 {
+				if format.ValueKindOf(k) == format.ValueRow && rng.IntN(4) == 0 {
 					row.ProtoReflect().SetUnknown(unknownFields)
 				}
-				r, err := ndjson.NewRowRecord(v, randomKey(rng, v, tag), row)
+				r, err := ndjson.NewRowRecord(v, k, row)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -126,7 +149,7 @@ func TestRandomRows(t *testing.T) {
 				t.Fatalf("%s %s row\n%s\nprotojson writes\n%s", v, in[i].Tag(), l.Row, want)
 			}
 			// protojson reads it back as the same row.
-			back, _ := format.NewRow(v, in[i].Tag())
+			back, _ := format.NewRow(v, in[i].Key())
 			if err := protojson.Unmarshal(l.Row, back); err != nil {
 				t.Fatalf("protojson cannot read %s: %v", l.Row, err)
 			}
@@ -142,7 +165,7 @@ func TestRandomRows(t *testing.T) {
 		for i, r := range out {
 			gk, gv := r.Raw()
 			wk, wv := in[i].Raw()
-			if !bytes.Equal(gk, wk) || !bytes.Equal(gv, wv) || !proto.Equal(r.Row(), in[i].Row()) {
+			if !bytes.Equal(gk, wk) || !bytes.Equal(gv, wv) || !proto.Equal(r.Row(), in[i].Row()) || !reflect.DeepEqual(r.Key(), in[i].Key()) {
 				t.Fatalf("%s %s: read back %x=%x %v, wrote %x=%x %v", v, r.Tag(), gk, gv, r.Row(), wk, wv, in[i].Row())
 			}
 		}
@@ -152,10 +175,14 @@ func TestRandomRows(t *testing.T) {
 // JSON another writer might produce for the same row (escapes, spacing) is
 // read as that row, as long as the trailer matches the bytes.
 func TestReadsOtherSpellings(t *testing.T) {
+	const meta = `{"table":"ducklake_metadata","tag":1,"key":{"scope":"0","scope_id":"0","key":"k"},"row":`
+	const df = `{"table":"ducklake_data_file","tag":11,"key":{"table_id":"1","data_file_id":"2"},"row":`
+	const ins = `{"table":"rocklake_inlined_rows","tag":253,"name":"insert","key":{"table_id":"1","schema_version":"2","row_id":"3"},"row":`
+	const hot = `{"table":"rocklake_system","tag":255,"name":"hot-key","row":`
 	for line, want := range map[string]proto.Message{
-		`{"table":"ducklake_metadata","tag":1,"key":{"metadata_id":"1"},"row":{"key":"\u00e9\ud83d\ude00\/\"","value":"x\ty"}}`: metadataRow("é😀/\"", "x\ty"),
-		` { "table" : "ducklake_metadata" , "tag" : 1 , "key" : { "metadata_id" : "1" } , "row" : { "key" : "k" } } `:           metadataRow("k", ""),
-		`{"table":"ducklake_metadata","tag":1,"key":{"metadata_id":"1"},"row":{"key":"","value":"\u0000"}}`:                     metadataRow("", "\x00"),
+		meta + `{"key":"\u00e9\ud83d\ude00\/\"","value":"x\ty"}}`:                                                                                metadataRow("é😀/\"", "x\ty"),
+		` { "table" : "ducklake_metadata" , "tag" : 1 , "key" : { "scope" : "0" , "scope_id" : "0" , "key" : "k" } , "row" : { "key" : "k" } } `: metadataRow("k", ""),
+		meta + `{"key":"","value":"\u0000"}}`:                                                                                                    metadataRow("", "\x00"),
 	} {
 		_, rs, err := readAll(strings.NewReader(shardOf(t, format.V1, line)))
 		if err != nil {
@@ -165,58 +192,68 @@ func TestReadsOtherSpellings(t *testing.T) {
 		if !proto.Equal(rs[0].Row(), want) {
 			t.Errorf("%s read as %v, want %v", line, rs[0].Row(), want)
 		}
-		if _, val := rs[0].Raw(); !bytes.Equal(val, mustEncode(t, format.V1, want)) {
+		if _, val := rs[0].Raw(); !bytes.Equal(val, mustEncode(t, format.V1, rs[0].Key(), want)) {
 			t.Errorf("%s: value %x is not the canonical encoding", line, val)
 		}
 	}
 	for name, line := range map[string]string{
-		"lone surrogate":       `{"table":"ducklake_metadata","tag":1,"key":{"metadata_id":"1"},"row":{"key":"\ud83d"}}`,
-		"bad escape":           `{"table":"ducklake_metadata","tag":1,"key":{"metadata_id":"1"},"row":{"key":"\x"}}`,
-		"short \\u":            `{"table":"ducklake_metadata","tag":1,"key":{"metadata_id":"1"},"row":{"key":"\u12"}}`,
-		"raw control char":     "{\"table\":\"ducklake_metadata\",\"tag\":1,\"key\":{\"metadata_id\":\"1\"},\"row\":{\"key\":\"a\tb\"}}",
-		"invalid UTF-8":        "{\"table\":\"ducklake_metadata\",\"tag\":1,\"key\":{\"metadata_id\":\"1\"},\"row\":{\"key\":\"\xff\"}}",
-		"fields out of order":  `{"table":"ducklake_metadata","tag":1,"key":{"metadata_id":"1"},"row":{"value":"v","key":"k"}}`,
-		"field twice":          `{"table":"ducklake_metadata","tag":1,"key":{"metadata_id":"1"},"row":{"key":"k","key":"k"}}`,
-		"members out of order": `{"tag":1,"table":"ducklake_metadata","key":{"metadata_id":"1"},"row":{}}`,
-		"int64 as number":      `{"table":"ducklake_table_stats","tag":12,"key":{"table_id":"1"},"row":{"record_count":5}}`,
-		"int64 minus zero":     `{"table":"ducklake_table_stats","tag":12,"key":{"table_id":"1"},"row":{"record_count":"-0"}}`,
-		"int64 overflow":       `{"table":"ducklake_table_stats","tag":12,"key":{"table_id":"1"},"row":{"record_count":"9223372036854775808"}}`,
-		"bool as string":       `{"table":"ducklake_table_column_stats","tag":13,"key":{"table_id":"1","column_id":"2"},"row":{"contains_null":"true"}}`,
-		"enum unknown name":    `{"table":"rocklake_name_index","tag":128,"key":{"parent_id":"1","name_hash":"2"},"row":{"entries":[{"kind":"OBJECT_KIND_FUNCTION"}]}}`,
-		"enum out of range":    `{"table":"rocklake_name_index","tag":128,"key":{"parent_id":"1","name_hash":"2"},"row":{"entries":[{"kind":2147483648}]}}`,
-		"list not an array":    `{"table":"rocklake_name_index","tag":128,"key":{"parent_id":"1","name_hash":"2"},"row":{"entries":{}}}`,
-		"counter as object":    `{"table":"rocklake_counter","tag":254,"name":"next-file-id","row":{"value":"1"}}`,
+		"lone surrogate":       meta + `{"key":"\ud83d"}}`,
+		"bad escape":           meta + `{"key":"\x"}}`,
+		"short \\u":            meta + `{"key":"\u12"}}`,
+		"raw control char":     meta + "{\"key\":\"a\tb\"}}",
+		"invalid UTF-8":        meta + "{\"key\":\"\xff\"}}",
+		"fields out of order":  meta + `{"value":"v","key":"k"}}`,
+		"field twice":          meta + `{"key":"k","key":"k"}}`,
+		"members out of order": `{"tag":1,"table":"ducklake_metadata","key":{"scope":"0","scope_id":"0","key":"k"},"row":{}}`,
+		"uint64 as number":     df + `{"record_count":5}}`,
+		"int64 as number":      df + `{"footer_size":5}}`,
+		"int64 minus zero":     df + `{"footer_size":"-0"}}`,
+		"int64 overflow":       df + `{"footer_size":"9223372036854775808"}}`,
+		"bool as string":       df + `{"path_is_relative":"true"}}`,
+		"uint32 as string":     `{"table":"rocklake_extension_schema","tag":35,"key":{"extension_id":"1","table_name":"t","row_id":"2"},"row":{"extension_id":"1"}}`,
+		"uint32 overflow":      `{"table":"rocklake_extension_schema","tag":35,"key":{"extension_id":"1","table_name":"t","row_id":"2"},"row":{"extension_id":4294967296}}`,
+		"bytes not base64":     ins + `{"payload":"!"}}`,
+		"bytes URL-safe":       ins + `{"payload":"-_8="}}`,
+		"bytes unpadded":       ins + `{"payload":"AP8"}}`,
+		"list not an array":    hot + `{"table_file_counts":{}}}`,
+		"list of numbers":      hot + `{"table_file_counts":[1]}}`,
 	} {
 		if _, _, err := readAll(strings.NewReader(shardOf(t, format.V1, line))); err == nil {
 			t.Errorf("%s: %s read without error", name, line)
 		}
 	}
-	// The smallest int64 and a negative enum survive.
+	// The smallest int64, bytes and a list survive.
 	_, rs, err := readAll(strings.NewReader(shardOf(t, format.V1,
-		`{"table":"ducklake_table_stats","tag":12,"key":{"table_id":"1"},"row":{"record_count":"-9223372036854775808"}}`,
-		`{"table":"rocklake_name_index","tag":128,"key":{"parent_id":"1","name_hash":"2"},"row":{"entries":[{"kind":-5}]}}`)))
+		df+`{"footer_size":"-9223372036854775808"}}`,
+		ins+`{"payload":"AP8=","begin_snapshot":"4"}}`,
+		hot+`{"current_snapshot_id":"9","table_file_counts":[{"table_id":"1","file_count":"2"},{}]}}`)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rs[0].Row().ProtoReflect().Get(rs[0].Row().ProtoReflect().Descriptor().Fields().ByName("record_count")).Int(); got != math.MinInt64 {
-		t.Errorf("record_count %d", got)
+	if got := rs[0].Row().(*rocklakev1.DataFile).GetFooterSize(); got != math.MinInt64 {
+		t.Errorf("footer_size %d", got)
 	}
-	if _, val := rs[1].Raw(); !bytes.Equal(val, mustEncode(t, format.V1, rs[1].Row())) {
-		t.Errorf("negative enum: value %x is not the canonical encoding", val)
+	if got := rs[1].Row().(*rocklakev1.InlinedInsert); !bytes.Equal(got.GetPayload(), []byte{0, 0xFF}) || got.GetBeginSnapshot() != 4 {
+		t.Errorf("inlined insert %v", got)
+	}
+	wantHot := &rocklakev1.HotKey{CurrentSnapshotId: 9, TableFileCounts: []*rocklakev1.TableFileCount{{TableId: 1, FileCount: 2}, {}}}
+	if !proto.Equal(rs[2].Row(), wantHot) {
+		t.Errorf("hot-key %v, want %v", rs[2].Row(), wantHot)
+	}
+	for _, r := range rs {
+		if _, val := r.Raw(); !bytes.Equal(val, mustEncode(t, format.V1, r.Key(), r.Row())) {
+			t.Errorf("%s: value %x is not the canonical encoding", r.Tag(), val)
+		}
 	}
 }
 
 func metadataRow(key, value string) proto.Message {
-	row, _ := format.NewRow(format.V1, format.TagMetadata)
-	m := row.ProtoReflect()
-	m.Set(m.Descriptor().Fields().ByName("key"), protoreflect.ValueOfString(key))
-	m.Set(m.Descriptor().Fields().ByName("value"), protoreflect.ValueOfString(value))
-	return row
+	return &rocklakev1.Metadata{Key: key, Value: value}
 }
 
-func mustEncode(t *testing.T, v format.Version, row proto.Message) []byte {
+func mustEncode(t *testing.T, v format.Version, k format.Key, row proto.Message) []byte {
 	t.Helper()
-	b, err := format.EncodeValue(v, row)
+	b, err := format.EncodeValue(v, k, row)
 	if err != nil {
 		t.Fatal(err)
 	}
