@@ -2,15 +2,22 @@ package drift_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -28,13 +35,42 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, store: newStore(t), base: base, pointer: base + "/CURRENT", staging: base + "/staging"}
 }
 
-// seedCatalog writes a small catalog in format v and returns its URL.
+// seedCatalog writes a small catalog in format v and returns its URL. The
+// seed writes format 1; a format-2 catalog is that one migrated: exported,
+// transformed and imported as a migration does.
 func (e *env) seedCatalog(name string, v format.Version) string {
 	e.t.Helper()
+	ctx := testCtx(e.t)
 	url := e.base + "/" + name
-	if _, err := seed.Seed(testCtx(e.t), url, seed.Options{Rows: 30, Seed: 1, Version: v}); err != nil {
+	if v == format.V1 {
+		if _, err := seed.Seed(ctx, url, seed.Options{Rows: 30, Seed: 1}); err != nil {
+			e.t.Fatal(err)
+		}
+		return url
+	}
+	if v != format.V2 {
+		e.t.Fatalf("cannot make a format %s catalog", v)
+	}
+	work := e.t.TempDir()
+	src := "file://" + filepath.Join(work, "src")
+	if _, err := seed.Seed(ctx, src, seed.Options{Rows: 30, Seed: 1}); err != nil {
 		e.t.Fatal(err)
 	}
+	v1, v2 := filepath.Join(work, "v1.ndjson"), filepath.Join(work, "v2.ndjson")
+	if _, err := shard.Export(ctx, e.store, src, v1, shard.ExportOptions{Format: format.V1}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := migration.TransformFile(ctx, e.store, v1, v2, format.V2, "drift test", migration.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if res, err := shard.Import(ctx, e.store, v2, url, shard.ImportOptions{Format: format.V2}); err != nil || !res.Done {
+		e.t.Fatalf("import %s: %+v, %v", url, res, err)
+	}
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V2})
+	if err != nil {
+		e.t.Fatalf("the migrated catalog fails the v2 startup check: %v", err)
+	}
+	c.Close()
 	return url
 }
 
@@ -201,6 +237,35 @@ func TestMissingVersionKey(t *testing.T) {
 	wantKinds(t, r, drift.KindMissingVersionKey)
 	if r.FoundVersion != 0 {
 		t.Fatalf("found version %d for a catalog without one", r.FoundVersion)
+	}
+}
+
+// A version key in the documentation's protobuf form (not what RockLake
+// writes, and not what it reads) is a finding of its own, not a version.
+func TestBadVersionKey(t *testing.T) {
+	e := newEnv(t)
+	cat := e.base + "/documented-form"
+	w, err := slatedb.OpenWriter(testCtx(t), cat, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented, err := proto.Marshal(wrapperspb.UInt64(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put(format.FormatVersionKey(), format.EncodeEnvelope(format.V1, documented))
+	if err := w.Write(testCtx(t), &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2})
+	r := e.check(drift.Options{Expect: format.V2})
+	wantKinds(t, r, drift.KindBadVersionKey)
+	if r.FoundVersion != 0 || r.Findings[0].Catalog != cat {
+		t.Fatalf("bad version key report %+v", r)
 	}
 }
 

@@ -51,7 +51,7 @@ func TestDriftAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	cat, ptr := "s3://rocklake/catalogs/v1", "s3://rocklake/CURRENT"
-	if _, err := seed.Seed(ctx, cat, seed.Options{Rows: 20, Seed: 1, Version: format.V1}); err != nil {
+	if _, err := seed.Seed(ctx, cat, seed.Options{Rows: 20, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pointer.Create(ctx, store, ptr, pointer.Pointer{Catalog: cat, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {

@@ -135,9 +135,13 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 				return
 			}
 			defer w.Close()
-			n, _ := w.Counter(ctx, format.CounterNextSnapshotID)
+			n, err := w.Counter(ctx, format.NameNextSnapshotID)
+			if err != nil {
+				t.Error(err)
+				return
+			}
 			var b slatedb.Batch
-			b.Put(format.CounterKey(format.CounterNextSnapshotID), format.EncodeUint64(format.V1, n+1))
+			b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
 			if err := w.Write(ctx, &b); err != nil {
 				t.Error(err)
 			}

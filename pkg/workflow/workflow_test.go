@@ -186,9 +186,12 @@ func TestWriteAfterFreezeBlocksFlip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, _ := w.Counter(ctx, format.CounterNextSnapshotID)
+	next, err := w.Counter(ctx, format.NameNextSnapshotID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var b slatedb.Batch
-	b.Put(format.CounterKey(format.CounterNextSnapshotID), format.EncodeUint64(format.V1, next+1))
+	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, next+1))
 	if err := w.Write(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
