@@ -147,10 +147,10 @@ func TestFaults(t *testing.T) {
 						return
 					}
 					defer w.Close()
-					v, err := w.Get(ctx, format.CounterKey(format.CounterNextSnapshotID))
-					n, _ := format.DecodeUint64(format.V1, v)
+					v, err := w.Get(ctx, format.CounterKey(format.V1, format.NameNextSnapshotID))
+					n, _ := format.DecodeCounter(format.V1, v)
 					var b slatedb.Batch
-					b.Put(format.CounterKey(format.CounterNextSnapshotID), format.EncodeUint64(format.V1, n+1))
+					b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
 					if err == nil {
 						err = w.Write(ctx, &b)
 					}

@@ -96,7 +96,7 @@ func TestIntegration(t *testing.T) {
 		f := h.seed(t, ctx, "notempty", caseRows, seedN)
 		id := "m-occupied"
 		target := "s3://rocklake/notempty/catalogs/v2-" + id
-		if _, err := seed.Seed(ctx, target, seed.Options{Rows: 50, Seed: 1, Version: format.V2}); err != nil {
+		if _, err := seed.Seed(ctx, target, seed.Options{Rows: 50, Seed: 1}); err != nil {
 			t.Fatal(err)
 		}
 		other := rawDigest(t, ctx, target)
@@ -257,7 +257,7 @@ func setVersion(t *testing.T, ctx context.Context, url string, v uint64) {
 		t.Fatal(err)
 	}
 	var b slatedb.Batch
-	b.Put(format.FormatVersionKey(), format.EncodeUint64(format.V1, v))
+	b.Put(format.FormatVersionKey(), format.EncodeFormatVersion(uint32(v)))
 	if err := w.Write(ctx, &b); err != nil {
 		t.Fatal(err)
 	}

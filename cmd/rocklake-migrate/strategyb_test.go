@@ -38,7 +38,7 @@ func TestStrategyBByHand(t *testing.T) {
 func TestStrategyBRefusesVersion99(t *testing.T) {
 	dir := t.TempDir()
 	url := "file://" + dir + "/cat"
-	writeRaw(t, url, format.FormatVersionKey(), format.EncodeUint64(format.V1, 99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+	writeRaw(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
 	before := rawDump(t, url)
 	cli(t, "export", "--catalog", url, "--format", "v1", "--output", filepath.Join(dir, "x.ndjson")).
 		want(t, exitMismatch, "FormatVersionMismatch (SQLSTATE 0A000)", "found catalog format version 99", "expected 1")

@@ -44,6 +44,7 @@ func TestGoldenCatalogV1(t *testing.T) {
 		t.Fatalf("%v: %s is committed test data (regenerate it only on purpose: go test ./pkg/catalog -run TestGoldenCatalogV1 -update-golden)", err, goldenDir)
 	}
 	before := treeDigest(t, dir)
+	checkGoldenCoverage(t, "file://"+dir)
 	got := inspectAll(t, "file://"+dir)
 	if after := treeDigest(t, dir); after != before {
 		t.Fatalf("reading %s changed files in it: readers must write nothing", goldenDir)
@@ -145,44 +146,56 @@ func treeDigest(t *testing.T, dir string) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
-// generateGolden writes the golden catalog: a seeded format-1 catalog with
-// every row type, plus what a newer binary might have left in it: a key of
-// an unknown tag and a row with a field this binary does not know.
+// generateGolden writes the golden catalog: a seeded format-1 catalog, one
+// row of every key shape the seed did not write, and what a newer binary
+// might have left in it: a key of an unknown tag (0x1D, one of RockLake's
+// IVM tables until v0.22), counter and system keys of no known shape, and a
+// row with a field this binary does not know.
 func generateGolden(t *testing.T) {
 	ctx := testCtx(t)
 	tmp := filepath.Join(t.TempDir(), "catalog-v1")
 	url := "file://" + tmp
-	res, err := seed.Seed(ctx, url, seed.Options{Rows: 160, Seed: 20250106, Version: format.V1})
-	if err != nil {
+	if _, err := seed.Seed(ctx, url, seed.Options{Rows: 60, Seed: 20250110}); err != nil {
 		t.Fatal(err)
-	}
-	for name, n := range res.Rows {
-		if n == 0 {
-			t.Fatalf("the golden catalog has no %s row: pick rows or seed so that every table has one", name)
-		}
 	}
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	have := map[shapeID]bool{}
 	var file catalog.Entry
-	for row, err := range c.Scan(ctx, format.TagDataFile) {
+	for row, err := range c.ScanRange(ctx, nil, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		file = row.Raw
-		break
+		have[shapeID{row.Key.Tag, row.Key.Name}] = true
+		if row.Key.Tag == format.TagDataFile && file.Key == nil {
+			file = row.Raw
+		}
 	}
 	c.Close()
+	if file.Key == nil {
+		t.Fatal("the seed wrote no data file")
+	}
+	var b slatedb.Batch
+	for _, shape := range shapes() {
+		if have[shapeID{shape.Tag, shape.Name}] {
+			continue
+		}
+		msg := sampleRow(t, format.V1, shape, 1)
+		k := sampleKey(shape, msg, 1)
+		b.Put(mustKey(t, format.V1, k), mustValue(t, format.V1, k, msg))
+	}
 	value := protowire.AppendTag(bytes.Clone(file.Value), 1000, protowire.BytesType)
 	value = protowire.AppendString(value, "a newer binary's field")
+	b.Put(file.Key, value)
+	b.Put([]byte{0x1D, 0, 0, 0, 0, 0, 0, 0, 1}, []byte("a row of a table a newer binary added"))
+	b.Put(format.SystemKey("future-flag"), []byte("on"))
+	b.Put([]byte{byte(format.TagCounter), 0x42}, format.EncodeCounter(format.V1, 7))
 	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b slatedb.Batch
-	b.Put(file.Key, value)
-	b.Put([]byte{0x0E, 0, 0, 0, 0, 0, 0, 0, 1}, []byte("a row of a table a newer binary added"))
 	if err := w.Write(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
@@ -196,4 +209,46 @@ func generateGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("rewrote %s", goldenDir)
+}
+
+type shapeID struct {
+	tag  format.Tag
+	name string
+}
+
+// checkGoldenCoverage holds the golden catalog to what it is for: a row of
+// every key shape of every known tag, a key of an unknown tag, counter and
+// system keys of no known shape, and a row with an unknown field.
+func checkGoldenCoverage(t *testing.T, url string) {
+	t.Helper()
+	ctx := testCtx(t)
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	have := map[shapeID]bool{}
+	rawCounter, rawSystem, unknownField := false, false, false
+	for row, err := range c.ScanRange(ctx, nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		have[shapeID{row.Key.Tag, row.Key.Name}] = true
+		rawCounter = rawCounter || row.Key.Tag == format.TagCounter && row.Key.Raw != nil
+		rawSystem = rawSystem || row.Key.Tag == format.TagSystem && row.Key.Raw != nil
+		unknownField = unknownField || len(row.Msg.ProtoReflect().GetUnknown()) > 0
+	}
+	for _, shape := range shapes() {
+		if !have[shapeID{shape.Tag, shape.Name}] {
+			t.Errorf("the golden catalog has no %s %q key", shape.Tag, shape.Name)
+		}
+	}
+	unknown, err := c.UnknownTags(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(unknown) == 0 || !rawCounter || !rawSystem || !unknownField {
+		t.Errorf("the golden catalog lacks a newer binary's data: unknown tags %v, raw counter %v, raw system key %v, unknown field %v",
+			unknown, rawCounter, rawSystem, unknownField)
+	}
 }

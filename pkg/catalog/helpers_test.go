@@ -60,9 +60,9 @@ func writeRaw(t testing.TB, url string, kv ...[]byte) {
 	}
 }
 
-// versionValue is the catalog-format-version value n in the format-1
-// envelope, as a format-1 binary (or a newer one reusing it) would write.
-func versionValue(n uint64) []byte { return format.EncodeUint64(format.V1, n) }
+// versionValue is the catalog-format-version value n as RockLake writes it
+// (01 'SDKV' + u32 big-endian), the same in every format.
+func versionValue(n uint64) []byte { return format.EncodeFormatVersion(uint32(n)) }
 
 func mustKey(t testing.TB, v format.Version, k format.Key) []byte {
 	t.Helper()
@@ -73,20 +73,22 @@ func mustKey(t testing.TB, v format.Version, k format.Key) []byte {
 	return b
 }
 
-func mustValue(t testing.TB, v format.Version, m proto.Message) []byte {
+func mustValue(t testing.TB, v format.Version, k format.Key, m proto.Message) []byte {
 	t.Helper()
-	b, err := format.EncodeValue(v, m)
+	b, err := format.EncodeValue(v, k, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// sampleRow returns the row of tag t in format v with every field set to a
-// value derived from seed, so that round trips cover every field.
-func sampleRow(t testing.TB, v format.Version, tag format.Tag, seed uint64) proto.Message {
+// sampleRow returns the value of key k (its shape: Tag and Name) in format
+// v with every field set to a value derived from seed, so that round trips
+// cover every field: a row message, or the wrapper of a counter, version or
+// bytes value.
+func sampleRow(t testing.TB, v format.Version, k format.Key, seed uint64) proto.Message {
 	t.Helper()
-	m, err := format.NewRow(v, tag)
+	m, err := format.NewRow(v, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +100,8 @@ func fill(t testing.TB, m protoreflect.Message, seed uint64) {
 	fields := m.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
-		x := seed*1000 + uint64(fd.Number())
+		// Small enough for u8 and u32 key components taken from the row.
+		x := seed*100 + uint64(fd.Number())
 		switch {
 		case fd.IsList():
 			l := m.Mutable(fd).List()
@@ -116,12 +119,18 @@ func fill(t testing.TB, m protoreflect.Message, seed uint64) {
 		switch fd.Kind() {
 		case protoreflect.Uint64Kind:
 			val = protoreflect.ValueOfUint64(x)
+		case protoreflect.Uint32Kind:
+			val = protoreflect.ValueOfUint32(uint32(x))
 		case protoreflect.Int64Kind:
 			val = protoreflect.ValueOfInt64(-int64(x))
+		case protoreflect.Int32Kind:
+			val = protoreflect.ValueOfInt32(-int32(x))
 		case protoreflect.BoolKind:
 			val = protoreflect.ValueOfBool(true)
 		case protoreflect.StringKind:
 			val = protoreflect.ValueOfString(fmt.Sprintf("%s-%d", fd.Name(), seed))
+		case protoreflect.BytesKind:
+			val = protoreflect.ValueOfBytes([]byte{byte(fd.Number()), 0, 0xFF, byte(seed)})
 		case protoreflect.EnumKind:
 			val = protoreflect.ValueOfEnum(fd.Enum().Values().Get(1).Number())
 		default:
@@ -131,23 +140,40 @@ func fill(t testing.TB, m protoreflect.Message, seed uint64) {
 	}
 }
 
-// sampleKey is the key of row in format v: components take the values of
-// the row's same-named fields, as a catalog writer would, others seed.
-func sampleKey(v format.Version, tag format.Tag, row proto.Message, seed uint64) format.Key {
-	switch tag {
-	case format.TagCounter:
-		return format.Key{Tag: tag, Name: fmt.Sprintf("next-test-%d-id", seed)}
-	case format.TagSystem:
-		return format.Key{Tag: tag, Name: fmt.Sprintf("test-flag-%d", seed)}
-	}
+// sampleKey is the key of row with the shape of k (Tag and Name) in format
+// v: components take the values of the row's same-named integer or string
+// fields, as a catalog writer would, others seed.
+func sampleKey(k format.Key, row proto.Message, seed uint64) format.Key {
+	out := format.Key{Tag: k.Tag, Name: k.Name}
 	rm := row.ProtoReflect()
-	var parts []uint64
-	for _, name := range format.ComponentNames(v, tag) {
-		if fd := rm.Descriptor().Fields().ByName(protoreflect.Name(name)); fd != nil {
-			parts = append(parts, rm.Get(fd).Uint())
-		} else {
-			parts = append(parts, seed)
+	for _, f := range format.Fields(k.Tag, k.Name) {
+		fd := rm.Descriptor().Fields().ByName(protoreflect.Name(f.Name))
+		switch {
+		case f.Str && fd != nil && fd.Kind() == protoreflect.StringKind:
+			out.Strs = append(out.Strs, rm.Get(fd).String())
+		case f.Str:
+			out.Strs = append(out.Strs, fmt.Sprintf("%s-%d", f.Name, seed))
+		case fd != nil && (fd.Kind() == protoreflect.Uint64Kind || fd.Kind() == protoreflect.Uint32Kind):
+			out.Parts = append(out.Parts, rm.Get(fd).Uint())
+		default:
+			out.Parts = append(out.Parts, seed)
 		}
 	}
-	return format.Key{Tag: tag, Parts: parts}
+	return out
+}
+
+// shapes returns one Key (Tag and Name, no components) per key shape of
+// every known tag.
+func shapes() []format.Key {
+	var out []format.Key
+	for _, tag := range format.KnownTags() {
+		names := format.ShapeNames(tag)
+		if names == nil {
+			names = []string{""}
+		}
+		for _, name := range names {
+			out = append(out, format.Key{Tag: tag, Name: name})
+		}
+	}
+	return out
 }

@@ -2,8 +2,11 @@ package catalog_test
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -11,7 +14,9 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
-// The initialisation batch is exactly what docs/schema-version.md shows.
+// The initialisation batch is exactly what RockLake's init.rs writes:
+// catalog-format-version, the three global counters at 1 and retain-from = 0.
+// writer-epoch and writer-nonce are the first writer's, not the batch's.
 func TestCreateWritesTheInitialisationBatch(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
 		ctx := testCtx(t)
@@ -24,32 +29,56 @@ func TestCreateWritesTheInitialisationBatch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]uint64{string(format.FormatVersionKey()): uint64(v), string(format.SystemKey(format.SystemWriterEpoch)): 1}
-			for _, n := range format.CounterNames() {
-				want[string(format.CounterKey(n))] = 1
+			// The bytes, spelt out: counter keys are 0xFE and an id byte in
+			// both formats; the version is 01 'SDKV' + u32 in both formats;
+			// the other values are in the format's own envelope.
+			counter := func(n uint64) string {
+				if v == format.V1 {
+					return fmt.Sprintf("0153444b56%016x", n) // RockLake's encode_counter
+				}
+				// 02 'SDKV', the CRC-32C of the payload, the big-endian u64.
+				payload := binary.BigEndian.AppendUint64(nil, n)
+				return fmt.Sprintf("0253444b56%08x%x", crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)), payload)
 			}
-			got := map[string]uint64{}
+			want := map[string]string{
+				"fe01": counter(1), // next_snapshot_id
+				"fe02": counter(1), // next_catalog_id
+				"fe03": counter(1), // next_file_id
+				hex.EncodeToString(append([]byte{0xFF}, "retain-from"...)):            counter(0),
+				hex.EncodeToString(append([]byte{0xFF}, "catalog-format-version"...)): fmt.Sprintf("0153444b56%08x", uint32(v)),
+			}
+			got := map[string]string{}
 			for e, err := range c.ScanRaw(ctx, nil, nil) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				n, err := format.DecodeUint64(v, e.Value)
-				if err != nil {
-					t.Fatalf("key %q: %v", e.Key, err)
-				}
-				got[string(e.Key)] = n
+				got[hex.EncodeToString(e.Key)] = hex.EncodeToString(e.Value)
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("%s catalog holds %v, want %v", v, got, want)
 			}
-			if n, err := c.Counter(ctx, format.CounterNextFileID); err != nil || n != 1 {
-				t.Fatalf("Counter = %d, %v", n, err)
+			for _, name := range []string{format.NameNextSnapshotID, format.NameNextCatalogID, format.NameNextFileID} {
+				if n, err := c.Counter(ctx, name); err != nil || n != 1 {
+					t.Fatalf("Counter(%s) = %d, %v, want 1", name, n, err)
+				}
 			}
-			if n, err := c.SystemValue(ctx, format.SystemWriterEpoch); err != nil || n != 1 {
-				t.Fatalf("SystemValue = %d, %v", n, err)
+			if n, err := c.SystemValue(ctx, format.SystemRetainFrom); err != nil || n != 0 {
+				t.Fatalf("SystemValue(retain-from) = %d, %v, want 0", n, err)
 			}
-			if _, err := c.SystemValue(ctx, format.SystemHotKey); !errors.Is(err, catalog.ErrNotFound) {
-				t.Fatalf("missing system key: %v, want ErrNotFound", err)
+			for _, name := range []string{format.SystemWriterEpoch, format.SystemHotKey} {
+				if _, err := c.SystemValue(ctx, name); !errors.Is(err, catalog.ErrNotFound) {
+					t.Fatalf("SystemValue(%s) of a new catalog: %v, want ErrNotFound", name, err)
+				}
+			}
+			s, err := c.Summary(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantSystem := map[string]string{"catalog-format-version": fmt.Sprint(uint64(v)), "retain-from": "0"}
+			wantCounters := map[string]uint64{format.NameNextSnapshotID: 1, format.NameNextCatalogID: 1, format.NameNextFileID: 1}
+			if s.FormatVersion != v || fmt.Sprint(s.System) != fmt.Sprint(wantSystem) || fmt.Sprint(s.Counters) != fmt.Sprint(wantCounters) ||
+				s.Tables[format.TagCounter.Name()] != 3 || s.Tables[format.TagSystem.Name()] != 2 || len(s.UnknownTags) != 0 {
+				t.Fatalf("summary of a new %s catalog = %+v", v, s)
 			}
 			c.Close()
 		}
@@ -69,7 +98,7 @@ func TestCreateRefusesNonEmpty(t *testing.T) {
 		}
 		// Any key at all, without a version.
 		url = newURL()
-		writeRaw(t, url, []byte{0x0E, 1}, []byte("x"))
+		writeRaw(t, url, []byte{0x1D, 1}, []byte("x"))
 		if err := catalog.Create(ctx, url, format.V2, slatedb.Options{}); !errors.Is(err, catalog.ErrTargetNotEmpty) {
 			t.Fatalf("create over a stray key: %v, want ErrTargetNotEmpty", err)
 		}
@@ -111,7 +140,8 @@ func TestInitializerWithoutFinalize(t *testing.T) {
 		t.Fatalf("version %s", in.Version())
 	}
 	var b slatedb.Batch
-	b.Put(mustKey(t, format.V1, format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}), mustValue(t, format.V1, sampleRow(t, format.V1, format.TagSnapshot, 1)))
+	snap := format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}
+	b.Put(mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
 	if err := in.WriteAsync(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +163,11 @@ func TestFinalizeCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	if err := in.Finalize(ctx, map[string]uint64{format.CounterNextFileID: 42, "next-partition-id": 7}); err != nil {
+	// A zero counter is initialized to 1, as RockLake does.
+	if err := in.Finalize(ctx, catalog.Counters{NextFileID: 42, NextSnapshotID: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if err := in.Finalize(ctx, nil); err == nil {
+	if err := in.Finalize(ctx, catalog.Counters{}); err == nil {
 		t.Fatal("second Finalize succeeded")
 	}
 	var b slatedb.Batch
@@ -150,13 +181,18 @@ func TestFinalizeCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for name, want := range map[string]uint64{format.CounterNextFileID: 42, "next-partition-id": 7, format.CounterNextTagID: 1} {
+	for name, want := range map[string]uint64{format.NameNextFileID: 42, format.NameNextSnapshotID: 7, format.NameNextCatalogID: 1} {
 		if n, err := c.Counter(ctx, name); err != nil || n != want {
 			t.Fatalf("counter %s = %d, %v, want %d", name, n, err, want)
 		}
 	}
-	raw, err := c.GetRaw(ctx, format.FormatVersionKey())
-	if err != nil || !bytes.Equal(raw, format.EncodeUint64(format.V2, 2)) {
+	raw, err := c.GetRaw(ctx, format.CounterKey(format.V2, format.NameNextFileID))
+	if err != nil || !bytes.Equal(raw, format.EncodeCounter(format.V2, 42)) || raw[0] != 0x02 {
+		t.Fatalf("next_file_id value = %x, %v, want the v2 envelope around 42", raw, err)
+	}
+	// The version stays in the format-1 envelope (DESIGN 2.2 item 5).
+	raw, err = c.GetRaw(ctx, format.FormatVersionKey())
+	if err != nil || !bytes.Equal(raw, []byte{0x01, 'S', 'D', 'K', 'V', 0, 0, 0, 2}) {
 		t.Fatalf("version key = %x, %v", raw, err)
 	}
 }

@@ -1,9 +1,12 @@
 package catalog_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -29,8 +32,8 @@ func TestOpenRefusesVersion99(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
 		ctx := testCtx(t)
 		url := newURL()
-		key := mustKey(t, format.V1, format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}})
-		writeRaw(t, url, format.FormatVersionKey(), versionValue(99), key, mustValue(t, format.V1, sampleRow(t, format.V1, format.TagSnapshot, 1)))
+		snap := format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}
+		writeRaw(t, url, format.FormatVersionKey(), versionValue(99), mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
 
 		for _, tc := range []struct {
 			expect   format.Version
@@ -52,8 +55,8 @@ func TestOpenRefusesMissingVersion(t *testing.T) {
 		ctx := testCtx(t)
 		url := newURL()
 		// Rows but no version key: an import or seed that never finished.
-		key := mustKey(t, format.V1, format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}})
-		writeRaw(t, url, key, mustValue(t, format.V1, sampleRow(t, format.V1, format.TagSnapshot, 1)))
+		snap := format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}
+		writeRaw(t, url, mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
 		_, err := catalog.Open(ctx, url, catalog.Options{})
 		mismatch(t, err, 0, uint64(catalog.Newest), true)
 		_, err = catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
@@ -149,23 +152,31 @@ func TestOpenAcceptsEitherFormat(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	v2inV1 := format.EncodeUint64(format.V1, 2) // version 2 in the format-1 envelope
+	u32 := func(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+	// The documentation's form: the envelope around a protobuf u64 (field 1).
+	documented := format.EncodeEnvelope(format.V1, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1))
 	for _, tc := range []struct {
 		name   string
 		found  []byte
 		expect format.Version
 		want   format.Version
 		err    string
+		is     error
 	}{
-		{"v1", versionValue(1), 0, format.V1, ""},
-		{"v2", format.EncodeUint64(format.V2, 2), 0, format.V2, ""},
-		{"v1 expected", versionValue(1), format.V1, format.V1, ""},
-		{"v1 not v2", versionValue(1), format.V2, 0, "found catalog format version 1, expected 2"},
-		{"99", versionValue(99), 0, 0, "found catalog format version 99, expected 2 (this binary supports v1 and v2)"},
-		{"missing", nil, 0, 0, "found no catalog format version (uninitialized catalog), expected 2"},
-		{"torn envelope", v2inV1, 0, 0, "envelope"},
-		{"garbage", []byte("garbage"), 0, 0, "catalog-format-version value"},
-		{"unsupported expect", versionValue(1), 7, 0, "unsupported catalog format version 7"},
+		{"v1", []byte{0x01, 'S', 'D', 'K', 'V', 0, 0, 0, 1}, 0, format.V1, "", nil},
+		// Version 2 is in the format-1 envelope too (DESIGN 2.2 item 5).
+		{"v2", []byte{0x01, 'S', 'D', 'K', 'V', 0, 0, 0, 2}, 0, format.V2, "", nil},
+		{"v1 expected", versionValue(1), format.V1, format.V1, "", nil},
+		{"v2 expected", versionValue(2), format.V2, format.V2, "", nil},
+		{"v1 not v2", versionValue(1), format.V2, 0, "found catalog format version 1, expected 2", nil},
+		{"99", versionValue(99), 0, 0, "found catalog format version 99, expected 2 (this binary supports v1 and v2)", nil},
+		{"99 expected v1", versionValue(99), format.V1, 0, "found catalog format version 99, expected 1", nil},
+		{"missing", nil, 0, 0, "found no catalog format version (uninitialized catalog), expected 2", nil},
+		{"v2 envelope", format.EncodeEnvelope(format.V2, u32(2)), 0, 0, "envelope", format.ErrEnvelopeVersion},
+		{"documented form", documented, 0, 0, "documentation's protobuf form", format.ErrDocumentedVersionForm},
+		{"u64 payload", format.EncodeEnvelope(format.V1, binary.BigEndian.AppendUint64(nil, 1)), 0, 0, "want a 4-byte big-endian u32", nil},
+		{"garbage", []byte("garbage"), 0, 0, "catalog-format-version value", nil},
+		{"unsupported expect", versionValue(1), 7, 0, "unsupported catalog format version 7", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := catalog.Check(tc.found, tc.expect)
@@ -177,6 +188,9 @@ func TestCheck(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("Check = %s, %v, want an error containing %q", got, err, tc.err)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Fatalf("Check = %v, want it to wrap %v", err, tc.is)
 			}
 		})
 	}

@@ -33,8 +33,14 @@ func (c *Catalog) GetRaw(ctx context.Context, key []byte) ([]byte, error) {
 	return v, nil
 }
 
-// Get reads and decodes the row at k; a missing key is ErrNotFound.
+// Get reads and decodes the row at k; a missing key is ErrNotFound. Like
+// Scan, it refuses a tag this binary does not know (format.ErrNoRowType):
+// GetRaw reads those. Counter and system keys of no known shape (Raw) read
+// as their stored bytes.
 func (c *Catalog) Get(ctx context.Context, k format.Key) (proto.Message, error) {
+	if !k.Tag.Known() {
+		return nil, fmt.Errorf("catalog: get %s: %w", k.Tag, format.ErrNoRowType)
+	}
 	key, err := format.EncodeKey(c.version, k)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: get: %w", err)

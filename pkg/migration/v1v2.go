@@ -111,7 +111,10 @@ func v2Key(rec ndjson.Record) (format.Key, error) {
 }
 
 // checkCollisions refuses to carry an unknown field whose number the target
-// message defines or reserves: it would change meaning on the way.
+// message defines or reserves: it would change meaning on the way. A number
+// the source message reserves too is a field both formats retired (data
+// files' legacy snapshot_id, field 7, which rows written before RockLake
+// v0.24 still hold): it means the same on both sides and is carried.
 func checkCollisions(rec ndjson.Record, to format.Version) error {
 	unknown := rec.Unknown()
 	if len(unknown) == 0 {
@@ -122,6 +125,7 @@ func checkCollisions(rec ndjson.Record, to format.Version) error {
 		return err
 	}
 	desc := target.ProtoReflect().Descriptor()
+	source := rec.Row().ProtoReflect().Descriptor()
 	for b := unknown; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -135,7 +139,7 @@ func checkCollisions(rec ndjson.Record, to format.Version) error {
 		name := ""
 		if fd := desc.Fields().ByNumber(num); fd != nil {
 			name = string(fd.Name())
-		} else if desc.ReservedRanges().Has(num) {
+		} else if desc.ReservedRanges().Has(num) && !source.ReservedRanges().Has(num) {
 			name = "(reserved)"
 		}
 		if name != "" {
