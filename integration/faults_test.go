@@ -56,7 +56,7 @@ func TestFaults(t *testing.T) {
 	})
 	t.Run("source-with-unknown-tag", func(t *testing.T) {
 		f := h.seed(t, ctx, "unknowntag", caseRows, seedN)
-		put(t, f.Source, []byte{0x0E, 0, 1}, []byte("a table from the future"))
+		put(t, f.Source, []byte{0x30, 0, 1}, []byte("a table from the future"))
 		// A Distributed Map run fails as a whole with
 		// States.ExceedToleratedFailureThreshold (as on AWS); the item's own
 		// error name is in the cause.
@@ -64,7 +64,10 @@ func TestFaults(t *testing.T) {
 	})
 	t.Run("source-with-corrupt-envelope", func(t *testing.T) {
 		f := h.seed(t, ctx, "corrupt", caseRows, seedN)
-		key, _ := format.EncodeKey(format.V1, format.Key{Tag: format.TagDataFile, Parts: []uint64{1}})
+		key, err := format.EncodeKey(format.V1, format.Key{Tag: format.TagDataFile, Parts: []uint64{1, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		put(t, f.Source, key, []byte("\x01XXXXnot an envelope"))
 		h.failsCleanly(t, ctx, f, in(f), mapFailed, "CorruptCatalog")
 	})
