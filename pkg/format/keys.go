@@ -32,7 +32,7 @@ type Key struct {
 var (
 	ErrEmptyKey       = errors.New("format: empty key")
 	ErrKeyTruncated   = errors.New("format: key ends inside a component")
-	ErrIntLength      = errors.New("format: integer length byte above 8") // format 2
+	ErrIntLength      = errors.New("format: integer length byte above 8")   // format 2
 	ErrNonMinimalInt  = errors.New("format: integer not minimally encoded") // format 2
 	ErrTrailingBytes  = errors.New("format: bytes after the key's last component")
 	ErrComponentCount = errors.New("format: wrong number of key components")
