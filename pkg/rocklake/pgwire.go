@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -133,7 +135,7 @@ func message(typ byte, body []byte) []byte {
 
 func cstring(b []byte, s string) []byte { return append(append(b, s...), 0) }
 
-func (c *pgConn) execParams(ctx context.Context, sql string, args []string) ([][]string, string, error) {
+func (c *pgConn) execParams(ctx context.Context, sql string, args []string) ([]string, [][]string, string, error) {
 	c.setDeadline(ctx)
 	// Parse: unnamed statement, no parameter types (the server infers them).
 	parse := cstring(nil, "")
@@ -154,46 +156,141 @@ func (c *pgConn) execParams(ctx context.Context, sql string, args []string) ([][
 	var out []byte
 	out = append(out, message('P', parse)...)
 	out = append(out, message('B', bind)...)
+	out = append(out, message('D', cstring([]byte{'P'}, ""))...)
 	out = append(out, message('E', execute)...)
 	out = append(out, message('S', nil)...)
 	if _, err := c.conn.Write(out); err != nil {
-		return nil, "", c.ctxErr(ctx, err)
+		return nil, nil, "", c.ctxErr(ctx, err)
 	}
+	results, err := c.readResults(ctx)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if len(results) == 0 {
+		return nil, nil, "", nil
+	}
+	r := results[len(results)-1]
+	return r.Columns, r.Rows, r.Tag, nil
+}
 
+// simpleQuery runs SQL with the simple-query protocol ('Q'): one Result per
+// statement that returned a command tag.
+func (c *pgConn) simpleQuery(ctx context.Context, sql string) ([]Result, error) {
+	c.setDeadline(ctx)
+	if _, err := c.conn.Write(message('Q', cstring(nil, sql))); err != nil {
+		return nil, c.ctxErr(ctx, err)
+	}
+	return c.readResults(ctx)
+}
+
+// field is one column of a RowDescription.
+type field struct {
+	name   string
+	typOID uint32
+	format uint16
+}
+
+// readResults reads until ReadyForQuery. Values are decoded to text by the
+// RowDescription: RockLake sends integer columns in binary whatever format
+// was asked for (and says so in the description), which psql prints as
+// empty strings.
+func (c *pgConn) readResults(ctx context.Context) ([]Result, error) {
 	var (
-		rows   [][]string
-		tag    string
-		runErr error
+		results []Result
+		cur     Result
+		fields  []field
+		runErr  error
 	)
 	for {
 		typ, payload, err := c.read()
 		if err != nil {
-			return nil, "", c.ctxErr(ctx, err)
+			return nil, c.ctxErr(ctx, err)
 		}
 		switch typ {
-		case 'D':
-			row, err := parseDataRow(payload)
+		case 'T':
+			fields, err = parseRowDescription(payload)
 			if err != nil {
-				return nil, "", err
+				return nil, err
 			}
-			rows = append(rows, row)
+			cur.Columns = cur.Columns[:0]
+			for _, f := range fields {
+				cur.Columns = append(cur.Columns, f.name)
+			}
+		case 'D':
+			row, err := parseDataRow(payload, fields)
+			if err != nil {
+				return nil, err
+			}
+			cur.Rows = append(cur.Rows, row)
 		case 'C':
-			tag = strings.TrimRight(string(payload), "\x00")
+			cur.Tag = strings.TrimRight(string(payload), "\x00")
+			results = append(results, cur)
+			cur, fields = Result{}, nil
 		case 'E':
 			if runErr == nil {
 				runErr = parseError(payload)
 			}
 		case 'Z':
 			if runErr != nil {
-				return nil, "", runErr
+				return nil, runErr
 			}
-			return rows, tag, nil
+			return results, nil
 		}
-		// '1' ParseComplete, '2' BindComplete, 'T', 'n', 's', 'I', 'N', 'S': skipped.
+		// '1' ParseComplete, '2' BindComplete, 'n', 's', 'I', 'N', 'S': skipped.
 	}
 }
 
-func parseDataRow(p []byte) ([]string, error) {
+func parseRowDescription(p []byte) ([]field, error) {
+	if len(p) < 2 {
+		return nil, errors.New("short RowDescription")
+	}
+	n := int(binary.BigEndian.Uint16(p))
+	p = p[2:]
+	fields := make([]field, 0, n)
+	for i := 0; i < n; i++ {
+		end := strings.IndexByte(string(p), 0)
+		if end < 0 || len(p) < end+1+18 {
+			return nil, errors.New("short RowDescription")
+		}
+		f := field{name: string(p[:end])}
+		p = p[end+1:]
+		f.typOID = binary.BigEndian.Uint32(p[6:])
+		f.format = binary.BigEndian.Uint16(p[16:])
+		p = p[18:]
+		fields = append(fields, f)
+	}
+	return fields, nil
+}
+
+// pgEpoch is 2000-01-01, the origin of binary timestamps.
+var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// decodeBinary turns a binary value of the common types into its text form;
+// others are returned as they are.
+func decodeBinary(oid uint32, b []byte) string {
+	switch {
+	case oid == 16 && len(b) == 1: // bool
+		if b[0] != 0 {
+			return "true"
+		}
+		return "false"
+	case oid == 20 && len(b) == 8: // int8
+		return strconv.FormatInt(int64(binary.BigEndian.Uint64(b)), 10)
+	case oid == 23 && len(b) == 4: // int4
+		return strconv.FormatInt(int64(int32(binary.BigEndian.Uint32(b))), 10)
+	case oid == 21 && len(b) == 2: // int2
+		return strconv.FormatInt(int64(int16(binary.BigEndian.Uint16(b))), 10)
+	case oid == 701 && len(b) == 8: // float8
+		return strconv.FormatFloat(math.Float64frombits(binary.BigEndian.Uint64(b)), 'g', -1, 64)
+	case oid == 700 && len(b) == 4: // float4
+		return strconv.FormatFloat(float64(math.Float32frombits(binary.BigEndian.Uint32(b))), 'g', -1, 32)
+	case (oid == 1114 || oid == 1184) && len(b) == 8: // timestamp, timestamptz
+		return pgEpoch.Add(time.Duration(int64(binary.BigEndian.Uint64(b))) * time.Microsecond).Format(time.RFC3339Nano)
+	}
+	return string(b)
+}
+
+func parseDataRow(p []byte, fields []field) ([]string, error) {
 	if len(p) < 2 {
 		return nil, errors.New("short DataRow")
 	}
@@ -207,13 +304,17 @@ func parseDataRow(p []byte) ([]string, error) {
 		l := int32(binary.BigEndian.Uint32(p))
 		p = p[4:]
 		if l < 0 {
-			row = append(row, "") // NULL, as psql -At prints it
+			row = append(row, "") // NULL, as psql -A prints it
 			continue
 		}
 		if int(l) > len(p) {
 			return nil, errors.New("short DataRow")
 		}
-		row = append(row, string(p[:l]))
+		v := string(p[:l])
+		if i < len(fields) && fields[i].format == 1 {
+			v = decodeBinary(fields[i].typOID, p[:l])
+		}
+		row = append(row, v)
 		p = p[l:]
 	}
 	return row, nil

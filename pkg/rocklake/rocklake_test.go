@@ -223,6 +223,42 @@ func checkServed(t *testing.T, ctx context.Context, srv *Server, exp Expected) {
 	if !found {
 		t.Errorf("delete file %s not served: %v", SampleDeleteFile.Path, res[0].Rows)
 	}
+	all := query(t, ctx, srv, "SELECT * FROM ducklake_data_file")
+	if len(all) != exp.LiveDataFiles {
+		t.Errorf("data files: %d served, want %d (the dropped table's are not): %v", len(all), exp.LiveDataFiles, all)
+	}
+	changes := query(t, ctx, srv, "SELECT * FROM ducklake_snapshot_changes")
+	if len(changes) != exp.SnapshotChanges {
+		t.Errorf("snapshot changes: %d, want %d", len(changes), exp.SnapshotChanges)
+	}
+	for _, c := range changes {
+		if c["snapshot_id"] == strconv.FormatUint(exp.DeleteSnapshot, 10) &&
+			(c["author"] != SampleAuthor || c["commit_message"] != SampleCommitMessage) {
+			t.Errorf("snapshot %d: author %q, message %q", exp.DeleteSnapshot, c["author"], c["commit_message"])
+		}
+	}
+	meta := query(t, ctx, srv, "SELECT * FROM ducklake_metadata")
+	if len(meta) != exp.Metadata {
+		t.Errorf("metadata: %d rows, want %d: %v", len(meta), exp.Metadata, meta)
+	}
+	for _, m := range meta {
+		found := false
+		for _, kv := range SampleMetadata {
+			found = found || (m["key"] == kv[0] && m["value"] == kv[1])
+		}
+		if !found {
+			t.Errorf("unexpected metadata %v", m)
+		}
+	}
+	stats := query(t, ctx, srv, "SELECT * FROM ducklake_table_stats")
+	if len(stats) != exp.TableStats {
+		t.Errorf("table stats: %d rows, want %d: %v", len(stats), exp.TableStats, stats)
+	}
+	for _, st := range stats {
+		if st["table_id"] == orders && (st["record_count"] != "1250" || st["next_row_id"] != "1250") {
+			t.Errorf("table stats of %s: %v, want 1250 records", SampleTable, st)
+		}
+	}
 	tags := query(t, ctx, srv, "SELECT * FROM ducklake_tag")
 	if len(tags) != exp.Tags {
 		t.Errorf("tags: %d rows, want %d: %v", len(tags), exp.Tags, tags)
@@ -235,8 +271,12 @@ func TestExecErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv := serve(t, ctx, t.TempDir())
-	if out, err := srv.Exec(ctx, "SELECT 1"); err != nil || strings.TrimSpace(out) != "1" {
-		t.Fatalf("SELECT 1: %q, %v", out, err)
+	if rows, err := srv.Query(ctx, "SELECT 1"); err != nil || len(rows) != 1 || rows[0]["?column?"] != "1" {
+		t.Fatalf("SELECT 1: %v, %v", rows, err)
+	}
+	if out, err := srv.Exec(ctx, "SELECT 1"); err != nil || strings.TrimSpace(out) != "" {
+		// psql prints RockLake's binary integers as empty strings.
+		t.Fatalf("psql SELECT 1: %q, %v", out, err)
 	}
 	_, err := srv.Exec(ctx, "DROP DATABASE everything")
 	if err == nil || !strings.Contains(err.Error(), "ERROR") {
@@ -282,6 +322,34 @@ func TestOfflineCommandsRefuse(t *testing.T) {
 	// An empty directory is not a catalog: verify says so.
 	if out, err := Verify(ctx, t.TempDir()); err == nil || !strings.Contains(out, "missing catalog-format-version") {
 		t.Errorf("Verify of an empty directory: %v\n%s", err, out)
+	}
+}
+
+// TestServeRefusal: when the binary refuses a catalog, Serve fails at once
+// with the binary's stderr (here SlateDB's complaint about a damaged
+// manifest; a catalog of another format version gets FormatVersionMismatch,
+// SQLSTATE 0A000, the same way).
+func TestServeRefusal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "manifest"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifest", "00000000000000000001.manifest"), []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	srv, err := Serve(ctx, dir)
+	if err == nil {
+		_ = srv.Stop()
+		t.Fatal("Serve of a damaged catalog succeeded")
+	}
+	if !strings.Contains(err.Error(), "Failed to open catalog") || !strings.Contains(err.Error(), "manifest") {
+		t.Errorf("error does not carry the binary's stderr: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("refusal took %s", d)
 	}
 }
 

@@ -24,13 +24,22 @@ type Expected struct {
 	DeleteFiles int
 	// SnapshotChanges is the number of ducklake_snapshot_changes rows.
 	SnapshotChanges int
+	// Metadata is the number of ducklake_metadata rows; TableStats of
+	// ducklake_table_stats rows (RockLake keeps them itself when data files
+	// are registered: one per table with data).
+	Metadata, TableStats int
 	// Tags is the number of ducklake_tag rows RockLake kept: the workload
 	// sends one tag INSERT, which RockLake v0.47.11 acknowledges
 	// ("INSERT 0 1", and a snapshot) without storing a row.
 	Tags int
 
-	// Rows visible at the latest snapshot.
+	// Rows visible at the latest snapshot (LiveColumns: of all live tables;
+	// LiveDataFiles: a dropped table's files are not served).
 	LiveSchemas, LiveTables, LiveColumns, LiveDataFiles int
+
+	// DeleteSnapshot is the snapshot of the delete file, whose author and
+	// commit message the workload set (SampleAuthor, SampleCommitMessage).
+	DeleteSnapshot uint64
 
 	// Ids the server assigned.
 	SchemaIDs   map[string]uint64 // by schema name
@@ -53,6 +62,8 @@ const (
 	SampleTable         = "orders"
 	SampleDroppedTable  = "customers"
 	SampleDroppedColumn = "note"
+	SampleAuthor        = "rocklake-migrate"
+	SampleCommitMessage = "delete 17 orders"
 )
 
 // SampleDataFiles are the data files the workload registers: path, table,
@@ -80,7 +91,8 @@ var SampleDeleteFile = struct {
 // attached to RockLake) writes for a small lake, one transaction and so one
 // snapshot per step:
 //
-//  1. the ATTACH bootstrap: schema "main", snapshot, snapshot change;
+//  1. the ATTACH bootstrap: ducklake_metadata (bound parameters), schema
+//     "main", snapshot, snapshot change;
 //  2. CREATE SCHEMA sales;
 //  3. CREATE TABLE sales.orders (4 columns) and sales.customers (2 columns);
 //  4. INSERTs: three data files with their table stats;
@@ -186,15 +198,31 @@ func parseID(r Row, col string) (uint64, error) {
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
+// SampleMetadata are the ducklake_metadata rows of the bootstrap (key,
+// value), as DuckDB writes them.
+var SampleMetadata = [][2]string{
+	{"version", "0.3"},
+	{"created_by", "DuckDB 1.5.3"},
+	{"data_path", "s3://lake/data/"},
+	{"encrypted", "false"},
+}
+
 func (w *sampleWriter) bootstrap(ctx context.Context) error {
-	err := w.psqlTx(ctx,
-		`INSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-000000000000', 0, NULL, 'main', 'main/', true)`,
-		`INSERT INTO ducklake_snapshot VALUES (0, NOW(), 0, 1, 0)`,
-		`INSERT INTO ducklake_snapshot_changes VALUES (0, 'created_schema:"main"', NULL, NULL, NULL)`,
+	// ducklake_metadata is read from bound parameters only: over the
+	// extended protocol, like the rest of this transaction.
+	var stmts []Stmt
+	for _, kv := range SampleMetadata {
+		stmts = append(stmts, Stmt{SQL: "INSERT INTO ducklake_metadata (key, value, scope, scope_id) VALUES ($1, $2, NULL, NULL)", Args: []string{kv[0], kv[1]}})
+	}
+	stmts = append(stmts,
+		Stmt{SQL: `INSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-000000000000', 0, NULL, 'main', 'main/', true)`},
+		Stmt{SQL: `INSERT INTO ducklake_snapshot VALUES (0, NOW(), 0, 1, 0)`},
+		Stmt{SQL: `INSERT INTO ducklake_snapshot_changes VALUES (0, 'created_schema:"main"', NULL, NULL, NULL)`},
 	)
-	if err != nil {
+	if err := w.extendedTx(ctx, stmts...); err != nil {
 		return err
 	}
+	w.exp.Metadata += len(SampleMetadata)
 	w.exp.Schemas++
 	w.exp.LiveSchemas++
 	w.exp.SnapshotChanges++
@@ -324,6 +352,7 @@ func (w *sampleWriter) insertData(ctx context.Context) error {
 		return err
 	}
 	w.exp.DataFiles += len(SampleDataFiles)
+	w.exp.TableStats += 2
 	w.exp.LiveDataFiles += len(SampleDataFiles)
 	w.exp.SnapshotChanges++
 	rows, err := w.srv.Query(ctx, "SELECT data_file_id, table_id, path FROM ducklake_data_file")
@@ -350,7 +379,7 @@ func (w *sampleWriter) deleteRows(ctx context.Context) error {
 			Args: []string{strconv.FormatUint(dataFile, 10), SampleDeleteFile.Path,
 				strconv.FormatUint(SampleDeleteFile.DeleteCount, 10), strconv.FormatUint(SampleDeleteFile.SizeBytes, 10)}},
 		Stmt{SQL: "INSERT INTO ducklake_snapshot (author, commit_message) VALUES ($1, $2)",
-			Args: []string{"rocklake-migrate", "delete 17 orders"}},
+			Args: []string{SampleAuthor, SampleCommitMessage}},
 		Stmt{SQL: fmt.Sprintf(`INSERT INTO ducklake_snapshot_changes VALUES (%d, 'deleted_from_table:%d', NULL, NULL, NULL)`,
 			w.exp.LatestSnapshotID+1, w.exp.TableIDs[SampleTable])},
 	)
@@ -358,6 +387,7 @@ func (w *sampleWriter) deleteRows(ctx context.Context) error {
 		return err
 	}
 	w.exp.DeleteFiles++
+	w.exp.DeleteSnapshot = w.exp.LatestSnapshotID
 	w.exp.SnapshotChanges++
 	return nil
 }

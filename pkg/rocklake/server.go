@@ -206,7 +206,9 @@ func (s *Server) signal(sig syscall.Signal) {
 // simple-query protocol does) and returns psql's stdout: one line per row,
 // columns separated by |. A failing statement stops the script; the error
 // then carries psql's stderr, which names the statement and the server's
-// message. Bounded by ctx.
+// message. Use it for writes: psql shows RockLake's integer columns as empty
+// strings (they come in binary) and warns "could not interpret result from
+// server: SELECT 1 1" about its command tags; Query reads. Bounded by ctx.
 func (s *Server) Exec(ctx context.Context, sql string) (string, error) {
 	psql, err := PSQL()
 	if err != nil {
@@ -221,38 +223,25 @@ func (s *Server) Exec(ctx context.Context, sql string) (string, error) {
 // Row is one result row by column name (NULL reads as "").
 type Row map[string]string
 
-// Query runs one statement through psql and returns its rows by the column
-// names the server described (psql -A with a header, fields separated by
-// U+001F). Bounded by ctx.
+// Query runs one SELECT with the simple-query protocol, as psql would, and
+// returns its rows by column name, every value as text. It does not use
+// psql: RockLake sends integer columns in binary (saying so in the row
+// description) even to text clients, and psql prints those as empty
+// strings; this client decodes them. Bounded by ctx.
 func (s *Server) Query(ctx context.Context, sql string) ([]Row, error) {
-	psql, err := PSQL()
+	c, err := dialPG(ctx, s.Addr())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rocklake: connect %s: %w", s.Addr(), err)
 	}
-	sql = strings.TrimSuffix(strings.TrimSpace(sql), ";") + ";\n"
-	out, err := run(ctx, sql, psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-A", "-F", "\x1f", "-P", "footer=off",
-		"-d", s.ConnString(), "-f", "-")
+	defer c.Close()
+	results, err := c.simpleQuery(ctx, sql)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rocklake: %s: %w", oneLine(sql), err)
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) == 0 || lines[0] == "" {
-		return nil, nil
+	if len(results) != 1 {
+		return nil, fmt.Errorf("rocklake: %s: %d results, want 1", oneLine(sql), len(results))
 	}
-	header := strings.Split(lines[0], "\x1f")
-	rows := make([]Row, 0, len(lines)-1)
-	for _, line := range lines[1:] {
-		fields := strings.Split(line, "\x1f")
-		if len(fields) != len(header) {
-			return nil, fmt.Errorf("rocklake: %s: row has %d fields, header %d: %q", oneLine(sql), len(fields), len(header), line)
-		}
-		r := make(Row, len(header))
-		for k, name := range header {
-			r[name] = fields[k]
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
+	return results[0].Map(), nil
 }
 
 // Stmt is one statement for ExecExtended: SQL with $1, $2, ... and their
@@ -262,11 +251,27 @@ type Stmt struct {
 	Args []string
 }
 
-// Result is what one Stmt returned: its rows (text; NULL as "") and its
-// command tag ("INSERT 0 1", "BEGIN", ...).
+// Result is what one statement returned: its column names, its rows (as
+// text; NULL as "") and its command tag ("INSERT 0 1", "BEGIN", ...).
 type Result struct {
-	Rows [][]string
-	Tag  string
+	Columns []string
+	Rows    [][]string
+	Tag     string
+}
+
+// Map returns the rows by column name.
+func (r Result) Map() []Row {
+	rows := make([]Row, 0, len(r.Rows))
+	for _, values := range r.Rows {
+		row := make(Row, len(values))
+		for k, v := range values {
+			if k < len(r.Columns) {
+				row[r.Columns[k]] = v
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // ExecExtended runs statements in order on one connection, each over the
@@ -284,11 +289,11 @@ func (s *Server) ExecExtended(ctx context.Context, stmts ...Stmt) ([]Result, err
 	defer c.Close()
 	results := make([]Result, 0, len(stmts))
 	for _, st := range stmts {
-		rows, tag, err := c.execParams(ctx, st.SQL, st.Args)
+		cols, rows, tag, err := c.execParams(ctx, st.SQL, st.Args)
 		if err != nil {
 			return results, fmt.Errorf("rocklake: %s: %w", oneLine(st.SQL), err)
 		}
-		results = append(results, Result{Rows: rows, Tag: tag})
+		results = append(results, Result{Columns: cols, Rows: rows, Tag: tag})
 	}
 	return results, nil
 }
