@@ -4,241 +4,112 @@ package slatedb_test
 // (DESIGN.md 2.5): what this binding writes into a catalog (Freeze's fence and
 // checkpoint, an imported catalog, detached checkpoints) must stay a catalog
 // RockLake opens, serves, writes and verifies, and what RockLake writes must be
-// readable here. These tests run the `rocklake` binary itself; it takes a
-// catalog as a plain directory (file:///x would be a relative path to it).
+// readable here. These tests run the `rocklake` binary itself (pkg/rocklake;
+// scripts/install-rocklake.sh builds it), which takes a catalog as a plain
+// directory.
 
 import (
 	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
-// rocklakeBin is the real RockLake binary: $ROCKLAKE_BIN, else the tool cache
-// (bin/rocklake, or the release binary of the cached RockLake build).
-func rocklakeBin(t *testing.T) string {
+// needRockLake fails the test, saying how to get it, without the binary.
+func needRockLake(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("ROCKLAKE_BIN"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("ROCKLAKE_BIN=%s: %v", p, err)
-		}
-		return p
-	}
-	cache := os.Getenv("ROCKLAKE_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "rocklake-migrate")
-	}
-	tried := []string{
-		filepath.Join(cache, "bin", "rocklake"),
-		filepath.Join(cache, "rocklake-target", "release", "rocklake"),
-	}
-	for _, p := range tried {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	t.Fatalf("these tests need the real RockLake v0.47.11 binary: set ROCKLAKE_BIN, or install it "+
-		"(scripts/install-rocklake.sh, or cargo build --release --locked -p rocklake-pgwire --bin rocklake "+
-		"in /work/shared/rocklake with the target directory above); looked at %s",
-		strings.Join(tried, ", "))
-	return ""
-}
-
-// rocklakeRun runs one rocklake command to completion and returns its output;
-// a failure ends the test with that output.
-func rocklakeRun(t *testing.T, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, rocklakeBin(t), args...)
-	cmd.Env = append(os.Environ(), "RUST_LOG=warn", "NO_COLOR=1")
-	out, err := cmd.CombinedOutput()
+	bin, err := rocklake.Binary()
 	if err != nil {
-		t.Fatalf("rocklake %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("these tests need the real RockLake v0.47.11 binary: %v", err)
 	}
-	return string(out)
+	return bin
 }
 
-// rocklakeVerify runs `rocklake verify catalog` and requires a clean report.
-func rocklakeVerify(t *testing.T, dir string) string {
+func serve(t *testing.T, ctx context.Context, dir string) *rocklake.Server {
 	t.Helper()
-	out := rocklakeRun(t, "verify", "catalog", "--catalog", dir)
-	if !strings.Contains(out, "Status: OK") || strings.Contains(out, "Errors:") {
-		t.Fatalf("rocklake verify catalog %s does not report OK:\n%s", dir, out)
-	}
-	return out
-}
-
-// syncBuffer collects a child's output from its copying goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// rocklakeServer is one `rocklake serve` on a catalog directory.
-type rocklakeServer struct {
-	addr string
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan error
-}
-
-func startRockLake(t *testing.T, dir string) *rocklakeServer {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, err := rocklake.Serve(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	s := &rocklakeServer{addr: addr, log: &syncBuffer{}, done: make(chan error, 1)}
-	s.cmd = exec.Command(rocklakeBin(t), "serve", "--catalog", dir, "--bind", addr, "--drain-timeout", "2")
-	s.cmd.Env = append(os.Environ(), "RUST_LOG=info", "NO_COLOR=1")
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start rocklake serve: %v", err)
-	}
-	go func() { s.done <- s.cmd.Wait() }()
-	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			_ = s.cmd.Process.Kill()
-			<-s.done
-		}
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case err := <-s.done:
-			s.done <- err
-			t.Fatalf("rocklake serve %s exited before listening: %v\n%s", dir, err, s.log.String())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rocklake serve %s: not listening on %s after 60 s\n%s", dir, addr, s.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// exec runs SQL statements, each as one simple query, on one connection.
-func (s *rocklakeServer) exec(t *testing.T, stmts ...string) [][]string {
-	t.Helper()
-	c, err := pgConnect(s.addr, 30*time.Second)
-	if err != nil {
-		t.Fatalf("connect to rocklake serve: %v\n%s", err, s.log.String())
-	}
-	defer c.close()
-	var rows [][]string
-	for _, q := range stmts {
-		if rows, err = c.query(q, 30*time.Second); err != nil {
-			t.Fatalf("rocklake serve: %s: %v\n%s", q, err, s.log.String())
-		}
-	}
-	return rows
-}
-
-// execFails runs SQL statements on one connection and returns the first
-// error the server answers with (nil if none did).
-func (s *rocklakeServer) execFails(t *testing.T, stmts ...string) error {
-	t.Helper()
-	c, err := pgConnect(s.addr, 30*time.Second)
-	if err != nil {
-		t.Fatalf("connect to rocklake serve: %v\n%s", err, s.log.String())
-	}
-	defer c.close()
-	for _, q := range stmts {
-		if _, err := c.query(q, 30*time.Second); err != nil {
-			return err
-		}
-	}
-	return nil
+	t.Cleanup(func() { _ = srv.Stop() })
+	return srv
 }
 
 // compactionsIdle waits until RockLake's compactor runs no compaction: its
 // log names none in flight, or the last one it names has finished since.
 // `rocklake serve` exits without closing its database, and a compaction
-// still running then is cut short (SlateDB 0.13 panics in that task); the
-// next open resumes it, but the tests stop the server only when idle.
-func (s *rocklakeServer) compactionsIdle(t *testing.T) {
+// still running then is cut short (its SlateDB 0.13 panics in that task, and
+// the next open resumes it); the tests stop a server only when it is idle.
+func compactionsIdle(t *testing.T, srv *rocklake.Server) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		log := s.log.String()
-		inFlight := strings.LastIndex(log, "in-flight compaction")
-		if inFlight < 0 || strings.LastIndex(log, "finished compaction") > inFlight {
+		logs := srv.Logs()
+		inFlight := strings.LastIndex(logs, "in-flight compaction")
+		if inFlight < 0 || strings.LastIndex(logs, "finished compaction") > inFlight {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("RockLake's compaction did not finish within 2 minutes\n%s", log)
+			t.Fatalf("RockLake's compaction did not finish within 2 minutes\n%s", logs)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-// stop ends the server the way an operator does (SIGTERM), once its
-// compactor is idle, and requires a clean exit.
-func (s *rocklakeServer) stop(t *testing.T) {
+// stop ends the server once its compactor is idle and requires a clean stop.
+func stop(t *testing.T, srv *rocklake.Server) {
 	t.Helper()
-	s.compactionsIdle(t)
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-s.done:
-		if err != nil {
-			t.Fatalf("rocklake serve exited with %v\n%s", err, s.log.String())
-		}
-	case <-time.After(60 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		t.Fatalf("rocklake serve did not stop within 60 s of SIGTERM\n%s", s.log.String())
+	compactionsIdle(t, srv)
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
 	}
-	if strings.Contains(s.log.String(), "panicked at") {
-		t.Fatalf("rocklake serve panicked:\n%s", s.log.String())
+	if strings.Contains(srv.Logs(), "panicked at") {
+		t.Fatalf("rocklake serve panicked:\n%s", srv.Logs())
+	}
+}
+
+func verify(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
+	if out, err := rocklake.Verify(ctx, dir); err != nil {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }
 
 // schemaSQL is a DuckLake transaction as RockLake's SQL front takes it: a
 // schema, a table in it and the snapshot that commits them.
-func schemaSQL(schema string) []string {
-	return []string{
-		"BEGIN",
-		fmt.Sprintf("INSERT INTO ducklake_schema (schema_id, schema_uuid, begin_snapshot, end_snapshot, schema_name, path, path_is_relative) VALUES (0, gen_random_uuid(), 0, NULL, '%s', '%s/', true)", schema, schema),
-		fmt.Sprintf("INSERT INTO ducklake_table (table_id, table_uuid, begin_snapshot, end_snapshot, schema_id, table_name, path, path_is_relative) VALUES (0, gen_random_uuid(), 0, NULL, 1, '%s_t', '%s_t/', true)", schema, schema),
-		"INSERT INTO ducklake_snapshot (snapshot_id, snapshot_time, schema_version, next_catalog_id, next_file_id) VALUES (0, now(), 0, 0, 0)",
-		"COMMIT",
+func schemaSQL(schema string) []rocklake.Stmt {
+	return []rocklake.Stmt{
+		{SQL: "BEGIN"},
+		{SQL: fmt.Sprintf("INSERT INTO ducklake_schema (schema_id, schema_uuid, begin_snapshot, end_snapshot, schema_name, path, path_is_relative) VALUES (0, gen_random_uuid(), 0, NULL, '%s', '%s/', true)", schema, schema)},
+		{SQL: fmt.Sprintf("INSERT INTO ducklake_table (table_id, table_uuid, begin_snapshot, end_snapshot, schema_id, table_name, path, path_is_relative) VALUES (0, gen_random_uuid(), 0, NULL, 1, '%s_t', '%s_t/', true)", schema, schema)},
+		{SQL: "INSERT INTO ducklake_snapshot (snapshot_id, snapshot_time, schema_version, next_catalog_id, next_file_id) VALUES (0, now(), 0, 0, 0)"},
+		{SQL: "COMMIT"},
 	}
 }
 
-func (s *rocklakeServer) createSchema(t *testing.T, schema string) {
+func createSchema(t *testing.T, ctx context.Context, srv *rocklake.Server, schema string) {
 	t.Helper()
-	s.exec(t, schemaSQL(schema)...)
+	if _, err := srv.ExecExtended(ctx, schemaSQL(schema)...); err != nil {
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
+}
+
+// sampleCatalog makes a catalog with RockLake itself: pkg/rocklake's DuckLake
+// workload (schemas, tables, columns, data and delete files, snapshots).
+func sampleCatalog(t *testing.T, ctx context.Context, srv *rocklake.Server) {
+	t.Helper()
+	if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
 }
 
 // RockLake's key shapes (crates/rocklake-core/src/{tags,keys,values}.rs).
@@ -304,18 +175,19 @@ func checkpointIDs(t *testing.T, ctx context.Context, url string) map[string]sla
 // as fenced; started again, RockLake opens the catalog, writes and verifies
 // it, and the manifest it writes keeps Freeze's checkpoint.
 func TestRockLakeServesCatalogAfterFreeze(t *testing.T) {
-	rocklakeBin(t)
+	needRockLake(t)
 	ctx := testCtx(t)
 	dir := filepath.Join(t.TempDir(), "catalog")
 	url := "file://" + dir
-	srv := startRockLake(t, dir)
-	srv.createSchema(t, "before_freeze")
+	srv := serve(t, ctx, dir)
+	sampleCatalog(t, ctx, srv)
+	createSchema(t, ctx, srv, "before_freeze")
 
 	before := readAll(t, ctx, url, slatedb.ReaderOptions{})
 	if v, ok := before.get(rlFormatKey); !ok || !bytes.Equal(v, rlFormatValue) {
 		t.Fatalf("catalog-format-version read from RockLake's catalog = %x (present %v), want %x", v, ok, rlFormatValue)
 	}
-	if !before.containsValue("before_freeze") {
+	if !before.containsValue("before_freeze") || !before.containsValue(rocklake.SampleTable) {
 		t.Fatalf("the schema written through RockLake is not among the %d keys read", len(before.keys))
 	}
 
@@ -331,11 +203,11 @@ func TestRockLakeServesCatalogAfterFreeze(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatalf("close the fencing writer: %v", err)
 	}
-	err = srv.execFails(t, schemaSQL("after_fence")...)
+	_, err = srv.ExecExtended(ctx, schemaSQL("after_fence")...)
 	if err == nil || !strings.Contains(err.Error(), "newer DB client") {
 		t.Fatalf("RockLake's write after Freeze's fence: %v, want its SlateDB's fenced error (detected newer DB client)", err)
 	}
-	srv.stop(t)
+	stop(t, srv)
 
 	pinned := readAll(t, ctx, url, slatedb.ReaderOptions{Checkpoint: cp.ID})
 	if len(pinned.keys) != len(before.keys) {
@@ -348,10 +220,10 @@ func TestRockLakeServesCatalogAfterFreeze(t *testing.T) {
 	}
 
 	// RockLake opens the frozen catalog again, writes and verifies it.
-	srv = startRockLake(t, dir)
-	srv.createSchema(t, "after_freeze")
-	srv.stop(t)
-	rocklakeVerify(t, dir)
+	srv = serve(t, ctx, dir)
+	createSchema(t, ctx, srv, "after_freeze")
+	stop(t, srv)
+	verify(t, ctx, dir)
 
 	if _, ok := checkpointIDs(t, ctx, url)[cp.ID]; !ok {
 		t.Fatalf("Freeze's checkpoint %s is gone from the manifest after RockLake wrote", cp.ID)
@@ -417,13 +289,18 @@ func sortedRunWritten(t *testing.T, dir string) {
 // is a catalog RockLake opens, verifies, compacts, serves and writes; a
 // detached checkpoint of ours in its manifest stays there.
 func TestRockLakeServesCatalogWeWrote(t *testing.T) {
-	rocklakeBin(t)
+	bin := needRockLake(t)
 	ctx := testCtx(t)
 	srcDir := filepath.Join(t.TempDir(), "source")
-	srv := startRockLake(t, srcDir)
-	srv.createSchema(t, "imported")
-	srv.stop(t)
+	srv := serve(t, ctx, srcDir)
+	sampleCatalog(t, ctx, srv)
+	createSchema(t, ctx, srv, "imported")
+	stop(t, srv)
 	src := readAll(t, ctx, "file://"+srcDir, slatedb.ReaderOptions{})
+	srcInspect, err := rocklake.InspectSnapshot(ctx, srcDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(t.TempDir(), "imported")
 	url := "file://" + dir
 
@@ -462,21 +339,29 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 		t.Fatalf("detached checkpoint: %v", err)
 	}
 
-	rocklakeVerify(t, dir)
+	verify(t, ctx, dir)
+	inspect, err := rocklake.InspectSnapshot(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := rocklake.Fields(srcInspect), rocklake.Fields(inspect); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("rocklake inspect snapshot: source %v, our copy %v", a, b)
+	}
 	// RockLake's checkpoint commands keep their own registry under its
 	// system keys; listing it opens the database as its writer, through a
 	// manifest that holds our SlateDB checkpoint.
-	if out := rocklakeRun(t, "checkpoint", "list", "--catalog", dir); !strings.Contains(out, "No checkpoints found") {
-		t.Fatalf("rocklake checkpoint list on our database:\n%s", out)
+	out, err := exec.CommandContext(ctx, bin, "checkpoint", "list", "--catalog", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "No checkpoints found") {
+		t.Fatalf("rocklake checkpoint list on our database: %v\n%s", err, out)
 	}
-	srv = startRockLake(t, dir)
-	srv.createSchema(t, "after_import")
-	srv.compactionsIdle(t)
-	if !strings.Contains(srv.log.String(), "finished compaction") {
-		t.Fatalf("RockLake did not compact the L0 SSTs we left:\n%s", srv.log.String())
+	srv = serve(t, ctx, dir)
+	createSchema(t, ctx, srv, "after_import")
+	compactionsIdle(t, srv)
+	if !strings.Contains(srv.Logs(), "finished compaction") {
+		t.Fatalf("RockLake did not compact the L0 SSTs we left:\n%s", srv.Logs())
 	}
-	srv.stop(t)
-	rocklakeVerify(t, dir)
+	stop(t, srv)
+	verify(t, ctx, dir)
 
 	if _, ok := checkpointIDs(t, ctx, url)[cp.ID]; !ok {
 		t.Fatalf("our detached checkpoint %s is gone after RockLake wrote", cp.ID)
