@@ -525,12 +525,17 @@ pub extern "C" fn rl_reader_open(
                 ));
             }
             let defaults = DbReaderOptions::default();
+            let poll = opts
+                .poll_interval_ms
+                .map(Duration::from_millis)
+                .unwrap_or(defaults.manifest_poll_interval);
+            // The engine wants a managed checkpoint to outlive two polls; a
+            // reader that never polls (a fixed view) needs no managed one.
+            let lifetime = defaults.checkpoint_lifetime.max(poll.saturating_mul(2));
             let options = DbReaderOptions {
                 object_store_max_retries: Some(opts.max_retries),
-                manifest_poll_interval: opts
-                    .poll_interval_ms
-                    .map(Duration::from_millis)
-                    .unwrap_or(defaults.manifest_poll_interval),
+                manifest_poll_interval: poll,
+                checkpoint_lifetime: lifetime,
                 ..defaults
             };
             DbReader::builder(loc.path.clone(), loc.store.clone())

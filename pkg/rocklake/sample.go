@@ -433,3 +433,26 @@ func (w *sampleWriter) endRows(ctx context.Context) error {
 	w.exp.SnapshotChanges++
 	return nil
 }
+
+// AddSchema commits one more schema through psql, as a DuckDB client's
+// CREATE SCHEMA does, and returns the snapshot it made: the proof that a
+// server accepts writes on the catalog it serves.
+func AddSchema(ctx context.Context, srv *Server, name string) (uint64, error) {
+	before, err := LatestSnapshotID(ctx, srv)
+	if err != nil {
+		return 0, err
+	}
+	script := fmt.Sprintf("BEGIN;\nINSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-00000000ffff', %d, NULL, '%s', '%s/', true);\nCOMMIT;\n",
+		before+1, strings.ReplaceAll(name, "'", "''"), strings.ReplaceAll(name, "'", "''"))
+	if _, err := srv.Exec(ctx, script); err != nil {
+		return 0, err
+	}
+	after, err := LatestSnapshotID(ctx, srv)
+	if err != nil {
+		return 0, err
+	}
+	if after <= before {
+		return 0, fmt.Errorf("rocklake: CREATE SCHEMA %s made no snapshot (latest %d, was %d)", name, after, before)
+	}
+	return after, nil
+}

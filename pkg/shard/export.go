@@ -58,10 +58,15 @@ var ErrOutput = errors.New("shard: bad export output")
 // a crashed export: garbage collection may then reclaim what it pins.
 const checkpointLifetime = 6 * time.Hour
 
+// fixedView is the poll interval of a reader that must not move: longer than
+// any export.
+const fixedView = 30 * 24 * time.Hour
+
 // Export writes the catalog at url into shard files at output: one file, or
-// Shards files in a directory or under an S3 prefix. The source is read
-// through a reader pinned to a checkpoint and is never written to, except for
-// the checkpoint entry an export without --checkpoint adds and removes.
+// Shards files in a directory or under an S3 prefix. With opts.Checkpoint the
+// source is read as that checkpoint holds it; without, as it is when the
+// export starts, its WAL included. The source is never written to, except
+// for the checkpoint entry an export without --checkpoint adds and removes.
 func Export(ctx context.Context, store *blob.Store, url, output string, opts ExportOptions) (_ ExportResult, err error) {
 	n := max(opts.Shards, 1)
 	if IsFile(output) && n > 1 {
@@ -95,7 +100,19 @@ func Export(ctx context.Context, store *blob.Store, url, output string, opts Exp
 			}
 		}()
 	}
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: opts.Format, Checkpoint: cp, Store: opts.Store})
+	view := catalog.Options{Expect: opts.Format, Checkpoint: cp, Store: opts.Store}
+	if opts.Checkpoint == "" {
+		// A reader pinned to a detached checkpoint stops at the WAL its
+		// manifest records, and RockLake's writer leaves its newest commits
+		// (all of them, in a small catalog) in WAL files the manifest does not
+		// name yet. So read the latest state, WAL replayed, as it is when the
+		// reader opens, and never poll for more: one fixed view, everything
+		// durable by then. The checkpoint made above keeps the files of that
+		// state from the source's garbage collector meanwhile.
+		view.Checkpoint = ""
+		view.Store.PollInterval = fixedView
+	}
+	c, err := catalog.Open(ctx, url, view)
 	if err != nil {
 		return ExportResult{}, err
 	}
