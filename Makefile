@@ -30,13 +30,14 @@ native:
 		'// nativeLibSHA256 ties Go'"'"'s build cache to the linked archive.' "const nativeLibSHA256 = \"$$sum\"" > $(NATIVE_STAMP)
 
 # Everything the tests need that is not a Go module: versitygw (S3), protoc,
-# psql and the real RockLake binary (built from ../shared/rocklake into its
-# own target directory in the cache).
+# psql, the real RockLake binary (built from ../shared/rocklake into its
+# own target directory in the cache) and DuckDB with its DuckLake extension.
 tools:
 	scripts/install-versitygw.sh
 	scripts/install-protoc.sh
 	scripts/install-psql.sh
 	scripts/install-rocklake.sh
+	scripts/install-duckdb.sh
 	scripts/install-sns-emulator.sh
 	scripts/install-lambda-rie.sh
 	scripts/install-local-stepfunctions.sh
