@@ -5,8 +5,11 @@
 #   OUT/expected.json  what the workload wrote (pkg/rocklake.Expected)
 #   OUT/verify.txt     `rocklake verify catalog` on it
 #   OUT/inspect.txt    `rocklake inspect snapshot` on it
-# The workload is pkg/rocklake.WriteSampleCatalog. OUT/catalog must not
-# exist or be empty. Needs `make tools` (rocklake, psql).
+#   OUT/duckdb/        the same for a catalog DuckDB 1.5.3 wrote
+#                      (pkg/rocklake.DuckDBWorkload), with answers.json
+# The workloads are pkg/rocklake.WriteSampleCatalog and DuckDBWorkload. The
+# catalog directories must not exist or be empty. Needs `make tools`
+# (rocklake, psql, duckdb). pkg/catalog's fixture tests read the result.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -116,44 +116,15 @@ func TestSeededCatalogPassesRockLakeVerify(t *testing.T) {
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
-// duckdbWorkload is what a DuckDB user does to a DuckLake catalog served by
-// RockLake: schemas, tables, inserts, deletes, schema changes and drops
-// (UPDATE and non-ASCII names fail in this RockLake release; they are left
-// out). duckdbQueries read it all back.
-var (
-	duckdbWorkload = []string{
-		"CREATE SCHEMA lake.sales",
-		"CREATE TABLE lake.sales.orders (id BIGINT, customer VARCHAR, amount DECIMAL(18,3), placed TIMESTAMP)",
-		"INSERT INTO lake.sales.orders SELECT i, 'c' || (i % 17), i * 1.25, TIMESTAMP '2025-01-01' + INTERVAL (i) MINUTE FROM range(500) r(i)",
-		"INSERT INTO lake.sales.orders VALUES (10000, 'late', 1.5, TIMESTAMP '2025-06-01 12:00:00')",
-		"DELETE FROM lake.sales.orders WHERE id % 50 = 0",
-		"ALTER TABLE lake.sales.orders ADD COLUMN note VARCHAR",
-		"INSERT INTO lake.sales.orders VALUES (10001, 'noted', 2.5, TIMESTAMP '2025-06-02 08:00:00', 'with a note')",
-		"CREATE TABLE lake.main.customers (id INTEGER, name VARCHAR)",
-		"INSERT INTO lake.main.customers SELECT i, 'customer ' || i FROM range(40) r(i)",
-		"CREATE TABLE lake.main.scratch (x INTEGER)",
-		"INSERT INTO lake.main.scratch VALUES (1), (2)",
-		"DROP TABLE lake.main.scratch",
-	}
-	duckdbQueries = []string{
-		"SELECT count(*), sum(id), sum(amount), min(placed), max(placed), count(note) FROM lake.sales.orders",
-		"SELECT customer, count(*), sum(amount) FROM lake.sales.orders GROUP BY customer ORDER BY customer",
-		"SELECT * FROM lake.sales.orders ORDER BY id DESC LIMIT 3",
-		"SELECT count(*), max(name) FROM lake.main.customers",
-		"SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = 'lake' ORDER BY ALL",
-		"SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE database_name = 'lake' ORDER BY ALL",
-	}
-)
-
 // duckdbAnswers serves dir with RockLake and returns DuckDB's answers to
-// duckdbQueries, after running stmts.
+// rocklake.DuckDBQueries, after running stmts.
 func duckdbAnswers(t *testing.T, ctx context.Context, dir, data string, stmts []string) string {
 	t.Helper()
 	srv, err := rocklake.Serve(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rocklake.DuckDB(ctx, srv, data, stmts, duckdbQueries)
+	res, err := rocklake.DuckDB(ctx, srv, data, stmts, rocklake.DuckDBQueries)
 	if stopErr := srv.Stop(); err == nil {
 		err = stopErr
 	}
@@ -175,7 +146,7 @@ func TestDuckDBAnswersTheSameAfterCopy(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	src, data := filepath.Join(dir, "src"), filepath.Join(dir, "data")+"/"
-	before := duckdbAnswers(t, ctx, src, data, duckdbWorkload)
+	before := duckdbAnswers(t, ctx, src, data, rocklake.DuckDBWorkload)
 	if !strings.Contains(before, `"40","customer 9"`) || !strings.Contains(before, "with a note") {
 		t.Fatalf("DuckDB did not read back what it wrote: %s", before)
 	}

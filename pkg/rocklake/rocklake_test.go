@@ -355,7 +355,9 @@ func TestServeRefusal(t *testing.T) {
 
 // TestWriteFixture writes the sample catalog into -rocklake.fixture=DIR:
 // DIR/catalog (the SlateDB root), DIR/expected.json, DIR/verify.txt and
-// DIR/inspect.txt. Without the flag it does nothing.
+// DIR/inspect.txt; and the catalog DuckDB's workload writes into
+// DIR/duckdb/catalog, with its answers.json, verify.txt and inspect.txt.
+// Without the flag it does nothing.
 func TestWriteFixture(t *testing.T) {
 	if *fixtureDir == "" {
 		t.Skip("no -rocklake.fixture=DIR")
@@ -394,6 +396,37 @@ func TestWriteFixture(t *testing.T) {
 		"inspect.txt":   reportOnly(inspect),
 	} {
 		if err := os.WriteFile(filepath.Join(out, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A second catalog, written by DuckDB, the real client (its data files
+	// are not kept: the fixture is the catalog).
+	ddir := filepath.Join(out, "duckdb", "catalog")
+	if entries, _ := os.ReadDir(ddir); len(entries) > 0 {
+		t.Fatalf("%s is not empty", ddir)
+	}
+	data := t.TempDir() + "/"
+	srv = serve(t, ctx, ddir)
+	answers, err := DuckDB(ctx, srv, data, DuckDBWorkload, DuckDBQueries)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
+	stop(t, srv)
+	if verify, err = Verify(ctx, ddir); err != nil {
+		t.Fatal(err)
+	}
+	if inspect, err = InspectSnapshot(ctx, ddir); err != nil {
+		t.Fatal(err)
+	}
+	if js, err = json.MarshalIndent(answers, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{
+		"answers.json": string(js) + "\n",
+		"verify.txt":   reportOnly(verify),
+		"inspect.txt":  reportOnly(inspect),
+	} {
+		if err := os.WriteFile(filepath.Join(out, "duckdb", name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
