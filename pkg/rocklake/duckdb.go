@@ -90,4 +90,3 @@ var (
 		"SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE database_name = 'lake' ORDER BY ALL",
 	}
 )
-
