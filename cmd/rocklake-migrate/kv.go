@@ -70,16 +70,14 @@ func hexArg(what, s string) ([]byte, error) {
 func kvGet(ctx context.Context, e *env, args []string) error {
 	fs := flags(e, "kv get", "--catalog URL [--skip-version-check] KEY")
 	kf := newKVFlags(fs)
-	if err := parse(fs, args); err != nil {
+	pos, err := parseArgs(fs, args, 1)
+	if err != nil {
 		return err
 	}
 	if err := needCatalog(*kf.url); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("kv get takes one KEY (hex)")
-	}
-	key, err := hexArg("KEY", fs.Arg(0))
+	key, err := hexArg("KEY", pos[0])
 	if err != nil {
 		return err
 	}
@@ -105,9 +103,6 @@ func kvScan(ctx context.Context, e *env, args []string) error {
 	}
 	if err := needCatalog(*kf.url); err != nil {
 		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("kv scan takes no arguments, got %q (flags go before arguments)", fs.Args())
 	}
 	prefix, err := hexArg("--prefix", *prefixArg)
 	if err != nil {
@@ -147,22 +142,20 @@ func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []
 	fs := flags(e, "kv "+name, usage+" [--skip-version-check]")
 	kf := newKVFlags(fs)
 	force := fs.Bool("force", false, "really write: opening the catalog's writer fences a running RockLake writer")
-	if err := parse(fs, args); err != nil {
+	pos, err := parseArgs(fs, args, nargs)
+	if err != nil {
 		return err
 	}
 	if err := needCatalog(*kf.url); err != nil {
 		return err
 	}
-	if fs.NArg() != nargs {
-		return usagef("kv %s takes %d hex argument(s): %s", name, nargs, usage)
-	}
-	key, err := hexArg("KEY", fs.Arg(0))
+	key, err := hexArg("KEY", pos[0])
 	if err != nil {
 		return err
 	}
 	var b slatedb.Batch
 	if nargs == 2 {
-		value, err := hexArg("VALUE", fs.Arg(1))
+		value, err := hexArg("VALUE", pos[1])
 		if err != nil {
 			return err
 		}

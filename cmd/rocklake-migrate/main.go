@@ -124,11 +124,38 @@ func flags(e *env, name, args string) *flag.FlagSet {
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	_, err := parseArgs(fs, args, 0)
+	return err
+}
+
+// parseArgs parses flags wherever they stand among the arguments (after
+// "--" everything is an argument) and requires exactly n arguments: a stray
+// word is a usage error, never silently the end of the flags, so that
+// `migrate ... now --dry-run` cannot run without --dry-run.
+func parseArgs(fs *flag.FlagSet, args []string, n int) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
 		}
-		return usageError{err.Error()}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...) // after "--": arguments only
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	return nil
+	if len(pos) != n {
+		if n == 0 {
+			return nil, usagef("%s takes no arguments, got %q", fs.Name(), pos)
+		}
+		return nil, usagef("%s takes %d argument(s), got %d: %q", fs.Name(), n, len(pos), pos)
+	}
+	return pos, nil
 }

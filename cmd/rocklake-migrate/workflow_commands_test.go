@@ -73,3 +73,26 @@ func TestMigrateRollbackDrift(t *testing.T) {
 		t.Fatalf("SNS messages = %+v", msgs)
 	}
 }
+
+// A stray word is a usage error (exit 2) for every command, before anything
+// is touched: `migrate --pointer P --to v2 now --dry-run` once stopped
+// parsing at "now" and flipped production without --dry-run.
+func TestStrayArgumentsRefused(t *testing.T) {
+	r := cli(t, "migrate", "--pointer", "s3://nowhere/CURRENT", "--to", "v2", "now", "--dry-run")
+	r.want(t, exitUsage, "takes no arguments", `"now"`)
+	for name := range commands {
+		if name == "kv" {
+			continue // subcommands, below
+		}
+		cli(t, name, "stray").want(t, exitUsage, "stray")
+	}
+	for _, sub := range [][]string{{"kv", "scan", "x"}, {"kv", "get", "00", "11"}, {"kv", "put", "00"}, {"kv", "delete", "00", "11"}} {
+		cli(t, sub...).want(t, exitUsage)
+	}
+	// Flags after arguments are flags; after "--", arguments.
+	dir := t.TempDir()
+	url := "file://" + dir + "/c"
+	cli(t, "seed", "--catalog", url, "--rows", "10").want(t, exitOK)
+	cli(t, "kv", "get", "ff636174616c6f672d666f726d61742d76657273696f6e", "--catalog", url).want(t, exitOK)
+	cli(t, "kv", "get", "--catalog", url, "--", "--force").want(t, exitUsage, "KEY")
+}
