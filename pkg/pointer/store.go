@@ -226,9 +226,13 @@ func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expe
 // valid pointer is rolled back to the newest older version that is. A
 // bucket without versioning is ErrUnversioned.
 //
-// It returns the restored pointer and the new version; the caller should
-// run the startup check on the restored catalog.
-func Rollback(ctx context.Context, store *blob.Store, url string) (Pointer, Ref, error) {
+// check, when not nil, is run on the pointer to be restored before anything
+// is written (the caller's startup check of the catalog it names): if it
+// fails, the pointer is left as it is and the error is returned, so that a
+// rollback never points RockLake at a catalog that is gone or unreadable.
+//
+// It returns the restored pointer and the new version.
+func Rollback(ctx context.Context, store *blob.Store, url string, check func(context.Context, Pointer) error) (Pointer, Ref, error) {
 	const op = "rollback"
 	if err := requireVersioning(ctx, store, op, url); err != nil {
 		return Pointer{}, Ref{}, err
@@ -284,6 +288,11 @@ func Rollback(ctx context.Context, store *blob.Store, url string) (Pointer, Ref,
 		return Pointer{}, Ref{}, &Error{Name: NameNoPreviousVersion, Op: op, URL: url, Detail: detail}
 	}
 
+	if check != nil {
+		if err := check(ctx, target); err != nil {
+			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: the pointer was left as it is: the catalog of version %s (%s) fails its check: %w", op, url, targetID, target.Catalog, err)
+		}
+	}
 	info, err := store.RestoreVersion(ctx, url, targetID, curRef.ETag)
 	if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
 		ok, now, rerr := landed(ctx, store, url, targetBody)

@@ -200,7 +200,7 @@ func TestRollback(t *testing.T) {
 	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
 	ps, refs := chain(t, store, url) // v1 → v2 → v3
 
-	restored, ref, err := pointer.Rollback(ctx, store, url)
+	restored, ref, err := pointer.Rollback(ctx, store, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestRollback(t *testing.T) {
 	}
 
 	// A second rollback goes one further back, not back to v3.
-	restored, _, err = pointer.Rollback(ctx, store, url)
+	restored, _, err = pointer.Rollback(ctx, store, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestRollback(t *testing.T) {
 	}
 
 	// The first pointer has nothing before it.
-	_, _, err = pointer.Rollback(ctx, store, url)
+	_, _, err = pointer.Rollback(ctx, store, url, nil)
 	pe := wantName(t, err, pointer.ErrNoPreviousVersion)
 	if !strings.Contains(pe.Error(), "names no previous catalog") {
 		t.Fatalf("unclear NoPreviousVersion: %v", pe)
@@ -257,7 +257,7 @@ func TestRollback(t *testing.T) {
 	if _, err := pointer.Flip(ctx, store, url, cur.Next("s3://cats/prod-v4", format.V2, "mig-4"), curRef); err != nil {
 		t.Fatal(err)
 	}
-	if restored, _, err := pointer.Rollback(ctx, store, url); err != nil || restored != ps[0] {
+	if restored, _, err := pointer.Rollback(ctx, store, url, nil); err != nil || restored != ps[0] {
 		t.Fatalf("rollback of a flip after rollbacks: %+v, %v; want %+v", restored, err, ps[0])
 	}
 }
@@ -267,10 +267,10 @@ func TestRollbackFirstPointer(t *testing.T) {
 	if _, err := pointer.Create(ctx, store, url, first()); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := pointer.Rollback(ctx, store, url)
+	_, _, err := pointer.Rollback(ctx, store, url, nil)
 	wantName(t, err, pointer.ErrNoPreviousVersion)
 
-	_, _, err = pointer.Rollback(ctx, store, newURL(t, versioned))
+	_, _, err = pointer.Rollback(ctx, store, newURL(t, versioned), nil)
 	wantName(t, err, pointer.ErrPointerMissing)
 }
 
@@ -282,7 +282,7 @@ func TestRollbackPreviousExpired(t *testing.T) {
 	if _, err := pointer.Create(ctx, store, url, p); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := pointer.Rollback(ctx, store, url)
+	_, _, err := pointer.Rollback(ctx, store, url, nil)
 	pe := wantName(t, err, pointer.ErrNoPreviousVersion)
 	if !strings.Contains(pe.Error(), "s3://cats/prod-v1") {
 		t.Fatalf("error should name the previous catalog: %v", pe)
@@ -295,7 +295,7 @@ func TestRollbackCorruptCurrent(t *testing.T) {
 	if _, err := store.Put(ctx, url, []byte("{garbage")); err != nil {
 		t.Fatal(err)
 	}
-	restored, _, err := pointer.Rollback(ctx, store, url)
+	restored, _, err := pointer.Rollback(ctx, store, url, nil)
 	if err != nil || restored != ps[2] {
 		t.Fatalf("rollback of a corrupt pointer: %+v, %v; want the last good one %+v", restored, err, ps[2])
 	}
@@ -335,7 +335,7 @@ func TestUnversionedRefused(t *testing.T) {
 	}
 	_, err = pointer.Flip(ctx, store, url, p.Next("s3://cats/b", 2, "m"), ref)
 	wantName(t, err, pointer.ErrUnversioned)
-	_, _, err = pointer.Rollback(ctx, store, url)
+	_, _, err = pointer.Rollback(ctx, store, url, nil)
 	wantName(t, err, pointer.ErrUnversioned)
 	_, err = pointer.History(ctx, store, url)
 	wantName(t, err, pointer.ErrUnversioned)

@@ -32,6 +32,11 @@ var ErrSourceChanged = errors.New(NameSourceChanged)
 // ErrorName if it has one, else a name for the error classes steps branch on,
 // else StepFailed.
 func ErrorName(err error) string {
+	if errors.Is(err, ErrAbortUndecided) {
+		// Whatever kept Abort from reading the pointer, Abort itself only
+		// waited: retry it.
+		return NameTransient
+	}
 	var named interface{ ErrorName() string }
 	if errors.As(err, &named) {
 		return named.ErrorName()

@@ -435,6 +435,10 @@ type AbortOutput struct {
 // must then not delete.
 var ErrAbortAfterFlip = errors.New("AbortAfterFlip")
 
+// ErrAbortUndecided: Abort could not read the pointer, and so refused to
+// delete anything; it is Transient, for the state machine to retry.
+var ErrAbortUndecided = errors.New("AbortUndecided")
+
 // Abort removes the new catalog, the staging objects and the checkpoint. It
 // never touches the source's data or the pointer, refuses to delete a catalog
 // the pointer names, and deletes the target only if this migration claimed it
@@ -442,7 +446,14 @@ var ErrAbortAfterFlip = errors.New("AbortAfterFlip")
 func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 	out := AbortOutput{Migration: in.Migration}
 	m := in.Migration
-	if cur, _, err := pointer.Read(ctx, env.Store, m.Pointer); err == nil && cur.Catalog == m.Target {
+	// Fail closed: if the pointer cannot be read, the target may be the
+	// live catalog (a Flip whose answer was lost), so nothing is deleted and
+	// the state machine's Retry tries again.
+	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
+	if err != nil {
+		return out, fmt.Errorf("%w: cannot read the pointer %s, so it cannot tell whether %s is live: %w", ErrAbortUndecided, m.Pointer, m.Target, err)
+	}
+	if cur.Catalog == m.Target {
 		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
 	}
 	owned, err := ownsTarget(ctx, env, m)
@@ -487,17 +498,20 @@ type RollbackOutput struct {
 	PointerVersionID string         `json:"pointer_version_id"`
 }
 
-// Rollback makes the previous pointer version current again and runs the
-// startup check on the catalog it names.
+// Rollback makes the previous pointer version current again, once the
+// startup check passes on the catalog it names: a catalog that is gone or
+// in another format leaves the pointer as it is.
 func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
-	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer)
+	check := func(ctx context.Context, p pointer.Pointer) error {
+		c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
+		if err != nil {
+			return fmt.Errorf("workflow: rollback: check %s: %w", p.Catalog, err)
+		}
+		return c.Close()
+	}
+	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, check)
 	if err != nil {
 		return RollbackOutput{}, err
 	}
-	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
-	if err != nil {
-		return RollbackOutput{}, fmt.Errorf("workflow: rollback: check restored catalog: %w", err)
-	}
-	c.Close()
 	return RollbackOutput{Catalog: p.Catalog, FormatVersion: p.FormatVersion, PointerVersionID: ref.VersionID}, nil
 }

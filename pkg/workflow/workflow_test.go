@@ -311,3 +311,49 @@ func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 		t.Fatalf("abort changed someone else's catalog: %d → %d keys", len(before), len(after))
 	}
 }
+
+// Abort fails closed: with a pointer it cannot read (here corrupt), it
+// deletes nothing, since the target may be the live catalog, and says so
+// with an error the state machine retries.
+func TestAbortRefusesWhenThePointerIsUnreadable(t *testing.T) {
+	ctx, f := setup(t, 200)
+	m := runUntilVerify(t, ctx, f, 1)
+	if _, err := f.env.Store.Put(ctx, f.pointer, []byte("{not a pointer")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	if !errors.Is(err, workflow.ErrAbortUndecided) || workflow.ErrorName(err) != workflow.NameTransient {
+		t.Fatalf("abort with a corrupt pointer: %+v, %v (%s)", out, err, workflow.ErrorName(err))
+	}
+	if out.TargetObjects != 0 || out.StagingObjects != 0 {
+		t.Fatalf("abort deleted %+v", out)
+	}
+	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
+		t.Fatalf("the target was damaged: %v", err)
+	}
+}
+
+// A rollback to a catalog that is gone leaves the pointer where it is, so
+// that RockLake is never pointed at nothing and a second attempt still has
+// its way back.
+func TestRollbackToAGoneCatalogLeavesThePointer(t *testing.T) {
+	ctx, f := setup(t, 200)
+	m := runUntilVerify(t, ctx, f, 1)
+	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	before, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.env.Store.DeletePrefix(ctx, f.source+"/"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer}); !errors.Is(err, catalog.ErrNoCatalog) {
+		t.Fatalf("rollback to a deleted catalog: %v, want ErrNoCatalog", err)
+	}
+	after, ref2, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || after.Catalog != before.Catalog || ref2.VersionID != ref.VersionID {
+		t.Fatalf("the pointer moved: %+v (%s), was %+v (%s): %v", after, ref2.VersionID, before, ref.VersionID, err)
+	}
+}
