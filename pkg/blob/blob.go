@@ -249,41 +249,6 @@ func (s *Store) GetVersion(ctx context.Context, url, versionID string) ([]byte, 
 	return body, info, wrap("get-version", url, err)
 }
 
-// RestoreVersion makes version versionID of an object current again by
-// writing its content as a new version, only if the current version's ETag
-// is still currentETag (ErrPreconditionFailed otherwise). The history is kept:
-// the version being replaced stays listed.
-//
-// It reads the old version into memory and writes it with a conditional
-// PutObject, rather than a server-side CopyObject: versitygw ignores If-Match
-// on CopyObject (it honours only the x-amz-copy-source-if-* conditions, which
-// test the source version, not the current one), so the copy could not be
-// made conditional on the current ETag. Restore is meant for small control
-// objects such as the catalog pointer.
-func (s *Store) RestoreVersion(ctx context.Context, url, versionID, currentETag string) (Info, error) {
-	const op = "restore-version"
-	b, l, err := s.resolve(url)
-	if err != nil {
-		return Info{}, err
-	}
-	if versionID == "" || currentETag == "" {
-		return Info{}, fmt.Errorf("blob: %s %s: needs a version id and the current ETag", op, url)
-	}
-	on, err := b.versioning(ctx, l)
-	if err != nil {
-		return Info{}, wrap(op, url, err)
-	}
-	if !on {
-		return Info{}, wrap(op, url, ErrVersioningDisabled)
-	}
-	body, _, err := b.get(ctx, l, versionID)
-	if err != nil {
-		return Info{}, wrap(op, url, fmt.Errorf("read version %s: %w", versionID, err))
-	}
-	info, err := b.put(ctx, l, body, condition{ifMatch: currentETag})
-	return info, wrap(op, url, err)
-}
-
 // Writer is an object being written by Create, by one goroutine.
 type Writer struct {
 	url    string

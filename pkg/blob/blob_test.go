@@ -447,26 +447,6 @@ func TestVersionsAndRestore(t *testing.T) {
 		t.Errorf("GetVersion(unknown) = %v, want ErrNotFound", err)
 	}
 
-	// Roll back to v1, conditional on v3 being current.
-	if _, err := store.RestoreVersion(ctx, url, puts[0].VersionID, puts[1].ETag); !errors.Is(err, blob.ErrPreconditionFailed) {
-		t.Errorf("RestoreVersion with a stale ETag: %v, want ErrPreconditionFailed", err)
-	}
-	restored, err := store.RestoreVersion(ctx, url, puts[0].VersionID, puts[2].ETag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, info, err = store.Get(ctx, url)
-	if err != nil || string(body) != "v1" || info.VersionID != restored.VersionID {
-		t.Errorf("current after restore = %q, %+v, %v; want v1 as version %s", body, info, err, restored.VersionID)
-	}
-	vs, err = store.ListVersions(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(vs) != 4 || vs[0].VersionID != restored.VersionID || vs[1].VersionID != puts[2].VersionID {
-		t.Errorf("versions after restore: %+v; want the restore on top of the 3 kept", vs)
-	}
-
 	// Deleting leaves a marker on top; the content stays restorable.
 	if err := store.Delete(ctx, url); err != nil {
 		t.Fatal(err)
@@ -475,7 +455,7 @@ func TestVersionsAndRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(vs) != 5 || !vs[0].DeleteMarker || !vs[0].IsLatest {
+	if len(vs) != 4 || !vs[0].DeleteMarker || !vs[0].IsLatest {
 		t.Errorf("versions after Delete: %+v; want a delete marker on top", vs)
 	}
 	if _, _, err := store.Get(ctx, url); !errors.Is(err, blob.ErrNotFound) {
@@ -487,7 +467,7 @@ func TestVersioningDisabled(t *testing.T) {
 	store, _ := startS3(t)
 	ctx := testCtx(t)
 	s3URL := "s3://" + plainBucket + "/obj"
-	info, err := store.Put(ctx, s3URL, []byte("x"))
+	_, err := store.Put(ctx, s3URL, []byte("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,9 +478,6 @@ func TestVersioningDisabled(t *testing.T) {
 	for _, url := range []string{s3URL, fileURL} {
 		if _, err := store.ListVersions(ctx, url); !errors.Is(err, blob.ErrVersioningDisabled) {
 			t.Errorf("ListVersions(%s): %v, want ErrVersioningDisabled", url, err)
-		}
-		if _, err := store.RestoreVersion(ctx, url, "some-version", info.ETag); !errors.Is(err, blob.ErrVersioningDisabled) {
-			t.Errorf("RestoreVersion(%s): %v, want ErrVersioningDisabled", url, err)
 		}
 	}
 	if _, _, err := store.GetVersion(ctx, fileURL, "some-version"); !errors.Is(err, blob.ErrVersioningDisabled) {

@@ -37,6 +37,13 @@ type Pointer struct {
 	// UpdatedAt is when the pointer was written; Create and Flip set it
 	// when it is zero.
 	UpdatedAt time.Time
+	// Generation counts the pointer's writes: Create writes 1, every Flip
+	// and Rollback one more than the pointer it replaces. No two versions
+	// of a pointer have the same bytes, so an ETag read once is never valid
+	// again: a rollback cannot revive a stale migration's expectation (ABA),
+	// and Flip refuses a pointer not newer than the current one. 0 in
+	// pointers written before generations existed.
+	Generation uint64
 }
 
 // Next is the pointer that replaces p with catalog in format v, written by
@@ -49,6 +56,7 @@ func (p Pointer) Next(catalog string, v format.Version, migrationID string) Poin
 		MigrationID:         migrationID,
 		PreviousCatalog:     p.Catalog,
 		PreviousMigrationID: p.MigrationID,
+		Generation:          p.Generation + 1,
 	}
 }
 
@@ -63,6 +71,7 @@ type wire struct {
 	PreviousCatalog     string `json:"previous_catalog,omitempty"`
 	PreviousMigrationID string `json:"previous_migration_id,omitempty"`
 	UpdatedAt           string `json:"updated_at"`
+	Generation          uint64 `json:"generation,omitempty"`
 }
 
 // fields are the JSON keys a pointer may have, and whether each is required.
@@ -73,6 +82,7 @@ var fields = map[string]bool{
 	"previous_catalog":      false,
 	"previous_migration_id": false,
 	"updated_at":            true,
+	"generation":            false,
 }
 
 func (p Pointer) wire() wire {
@@ -82,6 +92,7 @@ func (p Pointer) wire() wire {
 		MigrationID:         p.MigrationID,
 		PreviousCatalog:     p.PreviousCatalog,
 		PreviousMigrationID: p.PreviousMigrationID,
+		Generation:          p.Generation,
 	}
 	if !p.UpdatedAt.IsZero() {
 		w.UpdatedAt = p.UpdatedAt.UTC().Format(time.RFC3339Nano)
@@ -184,6 +195,7 @@ func decode(b []byte) (Pointer, error) {
 		PreviousCatalog     *string `json:"previous_catalog"`
 		PreviousMigrationID *string `json:"previous_migration_id"`
 		UpdatedAt           *string `json:"updated_at"`
+		Generation          *uint64 `json:"generation"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -214,6 +226,9 @@ func decode(b []byte) (Pointer, error) {
 		PreviousCatalog:     deref(w.PreviousCatalog),
 		PreviousMigrationID: deref(w.PreviousMigrationID),
 		UpdatedAt:           t.UTC(),
+	}
+	if w.Generation != nil {
+		p.Generation = *w.Generation
 	}
 	return p, p.Validate()
 }

@@ -75,7 +75,7 @@ func TestNext(t *testing.T) {
 	p := samplePointer()
 	n := p.Next("s3://bucket/catalogs/prod-v3", 3, "mig-3")
 	want := pointer.Pointer{Catalog: "s3://bucket/catalogs/prod-v3", FormatVersion: 3, MigrationID: "mig-3",
-		PreviousCatalog: p.Catalog, PreviousMigrationID: p.MigrationID}
+		PreviousCatalog: p.Catalog, PreviousMigrationID: p.MigrationID, Generation: p.Generation + 1}
 	if n != want {
 		t.Fatalf("Next: %+v, want %+v", n, want)
 	}

@@ -29,8 +29,9 @@ type Version struct {
 	// that is not a valid pointer (Problem says why).
 	Pointer *Pointer `json:"pointer,omitempty"`
 	Problem string   `json:"problem,omitempty"`
-	// RestoredFrom is the id of the older version whose bytes this one
-	// repeats: it was written by a rollback.
+	// RestoredFrom is the id of the older version whose content (all but
+	// its generation and time) this one repeats: it was written by a
+	// rollback.
 	RestoredFrom string `json:"restored_from,omitempty"`
 }
 
@@ -135,6 +136,9 @@ func Create(ctx context.Context, store *blob.Store, url string, p Pointer) (Ref,
 	if err := requireVersioning(ctx, store, op, url); err != nil {
 		return Ref{}, err
 	}
+	if p.Generation == 0 {
+		p.Generation = 1
+	}
 	body, err := encodeNew(op, url, p)
 	if err != nil {
 		return Ref{}, err
@@ -195,6 +199,12 @@ func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expe
 	case info.ETag != expected.ETag:
 		return Ref{}, conflict(op, url, expected.ETag, info.ETag, nil)
 	}
+	if now, derr := Decode(cur); derr == nil && next.Generation <= now.Generation {
+		// The ETag matched, yet next is not newer than the pointer: it was
+		// built from an older read (generations never repeat; see Pointer).
+		return Ref{}, &Error{Name: NameConflict, Op: op, URL: url, ExpectedETag: expected.ETag, CurrentETag: info.ETag,
+			Detail: fmt.Sprintf("the new pointer has generation %d, the current one %d: it was built from an older pointer; nothing was written", next.Generation, now.Generation)}
+	}
 	info, err = store.PutIfMatch(ctx, url, body, expected.ETag)
 	// If-Match on a missing object is 404: it was deleted since.
 	if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
@@ -216,8 +226,9 @@ func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expe
 // Rollback undoes the latest flip: it makes the kept version holding the
 // current pointer's previous pointer (the newest version whose catalog and
 // migration id are the current previous_catalog and previous_migration_id)
-// current again, writing its exact bytes as a new version, conditional on
-// the current ETag (a concurrent flip is ErrPointerConflict, and is kept).
+// current again, written as a new version with the next generation,
+// conditional on the current ETag (a concurrent flip is ErrPointerConflict,
+// and is kept).
 // The catalogs themselves are not touched.
 //
 // A pointer that names no previous one (the first pointer, or one that was
@@ -259,9 +270,8 @@ func Rollback(ctx context.Context, store *blob.Store, url string, check func(con
 	}
 
 	var (
-		target     Pointer
-		targetID   string
-		targetBody []byte
+		target   Pointer
+		targetID string
 	)
 	for _, v := range versions[1:] {
 		if v.DeleteMarker {
@@ -276,7 +286,7 @@ func Rollback(ctx context.Context, store *blob.Store, url string, check func(con
 			continue // not a pointer: never restored
 		}
 		if corrupt || p.Catalog == cur.PreviousCatalog && p.MigrationID == cur.PreviousMigrationID {
-			target, targetID, targetBody = p, v.VersionID, body
+			target, targetID = p, v.VersionID
 			break
 		}
 	}
@@ -293,21 +303,32 @@ func Rollback(ctx context.Context, store *blob.Store, url string, check func(con
 			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: the pointer was left as it is: the catalog of version %s (%s) fails its check: %w", op, url, targetID, target.Catalog, err)
 		}
 	}
-	info, err := store.RestoreVersion(ctx, url, targetID, curRef.ETag)
+	// The restored pointer is written anew, one generation past the
+	// current one, rather than its old bytes copied back: an ETag read
+	// before the flip must not become valid again (ABA).
+	restored := target
+	restored.Generation = max(cur.Generation, target.Generation) + 1
+	restored.UpdatedAt = time.Time{}
+	body, err := encodeNew(op, url, restored)
+	if err != nil {
+		return Pointer{}, Ref{}, err
+	}
+	restored, _ = Decode(body)
+	info, err := store.PutIfMatch(ctx, url, body, curRef.ETag)
 	if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
-		ok, now, rerr := landed(ctx, store, url, targetBody)
+		ok, now, rerr := landed(ctx, store, url, body)
 		if rerr != nil {
 			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: %w (re-reading after: %w)", op, url, err, rerr)
 		}
 		if ok {
-			return target, now, nil
+			return restored, now, nil
 		}
 		return Pointer{}, Ref{}, conflict(op, url, curRef.ETag, now.ETag, err)
 	}
 	if err != nil {
 		return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: %w", op, url, err)
 	}
-	return target, Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
+	return restored, Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
 }
 
 // History lists the pointer's versions, newest first, delete markers
@@ -349,14 +370,17 @@ func History(ctx context.Context, store *blob.Store, url string) ([]Version, err
 		}
 		out[i].Pointer = &p
 	}
-	// Oldest first, so that a version repeating earlier bytes names the
-	// first version that had them.
+	// Oldest first, so that a version repeating earlier content names the
+	// first version that had it.
 	first := map[string]string{}
 	for i := len(out) - 1; i >= 0; i-- {
 		if out[i].DeleteMarker {
 			continue
 		}
 		k := string(bodies[i])
+		if p := out[i].Pointer; p != nil {
+			k = fmt.Sprintf("%q %d %q %q %q", p.Catalog, p.FormatVersion, p.MigrationID, p.PreviousCatalog, p.PreviousMigrationID)
+		}
 		if id, ok := first[k]; ok {
 			out[i].RestoredFrom = id
 		} else {

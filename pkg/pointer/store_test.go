@@ -12,7 +12,14 @@ import (
 )
 
 func first() pointer.Pointer {
-	return pointer.Pointer{Catalog: "s3://cats/prod-v1", FormatVersion: format.V1, MigrationID: "initial"}
+	return pointer.Pointer{Catalog: "s3://cats/prod-v1", FormatVersion: format.V1, MigrationID: "initial", Generation: 1}
+}
+
+// sameContent compares what a pointer says, not when or in which
+// generation it was written: a rollback restores content in a new write.
+func sameContent(a, b pointer.Pointer) bool {
+	a.UpdatedAt, b.UpdatedAt, a.Generation, b.Generation = time.Time{}, time.Time{}, 0, 0
+	return a == b
 }
 
 // chain writes first() and flips it to v2 and v3 catalogs; it returns the
@@ -204,10 +211,10 @@ func TestRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if restored != ps[1] {
+	if !sameContent(restored, ps[1]) {
 		t.Fatalf("first rollback restored %+v, want %+v", restored, ps[1])
 	}
-	if got, gotRef := mustRead(t, store, url); got != ps[1] || gotRef != ref {
+	if got, gotRef := mustRead(t, store, url); got != restored || gotRef != ref || !sameContent(got, ps[1]) {
 		t.Fatalf("after rollback Read gives %+v %+v, want %+v %+v", got, gotRef, ps[1], ref)
 	}
 	if ref.VersionID == refs[1].VersionID {
@@ -219,10 +226,10 @@ func TestRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if restored != ps[0] {
+	if !sameContent(restored, ps[0]) {
 		t.Fatalf("second rollback restored %+v, want %+v", restored, ps[0])
 	}
-	if got, _ := mustRead(t, store, url); got != ps[0] {
+	if got, _ := mustRead(t, store, url); !sameContent(got, ps[0]) {
 		t.Fatalf("after second rollback Read gives %+v", got)
 	}
 
@@ -232,7 +239,7 @@ func TestRollback(t *testing.T) {
 	if !strings.Contains(pe.Error(), "names no previous catalog") {
 		t.Fatalf("unclear NoPreviousVersion: %v", pe)
 	}
-	if got, _ := mustRead(t, store, url); got != ps[0] {
+	if got, _ := mustRead(t, store, url); !sameContent(got, ps[0]) {
 		t.Fatalf("a refused rollback changed the pointer: %+v", got)
 	}
 
@@ -257,7 +264,7 @@ func TestRollback(t *testing.T) {
 	if _, err := pointer.Flip(ctx, store, url, cur.Next("s3://cats/prod-v4", format.V2, "mig-4"), curRef); err != nil {
 		t.Fatal(err)
 	}
-	if restored, _, err := pointer.Rollback(ctx, store, url, nil); err != nil || restored != ps[0] {
+	if restored, _, err := pointer.Rollback(ctx, store, url, nil); err != nil || !sameContent(restored, ps[0]) {
 		t.Fatalf("rollback of a flip after rollbacks: %+v, %v; want %+v", restored, err, ps[0])
 	}
 }
@@ -296,7 +303,7 @@ func TestRollbackCorruptCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored, _, err := pointer.Rollback(ctx, store, url, nil)
-	if err != nil || restored != ps[2] {
+	if err != nil || !sameContent(restored, ps[2]) {
 		t.Fatalf("rollback of a corrupt pointer: %+v, %v; want the last good one %+v", restored, err, ps[2])
 	}
 	hist, err := pointer.History(ctx, store, url)
@@ -377,4 +384,37 @@ func TestFlipRetryIsIdempotent(t *testing.T) {
 	other.MigrationID = "mig-other"
 	_, err = pointer.Flip(ctx, store, url, other, ref0)
 	wantName(t, err, pointer.ErrPointerConflict)
+}
+
+// ABA: a flip prepared before a flip and its rollback must fail, although
+// the rollback restored the content it expected; so must a pointer built
+// from an older read whose ETag happens to match.
+func TestStaleFlipAfterRollbackConflicts(t *testing.T) {
+	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ps, refs := chain(t, store, url) // v1 → v2 → v3
+	staleNext := ps[2].Next("s3://cats/stale", format.V2, "mig-stale")
+	staleRef := refs[2]
+	// Another migration flips to v4; the operator rolls back to v3.
+	if _, err := pointer.Flip(ctx, store, url, ps[2].Next("s3://cats/prod-v4", format.V2, "mig-v4"), refs[2]); err != nil {
+		t.Fatal(err)
+	}
+	restored, _, err := pointer.Rollback(ctx, store, url, nil)
+	if err != nil || !sameContent(restored, ps[2]) {
+		t.Fatalf("rollback: %+v, %v", restored, err)
+	}
+	if restored.Generation <= ps[2].Generation+1 {
+		t.Fatalf("rollback wrote generation %d: not past the flip's %d", restored.Generation, ps[2].Generation+1)
+	}
+	_, err = pointer.Flip(ctx, store, url, staleNext, staleRef)
+	wantName(t, err, pointer.ErrPointerConflict)
+	if got, _ := mustRead(t, store, url); !sameContent(got, ps[2]) {
+		t.Fatalf("a stale flip moved the pointer to %+v", got)
+	}
+	// The current ETag with a pointer built from an older one: refused.
+	_, curRef := mustRead(t, store, url)
+	_, err = pointer.Flip(ctx, store, url, staleNext, curRef)
+	pe := wantName(t, err, pointer.ErrPointerConflict)
+	if !strings.Contains(pe.Error(), "generation") {
+		t.Fatalf("conflict does not say why: %v", pe)
+	}
 }
