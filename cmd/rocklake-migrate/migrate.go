@@ -30,6 +30,9 @@ type migrateReport struct {
 	PointerVersionID string             `json:"pointer_version_id,omitempty"`
 	StateSeconds     map[string]float64 `json:"state_seconds"`
 	Error            string             `json:"error,omitempty"`
+	// NotifyError: the outcome message could not be sent. It does not
+	// change the outcome, which is what happened to the pointer.
+	NotifyError string `json:"notify_error,omitempty"`
 }
 
 func init() {
@@ -81,6 +84,9 @@ func init() {
 
 		var mu sync.Mutex
 		times := map[string]float64{}
+		// Known as soon as Check is done, so that every report names the
+		// migration, a failed one too.
+		var checked workflow.Migration
 		shardsDone := 0
 		live := isTerminal(e.stderr)
 		obs := asl.ObserverFuncs{
@@ -93,6 +99,14 @@ func init() {
 				mu.Lock()
 				defer mu.Unlock()
 				times[ev.Name] += ev.Duration.Seconds()
+				if ev.Name == "Check" && len(ev.MapIndex) == 0 && ev.Output != nil {
+					var st struct {
+						Migration workflow.Migration `json:"migration"`
+					}
+					if json.Unmarshal(ev.Output, &st) == nil {
+						checked = st.Migration
+					}
+				}
 				if ev.Name == "TransformShard" && ev.Output != nil {
 					shardsDone++
 					if live {
@@ -109,12 +123,19 @@ func init() {
 		out, runErr := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(env, publish), Observer: obs, MaxConcurrency: *concurrency})
 		rep := migrateReport{StateSeconds: times, Outcome: "migrated"}
 		var state struct {
-			Migration workflow.Migration    `json:"migration"`
-			Verify    workflow.VerifyOutput `json:"verify"`
-			Flip      workflow.FlipOutput   `json:"flip"`
+			Migration   workflow.Migration             `json:"migration"`
+			Verify      workflow.VerifyOutput          `json:"verify"`
+			Flip        workflow.FlipOutput            `json:"flip"`
+			NotifyError *struct{ Error, Cause string } `json:"notify_error"`
 		}
+		state.Migration = checked
 		if runErr == nil {
-			_ = json.Unmarshal(out, &state)
+			if err := json.Unmarshal(out, &state); err != nil {
+				return fmt.Errorf("migrate: the run's output: %w", err)
+			}
+		}
+		if state.NotifyError != nil {
+			rep.NotifyError = state.NotifyError.Error + ": " + state.NotifyError.Cause
 		}
 		rep.MigrationID, rep.Source, rep.Target = state.Migration.MigrationID, state.Migration.Source, state.Migration.Target
 		rep.From, rep.To, rep.Counts, rep.Digest = state.Migration.From, state.Migration.To, state.Verify.Counts, state.Verify.Digest
@@ -154,6 +175,12 @@ func printMigrateReport(e *env, r migrateReport) {
 	}
 	if r.PointerVersionID != "" {
 		fmt.Fprintf(e.stdout, "pointer version %s\n", r.PointerVersionID)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(e.stdout, "error: %s\n", r.Error)
+	}
+	if r.NotifyError != "" {
+		fmt.Fprintf(e.stdout, "warning: the outcome message was not sent (the outcome stands): %s\n", r.NotifyError)
 	}
 	names := make([]string, 0, len(r.StateSeconds))
 	for n := range r.StateSeconds {

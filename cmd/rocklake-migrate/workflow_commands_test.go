@@ -96,3 +96,55 @@ func TestStrayArgumentsRefused(t *testing.T) {
 	cli(t, "kv", "get", "ff636174616c6f672d666f726d61742d76657273696f6e", "--catalog", url).want(t, exitOK)
 	cli(t, "kv", "get", "--catalog", url, "--", "--force").want(t, exitUsage, "KEY")
 }
+
+// The outcome of a run is what happened to the pointer: a flip whose success
+// message cannot be sent is still "migrated" (exit 0), the failed message is
+// a warning, and every report, a failed run's too, names the migration.
+func TestOutcomeIsThePointers(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	sns := notifytest.Start(t)
+	sns.SetEnv(t)
+	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+
+	missing := "arn:aws:sns:us-east-1:123456789012:no-such-topic"
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--sns-topic", missing, "--json")
+	r.want(t, exitOK)
+	var rep migrateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != "migrated" || rep.MigrationID == "" || rep.NotifyError == "" || rep.PointerVersionID == "" {
+		t.Fatalf("report after a flip whose message failed: %+v", rep)
+	}
+	cli(t, "check", "--catalog", rep.Target, "--expect", "v2").want(t, exitOK)
+	if st := cli(t, "status", "--pointer", ptr); !strings.Contains(st.stdout, rep.Target) {
+		t.Fatalf("the pointer does not name the new catalog: %s", st.stdout)
+	}
+
+	// A failed run (the pointer is on v2 now: asking for v1 is refused
+	// after Check) still names its migration.
+	cli(t, "rollback", "--pointer", ptr).want(t, exitOK)
+	cli(t, "kv", "put", "--catalog", src, "--force", "3001", "00").want(t, exitOK)
+	topic := sns.CreateTopic(t, "rocklake-alerts")
+	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--sns-topic", topic, "--json")
+	r.want(t, exitError)
+	rep = migrateReport{}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Outcome != "failed" || rep.MigrationID == "" || !strings.Contains(rep.Error, "UnknownTags") {
+		t.Fatalf("report of a failed run: %+v", rep)
+	}
+	msgs := sns.Messages(t, topic)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Body, rep.MigrationID) || !strings.Contains(msgs[0].Body, ptr) {
+		t.Fatalf("the failure message does not name migration %s and pointer %s: %+v", rep.MigrationID, ptr, msgs)
+	}
+}
