@@ -10,9 +10,11 @@ import (
 
 func init() {
 	register("rollback", "make the pointer's previous version current again, and check the restored catalog", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "rollback", "--pointer s3://…")
+		fs := flags(e, "rollback", "--pointer s3://… [--dry-run] [--discard-newer-commits]")
 		ptr := pointerFlag(fs)
 		asJSON := fs.Bool("json", false, "print the result as JSON")
+		dryRun := fs.Bool("dry-run", false, "check and say what would happen; write nothing")
+		discard := fs.Bool("discard-newer-commits", false, "roll back even though the current catalog took commits after the flip (they are left behind)")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -23,15 +25,23 @@ func init() {
 		if err != nil {
 			return err
 		}
-		out, err := workflow.Rollback(ctx, workflow.Env{Store: store}, workflow.RollbackInput{Pointer: *ptr})
+		out, err := workflow.Rollback(ctx, workflow.Env{Store: store}, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard})
 		if err != nil {
 			return err
 		}
 		if *asJSON {
 			return printJSON(e.stdout, out)
 		}
-		fmt.Fprintf(e.stdout, "rolled back: the pointer names %s (format %s) again, pointer version %s; startup check ok\n",
-			out.Catalog, out.FormatVersion, out.PointerVersionID)
+		if out.DryRun {
+			fmt.Fprintf(e.stdout, "dry run: the pointer would go from %s back to %s (format %s); startup check ok; nothing written\n",
+				out.From, out.Catalog, out.FormatVersion)
+		} else {
+			fmt.Fprintf(e.stdout, "rolled back: the pointer names %s (format %s) again, pointer version %s; startup check ok\n",
+				out.Catalog, out.FormatVersion, out.PointerVersionID)
+		}
+		if out.Newer != "" {
+			fmt.Fprintf(e.stdout, "left behind in %s: %s\n", out.From, out.Newer)
+		}
 		return nil
 	})
 }

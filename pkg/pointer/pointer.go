@@ -44,6 +44,19 @@ type Pointer struct {
 	// and Flip refuses a pointer not newer than the current one. 0 in
 	// pointers written before generations existed.
 	Generation uint64
+	// Marks are the catalog's writer-epoch and next_snapshot_id when the
+	// pointer was written (nil if unknown). A rollback compares them with
+	// the catalog's current ones: if they moved, RockLake committed to the
+	// catalog after the flip, and rolling back would drop those commits.
+	// The zero Marks is unknown (a real catalog's next_snapshot_id is 1 or
+	// more).
+	Marks Marks
+}
+
+// Marks are what moves when RockLake writes to a catalog.
+type Marks struct {
+	WriterEpoch    uint64 `json:"writer_epoch"`
+	NextSnapshotID uint64 `json:"next_snapshot_id"`
 }
 
 // Next is the pointer that replaces p with catalog in format v, written by
@@ -72,6 +85,7 @@ type wire struct {
 	PreviousMigrationID string `json:"previous_migration_id,omitempty"`
 	UpdatedAt           string `json:"updated_at"`
 	Generation          uint64 `json:"generation,omitempty"`
+	Marks               *Marks `json:"marks,omitempty"`
 }
 
 // fields are the JSON keys a pointer may have, and whether each is required.
@@ -83,6 +97,7 @@ var fields = map[string]bool{
 	"previous_migration_id": false,
 	"updated_at":            true,
 	"generation":            false,
+	"marks":                 false,
 }
 
 func (p Pointer) wire() wire {
@@ -93,6 +108,10 @@ func (p Pointer) wire() wire {
 		PreviousCatalog:     p.PreviousCatalog,
 		PreviousMigrationID: p.PreviousMigrationID,
 		Generation:          p.Generation,
+	}
+	if p.Marks != (Marks{}) {
+		m := p.Marks
+		w.Marks = &m
 	}
 	if !p.UpdatedAt.IsZero() {
 		w.UpdatedAt = p.UpdatedAt.UTC().Format(time.RFC3339Nano)
@@ -196,6 +215,7 @@ func decode(b []byte) (Pointer, error) {
 		PreviousMigrationID *string `json:"previous_migration_id"`
 		UpdatedAt           *string `json:"updated_at"`
 		Generation          *uint64 `json:"generation"`
+		Marks               *Marks  `json:"marks"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -229,6 +249,9 @@ func decode(b []byte) (Pointer, error) {
 	}
 	if w.Generation != nil {
 		p.Generation = *w.Generation
+	}
+	if w.Marks != nil {
+		p.Marks = *w.Marks
 	}
 	return p, p.Validate()
 }

@@ -223,6 +223,19 @@ func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expe
 	return Ref{ETag: info.ETag, VersionID: info.VersionID}, nil
 }
 
+// RollbackOptions guard a rollback.
+type RollbackOptions struct {
+	// Check, when not nil, is given the current pointer and the one to be
+	// restored before anything is written (the caller's startup check of
+	// the restored catalog, and its look at what the current catalog took
+	// since the flip): an error leaves the pointer as it is, so that a
+	// rollback never points RockLake at a catalog that is gone, and never
+	// drops commits unasked.
+	Check func(ctx context.Context, current, restore Pointer) error
+	// DryRun stops before writing: Rollback returns what it would restore.
+	DryRun bool
+}
+
 // Rollback undoes the latest flip: it makes the kept version holding the
 // current pointer's previous pointer (the newest version whose catalog and
 // migration id are the current previous_catalog and previous_migration_id)
@@ -237,13 +250,11 @@ func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expe
 // valid pointer is rolled back to the newest older version that is. A
 // bucket without versioning is ErrUnversioned.
 //
-// check, when not nil, is run on the pointer to be restored before anything
-// is written (the caller's startup check of the catalog it names): if it
-// fails, the pointer is left as it is and the error is returned, so that a
-// rollback never points RockLake at a catalog that is gone or unreadable.
+// opts.Check runs before anything is written; opts.DryRun writes nothing.
 //
-// It returns the restored pointer and the new version.
-func Rollback(ctx context.Context, store *blob.Store, url string, check func(context.Context, Pointer) error) (Pointer, Ref, error) {
+// It returns the restored pointer and the new version (with DryRun, the
+// pointer that would be restored and the current version).
+func Rollback(ctx context.Context, store *blob.Store, url string, opts RollbackOptions) (Pointer, Ref, error) {
 	const op = "rollback"
 	if err := requireVersioning(ctx, store, op, url); err != nil {
 		return Pointer{}, Ref{}, err
@@ -298,10 +309,13 @@ func Rollback(ctx context.Context, store *blob.Store, url string, check func(con
 		return Pointer{}, Ref{}, &Error{Name: NameNoPreviousVersion, Op: op, URL: url, Detail: detail}
 	}
 
-	if check != nil {
-		if err := check(ctx, target); err != nil {
-			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s: the pointer was left as it is: the catalog of version %s (%s) fails its check: %w", op, url, targetID, target.Catalog, err)
+	if opts.Check != nil {
+		if err := opts.Check(ctx, cur, target); err != nil {
+			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s to version %s (%s): the pointer was left as it is: %w", op, url, targetID, target.Catalog, err)
 		}
+	}
+	if opts.DryRun {
+		return target, curRef, nil
 	}
 	// The restored pointer is written anew, one generation past the
 	// current one, rather than its old bytes copied back: an ETag read

@@ -207,7 +207,7 @@ func TestRollback(t *testing.T) {
 	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
 	ps, refs := chain(t, store, url) // v1 → v2 → v3
 
-	restored, ref, err := pointer.Rollback(ctx, store, url, nil)
+	restored, ref, err := pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestRollback(t *testing.T) {
 	}
 
 	// A second rollback goes one further back, not back to v3.
-	restored, _, err = pointer.Rollback(ctx, store, url, nil)
+	restored, _, err = pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestRollback(t *testing.T) {
 	}
 
 	// The first pointer has nothing before it.
-	_, _, err = pointer.Rollback(ctx, store, url, nil)
+	_, _, err = pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	pe := wantName(t, err, pointer.ErrNoPreviousVersion)
 	if !strings.Contains(pe.Error(), "names no previous catalog") {
 		t.Fatalf("unclear NoPreviousVersion: %v", pe)
@@ -264,7 +264,7 @@ func TestRollback(t *testing.T) {
 	if _, err := pointer.Flip(ctx, store, url, cur.Next("s3://cats/prod-v4", format.V2, "mig-4"), curRef); err != nil {
 		t.Fatal(err)
 	}
-	if restored, _, err := pointer.Rollback(ctx, store, url, nil); err != nil || !sameContent(restored, ps[0]) {
+	if restored, _, err := pointer.Rollback(ctx, store, url, pointer.RollbackOptions{}); err != nil || !sameContent(restored, ps[0]) {
 		t.Fatalf("rollback of a flip after rollbacks: %+v, %v; want %+v", restored, err, ps[0])
 	}
 }
@@ -274,10 +274,10 @@ func TestRollbackFirstPointer(t *testing.T) {
 	if _, err := pointer.Create(ctx, store, url, first()); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := pointer.Rollback(ctx, store, url, nil)
+	_, _, err := pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	wantName(t, err, pointer.ErrNoPreviousVersion)
 
-	_, _, err = pointer.Rollback(ctx, store, newURL(t, versioned), nil)
+	_, _, err = pointer.Rollback(ctx, store, newURL(t, versioned), pointer.RollbackOptions{})
 	wantName(t, err, pointer.ErrPointerMissing)
 }
 
@@ -289,7 +289,7 @@ func TestRollbackPreviousExpired(t *testing.T) {
 	if _, err := pointer.Create(ctx, store, url, p); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := pointer.Rollback(ctx, store, url, nil)
+	_, _, err := pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	pe := wantName(t, err, pointer.ErrNoPreviousVersion)
 	if !strings.Contains(pe.Error(), "s3://cats/prod-v1") {
 		t.Fatalf("error should name the previous catalog: %v", pe)
@@ -302,7 +302,7 @@ func TestRollbackCorruptCurrent(t *testing.T) {
 	if _, err := store.Put(ctx, url, []byte("{garbage")); err != nil {
 		t.Fatal(err)
 	}
-	restored, _, err := pointer.Rollback(ctx, store, url, nil)
+	restored, _, err := pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	if err != nil || !sameContent(restored, ps[2]) {
 		t.Fatalf("rollback of a corrupt pointer: %+v, %v; want the last good one %+v", restored, err, ps[2])
 	}
@@ -342,7 +342,7 @@ func TestUnversionedRefused(t *testing.T) {
 	}
 	_, err = pointer.Flip(ctx, store, url, p.Next("s3://cats/b", 2, "m"), ref)
 	wantName(t, err, pointer.ErrUnversioned)
-	_, _, err = pointer.Rollback(ctx, store, url, nil)
+	_, _, err = pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	wantName(t, err, pointer.ErrUnversioned)
 	_, err = pointer.History(ctx, store, url)
 	wantName(t, err, pointer.ErrUnversioned)
@@ -398,7 +398,7 @@ func TestStaleFlipAfterRollbackConflicts(t *testing.T) {
 	if _, err := pointer.Flip(ctx, store, url, ps[2].Next("s3://cats/prod-v4", format.V2, "mig-v4"), refs[2]); err != nil {
 		t.Fatal(err)
 	}
-	restored, _, err := pointer.Rollback(ctx, store, url, nil)
+	restored, _, err := pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
 	if err != nil || !sameContent(restored, ps[2]) {
 		t.Fatalf("rollback: %+v, %v", restored, err)
 	}

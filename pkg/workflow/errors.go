@@ -14,6 +14,7 @@ import (
 const (
 	NameFormatVersionMismatch = "FormatVersionMismatch"
 	NameSourceChanged         = "SourceChangedDuringMigration"
+	NameRollbackLosesCommits  = "RollbackLosesCommits"
 	NameTargetNotEmpty        = "TargetNotEmpty"
 	NameShardCorrupt          = "ShardCorrupt"
 	NameVerifyMismatch        = "VerifyMismatch"
@@ -47,6 +48,8 @@ func ErrorName(err error) string {
 		return NameFormatVersionMismatch
 	case errors.Is(err, ErrSourceChanged):
 		return NameSourceChanged
+	case errors.Is(err, ErrRollbackLosesCommits):
+		return NameRollbackLosesCommits
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),

@@ -415,6 +415,14 @@ func flipIntent(ctx context.Context, env Env, m Migration) (pointer.Pointer, err
 	}
 	next = cur.Next(m.Target, m.To, m.MigrationID)
 	next.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
+	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
+	if err != nil {
+		return next, fmt.Errorf("workflow: flip: read %s: %w", m.Target, err)
+	}
+	defer c.Close()
+	if next.Marks, err = catalogMarks(ctx, c); err != nil {
+		return next, err
+	}
 	return next, putJSON(ctx, env.Store, url, next)
 }
 
@@ -489,6 +497,11 @@ func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 // RollbackInput names the pointer to roll back.
 type RollbackInput struct {
 	Pointer string `json:"pointer"`
+	// DiscardNewerCommits rolls back even though the current catalog took
+	// commits after the flip: they are not in the catalog restored.
+	DiscardNewerCommits bool `json:"discard_newer_commits,omitempty"`
+	// DryRun checks and reports, and writes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // RollbackOutput is the restored pointer, checked.
@@ -496,22 +509,83 @@ type RollbackOutput struct {
 	Catalog          string         `json:"catalog"`
 	FormatVersion    format.Version `json:"format_version"`
 	PointerVersionID string         `json:"pointer_version_id"`
+	// From is the catalog the pointer named before.
+	From string `json:"from"`
+	// Newer says what the catalog rolled back from took after the flip
+	// ("" if nothing): with DiscardNewerCommits, what was left behind.
+	Newer  string `json:"newer_commits,omitempty"`
+	DryRun bool   `json:"dry_run,omitempty"`
 }
 
-// Rollback makes the previous pointer version current again, once the
-// startup check passes on the catalog it names: a catalog that is gone or
-// in another format leaves the pointer as it is.
+// ErrRollbackLosesCommits: the catalog the pointer names took commits after
+// the flip, which the catalog to be restored does not have.
+var ErrRollbackLosesCommits = errors.New("RollbackLosesCommits")
+
+// Rollback makes the previous pointer version current again. Before writing
+// anything it runs the startup check on the catalog to be restored (one
+// that is gone or in another format leaves the pointer as it is), and it
+// compares the current catalog's writer-epoch and next_snapshot_id with
+// those the pointer recorded at the flip: if RockLake committed to it since,
+// it refuses, naming what would be lost, unless DiscardNewerCommits.
 func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
-	check := func(ctx context.Context, p pointer.Pointer) error {
+	var out RollbackOutput
+	check := func(ctx context.Context, cur, p pointer.Pointer) error {
+		out.From = cur.Catalog
 		c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
 		if err != nil {
 			return fmt.Errorf("workflow: rollback: check %s: %w", p.Catalog, err)
 		}
-		return c.Close()
+		if err := c.Close(); err != nil {
+			return err
+		}
+		newer, err := newerCommits(ctx, env, cur)
+		if err != nil && !in.DiscardNewerCommits {
+			return fmt.Errorf("%w: cannot tell what %s took since the flip (pass --discard-newer-commits to roll back anyway): %w", ErrRollbackLosesCommits, cur.Catalog, err)
+		}
+		out.Newer = newer
+		if newer != "" && !in.DiscardNewerCommits {
+			return fmt.Errorf("%w: %s; rolling back would drop them (pass --discard-newer-commits to roll back anyway)", ErrRollbackLosesCommits, newer)
+		}
+		return nil
 	}
-	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, check)
+	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{Check: check, DryRun: in.DryRun})
 	if err != nil {
 		return RollbackOutput{}, err
 	}
-	return RollbackOutput{Catalog: p.Catalog, FormatVersion: p.FormatVersion, PointerVersionID: ref.VersionID}, nil
+	out.DryRun = in.DryRun
+	out.Catalog, out.FormatVersion, out.PointerVersionID = p.Catalog, p.FormatVersion, ref.VersionID
+	return out, nil
+}
+
+// newerCommits says what cur's catalog took since cur was written ("" for
+// nothing), from the writer-epoch and next_snapshot_id recorded in cur.
+func newerCommits(ctx context.Context, env Env, cur pointer.Pointer) (string, error) {
+	if cur.Marks == (pointer.Marks{}) {
+		return "", fmt.Errorf("the pointer recorded no marks of %s at the flip", cur.Catalog)
+	}
+	c, err := catalog.Open(ctx, cur.Catalog, catalog.Options{Expect: cur.FormatVersion, Store: env.SlateDB})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	now, err := catalogMarks(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	was := cur.Marks
+	var parts []string
+	if now.NextSnapshotID != was.NextSnapshotID {
+		parts = append(parts, fmt.Sprintf("snapshots %d to %d were committed to %s after the flip", was.NextSnapshotID, now.NextSnapshotID-1, cur.Catalog))
+	}
+	if now.WriterEpoch != was.WriterEpoch {
+		parts = append(parts, fmt.Sprintf("its writer-epoch moved from %d to %d (a RockLake writer opened it)", was.WriterEpoch, now.WriterEpoch))
+	}
+	return strings.Join(parts, "; "), nil
+}
+
+// catalogMarks reads what RockLake moves when it writes: writer-epoch (0
+// before any RockLake writer opened the catalog) and next_snapshot_id.
+func catalogMarks(ctx context.Context, c *catalog.Catalog) (pointer.Marks, error) {
+	epoch, next, err := sourceMarks(ctx, c)
+	return pointer.Marks{WriterEpoch: epoch, NextSnapshotID: next}, err
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,5 +357,55 @@ func TestRollbackToAGoneCatalogLeavesThePointer(t *testing.T) {
 	after, ref2, err := pointer.Read(ctx, f.env.Store, f.pointer)
 	if err != nil || after.Catalog != before.Catalog || ref2.VersionID != ref.VersionID {
 		t.Fatalf("the pointer moved: %+v (%s), was %+v (%s): %v", after, ref2.VersionID, before, ref.VersionID, err)
+	}
+}
+
+// A commit to the new catalog after the flip blocks a rollback, which names
+// what it would drop; a dry run says so and writes nothing;
+// DiscardNewerCommits rolls back anyway and reports what it left behind.
+func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
+	ctx, f := setup(t, 200)
+	m := runUntilVerify(t, ctx, f, 1)
+	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	cur, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || cur.Marks.NextSnapshotID == 0 {
+		t.Fatalf("the flip recorded no marks: %+v, %v", cur, err)
+	}
+	// Nothing written since: dry run and rollback pass.
+	out, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DryRun: true})
+	if err != nil || !out.DryRun || out.Catalog != f.source || out.From != m.Target || out.Newer != "" {
+		t.Fatalf("dry run: %+v, %v", out, err)
+	}
+	// RockLake (format 2, once it exists) commits two snapshots to the new catalog.
+	w, err := catalog.OpenWriter(ctx, m.Target, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := w.Counter(ctx, format.NameNextSnapshotID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put(format.CounterKey(format.V2, format.NameNextSnapshotID), format.EncodeCounter(format.V2, next+2))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	for _, dry := range []bool{true, false} {
+		_, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DryRun: dry})
+		if !errors.Is(err, workflow.ErrRollbackLosesCommits) || workflow.ErrorName(err) != "RollbackLosesCommits" ||
+			!strings.Contains(err.Error(), fmt.Sprintf("snapshots %d to %d", next, next+1)) {
+			t.Fatalf("rollback (dry run %v) over newer commits: %v", dry, err)
+		}
+	}
+	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
+		t.Fatalf("a refused rollback moved the pointer: %+v → %+v", before, after)
+	}
+	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DiscardNewerCommits: true})
+	if err != nil || out.Catalog != f.source || !strings.Contains(out.Newer, "snapshots") {
+		t.Fatalf("rollback discarding newer commits: %+v, %v", out, err)
 	}
 }
