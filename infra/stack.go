@@ -132,10 +132,14 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
 	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
 
+	// Every Lambda times out at least lambdaMargin before the shortest state
+	// timeout of the states it serves (infra test TestFunctions): a step
+	// must never outlive its state, or Abort could run while a Flip still
+	// writes the pointer. Steps work within the Lambda's own deadline.
 	shardTimeout := awscdk.Duration_Seconds(jsii.Number(900))
 	specs := map[string]perms{
 		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true,
-			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(300)), concurrency: 10,
+			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(110)), concurrency: 10,
 			description: "rocklake-migrate steps Check, Flip, Abort, Rollback, Drift"},
 		// Freeze opens the source as a passive SlateDB writer (fencing and a
 		// checkpoint; no compaction or garbage collection), so export

@@ -15,6 +15,8 @@ const (
 	NameFormatVersionMismatch = "FormatVersionMismatch"
 	NameSourceChanged         = "SourceChangedDuringMigration"
 	NameRollbackLosesCommits  = "RollbackLosesCommits"
+	NameAbortAfterFlip        = "AbortAfterFlip"
+	NameDecided               = "MigrationDecided"
 	NameTargetNotEmpty        = "TargetNotEmpty"
 	NameShardCorrupt          = "ShardCorrupt"
 	NameVerifyMismatch        = "VerifyMismatch"
@@ -48,6 +50,10 @@ func ErrorName(err error) string {
 		return NameFormatVersionMismatch
 	case errors.Is(err, ErrSourceChanged):
 		return NameSourceChanged
+	case errors.Is(err, ErrAbortAfterFlip):
+		return NameAbortAfterFlip
+	case errors.Is(err, ErrDecided):
+		return NameDecided
 	case errors.Is(err, ErrRollbackLosesCommits):
 		return NameRollbackLosesCommits
 	case errors.Is(err, shard.ErrTargetNotEmpty):

@@ -55,6 +55,13 @@ func (s Staging) ResultURL(step string, i int) string {
 	return fmt.Sprintf("%s/results/%s-%05d.json", s.dir(), step, i)
 }
 
+// DecisionURL holds the migration's one decision, flip or abort. It is
+// outside Prefix, so that Abort's cleanup keeps it: a Flip that somehow ran
+// after an Abort still finds "abort" (the staging lifecycle expires it).
+func (s Staging) DecisionURL() string {
+	return strings.TrimSuffix(s.Root, "/") + "/decisions/" + s.MigrationID
+}
+
 // StepURL is where a whole-migration step keeps its result.
 func (s Staging) StepURL(step string) string { return fmt.Sprintf("%s/%s.json", s.dir(), step) }
 

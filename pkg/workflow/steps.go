@@ -385,6 +385,10 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	if err != nil {
 		return out, err
 	}
+	// Last, the decision: once it says flip, no Abort deletes the target.
+	if err := decide(ctx, env, m, decisionFlip); err != nil {
+		return out, err
+	}
 	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
 	if err != nil {
 		return out, err
@@ -426,6 +430,42 @@ func flipIntent(ctx context.Context, env Env, m Migration) (pointer.Pointer, err
 	return next, putJSON(ctx, env.Store, url, next)
 }
 
+// The two decisions a migration can take, once.
+const (
+	decisionFlip  = "flip"
+	decisionAbort = "abort"
+)
+
+// ErrDecided: the other of Flip and Abort took the migration's decision
+// first. After "flip", Abort keeps the target (it may be live); after
+// "abort", Flip never writes the pointer (the target may be gone).
+var ErrDecided = errors.New("MigrationDecided")
+
+// decide takes the migration's decision with a conditional put that only
+// one of Flip and Abort can win, even if a state timeout lets both run at
+// once; a retry of the winner finds its own decision and goes on.
+func decide(ctx context.Context, env Env, m Migration, want string) error {
+	url := env.staging(m.MigrationID).DecisionURL()
+	_, err := env.Store.PutIfAbsent(ctx, url, []byte(want))
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, blob.ErrPreconditionFailed) {
+		return fmt.Errorf("workflow: decide %s: %w", want, err)
+	}
+	got, _, err := env.Store.Get(ctx, url)
+	if err != nil {
+		return fmt.Errorf("workflow: decide %s: read the decision: %w", want, err)
+	}
+	if string(got) == want {
+		return nil
+	}
+	if want == decisionAbort {
+		return fmt.Errorf("%w: migration %s decided to %s first: the target %s is kept, it may be live (%w)", ErrAbortAfterFlip, m.MigrationID, got, m.Target, ErrDecided)
+	}
+	return fmt.Errorf("%w: migration %s decided to %s first: the pointer is left as it is", ErrDecided, m.MigrationID, got)
+}
+
 // AbortInput is the migration and the error that stopped it (Catch output).
 type AbortInput struct {
 	Migration Migration      `json:"migration"`
@@ -463,6 +503,9 @@ func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 	}
 	if cur.Catalog == m.Target {
 		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
+	}
+	if err := decide(ctx, env, m, decisionAbort); err != nil {
+		return out, err
 	}
 	owned, err := ownsTarget(ctx, env, m)
 	if err != nil {

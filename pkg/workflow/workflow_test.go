@@ -409,3 +409,53 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 		t.Fatalf("rollback discarding newer commits: %+v, %v", out, err)
 	}
 }
+
+// Flip and Abort race (a state timeout runs Abort while a Flip still runs):
+// whichever takes the migration's decision first wins, and the other
+// changes nothing. An Abort that won leaves a late Flip unable to point at
+// the deleted target; a Flip that decided leaves the target to Abort.
+func TestFlipAbortDecideOnce(t *testing.T) {
+	ctx, f := setup(t, 200)
+	m := runUntilVerify(t, ctx, f, 1)
+	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	// Abort decided (its deletes not done yet) when the Flip gets there.
+	if _, err := f.env.Store.PutIfAbsent(ctx, st.DecisionURL(), []byte("abort")); err != nil {
+		t.Fatal(err)
+	}
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, workflow.ErrDecided) || workflow.ErrorName(err) != "MigrationDecided" {
+		t.Fatalf("a Flip after Abort decided: %v (%s)", err, workflow.ErrorName(err))
+	}
+	// The Abort goes on (its own decision); a Flip after it still writes nothing.
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Flip(ctx, f.env, m); err == nil {
+		t.Fatal("a Flip after the Abort succeeded")
+	}
+	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
+		t.Fatalf("a Flip after Abort moved the pointer to %s", p.Catalog)
+	}
+	if got, _, err := f.env.Store.Get(ctx, st.DecisionURL()); err != nil || string(got) != "abort" {
+		t.Fatalf("Abort's cleanup removed its decision: %q, %v", got, err)
+	}
+
+	// A Flip that decided but whose pointer write is still in flight: the
+	// pointer does not name the target yet, and Abort must keep it all the same.
+	m = runUntilVerify(t, ctx, f, 1)
+	st = workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	if _, err := f.env.Store.PutIfAbsent(ctx, st.DecisionURL(), []byte("flip")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	if !errors.Is(err, workflow.ErrAbortAfterFlip) || out.TargetObjects != 0 {
+		t.Fatalf("Abort after a Flip decided: %+v, %v", out, err)
+	}
+	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
+		t.Fatalf("the target was damaged: %v", err)
+	}
+	// The decided Flip completes.
+	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+		t.Fatalf("the decided Flip: %v", err)
+	}
+}
