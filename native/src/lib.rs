@@ -19,6 +19,7 @@
 // every extern fn `unsafe` would change nothing for C callers.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+mod guard;
 mod store;
 
 use std::ffi::{c_char, CStr, CString};
@@ -30,9 +31,9 @@ use std::time::Duration;
 use slatedb::bytes::Bytes;
 use slatedb::config::{
     CheckpointOptions, CheckpointScope, DbReaderOptions, FlushOptions, FlushType, ScanOptions,
-    Settings,
+    Settings, WriteOptions,
 };
-use slatedb::{Db, DbIterator, DbReader, DbReaderMode, ErrorKind, WriteBatch};
+use slatedb::{Db, DbIterator, DbReader, ErrorKind, WriteBatch};
 use tokio::runtime::Runtime;
 use tokio::sync::Notify;
 use uuid::Uuid;
@@ -275,8 +276,9 @@ pub extern "C" fn rl_writer_open(
         let db = block(timeout_ms, cancel, async {
             store::probe(&loc).await?;
             let defaults = Settings::default();
+            // Object-store retries are bounded by the store itself
+            // (guard::Bounded): SlateDB 0.13.1 has no object_store_max_retries.
             let settings = Settings {
-                object_store_max_retries: Some(opts.max_retries),
                 flush_interval: opts
                     .flush_interval_ms
                     .map(Duration::from_millis)
@@ -317,17 +319,16 @@ pub extern "C" fn rl_writer_write(
     ffi(err_out, || {
         let w = handle(w, "writer")?;
         let wb = decode_batch(bytes(batch, batch_len))?;
+        // SlateDB 0.13.1 waits for durability inside the write call
+        // (WriteOptions::await_durable); 0.18 returned a handle to await.
+        let options = WriteOptions {
+            await_durable: durable != 0,
+            ..WriteOptions::default()
+        };
         block(timeout_ms, cancel, async {
-            let h = w
-                .db
-                .write(wb)
+            w.db.write_with_options(wb, &options)
                 .await
                 .map_err(|e| from_slate("write batch", e))?;
-            if durable != 0 {
-                h.await_durable()
-                    .await
-                    .map_err(|e| from_slate("await durable write", e))?;
-            }
             Ok(())
         })
     })
@@ -490,10 +491,26 @@ pub struct Reader {
     db: DbReader,
 }
 
+/// What a reader's own checkpoint is given as its lifetime. SlateDB 0.13.1
+/// readers that follow the latest state keep a checkpoint of their own in the
+/// manifest and refresh it after half its lifetime; here that checkpoint only
+/// ever lives in the reader's private overlay (guard::Overlay), so it is given
+/// a lifetime the reader never reaches (the manifest stores expiry times as
+/// u32 seconds, so it must stay well short of 2106).
+const READER_CHECKPOINT_LIFETIME: Duration = Duration::from_secs(20 * 365 * 24 * 3600);
+
+/// The longest poll interval a reader takes (a fixed view polls "never").
+const MAX_POLL_INTERVAL: Duration = Duration::from_secs(5 * 365 * 24 * 3600);
+
 /// Opens a read-only view. With `checkpoint_id` non-empty the reader is pinned
-/// to that checkpoint; otherwise it follows the latest state without writing
-/// anything (no managed checkpoint), so opening a reader never modifies the
-/// database.
+/// to that checkpoint; otherwise it follows the latest state (the manifest and
+/// the WAL beyond it, polled every `poll_interval_ms`). Opening a reader never
+/// modifies the database: the reader sees the store through guard::Overlay,
+/// which keeps what SlateDB 0.13.1's reader writes (a checkpoint of its own in
+/// a new manifest version, replaced as the state moves, deleted on close) in
+/// process memory. That checkpoint therefore does not hold off the database's
+/// garbage collector, as 0.18's FollowLatest reader (which wrote nothing) did
+/// not either; a pinned reader is protected by the checkpoint it is pinned to.
 #[no_mangle]
 pub extern "C" fn rl_reader_open(
     url: *const c_char,
@@ -508,11 +525,11 @@ pub extern "C" fn rl_reader_open(
         let url = cstr(url, "url")?;
         let opts = store::Options::parse(opts_json)?;
         let loc = store::resolve(url, &opts)?;
-        let mode = match checkpoint_id.is_null() {
-            true => DbReaderMode::FollowLatest,
+        let pinned = match checkpoint_id.is_null() {
+            true => None,
             false => match cstr(checkpoint_id, "checkpoint id")? {
-                "" => DbReaderMode::FollowLatest,
-                id => DbReaderMode::Checkpoint(Uuid::parse_str(id).map_err(|e| {
+                "" => None,
+                id => Some(Uuid::parse_str(id).map_err(|e| {
                     fail(RL_ERR_INVALID, format!("checkpoint id {id:?}: {e}"))
                 })?),
             },
@@ -528,19 +545,19 @@ pub extern "C" fn rl_reader_open(
             let poll = opts
                 .poll_interval_ms
                 .map(Duration::from_millis)
-                .unwrap_or(defaults.manifest_poll_interval);
-            // The engine wants a managed checkpoint to outlive two polls; a
-            // reader that never polls (a fixed view) needs no managed one.
-            let lifetime = defaults.checkpoint_lifetime.max(poll.saturating_mul(2));
+                .unwrap_or(defaults.manifest_poll_interval)
+                .min(MAX_POLL_INTERVAL);
             let options = DbReaderOptions {
-                object_store_max_retries: Some(opts.max_retries),
                 manifest_poll_interval: poll,
-                checkpoint_lifetime: lifetime,
+                checkpoint_lifetime: READER_CHECKPOINT_LIFETIME,
                 ..defaults
             };
-            DbReader::builder(loc.path.clone(), loc.store.clone())
-                .with_options(options)
-                .with_reader_mode(mode)
+            let mut builder = DbReader::builder(loc.path.clone(), loc.read_only_store())
+                .with_options(options);
+            if let Some(id) = pinned {
+                builder = builder.with_checkpoint_id(id);
+            }
+            builder
                 .build()
                 .await
                 .map_err(|e| from_slate(&format!("open reader {url}"), e))

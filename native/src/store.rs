@@ -16,10 +16,11 @@ use slatedb::object_store::memory::InMemory;
 use slatedb::object_store::path::Path;
 use slatedb::object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 
+use crate::guard::{Bounded, Overlay};
 use crate::{cstr, fail, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_DATABASE, RL_ERR_UNAVAILABLE};
 
 /// The slatedb crate version pinned in Cargo.toml (a test keeps them in step).
-pub const SLATEDB_VERSION: &str = "0.18.0";
+pub const SLATEDB_VERSION: &str = "0.13.1";
 
 /// Tuning passed from Go as JSON. Every field is optional. The defaults bound
 /// how long an unreachable or failing store can hold a call: SlateDB's own
@@ -27,7 +28,8 @@ pub const SLATEDB_VERSION: &str = "0.18.0";
 #[derive(Deserialize, Debug, Clone)]
 #[serde(default, deny_unknown_fields)]
 pub struct Options {
-    /// Retries of SlateDB's object-store wrapper per operation.
+    /// Retries of one operation by SlateDB's object-store wrapper (0.13.1
+    /// retries forever; guard::Bounded stops it after this many).
     pub max_retries: u32,
     /// Retries inside the S3 client per request, and their overall limit.
     pub s3_max_retries: usize,
@@ -88,23 +90,21 @@ pub fn profiles(s: Settings, opts: &Options) -> Settings {
 }
 
 /// Settings for a writer that loads a whole database: one L0 upload and one
-/// compaction at a time, no subcompactions, one 1 MiB read-ahead per
-/// compaction source, and output SSTs of at most 64 MiB. SlateDB's defaults
-/// (4 concurrent compactions, each split in 4, each source reading 4 x 2 MiB
-/// ahead, SSTs up to 256 MiB whose index and filter are built in memory) made
-/// the importer's memory grow with the database; these bound it, and
-/// compaction still keeps up with one writer.
+/// compaction at a time, one fetch task per compaction source, and output SSTs
+/// of at most 64 MiB. SlateDB's defaults (4 concurrent compactions, 4 fetch
+/// tasks per source, SSTs up to 256 MiB whose index and filter are built in
+/// memory) made the importer's memory grow with the database; these bound it,
+/// and compaction still keeps up with one writer.
+///
+/// SlateDB 0.13.1 has no subcompactions to turn off and no read-ahead setting
+/// for compactions: each fetch task reads 256 blocks (1 MiB of 4 KiB blocks)
+/// ahead, so one task per source is the 1 MiB read-ahead 0.18 was given.
 pub fn bulk_load(mut s: Settings) -> Settings {
     s.l0_flush_parallelism = 1;
     if let Some(c) = s.compactor_options.as_mut() {
         c.max_concurrent_compactions = 1;
-        if let Some(w) = c.worker.as_mut() {
-            w.max_concurrent_compactions = 1;
-            w.max_subcompactions = 1;
-            w.max_fetch_tasks = 1;
-            w.bytes_to_fetch = 1 << 20;
-            w.max_sst_size = 64 << 20;
-        }
+        c.max_fetch_tasks = 1;
+        c.max_sst_size = 64 << 20;
     }
     s
 }
@@ -140,6 +140,13 @@ impl Location {
     pub fn admin(&self) -> Admin {
         Admin::builder(self.path.clone(), self.store.clone()).build()
     }
+
+    /// The store as a reader sees it: what the reader writes (SlateDB 0.13.1
+    /// readers write checkpoints of their own into the manifest) stays in
+    /// process memory. See guard::Overlay.
+    pub fn read_only_store(&self) -> Arc<dyn ObjectStore> {
+        Arc::new(Overlay::new(self.store.clone()))
+    }
 }
 
 /// In-process stores, shared by name so that a writer and a reader of one
@@ -164,7 +171,7 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 return Err(bad("file URL needs a directory path"));
             }
             Ok(Location {
-                store: Arc::new(LocalFileSystem::new()),
+                store: Arc::new(Bounded::new(Arc::new(LocalFileSystem::new()), opts.max_retries)),
                 path: db_path,
                 bucket: None,
             })
@@ -179,7 +186,7 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 .or_insert_with(|| Arc::new(InMemory::new()))
                 .clone();
             Ok(Location {
-                store,
+                store: Arc::new(Bounded::new(store, opts.max_retries)),
                 path: db_path,
                 bucket: None,
             })
@@ -210,7 +217,7 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 .build()
                 .map_err(|e| bad(&e.to_string()))?;
             Ok(Location {
-                store: Arc::new(store),
+                store: Arc::new(Bounded::new(Arc::new(store), opts.max_retries)),
                 path: db_path,
                 bucket: Some(bucket.to_string()),
             })
@@ -224,7 +231,7 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
 /// Whether a SlateDB database exists at the location (it has a manifest).
 /// For S3 this also proves the bucket exists and the endpoint answers.
 pub async fn has_manifest(loc: &Location) -> Res<bool> {
-    let prefix = loc.path.clone().join("manifest");
+    let prefix = loc.path.child("manifest");
     match loc.store.list_with_delimiter(Some(&prefix)).await {
         Ok(list) => Ok(!list.objects.is_empty()),
         Err(slatedb::object_store::Error::NotFound { .. }) if loc.bucket.is_none() => Ok(false),
@@ -268,24 +275,41 @@ mod tests {
         assert!(manifest.contains(&format!("version = \"={SLATEDB_VERSION}\"")));
     }
 
+    /// Opens a database on an in-memory store with `settings`, writes and
+    /// reads back through it and closes it: SlateDB 0.13.1 has no
+    /// Settings::validate, so the engine itself is the check.
+    fn engine_accepts(settings: Settings) {
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let db = slatedb::Db::builder("db", store)
+                .with_settings(settings)
+                .build()
+                .await
+                .expect("the engine must take these settings");
+            db.put(b"k", b"v").await.unwrap();
+            db.flush().await.unwrap();
+            assert_eq!(db.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
+            db.close().await.unwrap();
+        });
+    }
+
     #[test]
-    fn bulk_load_settings_are_valid_and_bounded() {
+    fn bulk_load_settings_are_taken_and_bounded() {
         let s = bulk_load(Settings::default());
-        s.validate().expect("bulk-load settings must pass SlateDB's validation");
         assert_eq!(s.l0_flush_parallelism, 1);
-        let c = s.compactor_options.expect("compactor stays on");
-        let w = c.worker.expect("embedded worker stays on");
-        assert_eq!((c.max_concurrent_compactions, w.max_concurrent_compactions), (1, 1));
-        assert_eq!((w.max_subcompactions, w.max_fetch_tasks), (1, 1));
-        assert!(w.bytes_to_fetch <= 1 << 20 && w.max_sst_size <= 64 << 20);
+        let c = s.compactor_options.clone().expect("compactor stays on");
+        assert_eq!((c.max_concurrent_compactions, c.max_fetch_tasks), (1, 1));
+        assert!(c.max_sst_size <= 64 << 20);
+        engine_accepts(s);
     }
 
     #[test]
     fn passive_settings_run_no_background_work() {
         let s = passive(Settings::default());
-        s.validate().expect("passive settings must pass SlateDB's validation");
         assert!(s.compactor_options.is_none() && s.garbage_collector_options.is_none());
         assert!(s.l0_max_ssts >= 1 << 16, "a full L0 must not stall a writer that never compacts");
+        engine_accepts(s);
     }
 
     #[test]

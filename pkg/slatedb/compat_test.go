@@ -386,3 +386,70 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 		t.Fatalf("our checkpoint holds %d keys, want %d", len(pinned.keys), len(src.keys)+2*half)
 	}
 }
+
+// Freeze on a catalog RockLake is not serving: a passive writer fences it,
+// takes a writer checkpoint and closes without writing anything. SlateDB 0.14
+// and later fence with a zero-byte WAL file, which RockLake's SlateDB 0.13
+// cannot read: RockLake then refuses the catalog ("Failed to open catalog:
+// SlateDB error: Data error: empty SSTable") as soon as that file lies past
+// the WAL its manifest says is replayed. The first Freeze after RockLake
+// moves RockLake's WAL into L0 (and the marker with it); the second (a dry
+// run and then the real run, or a retried Freeze step) has nothing to flush,
+// and its marker stays. With the pinned 0.13.1 RockLake serves the catalog,
+// accepts a write and verifies it, and the checkpoints stay in the manifest.
+func TestRockLakeServesCatalogAfterIdleFreeze(t *testing.T) {
+	needRockLake(t)
+	ctx := testCtx(t)
+	dir := filepath.Join(t.TempDir(), "catalog")
+	url := "file://" + dir
+	srv := serve(t, ctx, dir)
+	sampleCatalog(t, ctx, srv)
+	stop(t, srv)
+	before := readAll(t, ctx, url, slatedb.ReaderOptions{})
+
+	var cps []slatedb.Checkpoint
+	for i := 0; i < 2; i++ {
+		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
+		if err != nil {
+			t.Fatalf("Freeze %d: fence RockLake's catalog: %v", i+1, err)
+		}
+		cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: 7 * 24 * time.Hour, Name: fmt.Sprintf("freeze-%d", i+1)})
+		if err != nil {
+			t.Fatalf("Freeze %d: writer checkpoint: %v", i+1, err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("Freeze %d: close the fencing writer: %v", i+1, err)
+		}
+		if pinned := readAll(t, ctx, url, slatedb.ReaderOptions{Checkpoint: cp.ID}); len(pinned.keys) != len(before.keys) {
+			t.Fatalf("Freeze %d's checkpoint holds %d keys, want %d", i+1, len(pinned.keys), len(before.keys))
+		}
+		cps = append(cps, cp)
+	}
+
+	srv, err := rocklake.Serve(ctx, dir)
+	if err != nil {
+		t.Fatalf("RockLake refuses the catalog after Freeze: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	if _, err := rocklake.AddSchema(ctx, srv, "after_idle_freeze"); err != nil {
+		t.Fatalf("RockLake's write after Freeze: %v\n%s", err, srv.Logs())
+	}
+	stop(t, srv)
+	verify(t, ctx, dir)
+
+	wals, _ := filepath.Glob(filepath.Join(dir, "wal", "*.sst"))
+	for _, p := range wals {
+		if fi, err := os.Stat(p); err == nil && fi.Size() == 0 {
+			t.Errorf("a zero-byte WAL file %s (a SlateDB ≥ 0.14 fence marker) is in the catalog", p)
+		}
+	}
+	have := checkpointIDs(t, ctx, url)
+	for _, cp := range cps {
+		if _, ok := have[cp.ID]; !ok {
+			t.Errorf("Freeze's checkpoint %s (%s) is gone from the manifest after RockLake wrote", cp.ID, cp.Name)
+		}
+	}
+	if latest := readAll(t, ctx, url, slatedb.ReaderOptions{}); !latest.containsValue("after_idle_freeze") {
+		t.Fatalf("RockLake's write after Freeze is not in the catalog (%d keys)", len(latest.keys))
+	}
+}

@@ -550,3 +550,73 @@ func TestPassiveWriterReorganisesNothing(t *testing.T) {
 		t.Fatalf("reader sees %d keys, want %d", len(keys), 13*500)
 	}
 }
+
+// Opening readers never modifies the database: a reader that follows the
+// latest state (SlateDB 0.13.1's keeps a checkpoint of its own, which the
+// binding holds in process memory) and one pinned to a checkpoint leave every
+// file as it was, while the follower still sees writes that are only in the
+// live writer's WAL, and new ones as it polls.
+func TestReadersWriteNothing(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	url := "file://" + dir
+	// Passive: no compactor or collector of the writer's touches files meanwhile.
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	put(t, ctx, w, "a", "1")
+	if err := w.FlushMemtable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, ctx, w, "b", "2") // durable in the WAL, not in any manifest
+	files := func() string {
+		t.Helper()
+		var b strings.Builder
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, "%s %d %d\n", p, fi.Size(), fi.ModTime().UnixNano())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	before := files()
+	follower, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Options: slatedb.Options{PollInterval: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Checkpoint: cp.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := follower.Get(ctx, []byte("b")); err != nil || string(v) != "2" {
+		t.Fatalf("the follower does not see the WAL-only write: %q, %v", v, err)
+	}
+	if _, err := pinned.Get(ctx, []byte("b")); !errors.Is(err, slatedb.ErrNotFound) {
+		t.Fatalf("the pinned reader sees a write made after its checkpoint: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // several polls
+	if err := follower.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pinned.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after := files(); after != before {
+		t.Fatalf("opening, polling and closing readers changed the database:\nbefore:\n%safter:\n%s", before, after)
+	}
+}
