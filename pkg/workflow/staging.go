@@ -23,8 +23,11 @@ type Plan struct {
 	Checkpoint     string         `json:"checkpoint"`
 	WriterEpoch    uint64         `json:"writer_epoch"`
 	NextSnapshotID uint64         `json:"next_snapshot_id"`
-	UnknownTags    string         `json:"unknown_tags"`
-	Ranges         []shard.Range  `json:"ranges"`
+	// EngineState is the source's newest SlateDB manifest and WAL objects
+	// once Freeze's writer closed (see engineState).
+	EngineState string        `json:"engine_state"`
+	UnknownTags string        `json:"unknown_tags"`
+	Ranges      []shard.Range `json:"ranges"`
 }
 
 // Staging names the objects of one migration under <staging>/<migration-id>/.

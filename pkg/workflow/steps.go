@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -131,16 +132,53 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
+	if err := w.Close(); err != nil {
+		return m, fmt.Errorf("workflow: freeze %s: close: %w", m.Source, err)
+	}
+	state, err := engineState(ctx, env, m.Source)
+	if err != nil {
+		return m, err
+	}
 	plan := Plan{
 		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: cp.ID,
-		WriterEpoch: epoch, NextSnapshotID: nextSnap, UnknownTags: m.UnknownTags, Ranges: ranges,
+		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges,
 	}
 	if err := putJSON(ctx, env.Store, env.staging(m.MigrationID).PlanURL(), plan); err != nil {
 		return m, err
 	}
 	m.Checkpoint = cp.ID
-	return m, w.Close()
+	return m, nil
+}
+
+// engineState names the newest SlateDB manifest and WAL objects of the
+// catalog at url. Any SlateDB writer that commits to it after Freeze opens
+// first, and opening writes a manifest (it fences Freeze's writer), so a
+// write that moves none of RockLake's own marks still changes this.
+func engineState(ctx context.Context, env Env, url string) (string, error) {
+	newest := func(dir string) (string, error) {
+		infos, err := env.Store.List(ctx, strings.TrimSuffix(url, "/")+"/"+dir+"/")
+		if err != nil {
+			return "", fmt.Errorf("workflow: list %s of %s: %w", dir, url, err)
+		}
+		last := ""
+		for _, in := range infos {
+			last = max(last, path.Base(in.URL))
+		}
+		return last, nil
+	}
+	manifest, err := newest("manifest")
+	if err != nil {
+		return "", err
+	}
+	if manifest == "" {
+		return "", fmt.Errorf("workflow: %s has no SlateDB manifest", url)
+	}
+	wal, err := newest("wal")
+	if err != nil {
+		return "", err
+	}
+	return "manifest " + manifest + ", wal " + wal, nil
 }
 
 // sourceMarks reads what Flip compares: a write to the source after Freeze
@@ -368,18 +406,17 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	if err != nil {
 		return out, err
 	}
-	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
-	if err != nil {
-		return out, fmt.Errorf("workflow: flip: reopen source: %w", err)
-	}
-	epoch, nextSnap, err := sourceMarks(ctx, c)
-	c.Close()
+	decided, err := decision(ctx, env, m)
 	if err != nil {
 		return out, err
 	}
-	if epoch != p.WriterEpoch || nextSnap != p.NextSnapshotID {
-		return out, fmt.Errorf("%w: writer-epoch %d → %d, next-snapshot-id %d → %d since Freeze",
-			ErrSourceChanged, p.WriterEpoch, epoch, p.NextSnapshotID, nextSnap)
+	// The checks gate the decision; a retry of a Flip that decided (and
+	// perhaps wrote the pointer and deleted the checkpoint, which moves the
+	// source's engine state) goes straight on to the idempotent write.
+	if decided != decisionFlip {
+		if err := sourceUnchanged(ctx, env, m, p); err != nil {
+			return out, err
+		}
 	}
 	next, err := flipIntent(ctx, env, m)
 	if err != nil {
@@ -398,6 +435,34 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		out.CleanupError = err.Error()
 	}
 	return out, nil
+}
+
+// sourceUnchanged refuses (ErrSourceChanged) a source that took writes
+// since Freeze: RockLake's marks, and the engine's state for any other
+// SlateDB writer.
+func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
+	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
+	if err != nil {
+		return fmt.Errorf("workflow: flip: reopen source: %w", err)
+	}
+	epoch, nextSnap, err := sourceMarks(ctx, c)
+	c.Close()
+	if err != nil {
+		return err
+	}
+	if epoch != p.WriterEpoch || nextSnap != p.NextSnapshotID {
+		return fmt.Errorf("%w: writer-epoch %d → %d, next-snapshot-id %d → %d since Freeze",
+			ErrSourceChanged, p.WriterEpoch, epoch, p.NextSnapshotID, nextSnap)
+	}
+	state, err := engineState(ctx, env, m.Source)
+	if err != nil {
+		return err
+	}
+	if state != p.EngineState {
+		return fmt.Errorf("%w: the source's SlateDB state moved since Freeze (%s → %s): another writer opened it",
+			ErrSourceChanged, p.EngineState, state)
+	}
+	return nil
 }
 
 // flipIntent is the pointer Flip writes, fixed in staging on the first
@@ -440,6 +505,18 @@ const (
 // first. After "flip", Abort keeps the target (it may be live); after
 // "abort", Flip never writes the pointer (the target may be gone).
 var ErrDecided = errors.New("MigrationDecided")
+
+// decision reads the migration's decision, "" if none was taken.
+func decision(ctx context.Context, env Env, m Migration) (string, error) {
+	got, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).DecisionURL())
+	if errors.Is(err, blob.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("workflow: read the decision of %s: %w", m.MigrationID, err)
+	}
+	return string(got), nil
+}
 
 // decide takes the migration's decision with a conditional put that only
 // one of Flip and Abort can win, even if a state timeout lets both run at

@@ -459,3 +459,29 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 		t.Fatalf("the decided Flip: %v", err)
 	}
 }
+
+// A writer that commits to the source after Freeze without moving RockLake's
+// writer-epoch or next_snapshot_id (any SlateDB writer: opening fences
+// Freeze's) is caught at Flip by the engine's state, and the pointer stays.
+func TestSilentWriteAfterFreezeBlocksFlip(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m := runUntilVerify(t, ctx, f, 1)
+	w, err := slatedb.OpenWriter(ctx, f.source, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put([]byte{0x30, 1}, []byte("a key RockLake's marks do not see"))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	_, err = workflow.Flip(ctx, f.env, m)
+	if !errors.Is(err, workflow.ErrSourceChanged) || !strings.Contains(err.Error(), "SlateDB state moved") {
+		t.Fatalf("flip after a silent write: %v", err)
+	}
+	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
+		t.Fatal("the pointer moved")
+	}
+}

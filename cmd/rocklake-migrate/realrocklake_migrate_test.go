@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+)
+
+// The workflow, on a catalog the real RockLake wrote, held against the real
+// RockLake: after a dry run and after an aborted run the source opens and
+// takes writes; after migrate --to v2 RockLake refuses the new catalog with
+// FormatVersionMismatch (SQLSTATE 0A000); after rollback it serves the old one,
+// takes writes, and DuckDB's queries answer as before.
+func TestRealRockLakeMigrateRollback(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, data := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "data")+"/"
+	baseline := duckdbAnswers(t, ctx, src, data, rocklake.DuckDBWorkload)
+	// servesAndWrites: RockLake opens dir, serves it and commits a schema.
+	servesAndWrites := func(dir, schema string) {
+		t.Helper()
+		srv, err := rocklake.Serve(ctx, dir)
+		if err != nil {
+			t.Fatalf("rocklake serve %s: %v", dir, err)
+		}
+		_, err = rocklake.AddSchema(ctx, srv, schema)
+		if stopErr := srv.Stop(); err == nil {
+			err = stopErr
+		}
+		if err != nil {
+			t.Fatalf("write to %s: %v\n%s", dir, err, srv.Logs())
+		}
+		if out, err := rocklake.Verify(ctx, dir); err != nil {
+			t.Fatalf("rocklake verify catalog %s: %v\n%s", dir, err, out)
+		}
+	}
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+
+	// A dry run fences and checkpoints the source (Freeze), verifies, and
+	// leaves it a catalog RockLake opens and writes.
+	var rep migrateReport
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--dry-run", "--json")
+	r.want(t, exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "dry run verified" && !strings.Contains(rep.Outcome, "dry") {
+		t.Fatalf("dry run report %q: %v", r.stdout, err)
+	}
+	servesAndWrites(src, "after_dry_run")
+
+	// An aborted run (an unknown tag refused after Freeze) leaves the same.
+	cli(t, "kv", "put", "--catalog", "file://"+src, "--force", "3001", "00").want(t, exitOK)
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitError, "UnknownTags")
+	servesAndWrites(src, "after_abort")
+	cli(t, "kv", "delete", "--catalog", "file://"+src, "--force", "3001").want(t, exitOK)
+
+	// The real run: RockLake refuses the format-2 catalog.
+	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--json")
+	r.want(t, exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "migrated" {
+		t.Fatalf("migrate report %q: %v", r.stdout, err)
+	}
+	target := strings.TrimPrefix(rep.Target, "file://")
+	if srv, err := rocklake.Serve(ctx, target); err == nil {
+		srv.Stop()
+		t.Fatalf("rocklake served the format-2 catalog %s", target)
+	} else if !strings.Contains(err.Error(), "0A000") && !strings.Contains(err.Error(), "FormatVersionMismatch") && !strings.Contains(err.Error(), "format version") {
+		t.Fatalf("rocklake's refusal of the format-2 catalog names no format version mismatch: %v", err)
+	}
+
+	// Rollback: the pointer names the source again, which RockLake serves.
+	cli(t, "rollback", "--pointer", ptr).want(t, exitOK)
+	cli(t, "check", "--catalog", "file://"+src, "--expect", "v1").want(t, exitOK)
+	servesAndWrites(src, "after_rollback")
+	if got := duckdbAnswers(t, ctx, src, data, nil); got != baseline {
+		t.Fatalf("DuckDB answers differ after the rollback:\nbefore: %s\nafter:  %s", baseline, got)
+	}
+}
