@@ -33,6 +33,9 @@ type migrateReport struct {
 	// NotifyError: the outcome message could not be sent. It does not
 	// change the outcome, which is what happened to the pointer.
 	NotifyError string `json:"notify_error,omitempty"`
+	// WouldFence: a dry run touches nothing in the source; this says what a
+	// real run would fence.
+	WouldFence string `json:"would_fence,omitempty"`
 }
 
 func init() {
@@ -140,6 +143,7 @@ func init() {
 		rep.MigrationID, rep.Source, rep.Target = state.Migration.MigrationID, state.Migration.Source, state.Migration.Target
 		rep.From, rep.To, rep.Counts, rep.Digest = state.Migration.From, state.Migration.To, state.Verify.Counts, state.Verify.Digest
 		rep.PointerVersionID = state.Flip.PointerVersionID
+		rep.WouldFence = state.Migration.WouldFence
 		switch {
 		case runErr != nil:
 			rep.Outcome, rep.Error = "failed", runErr.Error()
@@ -178,6 +182,9 @@ func printMigrateReport(e *env, r migrateReport) {
 	}
 	if r.Error != "" {
 		fmt.Fprintf(e.stdout, "error: %s\n", r.Error)
+	}
+	if r.WouldFence != "" {
+		fmt.Fprintf(e.stdout, "the source was not touched; %s\n", r.WouldFence)
 	}
 	if r.NotifyError != "" {
 		fmt.Fprintf(e.stdout, "warning: the outcome message was not sent (the outcome stands): %s\n", r.NotifyError)

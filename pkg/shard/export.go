@@ -58,9 +58,9 @@ var ErrOutput = errors.New("shard: bad export output")
 // a crashed export: garbage collection may then reclaim what it pins.
 const checkpointLifetime = 6 * time.Hour
 
-// fixedView is the poll interval of a reader that must not move: longer than
+// FixedView is the poll interval of a reader that must not move: longer than
 // any export.
-const fixedView = 30 * 24 * time.Hour
+const FixedView = 30 * 24 * time.Hour
 
 // Export writes the catalog at url into shard files at output: one file, or
 // Shards files in a directory or under an S3 prefix. With opts.Checkpoint the
@@ -110,7 +110,7 @@ func Export(ctx context.Context, store *blob.Store, url, output string, opts Exp
 		// durable by then. The checkpoint made above keeps the files of that
 		// state from the source's garbage collector meanwhile.
 		view.Checkpoint = ""
-		view.Store.PollInterval = fixedView
+		view.Store.PollInterval = FixedView
 	}
 	c, err := catalog.Open(ctx, url, view)
 	if err != nil {

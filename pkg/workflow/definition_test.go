@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,9 +98,24 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 	}
 }
 
+// A dry run verifies a rehearsal and leaves the pointer, and the source
+// exactly as it was: no fence, no checkpoint, no object written or removed.
+// It says what a real run would fence.
 func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 	ctx, f := setup(t, 500)
 	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	objects := func() map[string]string {
+		infos, err := f.env.Store.List(ctx, f.source+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, in := range infos {
+			m[in.URL] = in.ETag
+		}
+		return m
+	}
+	sourceBefore := objects()
 	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, DryRun: true}, nil)
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
@@ -117,6 +134,12 @@ func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 	}
 	if _, err := catalog.Open(ctx, state.Migration.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
 		t.Fatalf("dry run left its target: %v", err)
+	}
+	if after := objects(); !maps.Equal(after, sourceBefore) {
+		t.Fatalf("the dry run changed the source: %d objects before, %d after", len(sourceBefore), len(after))
+	}
+	if !strings.Contains(state.Migration.WouldFence, "a real run would fence") {
+		t.Fatalf("the dry run does not say what a real run would fence: %+v", state.Migration)
 	}
 }
 

@@ -48,6 +48,8 @@ type Migration struct {
 	Shards         int            `json:"shards"`
 	UnknownTags    string         `json:"unknown_tags"`
 	Checkpoint     string         `json:"checkpoint,omitempty"`
+	// WouldFence, in a dry run, says what a real run's Freeze would fence.
+	WouldFence string `json:"would_fence,omitempty"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -111,6 +113,9 @@ func targetURL(source string, to format.Version, id string) string {
 // RockLake writer, records writer-epoch and next-snapshot-id, takes a
 // checkpoint through that writer and writes the shard plan to staging.
 func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
+	if m.DryRun {
+		return freezeDryRun(ctx, env, m)
+	}
 	// Passive: fencing and the checkpoint are all Freeze may change in the
 	// source; no compaction or garbage collection of RockLake's catalog.
 	so := env.SlateDB
@@ -135,20 +140,48 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err := w.Close(); err != nil {
 		return m, fmt.Errorf("workflow: freeze %s: close: %w", m.Source, err)
 	}
-	state, err := engineState(ctx, env, m.Source)
+	m.Checkpoint = cp.ID
+	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges)
+}
+
+// freezeDryRun is a dry run's Freeze: it fences nothing and writes nothing
+// to the source, not even a checkpoint. It reads the source as it is (the
+// export steps then read its latest state, WAL included, each once) and
+// says in the migration what a real run would fence.
+func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) {
+	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
+	if err != nil {
+		return m, fmt.Errorf("workflow: freeze (dry run) %s: %w", m.Source, err)
+	}
+	defer c.Close()
+	epoch, nextSnap, err := sourceMarks(ctx, c)
 	if err != nil {
 		return m, err
 	}
-	plan := Plan{
-		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
-		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: cp.ID,
-		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges,
-	}
-	if err := putJSON(ctx, env.Store, env.staging(m.MigrationID).PlanURL(), plan); err != nil {
+	ranges, err := shard.Plan(ctx, c, m.Shards)
+	if err != nil {
 		return m, err
 	}
-	m.Checkpoint = cp.ID
-	return m, nil
+	m.Checkpoint = ""
+	m.WouldFence = fmt.Sprintf("a real run would fence RockLake's writer of %s (writer-epoch %d, next_snapshot_id %d) and checkpoint it", m.Source, epoch, nextSnap)
+	if ep, err := c.GetRaw(ctx, format.SystemKey(format.SystemEndpoint)); err == nil && len(ep) > 0 {
+		m.WouldFence += fmt.Sprintf("; its writer published endpoint %q", ep)
+	}
+	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges)
+}
+
+// writePlan records the source's state and the shard plan in staging.
+func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64, ranges []shard.Range) error {
+	state, err := engineState(ctx, env, m.Source)
+	if err != nil {
+		return err
+	}
+	plan := Plan{
+		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
+		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: m.Checkpoint,
+		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges,
+	}
+	return putJSON(ctx, env.Store, env.staging(m.MigrationID).PlanURL(), plan)
 }
 
 // engineState names the newest SlateDB manifest and WAL objects of the
@@ -230,7 +263,12 @@ func ExportShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, erro
 	if in.Index < 0 || in.Index >= len(p.Ranges) {
 		return ShardOutput{}, fmt.Errorf("workflow: export: shard %d of %d", in.Index, len(p.Ranges))
 	}
-	c, err := catalog.Open(ctx, p.Source, catalog.Options{Expect: p.From, Checkpoint: p.Checkpoint, Store: env.SlateDB})
+	view := catalog.Options{Expect: p.From, Checkpoint: p.Checkpoint, Store: env.SlateDB}
+	if p.Checkpoint == "" {
+		// A dry run: the latest state, WAL included, as one fixed view.
+		view.Store.PollInterval = shard.FixedView
+	}
+	c, err := catalog.Open(ctx, p.Source, view)
 	if err != nil {
 		return ShardOutput{}, err
 	}
