@@ -129,6 +129,8 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	pointerURL := "s3://" + *s.Catalog.BucketName() + "/" + cfg.PointerKey
 	stagingURL := "s3://" + *s.Staging.BucketName() + "/" + strings.TrimSuffix(cfg.StagingPrefix, "/")
 	pointerArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey))
+	// The one-migration-at-a-time lock beside the pointer (workflow.LockURL).
+	lockArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".lock"))
 	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
 	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
 
@@ -181,7 +183,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		add("Logs", []string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}, nil)
 		listPrefixes := []string{}
 		if sp.pointerWrite {
-			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn}, nil)
+			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn, lockArn}, nil)
 			add("PointerVersions", []string{"s3:ListBucketVersions"}, []*string{s.Catalog.BucketArn()},
 				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.PointerKey + "*"}}})
 			// pointer.Flip and Rollback refuse an unversioned bucket.

@@ -330,7 +330,14 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 			t.Errorf("%s: cannot log or trace: %v", f.Name, acts)
 		}
 	}
-	// Only check writes the pointer.
+	// Only check writes the pointer, and takes its lock.
+	lock := false
+	for _, s := range policiesOf(t, "CheckRole") {
+		lock = lock || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.lock")
+	}
+	if !lock {
+		t.Error("check cannot take the pointer's lock (workflow.LockURL)")
+	}
 	for _, f := range Functions[1:] {
 		for _, s := range policiesOf(t, title(f.Name)+"Role") {
 			if strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT") {

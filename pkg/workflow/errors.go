@@ -16,6 +16,8 @@ const (
 	NameSourceChanged         = "SourceChangedDuringMigration"
 	NameRollbackLosesCommits  = "RollbackLosesCommits"
 	NameAbortAfterFlip        = "AbortAfterFlip"
+	NameMigrationInProgress   = "MigrationInProgress"
+	NameFenced                = "Fenced"
 	NameDecided               = "MigrationDecided"
 	NameTargetNotEmpty        = "TargetNotEmpty"
 	NameShardCorrupt          = "ShardCorrupt"
@@ -50,6 +52,10 @@ func ErrorName(err error) string {
 		return NameFormatVersionMismatch
 	case errors.Is(err, ErrSourceChanged):
 		return NameSourceChanged
+	case errors.Is(err, ErrMigrationInProgress):
+		return NameMigrationInProgress
+	case errors.Is(err, slatedb.ErrFenced):
+		return NameFenced
 	case errors.Is(err, ErrAbortAfterFlip):
 		return NameAbortAfterFlip
 	case errors.Is(err, ErrDecided):

@@ -89,12 +89,19 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	if id == "" {
 		id = newMigrationID()
 	}
-	return Migration{
+	m := Migration{
 		MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag,
 		Source: p.Catalog, Target: targetURL(p.Catalog, to, id), From: from, To: to,
 		NeedsMigration: from != to, DryRun: in.DryRun, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags,
-	}, nil
+	}
+	if m.NeedsMigration {
+		// One migration at a time, decided before anything is touched.
+		if err := acquireLock(ctx, env, m, time.Now()); err != nil {
+			return Migration{}, err
+		}
+	}
+	return m, nil
 }
 
 func newMigrationID() string {
@@ -469,9 +476,14 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		return out, err
 	}
 	out.PointerVersionID = ref.VersionID
+	var cleanup []string
 	if err := slatedb.DeleteCheckpoint(ctx, m.Source, p.Checkpoint, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-		out.CleanupError = err.Error()
+		cleanup = append(cleanup, err.Error())
 	}
+	if err := releaseLock(ctx, env, m); err != nil {
+		cleanup = append(cleanup, err.Error())
+	}
+	out.CleanupError = strings.Join(cleanup, "; ")
 	return out, nil
 }
 
@@ -617,6 +629,10 @@ func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 		return out, fmt.Errorf("%w: cannot read the pointer %s, so it cannot tell whether %s is live: %w", ErrAbortUndecided, m.Pointer, m.Target, err)
 	}
 	if cur.Catalog == m.Target {
+		// The migration flipped: it is over, and its lock with it.
+		if err := releaseLock(ctx, env, m); err != nil {
+			return out, err
+		}
 		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
 	}
 	if err := decide(ctx, env, m, decisionAbort); err != nil {
@@ -649,7 +665,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 		return out, fmt.Errorf("workflow: abort: delete staging: %w", err)
 	}
 	out.StagingObjects = n
-	return out, nil
+	return out, releaseLock(ctx, env, m)
 }
 
 // RollbackInput names the pointer to roll back.

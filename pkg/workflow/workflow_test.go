@@ -485,3 +485,54 @@ func TestSilentWriteAfterFreezeBlocksFlip(t *testing.T) {
 		t.Fatal("the pointer moved")
 	}
 }
+
+// One migration at a time: a second Check on the same pointer is refused
+// with MigrationInProgress before it touches anything; Abort (or Flip)
+// releases the lock; an expired lock is taken over; Unlock breaks one.
+func TestOneMigrationAtATime(t *testing.T) {
+	ctx, f := setup(t, 200)
+	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1}
+	a, err := workflow.Check(ctx, f.env, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Check(ctx, f.env, in); !errors.Is(err, workflow.ErrMigrationInProgress) ||
+		workflow.ErrorName(err) != "MigrationInProgress" || !strings.Contains(err.Error(), a.MigrationID) {
+		t.Fatalf("a second migration: %v (%s)", err, workflow.ErrorName(err))
+	}
+	// A retry of the holder's Check is fine.
+	in.MigrationID = a.MigrationID
+	if _, err := workflow.Check(ctx, f.env, in); err != nil {
+		t.Fatalf("a retried Check: %v", err)
+	}
+	in.MigrationID = ""
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: a}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := workflow.Check(ctx, f.env, in)
+	if err != nil {
+		t.Fatalf("after the first one's abort: %v", err)
+	}
+	// b's run died: an expired lease is taken over.
+	stale, _ := json.Marshal(workflow.Lock{MigrationID: b.MigrationID, Owner: "dead", ExpiresAt: time.Now().Add(-time.Minute)})
+	if _, err := f.env.Store.Put(ctx, workflow.LockURL(f.pointer), stale); err != nil {
+		t.Fatal(err)
+	}
+	c, err := workflow.Check(ctx, f.env, in)
+	if err != nil {
+		t.Fatalf("over an expired lock: %v", err)
+	}
+	// The operator breaks c's lock by hand.
+	if _, err := workflow.Unlock(ctx, f.env, f.pointer, "someone-else"); err == nil {
+		t.Fatal("unlock of another migration's lock succeeded")
+	}
+	if held, err := workflow.Unlock(ctx, f.env, f.pointer, c.MigrationID); err != nil || held.MigrationID != c.MigrationID {
+		t.Fatalf("unlock: %+v, %v", held, err)
+	}
+	if _, err := workflow.Check(ctx, f.env, in); err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	if name := workflow.ErrorName(fmt.Errorf("freeze: %w", slatedb.ErrFenced)); name != "Fenced" {
+		t.Fatalf("a fenced step is %s", name)
+	}
+}

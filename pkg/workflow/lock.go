@@ -1,0 +1,130 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+)
+
+// LockLease is how long a migration's lock holds without its owner: past
+// it, the next migration may take the lock over (a run whose every step
+// died). No migration runs this long; Step Functions' own timeout is shorter.
+const LockLease = 24 * time.Hour
+
+// Lock is the object beside the pointer (<pointer>.lock) that makes one
+// migration at a time run on a pointer. Check takes it with a conditional
+// put before anything touches the source; Flip and Abort release it by
+// writing it free (no MigrationID), never by deleting it: the object stays,
+// so every later take is a conditional put on its ETag (a delete marker in
+// a versioned bucket would defeat If-None-Match on some S3 servers).
+type Lock struct {
+	MigrationID string    `json:"migration_id,omitempty"` // "" when free
+	Owner       string    `json:"owner,omitempty"`
+	AcquiredAt  time.Time `json:"acquired_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	// ReleasedBy says who freed it last (a migration, or unlock).
+	ReleasedBy string `json:"released_by,omitempty"`
+}
+
+// ErrMigrationInProgress: another migration holds the pointer's lock.
+var ErrMigrationInProgress = errors.New("MigrationInProgress")
+
+// LockURL is the lock object of the pointer at url.
+func LockURL(pointerURL string) string { return pointerURL + ".lock" }
+
+// acquireLock takes the pointer's lock for migration m, or takes over one
+// whose lease ran out; a retry of m finds its own lock.
+func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) error {
+	url := LockURL(m.Pointer)
+	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now.UTC(), ExpiresAt: now.Add(LockLease).UTC()})
+	if err != nil {
+		return err
+	}
+	if _, err := env.Store.PutIfAbsent(ctx, url, body); err == nil {
+		return nil
+	} else if !errors.Is(err, blob.ErrPreconditionFailed) {
+		return fmt.Errorf("workflow: take the lock %s: %w", url, err)
+	}
+	held, info, err := readLock(ctx, env, url)
+	if err != nil {
+		return err
+	}
+	switch {
+	case held.MigrationID == m.MigrationID:
+		return nil
+	case held.MigrationID != "" && now.Before(held.ExpiresAt):
+		return fmt.Errorf("%w: migration %s (%s) holds %s since %s, until %s; nothing was touched. If that run is dead, `rocklake-migrate unlock --pointer %s --migration-id %s` breaks the lock",
+			ErrMigrationInProgress, held.MigrationID, held.Owner, url, held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), m.Pointer, held.MigrationID)
+	}
+	// Free, or its lease ran out: take it, only if nobody else did first.
+	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
+		if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
+			return fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
+		}
+		return fmt.Errorf("workflow: take the lock %s: %w", url, err)
+	}
+	return nil
+}
+
+func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error) {
+	b, info, err := env.Store.Get(ctx, url)
+	if err != nil {
+		return Lock{}, info, fmt.Errorf("workflow: read the lock %s: %w", url, err)
+	}
+	var l Lock
+	if err := json.Unmarshal(b, &l); err != nil {
+		// Unreadable: treat as held until it expires, which it never will;
+		// only unlock clears it. Fail closed.
+		return Lock{MigrationID: "(unreadable lock)", ExpiresAt: time.Now().Add(LockLease)}, info, nil
+	}
+	return l, info, nil
+}
+
+// releaseLock frees the pointer's lock if migration m holds it.
+func releaseLock(ctx context.Context, env Env, m Migration) error {
+	url := LockURL(m.Pointer)
+	held, info, err := readLock(ctx, env, url)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if held.MigrationID != m.MigrationID {
+		return nil
+	}
+	return free(ctx, env, url, info.ETag, "migration "+m.MigrationID)
+}
+
+func free(ctx context.Context, env Env, url, etag, by string) error {
+	body, err := json.Marshal(Lock{ReleasedBy: by})
+	if err != nil {
+		return err
+	}
+	if _, err := env.Store.PutIfMatch(ctx, url, body, etag); err != nil {
+		return fmt.Errorf("workflow: release the lock %s: %w", url, err)
+	}
+	return nil
+}
+
+// Unlock breaks the lock of the pointer at pointerURL, which migration id
+// must hold ("" for whichever): for an operator whose migration died with its
+// lock held. It returns the lock it freed.
+func Unlock(ctx context.Context, env Env, pointerURL, id string) (Lock, error) {
+	url := LockURL(pointerURL)
+	held, info, err := readLock(ctx, env, url)
+	if err != nil {
+		return Lock{}, err
+	}
+	if held.MigrationID == "" {
+		return held, fmt.Errorf("workflow: unlock %s: it is not held", url)
+	}
+	if id != "" && held.MigrationID != id {
+		return held, fmt.Errorf("workflow: unlock %s: held by migration %s, not %s; nothing changed", url, held.MigrationID, id)
+	}
+	return held, free(ctx, env, url, info.ETag, "unlock by "+env.CreatedBy)
+}
