@@ -173,7 +173,7 @@ func TestFaults(t *testing.T) {
 		if p.Catalog != f.Source || after.ETag != before.ETag {
 			t.Fatalf("pointer moved: %+v", p)
 		}
-		if !strings.Contains(o.Cause, "next-snapshot-id") {
+		if !strings.Contains(o.Cause, "next_snapshot_id") {
 			t.Fatalf("cause %q does not say what moved", o.Cause)
 		}
 	})

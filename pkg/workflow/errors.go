@@ -29,7 +29,7 @@ const (
 	NameStepFailed            = "StepFailed"
 )
 
-// ErrSourceChanged: the source's writer-epoch or next-snapshot-id moved
+// ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
 // after Freeze, so the new catalog misses writes; Flip refuses.
 var ErrSourceChanged = errors.New(NameSourceChanged)
 

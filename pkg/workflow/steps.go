@@ -117,7 +117,7 @@ func targetURL(source string, to format.Version, id string) string {
 }
 
 // Freeze opens the source as its SlateDB writer, which fences the running
-// RockLake writer, records writer-epoch and next-snapshot-id, takes a
+// RockLake writer, records writer-epoch and next_snapshot_id, takes a
 // checkpoint through that writer and writes the shard plan to staging.
 func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if m.DryRun {
@@ -230,7 +230,7 @@ func sourceMarks(ctx context.Context, c *catalog.Catalog) (epoch, nextSnapshot u
 	}
 	nextSnapshot, err = c.Counter(ctx, format.NameNextSnapshotID)
 	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return 0, 0, fmt.Errorf("workflow: read next-snapshot-id: %w", err)
+		return 0, 0, fmt.Errorf("workflow: read next_snapshot_id: %w", err)
 	}
 	return epoch, nextSnapshot, nil
 }
@@ -501,7 +501,7 @@ func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
 		return err
 	}
 	if epoch != p.WriterEpoch || nextSnap != p.NextSnapshotID {
-		return fmt.Errorf("%w: writer-epoch %d → %d, next-snapshot-id %d → %d since Freeze",
+		return fmt.Errorf("%w: writer-epoch %d → %d, next_snapshot_id %d → %d since Freeze",
 			ErrSourceChanged, p.WriterEpoch, epoch, p.NextSnapshotID, nextSnap)
 	}
 	state, err := engineState(ctx, env, m.Source)
