@@ -18,6 +18,7 @@ const (
 	NameAbortAfterFlip        = "AbortAfterFlip"
 	NameMigrationInProgress   = "MigrationInProgress"
 	NameFenced                = "Fenced"
+	NameSourceAtRoot          = "SourceAtRoot"
 	NameDecided               = "MigrationDecided"
 	NameTargetNotEmpty        = "TargetNotEmpty"
 	NameShardCorrupt          = "ShardCorrupt"
@@ -52,6 +53,8 @@ func ErrorName(err error) string {
 		return NameFormatVersionMismatch
 	case errors.Is(err, ErrSourceChanged):
 		return NameSourceChanged
+	case errors.Is(err, ErrSourceAtRoot):
+		return NameSourceAtRoot
 	case errors.Is(err, ErrMigrationInProgress):
 		return NameMigrationInProgress
 	case errors.Is(err, slatedb.ErrFenced):

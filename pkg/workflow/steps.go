@@ -89,9 +89,13 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	if id == "" {
 		id = newMigrationID()
 	}
+	target, err := targetURL(p.Catalog, to, id)
+	if err != nil && from != to {
+		return Migration{}, err
+	}
 	m := Migration{
 		MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag,
-		Source: p.Catalog, Target: targetURL(p.Catalog, to, id), From: from, To: to,
+		Source: p.Catalog, Target: target, From: from, To: to,
 		NeedsMigration: from != to, DryRun: in.DryRun, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags,
 	}
@@ -111,10 +115,24 @@ func newMigrationID() string {
 }
 
 // targetURL puts the new catalog beside the source: .../prod → .../v2-<id>.
-func targetURL(source string, to format.Version, id string) string {
-	parent := source[:strings.LastIndex(strings.TrimSuffix(source, "/"), "/")]
-	return fmt.Sprintf("%s/%s-%s", parent, to, id)
+func targetURL(source string, to format.Version, id string) (string, error) {
+	loc, err := blob.Parse(source)
+	if err != nil {
+		return "", fmt.Errorf("workflow: catalog URL %s: %w", source, err)
+	}
+	key := strings.Trim(loc.Key, "/")
+	if loc.IsS3() && key == "" || !loc.IsS3() && strings.Count(strings.TrimSuffix(key, "/"), "/") < 1 {
+		// Beside a bucket root is another bucket, and beside "/" is nothing:
+		// the new catalog would land inside the source's own root.
+		return "", fmt.Errorf("%w: %s is at the root of its bucket or file system, so there is no place beside it for the new catalog; move the catalog under a prefix (for example s3://bucket/catalogs/prod)", ErrSourceAtRoot, source)
+	}
+	trimmed := strings.TrimSuffix(source, "/")
+	return fmt.Sprintf("%s/%s-%s", trimmed[:strings.LastIndex(trimmed, "/")], to, id), nil
 }
+
+// ErrSourceAtRoot: the catalog is at a bucket root (or "/"), with no place
+// beside it for the new catalog; Check refuses before anything is touched.
+var ErrSourceAtRoot = errors.New("SourceAtRoot")
 
 // Freeze opens the source as its SlateDB writer, which fences the running
 // RockLake writer, records writer-epoch and next_snapshot_id, takes a

@@ -536,3 +536,23 @@ func TestOneMigrationAtATime(t *testing.T) {
 		t.Fatalf("a fenced step is %s", name)
 	}
 }
+
+// A catalog at a bucket root has no place beside it for the new catalog
+// (beside it is another bucket): Check refuses, before any lock or fence.
+func TestSourceAtBucketRootRefused(t *testing.T) {
+	ctx, f := setup(t, 50)
+	root, ptr := "s3://staging", "s3://rocklake/ROOT"
+	if _, err := seed.Seed(ctx, root, seed.Options{Rows: 50, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Create(ctx, f.env.Store, ptr, pointer.Pointer{Catalog: root, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: ptr, TargetVersion: 2})
+	if !errors.Is(err, workflow.ErrSourceAtRoot) || workflow.ErrorName(err) != "SourceAtRoot" {
+		t.Fatalf("a catalog at a bucket root: %v (%s)", err, workflow.ErrorName(err))
+	}
+	if _, _, err := f.env.Store.Get(ctx, workflow.LockURL(ptr)); err == nil {
+		t.Fatal("the refused run took the lock")
+	}
+}
