@@ -57,10 +57,8 @@ func TestFaults(t *testing.T) {
 	t.Run("source-with-unknown-tag", func(t *testing.T) {
 		f := h.seed(t, ctx, "unknowntag", caseRows, seedN)
 		put(t, f.Source, []byte{0x30, 0, 1}, []byte("a table from the future"))
-		// A Distributed Map run fails as a whole with
-		// States.ExceedToleratedFailureThreshold (as on AWS); the item's own
-		// error name is in the cause.
-		h.failsCleanly(t, ctx, f, in(f), mapFailed, "UnknownTags")
+		// Refused at Check, before anything is fenced or written.
+		h.failsCleanly(t, ctx, f, in(f), "UnknownTags", "")
 	})
 	t.Run("source-with-corrupt-envelope", func(t *testing.T) {
 		f := h.seed(t, ctx, "corrupt", caseRows, seedN)

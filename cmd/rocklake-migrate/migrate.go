@@ -50,6 +50,7 @@ func init() {
 		unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
 		topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
+		id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -78,12 +79,17 @@ func init() {
 				return err
 			}
 		}
+		if *id == "" {
+			// Chosen here, so that every report names the migration, even
+			// one that Check refused.
+			*id = workflow.NewMigrationID()
+		}
 		m, err := workflow.LoadLocal(*topic)
 		if err != nil {
 			return err
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown})
+		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id})
 
 		var mu sync.Mutex
 		times := map[string]float64{}
@@ -132,6 +138,9 @@ func init() {
 			NotifyError *struct{ Error, Cause string } `json:"notify_error"`
 		}
 		state.Migration = checked
+		if state.Migration.MigrationID == "" {
+			state.Migration.MigrationID = *id
+		}
 		if runErr == nil {
 			if err := json.Unmarshal(out, &state); err != nil {
 				return fmt.Errorf("migrate: the run's output: %w", err)

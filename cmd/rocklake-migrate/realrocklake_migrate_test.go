@@ -59,11 +59,12 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 	}
 	servesAndWrites(src, "after_dry_run")
 
-	// An aborted run (an unknown tag refused after Freeze) leaves the same.
-	cli(t, "kv", "put", "--catalog", "file://"+src, "--force", "3001", "00").want(t, exitOK)
-	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitError, "UnknownTags")
+	// An aborted run (its target occupied: TargetNotEmpty at Import, after
+	// Freeze fenced the source) leaves the same.
+	occupied := filepath.Join(dir, "catalogs", "v2-m-occupied")
+	cli(t, "seed", "--catalog", "file://"+occupied, "--rows", "10").want(t, exitOK)
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--migration-id", "m-occupied").want(t, exitError, "TargetNotEmpty")
 	servesAndWrites(src, "after_abort")
-	cli(t, "kv", "delete", "--catalog", "file://"+src, "--force", "3001").want(t, exitOK)
 
 	// The real run: RockLake refuses the format-2 catalog.
 	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--json")

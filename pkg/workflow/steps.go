@@ -73,8 +73,8 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	if err != nil {
 		return Migration{}, fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
 	}
+	defer c.Close()
 	from := c.Version()
-	c.Close()
 	to := format.Version(in.TargetVersion)
 	if !format.Supported(to) {
 		return Migration{}, &format.FormatVersionMismatch{Found: uint64(to), Expected: uint64(catalog.Newest)}
@@ -82,12 +82,25 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	if _, err := migration.Path(from, to); err != nil && from != to {
 		return Migration{}, fmt.Errorf("workflow: check: %w", err)
 	}
-	if _, err := migration.ParseUnknownTags(in.UnknownTags); err != nil {
+	policy, err := migration.ParseUnknownTags(in.UnknownTags)
+	if err != nil {
 		return Migration{}, err
+	}
+	if policy == migration.UnknownFail && from != to {
+		// Refused here, before anything is fenced or written, rather than by
+		// a shard's transform after others were written (DESIGN 2.3). Only
+		// the gaps between known tags are scanned.
+		unknown, err := c.UnknownTags(ctx)
+		if err != nil {
+			return Migration{}, fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
+		}
+		if len(unknown) > 0 {
+			return Migration{}, &migration.UnknownTagsError{Counts: unknown}
+		}
 	}
 	id := in.MigrationID
 	if id == "" {
-		id = newMigrationID()
+		id = NewMigrationID()
 	}
 	target, err := targetURL(p.Catalog, to, id)
 	if err != nil && from != to {
@@ -108,7 +121,8 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	return m, nil
 }
 
-func newMigrationID() string {
+// NewMigrationID makes a migration id: the time and randomness, sortable.
+func NewMigrationID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "m-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
@@ -120,8 +134,11 @@ func targetURL(source string, to format.Version, id string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("workflow: catalog URL %s: %w", source, err)
 	}
-	key := strings.Trim(loc.Key, "/")
-	if loc.IsS3() && key == "" || !loc.IsS3() && strings.Count(strings.TrimSuffix(key, "/"), "/") < 1 {
+	atRoot := strings.Trim(loc.Key, "/") == ""
+	if !loc.IsS3() {
+		atRoot = strings.Count(strings.Trim(loc.Path, "/"), "/") < 1
+	}
+	if atRoot {
 		// Beside a bucket root is another bucket, and beside "/" is nothing:
 		// the new catalog would land inside the source's own root.
 		return "", fmt.Errorf("%w: %s is at the root of its bucket or file system, so there is no place beside it for the new catalog; move the catalog under a prefix (for example s3://bucket/catalogs/prod)", ErrSourceAtRoot, source)
