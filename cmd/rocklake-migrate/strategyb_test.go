@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,4 +54,21 @@ func TestStrategyBRefusesVersion99(t *testing.T) {
 	if after := rawDump(t, url); after != before {
 		t.Fatalf("a refused command changed the catalog")
 	}
+}
+
+// The default unknown-tag refusal comes before any shard is written: the
+// output holds nothing, although only the last shard has the unknown tag.
+func TestTransformRefusesUnknownTagsBeforeWriting(t *testing.T) {
+	dir := t.TempDir()
+	src := "file://" + dir + "/src"
+	cli(t, "seed", "--catalog", src, "--rows", "3000").want(t, exitOK)
+	cli(t, "kv", "put", "--catalog", src, "--force", "f0aa", "00").want(t, exitOK) // tag 0xF0: unknown, in the last shard
+	shards := filepath.Join(dir, "v1")
+	cli(t, "export", "--catalog", src, "--format", "v1", "--output", shards, "--shards", "4").want(t, exitOK)
+	out := filepath.Join(dir, "v2")
+	cli(t, "transform", "--input", shards, "--output", out, "--to", "v2").want(t, exitError, "UnknownTags", "0xF0: 1")
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("the refused transform wrote %d files", len(entries))
+	}
+	cli(t, "transform", "--input", shards, "--output", out, "--to", "v2", "--unknown-tags", "carry").want(t, exitOK, "")
 }

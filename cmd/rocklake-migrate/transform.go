@@ -57,6 +57,12 @@ func init() {
 		if shard.IsFile(*input) != shard.IsFile(*output) {
 			return usagef("--input and --output must both be files, or both directories or prefixes")
 		}
+		if policy == migration.UnknownFail {
+			// Refuse before writing any shard, not after the others.
+			if err := migration.CheckUnknownTags(ctx, store, urls); err != nil {
+				return err
+			}
+		}
 		start := time.Now()
 		rep := transformReport{Input: *input, Output: *output, To: v, Shards: len(urls), Stats: make([]migration.Stats, len(urls))}
 		err = shard.ForEach(ctx, len(urls), *concurrency, func(ctx context.Context, i int) error {

@@ -1,12 +1,15 @@
 package migration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
 // UnknownTags says what a transform does with records of tags this binary
@@ -93,3 +96,31 @@ func (e *FieldCollisionError) Error() string {
 }
 
 func (e *FieldCollisionError) Is(target error) bool { return target == ErrFieldCollision }
+
+// CheckUnknownTags reads the trailers of the shard files at urls (each file
+// is verified whole) and returns an *UnknownTagsError listing every tag this
+// binary does not know, with counts, or nil: the fail policy's refusal,
+// before any output is written.
+func CheckUnknownTags(ctx context.Context, store *blob.Store, urls []string) error {
+	counts := map[format.Tag]uint64{}
+	for _, u := range urls {
+		_, tr, err := ndjson.VerifyFile(ctx, store, u)
+		if err != nil {
+			return fmt.Errorf("migration: %s: %w", u, err)
+		}
+		for name, n := range tr.Counts {
+			if _, ok := format.TagByName(name); ok {
+				continue
+			}
+			var b byte
+			if _, err := fmt.Sscanf(name, "tag 0x%02X", &b); err != nil {
+				return fmt.Errorf("migration: %s: trailer counts a table %q this binary cannot name", u, name)
+			}
+			counts[format.Tag(b)] += n
+		}
+	}
+	if len(counts) > 0 {
+		return &UnknownTagsError{Counts: counts}
+	}
+	return nil
+}
