@@ -36,6 +36,9 @@ type migrateReport struct {
 	// WouldFence: a dry run touches nothing in the source; this says what a
 	// real run would fence.
 	WouldFence string `json:"would_fence,omitempty"`
+	// Carried and Dropped: records of unknown tags, by tag.
+	Carried map[string]uint64 `json:"carried_unknown,omitempty"`
+	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
 }
 
 func init() {
@@ -153,6 +156,7 @@ func init() {
 		rep.From, rep.To, rep.Counts, rep.Digest = state.Migration.From, state.Migration.To, state.Verify.Counts, state.Verify.Digest
 		rep.PointerVersionID = state.Flip.PointerVersionID
 		rep.WouldFence = state.Migration.WouldFence
+		rep.Carried, rep.Dropped = state.Verify.Carried, state.Verify.Dropped
 		switch {
 		case runErr != nil:
 			rep.Outcome, rep.Error = "failed", runErr.Error()
@@ -191,6 +195,14 @@ func printMigrateReport(e *env, r migrateReport) {
 	}
 	if r.Error != "" {
 		fmt.Fprintf(e.stdout, "error: %s\n", r.Error)
+	}
+	for _, u := range []struct {
+		verb   string
+		counts map[string]uint64
+	}{{"carried", r.Carried}, {"DROPPED", r.Dropped}} {
+		for tag, n := range u.counts {
+			fmt.Fprintf(e.stdout, "unknown tags: %s %d records of %s\n", u.verb, n, tag)
+		}
 	}
 	if r.WouldFence != "" {
 		fmt.Fprintf(e.stdout, "the source was not touched; %s\n", r.WouldFence)

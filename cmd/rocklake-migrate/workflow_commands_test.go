@@ -148,3 +148,34 @@ func TestOutcomeIsThePointers(t *testing.T) {
 		t.Fatalf("the failure message does not name migration %s and pointer %s: %+v", rep.MigrationID, ptr, msgs)
 	}
 }
+
+// Dropping unknown tags is never silent: the report counts what was dropped
+// (and carried), per tag.
+func TestMigrateReportsDroppedAndCarried(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
+	cli(t, "kv", "put", "--catalog", src, "--force", "f0aa", "00").want(t, exitOK)
+	cli(t, "kv", "put", "--catalog", src, "--force", "f0bb", "00").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--unknown-tags", "drop", "--dry-run", "--json")
+	r.want(t, exitOK)
+	var rep migrateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Dropped["tag 0xF0"] != 2 || len(rep.Carried) != 0 {
+		t.Fatalf("dropped %v, carried %v; want 2 records of tag 0xF0 dropped", rep.Dropped, rep.Carried)
+	}
+	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--unknown-tags", "carry")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "carried 2 records of tag 0xF0") {
+		t.Fatalf("migrate --unknown-tags carry does not say what it carried:\n%s", r.stdout)
+	}
+}

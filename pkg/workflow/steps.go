@@ -430,6 +430,10 @@ type VerifyOutput struct {
 	Migration
 	Counts map[string]uint64 `json:"counts"`
 	Digest string            `json:"digest"`
+	// Carried and Dropped count the records of unknown tags the transforms
+	// carried or dropped, by tag ("tag 0xNN"): a drop is never silent.
+	Carried map[string]uint64 `json:"carried_unknown,omitempty"`
+	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
 }
 
 // Verify rescans the new catalog: its per-table counts and digest must equal
@@ -441,12 +445,19 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	}
 	st := env.staging(m.MigrationID)
 	var want ndjson.Digest
+	carried, dropped := map[string]uint64{}, map[string]uint64{}
 	for i := range p.Ranges {
 		var r shardResult
 		if err := getJSON(ctx, env.Store, st.ResultURL("transform", i), &r); err != nil {
 			return VerifyOutput{Migration: m}, err
 		}
 		want.Merge(r.Digest)
+		for t, n := range r.Carried {
+			carried[t.String()] += n
+		}
+		for t, n := range r.Dropped {
+			dropped[t.String()] += n
+		}
 	}
 	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
 	if err != nil {
@@ -459,6 +470,12 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	}
 	cmp := shard.Compare(got, want)
 	out := VerifyOutput{Migration: m, Counts: got.Counts(), Digest: got.Sum()}
+	if len(carried) > 0 {
+		out.Carried = carried
+	}
+	if len(dropped) > 0 {
+		out.Dropped = dropped
+	}
 	if err := putJSON(ctx, env.Store, st.StepURL("verify"), cmp); err != nil {
 		return out, err
 	}
