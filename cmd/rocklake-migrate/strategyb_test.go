@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -71,4 +74,29 @@ func TestTransformRefusesUnknownTagsBeforeWriting(t *testing.T) {
 		t.Fatalf("the refused transform wrote %d files", len(entries))
 	}
 	cli(t, "transform", "--input", shards, "--output", out, "--to", "v2", "--unknown-tags", "carry").want(t, exitOK, "")
+}
+
+// Import refuses a target that holds objects, that is inside another
+// catalog (its wal/ prefix) or that holds one (a parent prefix, the bucket
+// root), and writes nothing there.
+func TestImportRefusesParentAndInsideTargets(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "lake-b", false); err != nil {
+		t.Fatal(err)
+	}
+	src := "s3://lake-b/catalogs/prod"
+	cli(t, "seed", "--catalog", src, "--rows", "200").want(t, exitOK)
+	shards := filepath.Join(t.TempDir(), "v1")
+	cli(t, "export", "--catalog", src, "--format", "v1", "--output", shards, "--shards", "2").want(t, exitOK)
+	before := rawDump(t, src)
+	for _, target := range []string{"s3://lake-b/catalogs", "s3://lake-b", src + "/wal", src + "/wal/sub"} {
+		cli(t, "import", "--format", "v1", "--input", shards, "--catalog", target).want(t, exitError, "target location is not empty")
+	}
+	if after := rawDump(t, src); after != before {
+		t.Fatal("a refused import changed the source")
+	}
+	cli(t, "import", "--format", "v1", "--input", shards, "--catalog", "s3://lake-b/catalogs/copy").want(t, exitOK)
 }

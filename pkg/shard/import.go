@@ -110,7 +110,13 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	opts.Progress.total(len(hs))
 
 	prog, err := targetState(ctx, url, hs[0], opts.Store)
-	if err != nil {
+	noDB := errors.Is(err, errNoDatabase)
+	if err != nil && !noDB {
+		return res, err
+	}
+	// An empty database (an import killed before its first progress
+	// record) or an unfinished one of these shards may be there; nothing else.
+	if err := checkLocation(ctx, store, url, !noDB); err != nil {
 		return res, err
 	}
 	res.Resumed = prog != nil
@@ -189,7 +195,7 @@ func count(bs []bool) int {
 func targetState(ctx context.Context, url string, h ndjson.Header, so slatedb.Options) (*progress, error) {
 	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Options: so})
 	if errors.Is(err, slatedb.ErrNoDatabase) {
-		return nil, nil
+		return nil, errNoDatabase
 	}
 	if err != nil {
 		return nil, fmt.Errorf("shard: import: target %s: %w", url, err)
@@ -229,6 +235,9 @@ func targetState(ctx context.Context, url string, h ndjson.Header, so slatedb.Op
 	}
 	return nil, nil
 }
+
+// errNoDatabase: targetState found no SlateDB database at the target.
+var errNoDatabase = errors.New("no database")
 
 const (
 	batchRecords = 1000
