@@ -271,7 +271,7 @@ func TestKV(t *testing.T) {
 			}
 		}
 
-		key := "0e01" // a tag this binary does not know: kv is raw
+		key := "3001" // a tag this binary does not know: any value
 		cli(t, "kv", "put", "--catalog", url, key, "abcd").want(t, exitUsage, "--force")
 		cli(t, "kv", "get", "--catalog", url, key).want(t, exitError, "key not found")
 		cli(t, "kv", "put", "--catalog", url, "--force", key, "abcd").want(t, 0)
@@ -280,9 +280,9 @@ func TestKV(t *testing.T) {
 		if r.stdout != "abcd\n" {
 			t.Fatalf("kv get after put = %q", r.stdout)
 		}
-		r = cli(t, "kv", "scan", "--catalog", url, "--prefix", "0e")
-		if r.stdout != "0e01 abcd\n" {
-			t.Fatalf("kv scan --prefix 0e = %q", r.stdout)
+		r = cli(t, "kv", "scan", "--catalog", url, "--prefix", "30")
+		if r.stdout != "3001 abcd\n" {
+			t.Fatalf("kv scan --prefix 30 = %q", r.stdout)
 		}
 		cli(t, "kv", "delete", "--catalog", url, key).want(t, exitUsage, "--force")
 		cli(t, "kv", "delete", "--catalog", url, "--force", key).want(t, 0)
@@ -306,12 +306,14 @@ func TestKVRepairsTheVersionKey(t *testing.T) {
 		cli(t, "seed", "--catalog", url, "--rows", "20").want(t, 0)
 		v99 := hex.EncodeToString(format.EncodeFormatVersion(99))
 		v1 := hex.EncodeToString(format.EncodeFormatVersion(1))
-		cli(t, "kv", "put", "--catalog", url, "--force", versionKeyHex, v99).want(t, 0)
+		cli(t, "kv", "put", "--catalog", url, "--force", versionKeyHex, v99).want(t, exitUsage, "--version-key")
+		cli(t, "kv", "put", "--catalog", url, "--force", "--version-key", versionKeyHex, v99).want(t, 0)
 		cli(t, "check", "--catalog", url).want(t, exitMismatch, "found catalog format version 99")
 
-		cli(t, "kv", "put", "--catalog", url, "--force", versionKeyHex, v1).want(t, exitMismatch)
-		cli(t, "kv", "put", "--catalog", url, "--skip-version-check", versionKeyHex, v1).want(t, exitUsage, "--force")
-		cli(t, "kv", "put", "--catalog", url, "--force", "--skip-version-check", versionKeyHex, v1).want(t, 0, "warning: --skip-version-check")
+		cli(t, "kv", "put", "--catalog", url, "--force", "--version-key", versionKeyHex, v1).want(t, exitMismatch)
+		cli(t, "kv", "put", "--catalog", url, "--skip-version-check", "--version-key", versionKeyHex, v1).want(t, exitUsage, "--force")
+		cli(t, "kv", "put", "--catalog", url, "--force", "--skip-version-check", "--version-key", versionKeyHex, "0153444b56").want(t, exitError, "InvalidValue")
+		cli(t, "kv", "put", "--catalog", url, "--force", "--skip-version-check", "--version-key", versionKeyHex, v1).want(t, 0, "warning: --skip-version-check")
 		cli(t, "check", "--catalog", url, "--expect", "v1").want(t, 0)
 	})
 }
@@ -336,4 +338,26 @@ func catalogCounts(t *testing.T, url string) (map[string]uint64, error) {
 	}
 	defer c.Close()
 	return c.Counts(ctx)
+}
+
+// The raw door validates: a value must be what the catalog's format stores
+// under its key, the version key needs --version-key and is never deleted.
+func TestKVValidatesValues(t *testing.T) {
+	dir := t.TempDir()
+	url := "file://" + dir + "/c"
+	cli(t, "seed", "--catalog", url, "--rows", "20").want(t, exitOK)
+	before := rawDump(t, url)
+	snap := hex.EncodeToString(snapshotKey)
+	cli(t, "kv", "delete", "--catalog", url, "--force", versionKeyHex).want(t, exitUsage, "--version-key")
+	cli(t, "kv", "delete", "--catalog", url, "--force", "--version-key", versionKeyHex).want(t, exitUsage, "uninitialized")
+	cli(t, "kv", "put", "--catalog", url, "--force", snap, "00").want(t, exitError, "InvalidValue")
+	// A format-2 envelope in a format-1 catalog.
+	cli(t, "kv", "put", "--catalog", url, "--force", snap, hex.EncodeToString(format.EncodeEnvelope(format.V2, nil))).want(t, exitError, "InvalidValue")
+	// A counter that is not 8 bytes.
+	cli(t, "kv", "put", "--catalog", url, "--force", "fe01", hex.EncodeToString(format.EncodeEnvelope(format.V1, []byte{1}))).want(t, exitError, "InvalidValue")
+	if after := rawDump(t, url); after != before {
+		t.Fatal("a refused kv put changed the catalog")
+	}
+	cli(t, "kv", "put", "--catalog", url, "--force", snap, hex.EncodeToString(format.EncodeEnvelope(format.V1, nil))).want(t, exitOK)
+	cli(t, "kv", "put", "--catalog", url, "--force", "fe01", hex.EncodeToString(format.EncodeCounter(format.V1, 99))).want(t, exitOK)
 }

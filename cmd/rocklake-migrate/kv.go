@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -142,6 +145,7 @@ func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []
 	fs := flags(e, "kv "+name, usage+" [--skip-version-check]")
 	kf := newKVFlags(fs)
 	force := fs.Bool("force", false, "really write: opening the catalog's writer fences a running RockLake writer")
+	versionKey := fs.Bool("version-key", false, "the KEY is catalog-format-version: change it (repair only; every binary reads the catalog by it)")
 	pos, err := parseArgs(fs, args, nargs)
 	if err != nil {
 		return err
@@ -153,14 +157,24 @@ func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []
 	if err != nil {
 		return err
 	}
+	isVersion := bytes.Equal(key, format.FormatVersionKey())
+	if isVersion != *versionKey {
+		if isVersion {
+			return usagef("kv %s of the catalog-format-version key needs --version-key: every binary reads the catalog by it", name)
+		}
+		return usagef("--version-key: KEY %x is not the catalog-format-version key", key)
+	}
+	var value []byte
 	var b slatedb.Batch
 	if nargs == 2 {
-		value, err := hexArg("VALUE", pos[1])
-		if err != nil {
+		if value, err = hexArg("VALUE", pos[1]); err != nil {
 			return err
 		}
 		b.Put(key, value)
 	} else {
+		if isVersion {
+			return usagef("kv delete of the catalog-format-version key would leave an uninitialized catalog that nothing opens: put the right version instead")
+		}
 		b.Delete(key)
 	}
 	if !*force {
@@ -172,9 +186,43 @@ func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []
 	if err != nil {
 		return err
 	}
+	if nargs == 2 {
+		if err := validValue(w.Version(), key, value, isVersion); err != nil {
+			w.Close()
+			return err
+		}
+	}
 	if err := w.Write(ctx, &b); err != nil {
 		w.Close()
 		return err
 	}
 	return w.Close()
+}
+
+// ErrInvalidValue: kv put refuses a value that is not what the catalog's
+// format stores under that key.
+var ErrInvalidValue = errors.New("InvalidValue")
+
+// validValue checks value against key in format v: the envelope, the row
+// type or counter encoding its shape has. Keys of unknown tags and of no
+// known shape take any bytes; with the version check skipped (v 0) only the
+// version key itself is checked.
+func validValue(v format.Version, key, value []byte, isVersion bool) error {
+	if isVersion {
+		if _, err := format.DecodeFormatVersion(value); err != nil {
+			return fmt.Errorf("%w: %x is not a catalog-format-version value (01 'SDKV' and a big-endian u32): %w", ErrInvalidValue, value, err)
+		}
+		return nil
+	}
+	if !format.Supported(v) {
+		return nil
+	}
+	k, err := format.DecodeKey(v, key)
+	if err != nil {
+		return fmt.Errorf("%w: key %x is not a %s key: %w", ErrInvalidValue, key, v, err)
+	}
+	if _, err := format.DecodeValue(v, k, value); err != nil {
+		return fmt.Errorf("%w: %x is not a %s value of %s: %w", ErrInvalidValue, value, v, k.Tag, err)
+	}
+	return nil
 }
