@@ -36,13 +36,13 @@ func newFaultProxy(t *testing.T, target string, failShare, slowShare float64, de
 		t.Fatal(err)
 	}
 	p := &faultProxy{rnd: rand.New(rand.NewPCG(1, 2))}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		host := r.Host
-		director(r)
-		r.Host = host
-	}
+	// Rewrite keeps the client's Host header (SetURL would replace it), so
+	// that S3 signatures made for the proxy's address still verify.
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		host := r.In.Host
+		r.SetURL(u)
+		r.Out.Host = host
+	}}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.total.Add(1)
 		p.mu.Lock()

@@ -78,7 +78,7 @@ func TestDocumentedExamples(t *testing.T) {
 					return task.Result, nil
 				})
 			}
-			out, err, sl := run(t, m, string(c.Input), rec)
+			out, sl, err := run(t, m, string(c.Input), rec)
 			if c.Error != nil {
 				ee := execErr(t, err, c.Error.Error)
 				if ee.Cause != c.Error.Cause {

@@ -53,7 +53,7 @@ func TestFuncs(t *testing.T) {
 		t.Errorf("Check: %v", err)
 	}
 	// An unregistered resource is a wiring mistake: States.Runtime, not caught.
-	_, err, _ := run(t, m, `{"v": 1}`, fs)
+	_, _, err := run(t, m, `{"v": 1}`, fs)
 	ee := execErr(t, err, "States.Runtime")
 	if !strings.Contains(ee.Cause, `no function is registered for resource "flip"`) || ee.State != "B" {
 		t.Errorf("%+v", ee)
@@ -62,7 +62,7 @@ func TestFuncs(t *testing.T) {
 	if err := fs.Check(m); err != nil {
 		t.Fatal(err)
 	}
-	out, err, _ := run(t, m, `{"v": 1}`, fs)
+	out, _, err := run(t, m, `{"v": 1}`, fs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func fixedClock(t0 time.Time) func() time.Time { return func() time.Time { retur
 var t0 = time.Date(2026, 3, 14, 1, 59, 26, 535000000, time.UTC)
 
 // run runs m with test options (no real sleeping, a fixed clock).
-func run(t testing.TB, m *asl.Machine, input string, tasks asl.TaskRunner) (string, error, *sleeps) {
+func run(t testing.TB, m *asl.Machine, input string, tasks asl.TaskRunner) (string, *sleeps, error) {
 	t.Helper()
 	s := &sleeps{}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -58,7 +58,7 @@ func run(t testing.TB, m *asl.Machine, input string, tasks asl.TaskRunner) (stri
 		Tasks: tasks, Sleep: s.sleep, Now: fixedClock(t0),
 		ExecutionName: "exec-1", StateMachineArn: "arn:aws:states:us-east-1:123456789012:stateMachine:migrate",
 	})
-	return string(out), err, s
+	return string(out), s, err
 }
 
 // jsonEqual compares two JSON texts semantically.

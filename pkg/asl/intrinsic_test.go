@@ -65,7 +65,7 @@ func TestIntrinsicFunctions(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.expr, func(t *testing.T) {
-			out, err, _ := run(t, mustLoad(t, intrinsicDef(c.expr)), intrinsicInput, nil)
+			out, _, err := run(t, mustLoad(t, intrinsicDef(c.expr)), intrinsicInput, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,18 +78,18 @@ func TestIntrinsicFunctions(t *testing.T) {
 }
 
 func TestArrayRangeLimit(t *testing.T) {
-	out, err, _ := run(t, mustLoad(t, intrinsicDef(`States.ArrayLength(States.ArrayRange(0, 999, 1))`)), `{}`, nil)
+	out, _, err := run(t, mustLoad(t, intrinsicDef(`States.ArrayLength(States.ArrayRange(0, 999, 1))`)), `{}`, nil)
 	if err != nil || out != "1000" {
 		t.Fatalf("1000 items: %s %v", out, err)
 	}
-	_, err, _ = run(t, mustLoad(t, intrinsicDef(`States.ArrayRange(0, 1000, 1)`)), `{}`, nil)
+	_, _, err = run(t, mustLoad(t, intrinsicDef(`States.ArrayRange(0, 1000, 1)`)), `{}`, nil)
 	execErr(t, err, "States.IntrinsicFailure")
-	_, err, _ = run(t, mustLoad(t, intrinsicDef(`States.ArrayRange(-9223372036854775808, 9223372036854775807, 1)`)), `{}`, nil)
+	_, _, err = run(t, mustLoad(t, intrinsicDef(`States.ArrayRange(-9223372036854775808, 9223372036854775807, 1)`)), `{}`, nil)
 	execErr(t, err, "States.IntrinsicFailure")
 }
 
 func TestUUID(t *testing.T) {
-	out, err, _ := run(t, mustLoad(t, intrinsicDef(`States.UUID()`)), `{}`, nil)
+	out, _, err := run(t, mustLoad(t, intrinsicDef(`States.UUID()`)), `{}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestIntrinsicRuntimeFailures(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.expr, func(t *testing.T) {
-			_, err, _ := run(t, mustLoad(t, intrinsicDef(c.expr)), intrinsicInput, nil)
+			_, _, err := run(t, mustLoad(t, intrinsicDef(c.expr)), intrinsicInput, nil)
 			ee := execErr(t, err, c.name)
 			if !strings.Contains(ee.Cause, c.cause) {
 				t.Errorf("cause %q does not contain %q", ee.Cause, c.cause)

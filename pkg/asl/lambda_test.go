@@ -256,7 +256,7 @@ func TestLambdaInvokerUnderRetry(t *testing.T) {
 	    "Catch": [{"ErrorEquals": ["ShardCorrupt"], "ResultPath": "$.error", "Next": "Parse"}], "End": true},
 	  "Parse": {"Type": "Pass", "Parameters": {"call.$": "$.call.p", "type.$": "$.error.Error", "detail.$": "States.StringToJson($.error.Cause)"}, "End": true}}}`
 	inv := &asl.LambdaInvoker{Config: testAWSConfig(), Endpoint: s.URL}
-	out, err, sl := run(t, mustLoad(t, def), `{"x": 1}`, inv)
+	out, sl, err := run(t, mustLoad(t, def), `{"x": 1}`, inv)
 	if err != nil {
 		t.Fatal(err)
 	}

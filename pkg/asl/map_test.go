@@ -81,7 +81,7 @@ func TestMapHundredItemsAtMostFourAtOnce(t *testing.T) {
 		}
 		return json.RawMessage(fmt.Sprintf(`{"n": %d, "extra": 1}`, v.V+v.I)), nil
 	})
-	out, err, _ := run(t, mustLoad(t, mapDef(4, "DISTRIBUTED")), items(100), rec)
+	out, _, err := run(t, mustLoad(t, mapDef(4, "DISTRIBUTED")), items(100), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestMapItemFailurePropagates(t *testing.T) {
 				}
 			})
 			start := time.Now()
-			_, err, _ := run(t, mustLoad(t, mapDef(10, mode)), items(50), rec)
+			_, _, err := run(t, mustLoad(t, mapDef(10, mode)), items(50), rec)
 			if time.Since(start) > 3*time.Second {
 				t.Errorf("the failure did not cancel the other iterations (%v)", time.Since(start))
 			}
@@ -193,7 +193,7 @@ func TestMapCatchAndRetryWholeState(t *testing.T) {
 		}
 		return in, nil
 	})
-	out, err, sl := run(t, mustLoad(t, def), `[1, 2]`, rec)
+	out, sl, err := run(t, mustLoad(t, def), `[1, 2]`, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,20 +207,20 @@ func TestMapEdgeCases(t *testing.T) {
 	def := `{"StartAt": "M", "States": {"M": {"Type": "Map", "ItemsPath": "$.xs", "ItemProcessor": {"StartAt": "P", "States": {
 	  "P": {"Type": "Pass", "End": true}}}, "ResultSelector": {"count.$": "States.ArrayLength($)"}, "ResultPath": "$.r", "OutputPath": "$.r", "End": true}}}`
 	m := mustLoad(t, def)
-	out, err, _ := run(t, m, `{"xs": []}`, nil)
+	out, _, err := run(t, m, `{"xs": []}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertJSON(t, out, `{"count": 0}`)
-	_, err, _ = run(t, m, `{"xs": {"not": "an array"}}`, nil)
+	_, _, err = run(t, m, `{"xs": {"not": "an array"}}`, nil)
 	execErr(t, err, "States.Runtime")
-	_, err, _ = run(t, m, `{}`, nil)
+	_, _, err = run(t, m, `{}`, nil)
 	execErr(t, err, "States.Runtime")
 
 	// $$.Map.Item is for ItemSelector, not for the states inside.
 	def = `{"StartAt": "M", "States": {"M": {"Type": "Map", "ItemProcessor": {"StartAt": "P", "States": {
 	  "P": {"Type": "Pass", "Parameters": {"i.$": "$$.Map.Item.Index"}, "End": true}}}, "End": true}}}`
-	_, err, _ = run(t, mustLoad(t, def), `[1]`, nil)
+	_, _, err = run(t, mustLoad(t, def), `[1]`, nil)
 	execErr(t, err, "States.Runtime")
 }
 
@@ -233,13 +233,13 @@ func TestMapExecutionContext(t *testing.T) {
 		return `{"StartAt": "M", "States": {"M": {"Type": "Map", "ItemProcessor": {` + cfg + ` "StartAt": "P", "States": {
 		  "P": {"Type": "Pass", "Parameters": {"input.$": "$$.Execution.Input", "id.$": "$$.Execution.Id"}, "End": true}}}, "End": true}}}`
 	}
-	out, err, _ := run(t, mustLoad(t, def("INLINE")), `["a"]`, nil)
+	out, _, err := run(t, mustLoad(t, def("INLINE")), `["a"]`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertJSON(t, out, `[{"input": ["a"], "id": "arn:aws:states:us-east-1:123456789012:execution:migrate:exec-1"}]`)
 	// A DISTRIBUTED item is a child execution whose input is the item.
-	out, err, _ = run(t, mustLoad(t, def("DISTRIBUTED")), `["a"]`, nil)
+	out, _, err = run(t, mustLoad(t, def("DISTRIBUTED")), `["a"]`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestMapResultOverQuota(t *testing.T) {
 	def := `{"StartAt": "M", "States": {"M": {"Type": "Map", "ItemProcessor": {"StartAt": "W", "States": {
 	  "W": {"Type": "Task", "Resource": "work", "End": true}}}, "End": true}}}`
 	chunk := `"` + strings.Repeat("c", 100*1024) + `"`
-	_, err, _ := run(t, mustLoad(t, def), `[1, 2, 3]`, newRecorder().on("work", returns(chunk)))
+	_, _, err := run(t, mustLoad(t, def), `[1, 2, 3]`, newRecorder().on("work", returns(chunk)))
 	if ee := execErr(t, err, "States.DataLimitExceeded"); ee.State != "M" {
 		t.Errorf("%+v", ee)
 	}

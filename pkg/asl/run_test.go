@@ -31,7 +31,7 @@ func TestPassState(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, err, _ := run(t, mustLoad(t, one(c.state)), c.input, nil)
+			out, _, err := run(t, mustLoad(t, one(c.state)), c.input, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,11 +41,11 @@ func TestPassState(t *testing.T) {
 }
 
 func TestInputOutputPathErrors(t *testing.T) {
-	_, err, _ := run(t, mustLoad(t, one(`{"Type": "Pass", "InputPath": "$.missing", "End": true}`)), `{"a": 1}`, nil)
+	_, _, err := run(t, mustLoad(t, one(`{"Type": "Pass", "InputPath": "$.missing", "End": true}`)), `{"a": 1}`, nil)
 	execErr(t, err, "States.Runtime")
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Pass", "Result": "x", "ResultPath": "$.a.b", "End": true}`)), `{"a": 1}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Pass", "Result": "x", "ResultPath": "$.a.b", "End": true}`)), `{"a": 1}`, nil)
 	execErr(t, err, "States.ResultPathMatchFailure")
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Pass", "Parameters": {"x.$": "$.nope"}, "End": true}`)), `{}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Pass", "Parameters": {"x.$": "$.nope"}, "End": true}`)), `{}`, nil)
 	ee := execErr(t, err, "States.Runtime")
 	if !strings.Contains(ee.Cause, "'$.nope'") || !strings.Contains(ee.Cause, "'x.$'") || ee.State != "S" {
 		t.Errorf("error %+v", ee)
@@ -53,20 +53,20 @@ func TestInputOutputPathErrors(t *testing.T) {
 }
 
 func TestSucceedAndFail(t *testing.T) {
-	out, err, _ := run(t, mustLoad(t, one(`{"Type": "Succeed", "InputPath": "$.a", "OutputPath": "$.b"}`)), `{"a": {"b": 2}}`, nil)
+	out, _, err := run(t, mustLoad(t, one(`{"Type": "Succeed", "InputPath": "$.a", "OutputPath": "$.b"}`)), `{"a": {"b": 2}}`, nil)
 	if err != nil || out != "2" {
 		t.Fatalf("Succeed: %s %v", out, err)
 	}
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Fail", "Error": "Broken", "Cause": "because"}`)), `{}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Fail", "Error": "Broken", "Cause": "because"}`)), `{}`, nil)
 	ee := execErr(t, err, "Broken")
 	if ee.Cause != "because" || ee.State != "S" {
 		t.Errorf("%+v", ee)
 	}
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Fail", "ErrorPath": "$.e", "CausePath": "States.Format('code {}', $.code)"}`)), `{"e": "Dyn", "code": 7}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Fail", "ErrorPath": "$.e", "CausePath": "States.Format('code {}', $.code)"}`)), `{"e": "Dyn", "code": 7}`, nil)
 	if ee := execErr(t, err, "Dyn"); ee.Cause != "code 7" {
 		t.Errorf("cause %q", ee.Cause)
 	}
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Fail", "ErrorPath": "$.e"}`)), `{"e": 5}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Fail", "ErrorPath": "$.e"}`)), `{"e": 5}`, nil)
 	execErr(t, err, "States.Runtime")
 	if want := `asl: execution failed in state "S": States.Runtime: ErrorPath must give a string, not number`; err.Error() != want {
 		t.Errorf("message %q", err.Error())
@@ -115,7 +115,7 @@ func TestChoiceRules(t *testing.T) {
 			  "C": {"Type": "Choice", "Choices": [{` + c.rule + `, "Next": "Yes"}], "Default": "No"},
 			  "Yes": {"Type": "Pass", "Result": "yes", "End": true},
 			  "No": {"Type": "Pass", "Result": "no", "End": true}}}`
-			out, err, _ := run(t, mustLoad(t, def), c.input, nil)
+			out, _, err := run(t, mustLoad(t, def), c.input, nil)
 			if c.err != "" {
 				execErr(t, err, c.err)
 				return
@@ -142,12 +142,12 @@ func TestChoiceFirstMatchNoDefaultAndOutputPath(t *testing.T) {
 	  "First": {"Type": "Pass", "ResultPath": "$", "Parameters": {"got.$": "$", "by": "First"}, "End": true},
 	  "Second": {"Type": "Pass", "Result": "second", "End": true}}}`
 	m := mustLoad(t, def)
-	out, err, _ := run(t, m, `{"in": {"v": 2}}`, nil)
+	out, _, err := run(t, m, `{"in": {"v": 2}}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertJSON(t, out, `{"got": 2, "by": "First"}`)
-	_, err, _ = run(t, m, `{"in": {"v": -1}}`, nil)
+	_, _, err = run(t, m, `{"in": {"v": -1}}`, nil)
 	execErr(t, err, "States.NoChoiceMatched")
 }
 
@@ -164,7 +164,7 @@ func TestWaitState(t *testing.T) {
 		{`{"Type": "Wait", "TimestampPath": "$.at", "End": true}`, `{"at": "2020-01-01T00:00:00Z"}`, nil},
 	}
 	for _, c := range cases {
-		out, err, sl := run(t, mustLoad(t, one(c.state)), c.input, nil)
+		out, sl, err := run(t, mustLoad(t, one(c.state)), c.input, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.state, err)
 		}
@@ -173,7 +173,7 @@ func TestWaitState(t *testing.T) {
 			t.Errorf("%s: slept %v, want %v", c.state, got, c.want)
 		}
 	}
-	_, err, _ := run(t, mustLoad(t, one(`{"Type": "Wait", "SecondsPath": "$.s", "End": true}`)), `{"s": "soon"}`, nil)
+	_, _, err := run(t, mustLoad(t, one(`{"Type": "Wait", "SecondsPath": "$.s", "End": true}`)), `{"s": "soon"}`, nil)
 	execErr(t, err, "States.Runtime")
 }
 
@@ -187,7 +187,7 @@ func TestTaskProcessingOrder(t *testing.T) {
 	  "OutputPath": "$.out",
 	  "End": true}`)
 	rec := newRecorder().on("work", returns(`{"result": 42, "noise": true}`))
-	out, err, _ := run(t, mustLoad(t, def), `{"in": {"x": "X", "other": 1}, "keep": true}`, rec)
+	out, _, err := run(t, mustLoad(t, def), `{"in": {"x": "X", "other": 1}, "keep": true}`, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestContextObject(t *testing.T) {
 	  "id.$": "$$.Execution.Id", "name.$": "$$.Execution.Name", "input.$": "$$.Execution.Input",
 	  "start.$": "$$.Execution.StartTime", "state.$": "$$.State.Name", "entered.$": "$$.State.EnteredTime",
 	  "retries.$": "$$.State.RetryCount", "sm.$": "$$.StateMachine.Id", "smName.$": "$$.StateMachine.Name"}, "End": true}`)
-	out, err, _ := run(t, mustLoad(t, def), `{"k": [1]}`, nil)
+	out, _, err := run(t, mustLoad(t, def), `{"k": [1]}`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestContextObject(t *testing.T) {
 	  "retries": 0, "sm": "arn:aws:states:us-east-1:123456789012:stateMachine:migrate", "smName": "migrate"}`)
 
 	// Task.Token is not available; Map.Item only in ItemSelector.
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Pass", "Parameters": {"t.$": "$$.Task.Token"}, "End": true}`)), `{}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Pass", "Parameters": {"t.$": "$$.Task.Token"}, "End": true}`)), `{}`, nil)
 	execErr(t, err, "States.Runtime")
 }
 
@@ -228,7 +228,7 @@ func TestRetryCountInContext(t *testing.T) {
 	})
 	def := one(`{"Type": "Task", "Resource": "flaky", "Parameters": {"try.$": "$$.State.RetryCount"},
 	  "Retry": [{"ErrorEquals": ["Transient"], "MaxAttempts": 5}], "End": true}`)
-	out, err, sl := run(t, mustLoad(t, def), `{}`, rec)
+	out, sl, err := run(t, mustLoad(t, def), `{}`, rec)
 	if err != nil || out != `"ok"` {
 		t.Fatalf("%s %v", out, err)
 	}
@@ -248,7 +248,7 @@ func TestRetryBackoffCapAndJitter(t *testing.T) {
 	rec := newRecorder().on("down", func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return nil, errors.New("connection reset")
 	})
-	_, err, sl := run(t, mustLoad(t, def), `{}`, rec)
+	_, sl, err := run(t, mustLoad(t, def), `{}`, rec)
 	ee := execErr(t, err, "States.TaskFailed")
 	if ee.Cause != "connection reset" {
 		t.Errorf("cause %q", ee.Cause)
@@ -279,7 +279,7 @@ func TestRetryMaxAttemptsZeroAndFirstMatchOnly(t *testing.T) {
 	    "Catch": [{"ErrorEquals": ["Fatal"], "ResultPath": "$.err", "Next": "Caught"}]},
 	  "Caught": {"Type": "Pass", "End": true}}}`
 	rec := newRecorder().on("r", fails("Fatal", "no retry for me"))
-	out, err, sl := run(t, mustLoad(t, def), `{"in": 1}`, rec)
+	out, sl, err := run(t, mustLoad(t, def), `{"in": 1}`, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestCatchOrderAndWildcards(t *testing.T) {
 		{func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, errors.New("plain") }, `"taskfailed"`},
 		{fails("States.Timeout", "runner timed out"), `"all"`},
 	} {
-		out, err, _ := run(t, m, `{}`, newRecorder().on("r", c.fn))
+		out, _, err := run(t, m, `{}`, newRecorder().on("r", c.fn))
 		if err != nil || out != c.want {
 			t.Errorf("got %s %v, want %s", out, err, c.want)
 		}
@@ -321,7 +321,7 @@ func TestRuntimeErrorsAreNeverCaught(t *testing.T) {
 	    "Retry": [{"ErrorEquals": ["States.ALL"]}],
 	    "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "C"}]},
 	  "C": {"Type": "Succeed"}}}`
-	_, err, sl := run(t, mustLoad(t, def), `{}`, newRecorder().on("r", echo))
+	_, sl, err := run(t, mustLoad(t, def), `{}`, newRecorder().on("r", echo))
 	execErr(t, err, "States.Runtime")
 	if len(sl.got()) != 0 {
 		t.Error("a States.Runtime error was retried")
@@ -338,7 +338,7 @@ func TestNamedErrors(t *testing.T) {
 	  "S": {"Type": "Task", "Resource": "r", "End": true,
 	    "Catch": [{"ErrorEquals": ["QuotaExceeded"], "Next": "C"}]},
 	  "C": {"Type": "Pass", "End": true}}}`
-	out, err, _ := run(t, mustLoad(t, def), `{}`, newRecorder().on("r", func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	out, _, err := run(t, mustLoad(t, def), `{}`, newRecorder().on("r", func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return nil, fmt.Errorf("wrapped: %w", quotaErr{})
 	}))
 	if err != nil {
@@ -368,7 +368,7 @@ func TestTaskTimeout(t *testing.T) {
 		return json.RawMessage(`"late"`), nil
 	})
 	start := time.Now()
-	out, err, sl := run(t, mustLoad(t, def), `{}`, rec)
+	out, sl, err := run(t, mustLoad(t, def), `{}`, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestExecutionTimeout(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	start := time.Now()
-	_, err, _ := run(t, mustLoad(t, def), `{}`, rec)
+	_, _, err := run(t, mustLoad(t, def), `{}`, rec)
 	execErr(t, err, "States.Timeout")
 	if el := time.Since(start); el < 900*time.Millisecond || el > 3*time.Second {
 		t.Errorf("execution timeout after %v", el)
@@ -446,7 +446,7 @@ func TestDataLimitExceeded(t *testing.T) {
 	catchAll := `"Catch": [{"ErrorEquals": ["States.ALL"], "Next": "C"}]`
 	def := `{"StartAt": "S", "States": {"S": {"Type": "Task", "Resource": "big", "End": true, ` + catchAll + `}, "C": {"Type": "Succeed"}}}`
 	rec := newRecorder().on("big", returns(big))
-	_, err, _ := run(t, mustLoad(t, def), `{}`, rec)
+	_, _, err := run(t, mustLoad(t, def), `{}`, rec)
 	ee := execErr(t, err, "States.DataLimitExceeded")
 	if !strings.Contains(ee.Cause, "262146 bytes") {
 		t.Errorf("cause %q", ee.Cause)
@@ -455,13 +455,13 @@ func TestDataLimitExceeded(t *testing.T) {
 	// Under the quota as a result, over it once ResultPath adds the input.
 	half := `"` + strings.Repeat("y", asl.PayloadLimit/2) + `"`
 	def = one(`{"Type": "Task", "Resource": "half", "ResultPath": "$.second", "End": true}`)
-	_, err, _ = run(t, mustLoad(t, def), `{"first": `+half+`}`, newRecorder().on("half", returns(half)))
+	_, _, err = run(t, mustLoad(t, def), `{"first": `+half+`}`, newRecorder().on("half", returns(half)))
 	execErr(t, err, "States.DataLimitExceeded")
 
 	// Caught when named exactly.
 	def = `{"StartAt": "S", "States": {"S": {"Type": "Task", "Resource": "big", "End": true,
 	  "Catch": [{"ErrorEquals": ["States.DataLimitExceeded"], "Next": "C"}]}, "C": {"Type": "Pass", "End": true}}}`
-	out, err, _ := run(t, mustLoad(t, def), `{}`, rec)
+	out, _, err := run(t, mustLoad(t, def), `{}`, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,12 +470,12 @@ func TestDataLimitExceeded(t *testing.T) {
 	}
 
 	// The execution input.
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Succeed"}`)), `{"a": `+big+`}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Succeed"}`)), `{"a": `+big+`}`, nil)
 	execErr(t, err, "States.DataLimitExceeded")
 
 	// Exactly at the quota is fine.
 	exact := `"` + strings.Repeat("z", asl.PayloadLimit-2) + `"`
-	out, err, _ = run(t, mustLoad(t, one(`{"Type": "Pass", "End": true}`)), exact, nil)
+	out, _, err = run(t, mustLoad(t, one(`{"Type": "Pass", "End": true}`)), exact, nil)
 	if err != nil || len(out) != asl.PayloadLimit {
 		t.Errorf("at the quota: %d bytes, %v", len(out), err)
 	}
@@ -490,14 +490,14 @@ func TestLambdaInvokeIntegration(t *testing.T) {
 	if len(m.Resources()) != 0 {
 		t.Errorf("a FunctionName from a path is not static: %q", m.Resources())
 	}
-	out, err, _ := run(t, m, `{"fn": "check-fn", "x": 1}`, rec)
+	out, _, err := run(t, m, `{"fn": "check-fn", "x": 1}`, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertJSON(t, out, `{"ok": true}`)
 	assertJSON(t, rec.inputs("check-fn")[0], `{"x": 1}`)
 
-	out, err, _ = run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"FunctionName": "check-fn"}, "ResultSelector": {"code.$": "$.StatusCode", "v.$": "$.ExecutedVersion"}, "End": true}`)), `{}`, rec)
+	out, _, err = run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"FunctionName": "check-fn"}, "ResultSelector": {"code.$": "$.StatusCode", "v.$": "$.ExecutedVersion"}, "End": true}`)), `{}`, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,18 +506,18 @@ func TestLambdaInvokeIntegration(t *testing.T) {
 }
 
 func TestTaskResultMustBeJSON(t *testing.T) {
-	_, err, _ := run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, newRecorder().on("r", returns(`{nope`)))
+	_, _, err := run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, newRecorder().on("r", returns(`{nope`)))
 	execErr(t, err, "States.Runtime")
-	out, err, _ := run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, newRecorder().on("r", returns(``)))
+	out, _, err := run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, newRecorder().on("r", returns(``)))
 	if err != nil || out != "null" {
 		t.Errorf("empty result: %s %v", out, err)
 	}
-	_, err, _ = run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, nil)
+	_, _, err = run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, nil)
 	execErr(t, err, "States.Runtime")
 }
 
 func TestTaskPanicIsATaskFailure(t *testing.T) {
-	_, err, _ := run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, newRecorder().on("r",
+	_, _, err := run(t, mustLoad(t, one(`{"Type": "Task", "Resource": "r", "End": true}`)), `{}`, newRecorder().on("r",
 		func(context.Context, json.RawMessage) (json.RawMessage, error) { panic("boom") }))
 	if ee := execErr(t, err, "States.TaskFailed"); !strings.Contains(ee.Cause, "panicked: boom") {
 		t.Errorf("cause %q", ee.Cause)

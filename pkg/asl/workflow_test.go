@@ -139,14 +139,14 @@ func TestWorkflowHappyPath(t *testing.T) {
 func TestWorkflowNothingToDoAndDryRun(t *testing.T) {
 	m := loadWorkflow(t)
 	w := &workflowFuncs{needed: false}
-	out, err, _ := run(t, m, workflowInput, w.funcs())
+	out, _, err := run(t, m, workflowInput, w.funcs())
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertJSON(t, out, `{"needed": false, "sourceVersion": 1, "etag": "\"e1\""}`)
 
 	w = &workflowFuncs{needed: true}
-	out, err, _ = run(t, m, strings.Replace(workflowInput, "{", `{"dryRun": true, `, 1), w.funcs())
+	out, _, err = run(t, m, strings.Replace(workflowInput, "{", `{"dryRun": true, `, 1), w.funcs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestWorkflowNothingToDoAndDryRun(t *testing.T) {
 func TestWorkflowFlipFailureAborts(t *testing.T) {
 	m := loadWorkflow(t)
 	w := &workflowFuncs{needed: true, flipErr: &asl.TaskError{Name: "SourceChangedDuringMigration", Cause: "writer-epoch moved from 7 to 8"}}
-	_, err, _ := run(t, m, workflowInput, w.funcs())
+	_, _, err := run(t, m, workflowInput, w.funcs())
 	ee := execErr(t, err, "SourceChangedDuringMigration")
 	if ee.Cause != "writer-epoch moved from 7 to 8" || ee.State != "Failed" {
 		t.Errorf("error %+v", ee)
@@ -180,7 +180,7 @@ func TestWorkflowShardFailureIsAMapRunFailure(t *testing.T) {
 		}
 		return nil
 	}}
-	_, err, _ := run(t, m, workflowInput, w.funcs())
+	_, _, err := run(t, m, workflowInput, w.funcs())
 	ee := execErr(t, err, "States.ExceedToleratedFailureThreshold")
 	if !strings.Contains(ee.Cause, `item 2 failed in state "ExportShard" with ShardCorrupt: bad checksum`) {
 		t.Errorf("cause %q", ee.Cause)

@@ -2,6 +2,7 @@ package ndjson_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"path/filepath"
 	"runtime"
@@ -88,7 +89,7 @@ func BenchmarkDecode(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					r, err := fr.Next()
-					if err == io.EOF {
+					if errors.Is(err, io.EOF) {
 						fr.Close()
 						fr = open()
 						r, err = fr.Next()
@@ -164,7 +165,7 @@ func streamShard(t testing.TB, n int) (growth uint64) {
 	var d ndjson.Digest
 	for i := 0; ; i++ {
 		r, err := fr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

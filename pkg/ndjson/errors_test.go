@@ -261,7 +261,7 @@ func TestErrorsAreFinal(t *testing.T) {
 	}
 	_, first := rd.Next()
 	for range 3 {
-		if _, err := rd.Next(); err != first {
+		if _, err := rd.Next(); !errors.Is(err, first) {
 			t.Fatalf("Next after %v: %v", first, err)
 		}
 	}

@@ -191,7 +191,7 @@ type sourceReader struct {
 
 func (s *sourceReader) Read(p []byte) (int, error) {
 	n, err := s.r.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		s.err = err
 	}
 	return n, err
@@ -205,7 +205,7 @@ type decompressReader struct {
 
 func (d *decompressReader) Read(p []byte) (int, error) {
 	n, err := d.r.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		err = corrupt(err, d.src)
 	}
 	return n, err

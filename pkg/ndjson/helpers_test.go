@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -232,7 +233,7 @@ func readAll(r io.Reader) (ndjson.Header, []ndjson.Record, error) {
 	var rs []ndjson.Record
 	for {
 		rec, err := rd.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return rd.Header(), rs, nil
 		}
 		if err != nil {
@@ -284,7 +285,7 @@ func sha256Hex(s string) string {
 }
 
 func ignoreEOF(err error) error {
-	if err == io.EOF {
+	if errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err

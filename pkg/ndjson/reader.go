@@ -198,7 +198,7 @@ func Verify(r io.Reader) (Header, Trailer, error) {
 // drain reads the remaining records, checking them and the trailer.
 func (r *Reader) drain() (Trailer, error) {
 	for {
-		if _, err := r.Next(); err == io.EOF {
+		if _, err := r.Next(); errors.Is(err, io.EOF) {
 			return r.trailer, nil
 		} else if err != nil {
 			return Trailer{}, err

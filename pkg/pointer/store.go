@@ -56,7 +56,10 @@ func read(ctx context.Context, store *blob.Store, op, url string) (Pointer, Ref,
 	ref := Ref{ETag: info.ETag, VersionID: info.VersionID}
 	p, err := Decode(body)
 	if err != nil {
-		e := err.(*Error)
+		var e *Error
+		if !errors.As(err, &e) {
+			return Pointer{}, ref, body, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+		}
 		e.Op, e.URL = op, url
 		if ref.VersionID != "" {
 			e.Detail = "version " + ref.VersionID + ": " + e.Detail
@@ -97,7 +100,10 @@ func encodeNew(op, url string, p Pointer) ([]byte, error) {
 	}
 	body, err := p.Encode()
 	if err != nil {
-		e := err.(*Error)
+		var e *Error
+		if !errors.As(err, &e) {
+			return nil, fmt.Errorf("pointer: %s %s: %w", op, url, err)
+		}
 		e.Op, e.URL, e.Detail = op, url, "refusing to write an invalid pointer: "+e.Detail
 		return nil, e
 	}
@@ -379,7 +385,11 @@ func History(ctx context.Context, store *blob.Store, url string) ([]Version, err
 		bodies[i] = body
 		p, err := Decode(body)
 		if err != nil {
-			out[i].Problem = err.(*Error).Detail
+			out[i].Problem = err.Error()
+			var e *Error
+			if errors.As(err, &e) {
+				out[i].Problem = e.Detail
+			}
 			continue
 		}
 		out[i].Pointer = &p
