@@ -135,7 +135,25 @@ func (s *Store) Create(ctx context.Context, url string) (*Writer, error) {
 	return w, nil
 }
 
-// Get reads a whole (small) object into memory.
+// MaxGetSize bounds what Get and GetVersion read into memory: they are for
+// control objects (pointer, lock, plan, step results), never for shards,
+// which stream through Open.
+const MaxGetSize = 16 << 20
+
+// ErrTooLarge: an object Get was asked for is larger than MaxGetSize.
+var ErrTooLarge = errors.New("blob: object larger than a whole-object read allows")
+
+// readSmall reads r whole, refusing more than MaxGetSize bytes.
+func readSmall(r io.Reader) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r, MaxGetSize+1))
+	if err == nil && len(body) > MaxGetSize {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, MaxGetSize)
+	}
+	return body, err
+}
+
+// Get reads a whole (small) object into memory; one of more than
+// MaxGetSize bytes is ErrTooLarge.
 func (s *Store) Get(ctx context.Context, url string) ([]byte, Info, error) {
 	b, l, err := s.resolve(url)
 	if err != nil {

@@ -538,3 +538,29 @@ func TestErrorsNameTheURL(t *testing.T) {
 		t.Errorf("Put to an unsupported URL: %v", err)
 	}
 }
+
+// Get reads control objects only: a bigger object is ErrTooLarge, not an
+// unbounded allocation; Open still streams it.
+func TestGetRefusesLargeObjects(t *testing.T) {
+	store, rs := roots(t)
+	ctx := testCtx(t)
+	big := bytes.Repeat([]byte("x"), blob.MaxGetSize+1)
+	for _, r := range rs[:2] {
+		url := r.prefix + "big"
+		if _, err := store.Put(ctx, url, big); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := store.Get(ctx, url); !errors.Is(err, blob.ErrTooLarge) {
+			t.Fatalf("%s: Get of %d bytes: %v, want ErrTooLarge", r.name, len(big), err)
+		}
+		rc, _, err := store.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, rc)
+		rc.Close()
+		if err != nil || n != int64(len(big)) {
+			t.Fatalf("%s: Open streamed %d bytes, %v", r.name, n, err)
+		}
+	}
+}

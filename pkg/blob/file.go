@@ -76,7 +76,7 @@ func (f fileStore) get(ctx context.Context, l Location, versionID string) ([]byt
 		return nil, Info{}, err
 	}
 	defer r.Close()
-	body, err := io.ReadAll(r)
+	body, err := readSmall(r)
 	info.Size, info.ETag = int64(len(body)), etagOf(body)
 	return body, info, err
 }

@@ -142,7 +142,7 @@ func (s *s3Store) get(ctx context.Context, l Location, versionID string) ([]byte
 		return nil, Info{}, err
 	}
 	defer r.Close()
-	body, err := io.ReadAll(r)
+	body, err := readSmall(r)
 	return body, info, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"unsafe"
 )
 
@@ -20,7 +21,9 @@ const (
 )
 
 // Iterator walks a range scan in key order, fetching entries in chunks. It
-// keeps the context given to Scan for its I/O. Use it from one goroutine.
+// keeps the context given to Scan for its I/O. Use it from one goroutine;
+// Close may come from another (the native iterator is mutable, so a fetch
+// and a Close never overlap: mu guards h).
 //
 //	it, err := db.Scan(ctx, start, end)
 //	...
@@ -29,6 +32,7 @@ const (
 //	if err := it.Err(); err != nil { ... }
 type Iterator struct {
 	ctx   context.Context
+	mu    sync.Mutex
 	h     *C.rl_iter
 	chunk []byte
 	key   []byte
@@ -52,7 +56,7 @@ func scan(ctx context.Context, kind C.uint8_t, h unsafe.Pointer, start, end []by
 
 // Next advances to the next entry and reports whether there is one.
 func (it *Iterator) Next() bool {
-	if it.err != nil || it.h == nil {
+	if it.err != nil {
 		return false
 	}
 	if len(it.chunk) == 0 {
@@ -70,6 +74,12 @@ func (it *Iterator) Next() bool {
 }
 
 func (it *Iterator) fetch() bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.h == nil {
+		it.err = fmt.Errorf("slatedb: scan next: %w: the iterator is closed", ErrClosed)
+		return false
+	}
 	var out *C.uint8_t
 	var n C.size_t
 	it.err = native(it.ctx, "scan next", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
@@ -118,6 +128,8 @@ func (it *Iterator) Err() error { return it.err }
 
 // Close frees the iterator. It is safe to call more than once.
 func (it *Iterator) Close() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
 	if it.h != nil {
 		C.rl_iter_close(it.h)
 		it.h = nil

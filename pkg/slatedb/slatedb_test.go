@@ -620,3 +620,41 @@ func TestReadersWriteNothing(t *testing.T) {
 		t.Fatalf("opening, polling and closing readers changed the database:\nbefore:\n%safter:\n%s", before, after)
 	}
 }
+
+// Close from another goroutine while a scan fetches: the native iterator is
+// never used after it is freed (mu), the scan ends, and its error, if any,
+// says the iterator was closed. Run with -race.
+func TestIteratorCloseRacesNext(t *testing.T) {
+	ctx := testCtx(t)
+	url := "file://" + t.TempDir() + "/db"
+	w := openWriter(t, ctx, url)
+	var b slatedb.Batch
+	for i := range 50000 {
+		b.Put(key(i), value(i))
+	}
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		it, err := w.Scan(ctx, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			it.Close()
+		}()
+		n := 0
+		for it.Next() {
+			n++
+		}
+		<-done
+		if err := it.Err(); err != nil && !errors.Is(err, slatedb.ErrClosed) {
+			t.Fatalf("scan ended with %v after %d entries", err, n)
+		}
+		if n > 50000 {
+			t.Fatalf("%d entries", n)
+		}
+	}
+}
