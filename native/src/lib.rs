@@ -80,10 +80,58 @@ fn fail(code: i32, msg: impl Into<String>) -> Fail {
     }
 }
 
+/// The most an error message carries across the ABI: a message is read by
+/// people, and S3 error responses would otherwise bring kilobytes of XML.
+const MAX_MSG: usize = 2000;
+
+/// Describes `e` with its causes on one line (SlateDB's own message often
+/// hides the object store's reason in a source), S3 XML bodies reduced to
+/// their Code and Message, at most MAX_MSG bytes.
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    bounded(&strip_xml(&parts.join(": ")))
+}
+
+/// Replaces an XML error body, from "<?xml" on, by its <Code> and <Message>.
+fn strip_xml(s: &str) -> String {
+    let Some(i) = s.find("<?xml") else {
+        return s.to_string();
+    };
+    let body = &s[i..];
+    let tag = |t: &str| -> String {
+        let open = format!("<{t}>");
+        let close = format!("</{t}>");
+        body.find(&open)
+            .map(|a| &body[a + open.len()..])
+            .and_then(|rest| rest.find(&close).map(|b| rest[..b].to_string()))
+            .unwrap_or_default()
+    };
+    format!("{}S3 error {}: {}", &s[..i], tag("Code"), tag("Message"))
+}
+
+fn bounded(s: &str) -> String {
+    if s.len() <= MAX_MSG {
+        return s.to_string();
+    }
+    let mut end = MAX_MSG;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} more bytes)", &s[..end], s.len() - end)
+}
+
 /// Maps SlateDB's public error kinds onto the ABI codes. CheckpointMissing has no
 /// kind of its own (it is a Data error), so its message identifies it.
 fn from_slate(context: &str, e: slatedb::Error) -> Fail {
-    let msg = format!("{context}: {e}");
+    let msg = format!("{context}: {}", describe(&e));
     let code = match e.kind() {
         ErrorKind::Closed(slatedb::CloseReason::Fenced) => RL_ERR_FENCED,
         ErrorKind::Closed(_) => RL_ERR_CLOSED,
@@ -947,5 +995,37 @@ mod tests {
     #[test]
     fn json_strings_are_escaped() {
         assert_eq!(json_string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct E(String, Option<Box<E>>);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    #[test]
+    fn causes_kept_xml_reduced_length_bounded() {
+        let xml = format!(
+            "response body: <?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>no</Message><Pad>{}</Pad></Error>",
+            "x".repeat(5000)
+        );
+        let e = E("object store error".into(), Some(Box::new(E("request failed".into(), Some(Box::new(E(xml, None)))))));
+        let d = describe(&e);
+        assert!(d.starts_with("object store error: request failed: response body: S3 error AccessDenied: no"), "{d}");
+        assert!(d.len() <= MAX_MSG + 40, "{} bytes", d.len());
+        let long = E("é".repeat(3000), None);
+        assert!(describe(&long).ends_with("more bytes)"));
     }
 }

@@ -256,7 +256,7 @@ pub async fn require_manifest(loc: &Location, url: &str) -> Res<()> {
 }
 
 fn store_error(loc: &Location, e: slatedb::object_store::Error) -> crate::Fail {
-    let text = e.to_string();
+    let text = crate::describe(&e);
     match &loc.bucket {
         Some(b) if text.contains("NoSuchBucket") || matches!(e, slatedb::object_store::Error::NotFound { .. }) => {
             fail(RL_ERR_NO_BUCKET, format!("bucket {b:?} does not exist: {text}"))
