@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -71,8 +73,72 @@ func run(ctx context.Context, e *env, args []string) int {
 		printUsage(e.stderr)
 		return exitUsage
 	}
-	err := cmd.run(ctx, e, args[1:])
+	d, err := timeoutArg(args[0], args[1:])
+	if err != nil {
+		return report(e, args[0], err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err = cmd.run(ctx, e, args[1:])
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		where := ""
+		for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"} {
+			if ep := os.Getenv(v); ep != "" {
+				where = " (S3 endpoint " + ep + ")"
+				break
+			}
+		}
+		err = fmt.Errorf("timed out: the command's --timeout %s ran out%s: %w", d, where, err)
+	}
 	return report(e, args[0], err)
+}
+
+// Every command has an overall deadline, --timeout: long enough for the
+// work a command does, so that nothing waits forever on a store that
+// accepts connections and never answers.
+var commandTimeouts = map[string]time.Duration{
+	"migrate": 12 * time.Hour, "seed": 4 * time.Hour, "export": 4 * time.Hour, "transform": 4 * time.Hour,
+	"import": 4 * time.Hour, "verify": 4 * time.Hour, "inspect": time.Hour,
+}
+
+const defaultTimeout = 5 * time.Minute
+
+func commandTimeout(name string) time.Duration {
+	if d, ok := commandTimeouts[name]; ok {
+		return d
+	}
+	return defaultTimeout
+}
+
+// timeoutArg finds --timeout among args (the command's FlagSet defines it
+// too, for help and parsing): the deadline must hold before the command
+// starts any I/O.
+func timeoutArg(name string, args []string) (time.Duration, error) {
+	d := commandTimeout(name)
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		v, ok := "", false
+		switch {
+		case a == "--timeout" || a == "-timeout":
+			if i+1 < len(args) {
+				v, ok = args[i+1], true
+			}
+		case strings.HasPrefix(a, "--timeout=") || strings.HasPrefix(a, "-timeout="):
+			_, v, _ = strings.Cut(a, "=")
+			ok = true
+		}
+		if !ok {
+			continue
+		}
+		parsed, err := time.ParseDuration(v)
+		if err != nil || parsed <= 0 {
+			return 0, usagef("--timeout %q: want a positive duration like 90s or 2h", v)
+		}
+		d = parsed
+	}
+	return d, nil
 }
 
 func report(e *env, name string, err error) int {
@@ -115,6 +181,8 @@ func printUsage(w io.Writer) {
 // flags makes a command's flag set; parse errors become usage errors.
 func flags(e *env, name, args string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	cmd, _, _ := strings.Cut(name, " ")
+	fs.Duration("timeout", commandTimeout(cmd), "the command's overall deadline")
 	fs.SetOutput(e.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: rocklake-migrate %s %s\n", name, args)

@@ -140,6 +140,14 @@ func (s *Store) Create(ctx context.Context, url string) (*Writer, error) {
 // which stream through Open.
 const MaxGetSize = 16 << 20
 
+// ErrUnreachable: S3 did not answer (timed out, refused, unresolvable); the
+// error names the cause and the endpoint.
+var ErrUnreachable = errors.New("blob: S3 endpoint unreachable")
+
+// ErrNoCredentials: no AWS credentials were found by any of the standard
+// sources.
+var ErrNoCredentials = errors.New("blob: no AWS credentials")
+
 // ErrTooLarge: an object Get was asked for is larger than MaxGetSize.
 var ErrTooLarge = errors.New("blob: object larger than a whole-object read allows")
 

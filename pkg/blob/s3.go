@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,6 +46,7 @@ const (
 type s3Store struct {
 	client   *s3.Client
 	transfer *tm.Client
+	endpoint string // for error messages: the custom endpoint, or AWS S3 in its region
 }
 
 func newS3Store(ctx context.Context) (*s3Store, error) {
@@ -80,7 +83,33 @@ func newS3Store(ctx context.Context) (*s3Store, error) {
 		o.Concurrency = uploadConcurrency
 		o.FailTimeout = abortTimeout
 	})
-	return &s3Store{client: client, transfer: transfer}, nil
+	endpoint := "AWS S3 (" + cfg.Region + ")"
+	if ep := client.Options().BaseEndpoint; ep != nil {
+		endpoint = *ep
+	}
+	return &s3Store{client: client, transfer: transfer, endpoint: endpoint}, nil
+}
+
+// error names what went wrong talking to S3: the package's named error,
+// and for network failures the cause (timed out, refused, unresolvable, no
+// credentials) and the endpoint, instead of the SDK's chain.
+func (s *s3Store) error(err error) error {
+	if err == nil {
+		return nil
+	}
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found"):
+		return fmt.Errorf("%w for %s: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where a role is available (web identity, container, instance) (%w)", ErrNoCredentials, s.endpoint, err)
+	case errors.As(err, &dns):
+		return fmt.Errorf("%w: cannot resolve %s (endpoint %s): %w", ErrUnreachable, dns.Name, s.endpoint, err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%w: connection refused by %s: %w", ErrUnreachable, s.endpoint, err)
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return fmt.Errorf("%w: timed out talking to %s: %w", ErrUnreachable, s.endpoint, err)
+	}
+	return s3Error(err)
 }
 
 // s3Error adds the package's named error that matches err, if any.
@@ -125,7 +154,7 @@ func (s *s3Store) open(ctx context.Context, l Location, versionID string) (io.Re
 	}
 	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
-		return nil, Info{}, s3Error(err)
+		return nil, Info{}, s.error(err)
 	}
 	return out.Body, Info{
 		URL:          l.String(),
@@ -161,7 +190,7 @@ func (s *s3Store) put(ctx context.Context, l Location, body []byte, cond conditi
 	}
 	out, err := s.client.PutObject(ctx, in)
 	if err != nil {
-		return Info{}, s3Error(err)
+		return Info{}, s.error(err)
 	}
 	return Info{
 		URL:       l.String(),
@@ -179,7 +208,7 @@ func (s *s3Store) create(ctx context.Context, l Location) (*Writer, error) {
 		_, err := s.transfer.UploadObject(ctx, &tm.UploadObjectInput{Bucket: &l.Bucket, Key: &l.Key, Body: pr})
 		// Unblocks a Write waiting on a failed upload, with the reason.
 		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
-		done <- s3Error(err)
+		done <- s.error(err)
 	}()
 	return &Writer{
 		w: pw,
@@ -205,7 +234,7 @@ func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, s3Error(err)
+			return nil, s.error(err)
 		}
 		for _, o := range page.Contents {
 			infos = append(infos, Info{
@@ -221,7 +250,7 @@ func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
 
 func (s *s3Store) delete(ctx context.Context, l Location) error {
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.Bucket, Key: &l.Key})
-	return s3Error(err)
+	return s.error(err)
 }
 
 func (s *s3Store) deletePrefix(ctx context.Context, prefix Location) (int, error) {
@@ -232,7 +261,7 @@ func (s *s3Store) deletePrefix(ctx context.Context, prefix Location) (int, error
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return deleted, s3Error(err)
+			return deleted, s.error(err)
 		}
 		if len(page.Contents) == 0 {
 			continue
@@ -246,7 +275,7 @@ func (s *s3Store) deletePrefix(ctx context.Context, prefix Location) (int, error
 			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
 		})
 		if err != nil {
-			return deleted, s3Error(err)
+			return deleted, s.error(err)
 		}
 		deleted += len(ids) - len(out.Errors)
 		if len(out.Errors) > 0 {
@@ -261,7 +290,7 @@ func (s *s3Store) deletePrefix(ctx context.Context, prefix Location) (int, error
 func (s *s3Store) versioning(ctx context.Context, l Location) (bool, error) {
 	out, err := s.client.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: &l.Bucket})
 	if err != nil {
-		return false, s3Error(err)
+		return false, s.error(err)
 	}
 	return out.Status == types.BucketVersioningStatusEnabled, nil
 }
@@ -280,7 +309,7 @@ func (s *s3Store) listVersions(ctx context.Context, l Location) ([]Version, erro
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, s3Error(err)
+			return nil, s.error(err)
 		}
 		for _, v := range page.Versions {
 			if aws.ToString(v.Key) == l.Key {
