@@ -53,7 +53,9 @@ func (e usageError) Error() string { return e.msg }
 func usagef(f string, a ...any) error { return usageError{fmt.Sprintf(f, a...)} }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Every catchable signal (a closed pipe included) cancels the command,
+	// which then cleans up on a fresh context (migrate runs Abort).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
 	stop()
 	os.Exit(code)

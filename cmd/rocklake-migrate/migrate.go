@@ -134,6 +134,20 @@ func init() {
 		}
 		out, runErr := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(env, publish), Observer: obs, MaxConcurrency: *concurrency})
 		rep := migrateReport{StateSeconds: times, Outcome: "migrated"}
+		if runErr != nil && ctx.Err() != nil && checked.NeedsMigration {
+			// Interrupted (a signal, the deadline): the state machine's own
+			// Abort did not run. Run it on a fresh context so that no
+			// checkpoint, staging, lock or half-made target is left; it
+			// refuses to touch a target the pointer already names.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			ab, err := workflow.Abort(actx, env, workflow.AbortInput{Migration: checked})
+			cancel()
+			if err != nil {
+				runErr = fmt.Errorf("%w; the cleanup after the interruption failed too: %w", runErr, err)
+			} else {
+				runErr = fmt.Errorf("%w; cleaned up after the interruption (%d target and %d staging objects removed)", runErr, ab.TargetObjects, ab.StagingObjects)
+			}
+		}
 		var state struct {
 			Migration   workflow.Migration             `json:"migration"`
 			Verify      workflow.VerifyOutput          `json:"verify"`

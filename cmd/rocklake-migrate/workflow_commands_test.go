@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"strings"
 	"testing"
 	"time"
@@ -178,4 +181,60 @@ func TestMigrateReportsDroppedAndCarried(t *testing.T) {
 	if !strings.Contains(r.stdout, "carried 2 records of tag 0xF0") {
 		t.Fatalf("migrate --unknown-tags carry does not say what it carried:\n%s", r.stdout)
 	}
+}
+
+// cancelOn cancels when the CLI announces a state: a signal at that moment.
+type cancelOn struct {
+	state  string
+	cancel context.CancelFunc
+	buf    strings.Builder
+}
+
+func (c *cancelOn) Write(p []byte) (int, error) {
+	c.buf.Write(p)
+	if strings.Contains(c.buf.String(), "→ "+c.state) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// An interrupted migrate (SIGINT, SIGTERM, SIGHUP or a closed pipe cancel
+// its context) runs Abort on a fresh context: no checkpoint on the source,
+// no staging, no target, and the lock is free for the next run.
+func TestInterruptedMigrateCleansUp(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelAll()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "3000").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	before := rawDump(t, src)
+
+	runCtx, interrupt := context.WithCancel(ctx)
+	stderr := &cancelOn{state: "Import", cancel: interrupt}
+	var stdout bytes.Buffer
+	code := run(runCtx, &env{stdout: &stdout, stderr: stderr}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--migration-id", "m-interrupted", "--json"})
+	if code == exitOK || !strings.Contains(stderr.buf.String(), "cleaned up after the interruption") {
+		t.Fatalf("interrupted migrate: exit %d\n%s", code, stderr.buf.String())
+	}
+	if cps, err := slatedb.ListCheckpoints(ctx, src, slatedb.Options{}); err != nil || len(cps) != 0 {
+		t.Fatalf("checkpoints left on the source: %v, %v", cps, err)
+	}
+	if after := rawDump(t, src); after != before {
+		t.Fatal("the source's keys changed")
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range []string{"s3://rocklake/migrations/m-interrupted/", "s3://rocklake/catalogs/v2-m-interrupted/"} {
+		if objs, err := store.List(ctx, prefix); err != nil || len(objs) != 0 {
+			t.Fatalf("%s left: %d objects, %v", prefix, len(objs), err)
+		}
+	}
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
 }

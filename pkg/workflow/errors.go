@@ -19,6 +19,7 @@ const (
 	NameMigrationInProgress   = "MigrationInProgress"
 	NameFenced                = "Fenced"
 	NameSourceAtRoot          = "SourceAtRoot"
+	NameStagingUnusable       = "StagingUnusable"
 	NameDecided               = "MigrationDecided"
 	NameTargetNotEmpty        = "TargetNotEmpty"
 	NameShardCorrupt          = "ShardCorrupt"
@@ -53,6 +54,8 @@ func ErrorName(err error) string {
 		return NameFormatVersionMismatch
 	case errors.Is(err, ErrSourceChanged):
 		return NameSourceChanged
+	case errors.Is(err, ErrStagingUnusable):
+		return NameStagingUnusable
 	case errors.Is(err, ErrSourceAtRoot):
 		return NameSourceAtRoot
 	case errors.Is(err, ErrMigrationInProgress):

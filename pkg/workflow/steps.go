@@ -113,12 +113,37 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 		UnknownTags: in.UnknownTags,
 	}
 	if m.NeedsMigration {
+		// Staging must take writes before the source is touched: Freeze's
+		// checkpoint would otherwise be left behind by a run that cannot
+		// write its plan.
+		if err := probeStaging(ctx, env, m); err != nil {
+			return Migration{}, err
+		}
 		// One migration at a time, decided before anything is touched.
 		if err := acquireLock(ctx, env, m, time.Now()); err != nil {
 			return Migration{}, err
 		}
 	}
 	return m, nil
+}
+
+// ErrStagingUnusable: staging does not take writes (a typo in its URL, a
+// missing bucket, no permission); Check refuses before anything is touched.
+var ErrStagingUnusable = errors.New("StagingUnusable")
+
+// probeStaging writes and deletes an object in the migration's staging.
+func probeStaging(ctx context.Context, env Env, m Migration) error {
+	if env.Staging == "" {
+		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
+	}
+	url := env.staging(m.MigrationID).StepURL("probe")
+	if _, err := env.Store.Put(ctx, url, []byte(m.MigrationID)); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+	}
+	if err := env.Store.Delete(ctx, url); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+	}
+	return nil
 }
 
 // NewMigrationID makes a migration id: the time and randomness, sortable.

@@ -556,3 +556,25 @@ func TestSourceAtBucketRootRefused(t *testing.T) {
 		t.Fatal("the refused run took the lock")
 	}
 }
+
+// A typo in the staging location is refused at Check, before the source is
+// fenced or checkpointed and before the lock is taken.
+func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
+	ctx, f := setup(t, 100)
+	before := dumpSource(t, ctx, f.source)
+	env := f.env
+	env.Staging = "s3://no-such-staging-bucket/migrations"
+	_, err := workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	if !errors.Is(err, workflow.ErrStagingUnusable) || workflow.ErrorName(err) != "StagingUnusable" {
+		t.Fatalf("check with an unusable staging: %v (%s)", err, workflow.ErrorName(err))
+	}
+	if _, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer)); err == nil {
+		t.Fatal("the refused run took the lock")
+	}
+	if after := dumpSource(t, ctx, f.source); len(after) != len(before) {
+		t.Fatal("the source changed")
+	}
+	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
+		t.Fatalf("checkpoints: %v, %v", cps, err)
+	}
+}
