@@ -164,16 +164,4 @@ func sampleKey(k format.Key, row proto.Message, seed uint64) format.Key {
 
 // shapes returns one Key (Tag and Name, no components) per key shape of
 // every known tag.
-func shapes() []format.Key {
-	var out []format.Key
-	for _, tag := range format.KnownTags() {
-		names := format.ShapeNames(tag)
-		if names == nil {
-			names = []string{""}
-		}
-		for _, name := range names {
-			out = append(out, format.Key{Tag: tag, Name: name})
-		}
-	}
-	return out
-}
+func shapes() []format.Key { return format.Shapes() }

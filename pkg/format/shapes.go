@@ -244,6 +244,18 @@ func Fields(t Tag, name string) []Field {
 	return out
 }
 
+// Shapes returns one Key per key shape of every known tag, in tag order:
+// its Tag and Name, no components (Fields says which it has).
+func Shapes() []Key {
+	var out []Key
+	for _, t := range knownTags {
+		for _, s := range shapes[t] {
+			out = append(out, Key{Tag: t, Name: s.name})
+		}
+	}
+	return out
+}
+
 // ShapeNames returns the names of the shapes of tag t, or nil for tags of
 // one shape.
 func ShapeNames(t Tag) []string {

@@ -82,15 +82,9 @@ func fill(m protoreflect.Message, seed uint64) {
 // protobuf row, over every known tag.
 func rowShapes() []format.Key {
 	var out []format.Key
-	for _, tag := range format.KnownTags() {
-		names := format.ShapeNames(tag)
-		if names == nil {
-			names = []string{""}
-		}
-		for _, name := range names {
-			if k := (format.Key{Tag: tag, Name: name}); format.ValueKindOf(k) == format.ValueRow {
-				out = append(out, k)
-			}
+	for _, k := range format.Shapes() {
+		if format.ValueKindOf(k) == format.ValueRow {
+			out = append(out, k)
 		}
 	}
 	return out

@@ -54,14 +54,8 @@ type shapeID struct {
 // keyFields caches format.Fields, which allocates, by tag and shape name.
 var keyFields = func() map[shapeID][]format.Field {
 	m := map[shapeID][]format.Field{}
-	for _, t := range format.KnownTags() {
-		names := format.ShapeNames(t)
-		if names == nil {
-			names = []string{""}
-		}
-		for _, n := range names {
-			m[shapeID{t, n}] = format.Fields(t, n)
-		}
+	for _, k := range format.Shapes() {
+		m[shapeID{k.Tag, k.Name}] = format.Fields(k.Tag, k.Name)
 	}
 	return m
 }()

@@ -18,22 +18,15 @@ type Entry struct{ Key, Value []byte }
 // derived from seed.
 func Keys(seed uint64) []format.Key {
 	var out []format.Key
-	for _, tag := range format.KnownTags() {
-		names := format.ShapeNames(tag)
-		if names == nil {
-			names = []string{""}
-		}
-		for _, name := range names {
-			k := format.Key{Tag: tag, Name: name}
-			for i, f := range format.Fields(tag, name) {
-				if f.Str {
-					k.Strs = append(k.Strs, "s"+strings.Repeat("é", i+int(seed%3)))
-				} else {
-					k.Parts = append(k.Parts, uint64(i+1)*(seed+1)%251)
-				}
+	for _, k := range format.Shapes() {
+		for i, f := range format.Fields(k.Tag, k.Name) {
+			if f.Str {
+				k.Strs = append(k.Strs, "s"+strings.Repeat("é", i+int(seed%3)))
+			} else {
+				k.Parts = append(k.Parts, uint64(i+1)*(seed+1)%251)
 			}
-			out = append(out, k)
 		}
+		out = append(out, k)
 	}
 	return out
 }
