@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"sync"
 	"testing"
 )
 
@@ -13,18 +14,26 @@ func TestUnreachableStoresFailClearly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hung.Close()
+	var mu sync.Mutex
 	var conns []net.Conn
+	accepting := make(chan struct{})
 	go func() {
+		defer close(accepting)
 		for {
 			c, err := hung.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
 			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
 		}
 	}()
 	defer func() {
+		hung.Close()
+		<-accepting
+		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range conns {
 			c.Close()
 		}
