@@ -12,7 +12,24 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-src="${ROCKLAKE_SRC:-$(dirname "$repo")/shared/rocklake}"
+# ../shared/rocklake beside the repository; a clone deeper in the same tree
+# (CI's, say) finds it in the nearest ancestor that has shared/rocklake.
+src="${ROCKLAKE_SRC:-}"
+if [ -z "$src" ]; then
+	dir="$repo"
+	while [ "$dir" != "/" ]; do
+		dir="$(dirname "$dir")"
+		if [ -f "$dir/shared/rocklake/Cargo.toml" ]; then
+			src="$dir/shared/rocklake"
+			break
+		fi
+	done
+	# Last, the workplace's own copy, for a clone made outside that tree.
+	if [ -z "$src" ] && [ -f /work/shared/rocklake/Cargo.toml ]; then
+		src=/work/shared/rocklake
+	fi
+	src="${src:-$(dirname "$repo")/shared/rocklake}"
+fi
 cache="${ROCKLAKE_CACHE:-$HOME/.cache/rocklake-migrate}"
 bin="$cache/bin"
 # Not the Makefile's CARGO_TARGET_DIR (native/'s): RockLake has its own
