@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -45,7 +46,7 @@ type Catalog struct {
 	url     string
 	version format.Version
 	kv      slatedb.KV
-	close   func() error
+	close   func(context.Context) error
 }
 
 // Writer is a catalog opened as its single SlateDB writer: reads see its own
@@ -67,7 +68,7 @@ func Open(ctx context.Context, url string, opts Options) (*Catalog, error) {
 		r.Close()
 		return nil, err
 	}
-	return &Catalog{url: url, version: v, kv: r, close: r.Close}, nil
+	return &Catalog{url: url, version: v, kv: r, close: r.CloseContext}, nil
 }
 
 // OpenWriter opens the catalog as its writer. Opening a SlateDB writer fences
@@ -99,7 +100,7 @@ func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) 
 		w.Close()
 		return nil, err
 	}
-	return &Writer{Catalog: &Catalog{url: url, version: v, kv: w, close: w.Close}, w: w}, nil
+	return &Writer{Catalog: &Catalog{url: url, version: v, kv: w, close: w.CloseContext}, w: w}, nil
 }
 
 func openReader(ctx context.Context, url string, opts Options) (*slatedb.Reader, error) {
@@ -177,7 +178,18 @@ func (c *Catalog) URL() string { return c.url }
 func (c *Catalog) Version() format.Version { return c.version }
 
 // Close closes the catalog (a Writer's flushes its writes first).
-func (c *Catalog) Close() error { return c.close() }
+func (c *Catalog) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return c.close(ctx)
+}
+
+// CloseContext is Close bounded by ctx's deadline (a Writer's flush
+// included); the handle is freed either way.
+func (c *Catalog) CloseContext(ctx context.Context) error { return c.close(ctx) }
+
+// closeTimeout bounds Close when no context is given.
+const closeTimeout = 2 * time.Minute
 
 // Write applies b atomically and returns once it is durable.
 func (w *Writer) Write(ctx context.Context, b *slatedb.Batch) error {

@@ -82,8 +82,16 @@ func (r *Reader) Scan(ctx context.Context, start, end []byte) (*Iterator, error)
 	return scan(ctx, 1, unsafe.Pointer(h), start, end)
 }
 
-// Close closes the reader and frees its handle.
+// Close closes the reader and frees its handle, within closeTimeout.
 func (r *Reader) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return r.CloseContext(ctx)
+}
+
+// CloseContext is Close bounded by ctx's deadline. The handle is freed even
+// when the close times out.
+func (r *Reader) CloseContext(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.h == nil {
@@ -91,8 +99,12 @@ func (r *Reader) Close() error {
 	}
 	h := r.h
 	r.h = nil
+	limit := closeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		limit = max(time.Until(dl), time.Millisecond)
+	}
 	var msg *C.char
-	if code := C.rl_reader_close(h, C.uint64_t(closeTimeout/time.Millisecond), &msg); code != C.RL_OK {
+	if code := C.rl_reader_close(h, C.uint64_t(limit/time.Millisecond), &msg); code != C.RL_OK {
 		return &Error{Code: Code(code), Op: "close reader", Msg: takeString(msg)}
 	}
 	return nil

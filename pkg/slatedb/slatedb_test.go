@@ -658,3 +658,24 @@ func TestIteratorCloseRacesNext(t *testing.T) {
 		}
 	}
 }
+
+// Close honours the caller's deadline: with one that has passed, a reader
+// and a writer close at once, and their handles are freed all the same.
+func TestCloseHonoursTheDeadline(t *testing.T) {
+	ctx := testCtx(t)
+	url := "file://" + t.TempDir()
+	w := openWriter(t, ctx, url)
+	put(t, ctx, w, "k", "v")
+	base := slatedb.LiveHandles()
+	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	past, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	_ = r.CloseContext(past) // may time out; the handle goes regardless
+	_ = w.CloseContext(past)
+	if n := slatedb.LiveHandles(); n >= base {
+		t.Fatalf("%d live handles after both closed, %d with the writer alone", n, base)
+	}
+}

@@ -204,7 +204,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	if err := w.Close(); err != nil {
+	if err := w.CloseContext(ctx); err != nil {
 		return m, fmt.Errorf("workflow: freeze %s: close: %w", m.Source, err)
 	}
 	m.Checkpoint = cp.ID
