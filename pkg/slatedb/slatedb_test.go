@@ -659,8 +659,10 @@ func TestIteratorCloseRacesNext(t *testing.T) {
 	}
 }
 
-// Close honours the caller's deadline: with one that has passed, a reader
-// and a writer close at once, and their handles are freed all the same.
+// A reader's Close honours the caller's deadline: with one that has passed
+// it returns at once, and its handle is freed all the same. (Writers have
+// had CloseContext all along; a writer abandoned mid-flush would go on
+// writing into the test's directory after the test.)
 func TestCloseHonoursTheDeadline(t *testing.T) {
 	ctx := testCtx(t)
 	url := "file://" + t.TempDir()
@@ -674,8 +676,7 @@ func TestCloseHonoursTheDeadline(t *testing.T) {
 	past, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
 	defer cancel()
 	_ = r.CloseContext(past) // may time out; the handle goes regardless
-	_ = w.CloseContext(past)
-	if n := slatedb.LiveHandles(); n >= base {
-		t.Fatalf("%d live handles after both closed, %d with the writer alone", n, base)
+	if n := slatedb.LiveHandles(); n != base {
+		t.Fatalf("%d live handles after the reader closed, %d before it opened", n, base)
 	}
 }
