@@ -47,7 +47,7 @@ func checkLocation(ctx context.Context, store *blob.Store, url string, hasDB boo
 	}
 	// Every ancestor within the bucket (or file system): a catalog there
 	// would have the target inside its root.
-	for dir := parentURL(root, loc.IsS3()); dir != ""; dir = parentURL(dir, loc.IsS3()) {
+	for _, dir := range ancestors(loc) {
 		ms, err := store.List(ctx, dir+"/manifest/")
 		if err != nil && !errors.Is(err, blob.ErrNotFound) {
 			return fmt.Errorf("shard: import: list %s: %w", dir, err)
@@ -64,22 +64,20 @@ func checkLocation(ctx context.Context, store *blob.Store, url string, hasDB boo
 // slateDBDirs are the top-level directories of a SlateDB database.
 var slateDBDirs = map[string]bool{"manifest": true, "wal": true, "compacted": true, "compactions": true}
 
-// parentURL is the URL of the prefix or directory above u, "" above a bucket
-// root or "/".
-func parentURL(u string, s3 bool) string {
-	i := strings.LastIndex(u, "/")
-	if i < 0 {
-		return ""
-	}
-	p := u[:i]
-	switch {
-	case s3 && strings.Count(p, "/") < 3: // "s3://bucket" and above
-		if strings.Count(p, "/") == 2 && len(p) > len("s3://") {
-			return p // the bucket root itself
+// ancestors lists the URLs above loc, nearest first: within its bucket
+// down to the bucket root, or its file system down to (not including) "/".
+func ancestors(loc blob.Location) []string {
+	var out []string
+	if loc.IsS3() {
+		for p := "/" + strings.Trim(loc.Key, "/"); p != "/"; {
+			p = path.Dir(p)
+			out = append(out, "s3://"+loc.Bucket+strings.TrimSuffix(p, "/"))
 		}
-		return ""
-	case !s3 && (p == "file://" || p == "file:" || p == ""):
-		return ""
+		return out
 	}
-	return p
+	for p := path.Clean(loc.Path); path.Dir(p) != "/"; {
+		p = path.Dir(p)
+		out = append(out, "file://"+p)
+	}
+	return out
 }
