@@ -76,6 +76,7 @@ type backend interface {
 	get(ctx context.Context, l Location, versionID string) ([]byte, Info, error)
 	put(ctx context.Context, l Location, body []byte, cond condition) (Info, error)
 	list(ctx context.Context, prefix Location) ([]Info, error)
+	listDirs(ctx context.Context, prefix Location) ([]string, error)
 	delete(ctx context.Context, l Location) error
 	deletePrefix(ctx context.Context, prefix Location) (int, error)
 	versioning(ctx context.Context, l Location) (bool, error)
@@ -215,6 +216,23 @@ func (s *Store) List(ctx context.Context, prefix string) ([]Info, error) {
 	}
 	infos, err := b.list(ctx, l)
 	return infos, wrap("list", prefix, err)
+}
+
+// ListDirs lists one level of "directories" below prefix, as S3's
+// ListObjectsV2 with Delimiter "/" lists common prefixes: every distinct
+// <prefix><name>/ that some object's URL starts with, each once, ending in
+// "/", in byte order, in the form List gives URLs (s3://bucket/key, or a
+// local path). Objects directly at this level are not listed, and neither is
+// a local directory that holds no object (S3 has no empty directories). It
+// lets a caller find <staging>/<id>/ or a catalog's siblings without
+// listing every object below them.
+func (s *Store) ListDirs(ctx context.Context, prefix string) ([]string, error) {
+	b, l, err := s.resolve(prefix)
+	if err != nil {
+		return nil, err
+	}
+	dirs, err := b.listDirs(ctx, l)
+	return dirs, wrap("list-dirs", prefix, err)
 }
 
 // Delete deletes an object; deleting a missing object is not an error (as in

@@ -398,6 +398,71 @@ func TestListAndDeletePrefix(t *testing.T) {
 	}
 }
 
+// ListDirs lists one level below a prefix, as S3's Delimiter "/" does, the
+// same on every store: no objects of that level, no deeper levels, and no
+// local directory that holds nothing.
+func TestListDirs(t *testing.T) {
+	store, roots := roots(t)
+	ctx := testCtx(t)
+	for _, r := range roots {
+		t.Run(r.name, func(t *testing.T) {
+			p := r.prefix + "staging/"
+			for _, k := range []string{"m-1/plan.json", "m-1/v1/shard-0", "m-2/results/x.json", "decisions/m-1", "top.json", "m-10/a"} {
+				if _, err := store.Put(ctx, p+k, []byte(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A sibling sharing the prefix's spelling is not below it.
+			if _, err := store.Put(ctx, r.prefix+"staging-other/m-9/x", []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			// A local directory left empty is no prefix of any object.
+			if !strings.HasPrefix(p, "s3://") {
+				if err := os.MkdirAll(filepath.Join(strings.TrimPrefix(p, "file://"), "empty", "deeper"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dirs := func(prefix string) string {
+				t.Helper()
+				got, err := store.ListDirs(ctx, prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, d := range got {
+					names = append(names, strings.TrimPrefix(d, strings.TrimPrefix(p, "file://")))
+				}
+				return strings.Join(names, " ")
+			}
+			for prefix, want := range map[string]string{
+				"":        "decisions/ m-1/ m-10/ m-2/",
+				"m-1":     "m-1/ m-10/",
+				"m-1/":    "m-1/v1/",
+				"m-2/":    "m-2/results/",
+				"top":     "",
+				"nothing": "",
+			} {
+				if got := dirs(p + prefix); got != want {
+					t.Errorf("ListDirs(%q) = %q, want %q", prefix, got, want)
+				}
+			}
+			if got := dirs(r.prefix + "no-such-dir/"); got != "" {
+				t.Errorf("ListDirs of a missing prefix: %q", got)
+			}
+			// Every directory listed is a prefix List finds objects under.
+			got, err := store.ListDirs(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range got {
+				if infos, err := store.List(ctx, d); err != nil || len(infos) == 0 {
+					t.Errorf("List(%s) = %d objects, %v", d, len(infos), err)
+				}
+			}
+		})
+	}
+}
+
 func TestVersionsAndRestore(t *testing.T) {
 	store, _ := startS3(t)
 	ctx := testCtx(t)

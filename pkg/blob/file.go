@@ -276,6 +276,60 @@ func (fileStore) list(ctx context.Context, prefix Location) ([]Info, error) {
 	return infos, nil
 }
 
+func (fileStore) listDirs(ctx context.Context, prefix Location) ([]string, error) {
+	// "dir/" lists dir's subdirectories; "dir/ab" those of dir named ab….
+	dir, part := prefix.Path, ""
+	if !strings.HasSuffix(dir, "/") {
+		dir, part = filepath.Dir(dir), filepath.Base(dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // like an S3 prefix with nothing under it
+	}
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), part) {
+			continue
+		}
+		sub := filepath.Join(dir, e.Name())
+		has, err := holdsObject(ctx, sub)
+		if err != nil {
+			return nil, err
+		}
+		if has {
+			dirs = append(dirs, sub+"/")
+		}
+	}
+	slices.Sort(dirs)
+	return dirs, nil
+}
+
+// holdsObject reports whether there is an object (a regular file that is
+// not a write in progress) anywhere below dir; it stops at the first.
+func holdsObject(ctx context.Context, dir string) (bool, error) {
+	found := false
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while listing
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.Type().IsRegular() && !isTemp(d.Name()) {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return found, err
+}
+
 func (fileStore) delete(ctx context.Context, l Location) error {
 	path, err := objectPath(l)
 	if err != nil {

@@ -248,6 +248,22 @@ func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
 	return infos, nil
 }
 
+func (s *s3Store) listDirs(ctx context.Context, prefix Location) ([]string, error) {
+	var dirs []string
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &prefix.Bucket, Prefix: &prefix.Key, Delimiter: aws.String("/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s.error(err)
+		}
+		for _, cp := range page.CommonPrefixes {
+			dirs = append(dirs, prefix.child(aws.ToString(cp.Prefix)))
+		}
+	}
+	slices.Sort(dirs)
+	return dirs, nil
+}
+
 func (s *s3Store) delete(ctx context.Context, l Location) error {
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &l.Bucket, Key: &l.Key})
 	return s.error(err)
