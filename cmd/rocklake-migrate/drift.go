@@ -5,14 +5,13 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/notify"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func init() {
 	register("drift", "check the pointer's catalog against the expected format; exit 4 on drift", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "drift", "--pointer s3://… --expect vN [--sns-topic ARN] [--json]")
+		fs := flags(e, "drift", "--pointer s3://… --expect vN [--staging s3://…] [--sns-topic ARN] [--json]")
 		ptr := pointerFlag(fs)
 		expect := fs.String("expect", "", "the format the deployed release expects")
 		staging := fs.String("staging", "", "staging prefix to look for leftovers (default: beside the pointer)")
@@ -35,19 +34,12 @@ func init() {
 		if err != nil {
 			return err
 		}
-		rep, err := drift.Check(ctx, store, drift.Options{Pointer: *ptr, Expect: v, Staging: *staging})
+		out, err := workflow.Drift(ctx, workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
+			workflow.DriftInput{Pointer: *ptr, Expect: uint64(v), Topic: *topic})
 		if err != nil {
 			return err
 		}
-		if *topic != "" && !rep.Healthy {
-			pub, err := notify.NewPublisher(ctx, notify.Options{})
-			if err != nil {
-				return err
-			}
-			if _, err := pub.PublishDrift(ctx, *topic, rep); err != nil {
-				return err
-			}
-		}
+		rep := out.Report
 		if *asJSON {
 			if err := printJSON(e.stdout, rep); err != nil {
 				return err

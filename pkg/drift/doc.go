@@ -19,7 +19,26 @@
 //   - LeftoverStaging: staging objects of a migration (under
 //     <staging>/<migration-id>/) that is neither the current pointer's nor the
 //     previous one's, untouched for longer than StagingMaxAge: left by an
-//     aborted or abandoned run.
+//     aborted or abandoned run;
+//   - OrphanCheckpoint: a checkpoint of this tool, of any age, on any catalog
+//     the pointer ever named (its history), that is not the active
+//     migration's (Options.Active, the lock's holder) and not already a
+//     LeftoverCheckpoint; a by-hand export's checkpoint is left to expire;
+//   - OrphanStaging: <staging>/<id>/ of any age, not yet a LeftoverStaging,
+//     of a migration that is neither the active one nor the current or
+//     previous pointer's (so a rollback keeps its audit trail);
+//   - UnclaimedTarget: a directory <v N>-<id> beside a catalog the pointer
+//     ever named (where migrations make their targets, TargetURL) that no
+//     pointer version named and the active migration is not making;
+//   - Undecided: the pointer's history or the lock cannot be read (or a
+//     version is not a valid pointer): orphans cannot be told from what is in
+//     use, so none is reported, and pkg/workflow's Cleanup removes nothing.
+//
+// <staging>/decisions/ (DecisionsDir) holds the migrations' decision markers,
+// kept on purpose: it is never a finding. Kind.Removable says which kinds
+// name something cleanup may delete. The package also owns the names the
+// workflow gives what it leaves (MigrationCheckpointName, TargetURL,
+// DecisionsDir), so that the check recognises them.
 //
 // Findings have a stable Kind (JSON "kind"). A Report is JSON-serialisable and
 // has a text rendering; pkg/notify sends one SNS message per report with

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -30,7 +32,21 @@ const (
 	KindPointerVersionDisagrees Kind = "PointerVersionDisagrees"
 	KindLeftoverCheckpoint      Kind = "LeftoverCheckpoint"
 	KindLeftoverStaging         Kind = "LeftoverStaging"
+	KindOrphanCheckpoint        Kind = "OrphanCheckpoint"
+	KindOrphanStaging           Kind = "OrphanStaging"
+	KindUnclaimedTarget         Kind = "UnclaimedTarget"
+	KindUndecided               Kind = "Undecided"
 )
+
+// Removable reports whether findings of kind k name something left over
+// that cleanup may delete: a checkpoint, a staging prefix or a target.
+func (k Kind) Removable() bool {
+	switch k {
+	case KindLeftoverCheckpoint, KindOrphanCheckpoint, KindLeftoverStaging, KindOrphanStaging, KindUnclaimedTarget:
+		return true
+	}
+	return false
+}
 
 // Defaults of Options.
 const (
@@ -38,7 +54,63 @@ const (
 	DefaultStagingMaxAge    = 24 * time.Hour
 	// CheckpointPrefix starts the name of every checkpoint this tool makes.
 	CheckpointPrefix = "rocklake-migrate"
+	// DecisionsDir holds the migrations' decision markers in staging
+	// (<staging>/decisions/<id>), kept on purpose: never a finding.
+	DecisionsDir = "decisions"
 )
+
+// MigrationCheckpointName names the checkpoint migration id's Freeze takes
+// of its source.
+func MigrationCheckpointName(id string) string { return CheckpointPrefix + "-" + id }
+
+// ErrAtRoot: a catalog at the root of its bucket or file system has no place
+// beside it for a migration's target.
+var ErrAtRoot = errors.New("drift: catalog at the root of its bucket or file system")
+
+// TargetURL is where migration id to format v makes its new catalog: beside
+// the source, <dir>/<v>-<id> (s3://b/catalogs/prod → s3://b/catalogs/v2-<id>).
+// A source at a root is ErrAtRoot: beside a bucket root is another bucket,
+// and beside "/" nothing, so the target would land inside the source.
+func TargetURL(source string, v format.Version, id string) (string, error) {
+	dir, err := targetDir(source)
+	if err != nil {
+		return "", err
+	}
+	return dir + v.String() + "-" + id, nil
+}
+
+// targetDir is the directory, ending in "/", where the targets of
+// migrations from catalog are made.
+func targetDir(catalog string) (string, error) {
+	loc, err := blob.Parse(catalog)
+	if err != nil {
+		return "", err
+	}
+	atRoot := strings.Trim(loc.Key, "/") == ""
+	if !loc.IsS3() {
+		atRoot = strings.Count(strings.Trim(loc.Path, "/"), "/") < 1
+	}
+	if atRoot {
+		return "", fmt.Errorf("%w: %s", ErrAtRoot, catalog)
+	}
+	trimmed := strings.TrimSuffix(catalog, "/")
+	return trimmed[:strings.LastIndex(trimmed, "/")+1], nil
+}
+
+// TargetMigration is the migration whose target a directory named name is
+// (v<N>-<id>), if it is one.
+func TargetMigration(name string) (string, bool) {
+	ver, id, ok := strings.Cut(name, "-")
+	if !ok || id == "" || len(ver) < 2 || ver[0] != 'v' {
+		return "", false
+	}
+	for _, r := range ver[1:] {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+	}
+	return id, true
+}
 
 // Options say what to check.
 type Options struct {
@@ -55,6 +127,13 @@ type Options struct {
 	// leftovers. Zero means the defaults.
 	CheckpointMaxAge time.Duration
 	StagingMaxAge    time.Duration
+	// Active is the migration holding the pointer's lock, as the caller
+	// (pkg/workflow, which owns the lock) read it; "" when none does. Its
+	// checkpoint, staging and target are in use: never orphans.
+	Active string
+	// ActiveUnknown, when set, says why the lock could not be read: the
+	// check then reports Undecided instead of any orphan.
+	ActiveUnknown string
 	// Store tunes SlateDB's object-store access.
 	Store slatedb.Options
 	// Now is the time ages are measured from; zero means time.Now().
@@ -95,7 +174,9 @@ type Report struct {
 	// FoundVersion is the catalog's format; 0 when it could not be read.
 	FoundVersion format.Version `json:"found_version"`
 	Expected     format.Version `json:"expected_version"`
-	Findings     []Finding      `json:"findings"`
+	// ActiveMigration holds the pointer's lock (Options.Active).
+	ActiveMigration string    `json:"active_migration,omitempty"`
+	Findings        []Finding `json:"findings"`
 	// FindingsOmitted counts findings left out to keep the report small
 	// (pkg/notify trims to SNS's message size); 0 from Check.
 	FindingsOmitted int       `json:"findings_omitted,omitempty"`
@@ -118,7 +199,7 @@ func Check(ctx context.Context, store *blob.Store, opts Options) (Report, error)
 	}
 	now = now.UTC()
 	c := checker{store: store, opts: opts, now: now,
-		r: Report{Pointer: opts.Pointer, Expected: opts.Expect, Findings: []Finding{}, CheckedAt: now}}
+		r: Report{Pointer: opts.Pointer, Expected: opts.Expect, ActiveMigration: opts.Active, Findings: []Finding{}, CheckedAt: now}}
 	if err := c.run(ctx); err != nil {
 		return Report{}, err
 	}
@@ -131,9 +212,19 @@ type checker struct {
 	opts  Options
 	now   time.Time
 	r     Report
+	// decided: the pointer, its history and the lock were read, so what
+	// is in use is known and orphans can be told from it.
+	decided bool
 }
 
 func (c *checker) add(f Finding) { c.r.Findings = append(c.r.Findings, f) }
+
+// undecided reports that the check cannot tell orphans from what is in use.
+func (c *checker) undecided(why string) {
+	c.decided = false
+	c.add(Finding{Kind: KindUndecided,
+		Message: why + ": the check cannot tell what is left over from what is in use, so it reports no orphans and cleanup removes nothing"})
+}
 
 func (c *checker) run(ctx context.Context) error {
 	p, ref, err := pointer.Read(ctx, c.store, c.opts.Pointer)
@@ -149,17 +240,65 @@ func (c *checker) run(ctx context.Context) error {
 		return fmt.Errorf("drift: %w", err)
 	}
 	c.r.PointerVersionID, c.r.Current, c.r.Catalog = ref.VersionID, &p, p.Catalog
+	c.decided = true
+	if c.opts.ActiveUnknown != "" {
+		c.undecided("the migration lock cannot be read (" + c.opts.ActiveUnknown + ")")
+	}
+	named, err := c.named(ctx, p)
+	if err != nil {
+		return err
+	}
 
 	exists, err := c.catalog(ctx, p)
 	if err != nil {
 		return err
 	}
-	if exists {
-		if err := c.checkpoints(ctx, p.Catalog); err != nil {
+	for i, url := range named {
+		if i == 0 && !exists {
+			continue
+		}
+		if i > 0 && !c.decided {
+			break
+		}
+		if err := c.checkpoints(ctx, url, i == 0); err != nil {
 			return err
 		}
 	}
-	return c.staging(ctx, &p)
+	if err := c.staging(ctx, &p); err != nil {
+		return err
+	}
+	return c.targets(ctx, named)
+}
+
+// named lists every catalog the pointer ever named (each version's catalog
+// and previous catalog), without a trailing slash, the current one first.
+// If the history cannot be read, that is an Undecided finding and only the
+// current catalog is named.
+func (c *checker) named(ctx context.Context, p pointer.Pointer) ([]string, error) {
+	named := []string{strings.TrimSuffix(p.Catalog, "/")}
+	hist, err := pointer.History(ctx, c.store, c.opts.Pointer)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("drift: pointer history: %w", ctx.Err())
+	}
+	if err != nil {
+		c.undecided(fmt.Sprintf("the pointer's history cannot be read (%v)", err))
+		return named, nil
+	}
+	for _, v := range hist {
+		if v.DeleteMarker {
+			continue
+		}
+		if v.Pointer == nil {
+			c.undecided(fmt.Sprintf("version %s of the pointer is not a valid pointer (%s), so what it named is unknown", v.VersionID, v.Problem))
+			continue
+		}
+		for _, u := range []string{v.Pointer.Catalog, v.Pointer.PreviousCatalog} {
+			if u = strings.TrimSuffix(u, "/"); u != "" && !slices.Contains(named, u) {
+				named = append(named, u)
+			}
+		}
+	}
+	return named, nil
 }
 
 // catalog opens the catalog read-only and records its version; it reports
@@ -212,9 +351,17 @@ func isStoreError(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-func (c *checker) checkpoints(ctx context.Context, url string) error {
+// checkpoints reports this tool's checkpoints on catalog url: on the current
+// catalog, those older than CheckpointMaxAge (LeftoverCheckpoint, as
+// always); on any catalog, those of a migration other than the active one
+// (OrphanCheckpoint). Expired ones are left to garbage collection, and a
+// by-hand export's to its own expiry (it may be running).
+func (c *checker) checkpoints(ctx context.Context, url string, current bool) error {
 	maxAge := cmp.Or(c.opts.CheckpointMaxAge, DefaultCheckpointMaxAge)
 	cps, err := slatedb.ListCheckpoints(ctx, url, c.opts.Store)
+	if !current && (errors.Is(err, slatedb.ErrNoDatabase) || errors.Is(err, slatedb.ErrNoSuchBucket)) {
+		return nil // a catalog deleted since: nothing left on it
+	}
 	if err != nil {
 		return fmt.Errorf("drift: list checkpoints of %s: %w", url, err)
 	}
@@ -225,12 +372,12 @@ func (c *checker) checkpoints(ctx context.Context, url string) error {
 		if !strings.HasPrefix(cp.Name, CheckpointPrefix) {
 			continue // someone else's
 		}
-		age := c.now.Sub(cp.CreateTime)
-		if age <= maxAge || cp.ExpireTime != nil && !cp.ExpireTime.After(c.now) {
-			continue // young, or expired (garbage collection removes it)
+		if cp.ExpireTime != nil && !cp.ExpireTime.After(c.now) {
+			continue // expired: garbage collection removes it
 		}
+		age := c.now.Sub(cp.CreateTime)
 		created := cp.CreateTime.UTC()
-		f := Finding{Kind: KindLeftoverCheckpoint, Catalog: url, CheckpointID: cp.ID, CheckpointName: cp.Name,
+		f := Finding{Catalog: url, CheckpointID: cp.ID, CheckpointName: cp.Name,
 			CreatedAt: &created, AgeSeconds: int64(age / time.Second)}
 		expiry := "never expires"
 		if cp.ExpireTime != nil {
@@ -238,34 +385,47 @@ func (c *checker) checkpoints(ctx context.Context, url string) error {
 			f.ExpiresAt = &e
 			expiry = "expires " + e.Format(time.RFC3339)
 		}
-		f.Message = fmt.Sprintf("catalog %s has checkpoint %s (%q), made %s ago, older than %s and %s: a migration left it behind; it keeps old files from garbage collection (delete it once no run uses it)",
-			url, cp.ID, cp.Name, roundAge(age), maxAge, expiry)
+		owner, _ := strings.CutPrefix(cp.Name, CheckpointPrefix+"-")
+		switch {
+		case current && age > maxAge:
+			f.Kind = KindLeftoverCheckpoint
+			f.Message = fmt.Sprintf("catalog %s has checkpoint %s (%q), made %s ago, older than %s and %s: a migration left it behind; it keeps old files from garbage collection (delete it once no run uses it)",
+				url, cp.ID, cp.Name, roundAge(age), maxAge, expiry)
+		case !c.decided || cp.Name == shard.ExportCheckpointName || cp.Name == MigrationCheckpointName(c.opts.Active):
+			continue
+		default:
+			f.Kind, f.MigrationID = KindOrphanCheckpoint, owner
+			f.Message = fmt.Sprintf("catalog %s, which the pointer names or named, has checkpoint %s (%q), made %s ago and %s, of a migration that is not running (the lock names %s): no run uses it; it keeps old files from garbage collection",
+				url, cp.ID, cp.Name, roundAge(age), expiry, orNone(c.opts.Active))
+		}
 		c.add(f)
 	}
 	return nil
 }
 
-type stagingGroup struct {
-	id      string
-	objects int
-	bytes   int64
-	newest  time.Time
+func orNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
 }
 
-// staging reports the migrations' staging directories untouched for
-// longer than StagingMaxAge, except those of the current and previous
-// pointer's migrations (p nil: none is excepted).
+// staging reports the migrations' staging directories, <staging>/<id>/,
+// except those of the current and previous pointer's migrations (p nil:
+// none is excepted) and never decisions/: untouched for longer than
+// StagingMaxAge, LeftoverStaging (as always); younger, and not the active
+// migration's, OrphanStaging.
 func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 	if c.opts.Staging == "" {
 		return nil
 	}
 	maxAge := cmp.Or(c.opts.StagingMaxAge, DefaultStagingMaxAge)
 	root := strings.TrimSuffix(c.opts.Staging, "/") + "/"
-	infos, err := c.store.List(ctx, root)
+	dirs, err := c.store.ListDirs(ctx, root)
 	if err != nil {
 		return fmt.Errorf("drift: list staging %s: %w", root, err)
 	}
-	keep := map[string]bool{}
+	keep := map[string]bool{DecisionsDir: true}
 	if p != nil {
 		for _, id := range []string{p.MigrationID, p.PreviousMigrationID} {
 			if id != "" {
@@ -273,44 +433,103 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 			}
 		}
 	}
-	groups := map[string]*stagingGroup{}
-	var order []string
-	for _, in := range infos {
-		rest, ok := strings.CutPrefix(in.URL, root)
-		if !ok {
-			// A local root lists plain paths.
-			if rest, ok = strings.CutPrefix("file://"+in.URL, root); !ok {
-				continue
-			}
-		}
-		id, _, _ := strings.Cut(rest, "/")
+	for _, d := range dirs {
+		id := path.Base(strings.TrimSuffix(d, "/"))
 		if keep[id] {
 			continue
 		}
-		g := groups[id]
-		if g == nil {
-			g = &stagingGroup{id: id}
-			groups[id] = g
-			order = append(order, id)
+		prefix := root + id + "/"
+		g, err := c.group(ctx, prefix)
+		if err != nil {
+			return err
 		}
+		if g.objects == 0 {
+			continue // deleted since the listing
+		}
+		age := c.now.Sub(g.newest)
+		newest := g.newest.UTC()
+		f := Finding{Prefix: prefix, MigrationID: id, Objects: g.objects, Bytes: g.bytes, LastWritten: &newest, AgeSeconds: int64(age / time.Second)}
+		switch {
+		case age > maxAge:
+			f.Kind = KindLeftoverStaging
+			f.Message = fmt.Sprintf("staging %s holds %d objects (%d bytes) last written %s ago, of a migration that is neither the current nor the previous pointer's: left by an aborted or abandoned run; delete it",
+				prefix, g.objects, g.bytes, roundAge(age))
+		case !c.decided || p == nil || id == c.opts.Active:
+			continue // a run may still be writing there
+		default:
+			f.Kind = KindOrphanStaging
+			f.Message = fmt.Sprintf("staging %s holds %d objects (%d bytes) last written %s ago, of a migration that is neither running (the lock names %s) nor the current or previous pointer's: no run or rollback needs it",
+				prefix, g.objects, g.bytes, roundAge(age), orNone(c.opts.Active))
+		}
+		c.add(f)
+	}
+	return nil
+}
+
+type group struct {
+	objects int
+	bytes   int64
+	newest  time.Time
+}
+
+// group sums the objects under prefix.
+func (c *checker) group(ctx context.Context, prefix string) (group, error) {
+	infos, err := c.store.List(ctx, prefix)
+	if err != nil {
+		return group{}, fmt.Errorf("drift: list %s: %w", prefix, err)
+	}
+	var g group
+	for _, in := range infos {
 		g.objects++
 		g.bytes += in.Size
 		if in.LastModified.After(g.newest) {
 			g.newest = in.LastModified
 		}
 	}
-	slices.Sort(order)
-	for _, id := range order {
-		g := groups[id]
-		age := c.now.Sub(g.newest)
-		if age <= maxAge {
-			continue // a run may still be writing there
+	return g, nil
+}
+
+// targets reports the catalogs beside the named ones that are some
+// migration's target (<dir>/v<N>-<id>) but that no pointer version ever
+// named and the active migration is not making: UnclaimedTarget.
+func (c *checker) targets(ctx context.Context, named []string) error {
+	if !c.decided {
+		return nil
+	}
+	var dirs []string
+	for _, u := range named {
+		if d, err := targetDir(u); err == nil && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
 		}
-		newest := g.newest.UTC()
-		c.add(Finding{Kind: KindLeftoverStaging, Prefix: root + id + "/", MigrationID: id,
-			Objects: g.objects, Bytes: g.bytes, LastWritten: &newest, AgeSeconds: int64(age / time.Second),
-			Message: fmt.Sprintf("staging %s%s/ holds %d objects (%d bytes) last written %s ago, of a migration that is neither the current nor the previous pointer's: left by an aborted or abandoned run; delete it",
-				root, id, g.objects, g.bytes, roundAge(age))})
+	}
+	for _, dir := range dirs {
+		subs, err := c.store.ListDirs(ctx, dir)
+		if errors.Is(err, blob.ErrNoSuchBucket) {
+			continue // nothing beside a catalog whose bucket is gone
+		}
+		if err != nil {
+			return fmt.Errorf("drift: list %s: %w", dir, err)
+		}
+		for _, sub := range subs {
+			name := path.Base(strings.TrimSuffix(sub, "/"))
+			id, ok := TargetMigration(name)
+			url := dir + name
+			if !ok || id == c.opts.Active || slices.Contains(named, url) {
+				continue
+			}
+			g, err := c.group(ctx, url+"/")
+			if err != nil {
+				return err
+			}
+			if g.objects == 0 {
+				continue
+			}
+			newest := g.newest.UTC()
+			c.add(Finding{Kind: KindUnclaimedTarget, Catalog: url, MigrationID: id, Objects: g.objects, Bytes: g.bytes, LastWritten: &newest,
+				AgeSeconds: int64(c.now.Sub(g.newest) / time.Second),
+				Message: fmt.Sprintf("%s holds %d objects (%d bytes), the target of migration %s, which no version of the pointer ever named and no running migration is making (the lock names %s): left by a run that never flipped",
+					url, g.objects, g.bytes, id, orNone(c.opts.Active))})
+		}
 	}
 	return nil
 }

@@ -151,10 +151,10 @@ func TestHealthy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging, CheckpointMaxAge: time.Hour, StagingMaxAge: time.Hour})
+	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging, Active: "mig-3", CheckpointMaxAge: time.Hour, StagingMaxAge: time.Hour})
 	wantKinds(t, r)
 	if !r.Healthy || r.FoundVersion != format.V2 || r.Expected != format.V2 || r.Catalog != cat ||
-		r.Current == nil || r.Current.MigrationID != "mig-2" || r.PointerVersionID == "" {
+		r.Current == nil || r.Current.MigrationID != "mig-2" || r.PointerVersionID == "" || r.ActiveMigration != "mig-3" {
 		t.Fatalf("healthy report: %+v", r)
 	}
 	if !strings.Contains(r.Text(), "healthy") {
@@ -287,11 +287,17 @@ func TestLeftoverCheckpoint(t *testing.T) {
 		}
 	}
 
-	// Young: nothing to report.
-	wantKinds(t, e.check(drift.Options{Expect: format.V2, CheckpointMaxAge: time.Hour}))
+	// Young, of the migration holding the lock: nothing to report.
+	wantKinds(t, e.check(drift.Options{Expect: format.V2, Active: "mig-aborted", CheckpointMaxAge: time.Hour}))
+	// Young, and no migration runs: an orphan; the export's is left to expire.
+	r := e.check(drift.Options{Expect: format.V2, CheckpointMaxAge: time.Hour})
+	wantKinds(t, r, drift.KindOrphanCheckpoint)
+	if f := r.Findings[0]; f.CheckpointID != left.ID || f.MigrationID != "mig-aborted" || f.Catalog != cat {
+		t.Fatalf("orphan checkpoint finding %+v", f)
+	}
 
-	// Two hours later.
-	r := e.check(drift.Options{Expect: format.V2, CheckpointMaxAge: time.Hour, Now: time.Now().Add(2 * time.Hour)})
+	// Two hours later, a leftover, whoever holds the lock.
+	r = e.check(drift.Options{Expect: format.V2, Active: "mig-aborted", CheckpointMaxAge: time.Hour, Now: time.Now().Add(2 * time.Hour)})
 	wantKinds(t, r, drift.KindLeftoverCheckpoint)
 	f := r.Findings[0]
 	if f.CheckpointID != left.ID || f.CheckpointName != "rocklake-migrate-mig-aborted" || f.Catalog != cat ||
@@ -302,7 +308,7 @@ func TestLeftoverCheckpoint(t *testing.T) {
 		t.Fatalf("message should name the checkpoint: %s", f.Message)
 	}
 	// The default age is a day.
-	wantKinds(t, e.check(drift.Options{Expect: format.V2, Now: time.Now().Add(2 * time.Hour)}))
+	wantKinds(t, e.check(drift.Options{Expect: format.V2, Active: "mig-aborted", Now: time.Now().Add(2 * time.Hour)}))
 }
 
 func TestLeftoverStaging(t *testing.T) {
@@ -318,8 +324,14 @@ func TestLeftoverStaging(t *testing.T) {
 	if _, err := e.store.Put(testCtx(t), e.staging+"-other/x", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	wantKinds(t, e.check(drift.Options{Expect: format.V2, Staging: e.staging}))
-	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging + "/", StagingMaxAge: time.Hour, Now: time.Now().Add(2 * time.Hour)})
+	// Young and of the running migration: nothing; of none, an orphan.
+	wantKinds(t, e.check(drift.Options{Expect: format.V2, Staging: e.staging, Active: "mig-aborted"}))
+	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging})
+	wantKinds(t, r, drift.KindOrphanStaging)
+	if f := r.Findings[0]; f.MigrationID != "mig-aborted" || f.Objects != 3 || f.Prefix != e.staging+"/mig-aborted/" {
+		t.Fatalf("orphan staging finding %+v", f)
+	}
+	r = e.check(drift.Options{Expect: format.V2, Staging: e.staging + "/", Active: "mig-aborted", StagingMaxAge: time.Hour, Now: time.Now().Add(2 * time.Hour)})
 	wantKinds(t, r, drift.KindLeftoverStaging)
 	f := r.Findings[0]
 	if f.MigrationID != "mig-aborted" || f.Objects != 3 || f.Bytes != 30 || f.Prefix != e.staging+"/mig-aborted/" || f.LastWritten == nil {

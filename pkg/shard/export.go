@@ -58,6 +58,11 @@ var ErrOutput = errors.New("shard: bad export output")
 // a crashed export: garbage collection may then reclaim what it pins.
 const checkpointLifetime = 6 * time.Hour
 
+// ExportCheckpointName names the checkpoint an export makes for itself
+// (under drift.CheckpointPrefix): the drift check leaves it to its expiry,
+// as a by-hand export may be running.
+const ExportCheckpointName = "rocklake-migrate-export"
+
 // FixedView is the poll interval of a reader that must not move: longer than
 // any export.
 const FixedView = 30 * 24 * time.Hour
@@ -85,7 +90,7 @@ func Export(ctx context.Context, store *blob.Store, url, output string, opts Exp
 
 	cp := opts.Checkpoint
 	if cp == "" {
-		made, cerr := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: "rocklake-migrate-export"}, opts.Store)
+		made, cerr := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: ExportCheckpointName}, opts.Store)
 		if cerr != nil {
 			err = cerr
 			return ExportResult{}, fmt.Errorf("shard: export %s: checkpoint: %w", url, err)

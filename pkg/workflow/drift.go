@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -25,10 +26,13 @@ type DriftOutput struct {
 }
 
 // Drift compares the pointer's catalog with the version the deployed release
-// expects and looks for leftovers of aborted runs; findings are the output,
-// not an error, so the schedule's execution fails only when it cannot look.
+// expects and looks for leftovers of aborted runs, telling them from what the
+// migration holding the lock uses; findings are the output, not an error, so
+// the schedule's execution fails only when it cannot look.
 func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
-	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: format.Version(in.Expect), Staging: env.Staging, Store: env.SlateDB})
+	active, unknown := activeMigration(ctx, env, in.Pointer, time.Now())
+	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: format.Version(in.Expect), Staging: env.Staging,
+		Active: active, ActiveUnknown: unknown, Store: env.SlateDB})
 	if err != nil {
 		return DriftOutput{}, err
 	}

@@ -79,9 +79,30 @@ func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error)
 	if err := json.Unmarshal(b, &l); err != nil {
 		// Unreadable: treat as held until it expires, which it never will;
 		// only unlock clears it. Fail closed.
-		return Lock{MigrationID: "(unreadable lock)", ExpiresAt: time.Now().Add(LockLease)}, info, nil
+		return Lock{MigrationID: unreadableLock, ExpiresAt: time.Now().Add(LockLease)}, info, nil
 	}
 	return l, info, nil
+}
+
+// unreadableLock is the holder readLock reports for a lock it cannot decode.
+const unreadableLock = "(unreadable lock)"
+
+// activeMigration is the migration holding the pointer's lock, for the drift
+// check: "" when none does (no lock, a free one, or one whose lease ran out:
+// its run is dead), or why the lock cannot be read.
+func activeMigration(ctx context.Context, env Env, pointerURL string, now time.Time) (id, unknown string) {
+	held, _, err := readLock(ctx, env, LockURL(pointerURL))
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return "", ""
+	case err != nil:
+		return "", err.Error()
+	case held.MigrationID == unreadableLock:
+		return "", LockURL(pointerURL) + " is not a lock object"
+	case held.MigrationID != "" && now.Before(held.ExpiresAt):
+		return held.MigrationID, ""
+	}
+	return "", ""
 }
 
 // releaseLock frees the pointer's lock if migration m holds it.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
@@ -62,7 +63,7 @@ func (s Staging) ResultURL(step string, i int) string {
 // outside Prefix, so that Abort's cleanup keeps it: a Flip that somehow ran
 // after an Abort still finds "abort" (the staging lifecycle expires it).
 func (s Staging) DecisionURL() string {
-	return strings.TrimSuffix(s.Root, "/") + "/decisions/" + s.MigrationID
+	return strings.TrimSuffix(s.Root, "/") + "/" + drift.DecisionsDir + "/" + s.MigrationID
 }
 
 // StepURL is where a whole-migration step keeps its result.

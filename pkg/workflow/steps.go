@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -153,23 +154,17 @@ func NewMigrationID() string {
 	return "m-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
-// targetURL puts the new catalog beside the source: .../prod → .../v2-<id>.
+// targetURL puts the new catalog beside the source: .../prod → .../v2-<id>
+// (drift.TargetURL, so that the drift check knows targets when it sees one).
 func targetURL(source string, to format.Version, id string) (string, error) {
-	loc, err := blob.Parse(source)
-	if err != nil {
+	t, err := drift.TargetURL(source, to, id)
+	switch {
+	case errors.Is(err, drift.ErrAtRoot):
+		return "", fmt.Errorf("%w: %s is at the root of its bucket or file system, so there is no place beside it for the new catalog; move the catalog under a prefix (for example s3://bucket/catalogs/prod)", ErrSourceAtRoot, source)
+	case err != nil:
 		return "", fmt.Errorf("workflow: catalog URL %s: %w", source, err)
 	}
-	atRoot := strings.Trim(loc.Key, "/") == ""
-	if !loc.IsS3() {
-		atRoot = strings.Count(strings.Trim(loc.Path, "/"), "/") < 1
-	}
-	if atRoot {
-		// Beside a bucket root is another bucket, and beside "/" is nothing:
-		// the new catalog would land inside the source's own root.
-		return "", fmt.Errorf("%w: %s is at the root of its bucket or file system, so there is no place beside it for the new catalog; move the catalog under a prefix (for example s3://bucket/catalogs/prod)", ErrSourceAtRoot, source)
-	}
-	trimmed := strings.TrimSuffix(source, "/")
-	return fmt.Sprintf("%s/%s-%s", trimmed[:strings.LastIndex(trimmed, "/")], to, id), nil
+	return t, nil
 }
 
 // ErrSourceAtRoot: the catalog is at a bucket root (or "/"), with no place
@@ -196,7 +191,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: 7 * 24 * time.Hour, Name: "rocklake-migrate-" + m.MigrationID})
+	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: 7 * 24 * time.Hour, Name: drift.MigrationCheckpointName(m.MigrationID)})
 	if err != nil {
 		return m, err
 	}
