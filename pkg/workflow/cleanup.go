@@ -1,0 +1,266 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// CleanupInput names the pointer whose leftovers to remove.
+type CleanupInput struct {
+	Pointer string `json:"pointer"`
+	// Apply deletes. Without it cleanup is a dry run: it says what it would
+	// delete and writes nothing, not even the lock.
+	Apply bool `json:"apply,omitempty"`
+}
+
+// What cleanup did with a leftover.
+const (
+	CleanupWouldDelete = "would delete"
+	CleanupDeleted     = "deleted"
+	CleanupKept        = "kept"
+)
+
+// CleanupItem is one leftover the drift check found and what cleanup did
+// with it.
+type CleanupItem struct {
+	drift.Finding
+	Action string `json:"action"`
+	// Reason says why the re-check kept it.
+	Reason string `json:"reason,omitempty"`
+	// Deleted counts the objects (or the checkpoint) deleted.
+	Deleted int `json:"deleted,omitempty"`
+}
+
+// CleanupOutput is what cleanup found and did.
+type CleanupOutput struct {
+	Pointer string `json:"pointer"`
+	Apply   bool   `json:"apply"`
+	// LockID is the id cleanup held the pointer's lock under (apply only).
+	LockID string        `json:"lock_id,omitempty"`
+	Items  []CleanupItem `json:"items"`
+	// Report is the drift check cleanup acted on.
+	Report drift.Report `json:"report"`
+}
+
+// ErrCleanupUndecided: cleanup cannot tell what is in use (no valid pointer,
+// its history or the lock unreadable), so it deleted nothing.
+var ErrCleanupUndecided = errors.New("CleanupUndecided")
+
+// Cleanup removes what migrations left behind: the drift check's
+// checkpoints, staging prefixes and unclaimed targets (drift.Kind.Removable).
+// It fails closed. With Apply it holds the pointer's lock for its whole run,
+// so no migration starts while it deletes (MigrationInProgress if one holds
+// it; released by overwrite, as migrations release it); a dry run only reads
+// the lock and refuses the same way. It runs the drift check itself, under
+// the lock, refuses everything if the check could not decide, and re-checks
+// each item right before deleting it against the pointer and its history as
+// they are then: nothing the pointer names or ever named (nor a target whose
+// migration decided to flip), nothing of the current or previous pointer's
+// migration, never decisions/. It stops at the first failure; Items says
+// what was done until then.
+func Cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, err error) {
+	out = CleanupOutput{Pointer: in.Pointer, Apply: in.Apply, Items: []CleanupItem{}}
+	if in.Pointer == "" {
+		return out, errors.New("workflow: cleanup: no pointer URL")
+	}
+	now := time.Now()
+	if in.Apply {
+		out.LockID = "cleanup-" + NewMigrationID()
+		held := Migration{Pointer: in.Pointer, MigrationID: out.LockID}
+		if err := acquireLock(ctx, env, held, now); err != nil {
+			return out, err
+		}
+		defer func() {
+			// On a fresh context: a cancelled cleanup still frees the lock.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			err = errors.Join(err, releaseLock(rctx, env, held))
+		}()
+	} else {
+		active, unknown := activeMigration(ctx, env, in.Pointer, now)
+		if unknown != "" {
+			return out, fmt.Errorf("%w: the lock %s cannot be read: %s; nothing was touched", ErrCleanupUndecided, LockURL(in.Pointer), unknown)
+		}
+		if active != "" {
+			return out, fmt.Errorf("%w: migration %s holds %s: cleanup refuses while it runs; nothing was touched", ErrMigrationInProgress, active, LockURL(in.Pointer))
+		}
+	}
+	p, _, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return out, fmt.Errorf("%w: %w; nothing was touched", ErrCleanupUndecided, err)
+	}
+	// Cleanup only looks for leftovers: the format it expects is the one
+	// the pointer says, so no version finding gets in the way.
+	out.Report, err = drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: p.FormatVersion, Staging: env.Staging, Active: out.LockID, Store: env.SlateDB})
+	if err != nil {
+		return out, fmt.Errorf("workflow: cleanup: %w", err)
+	}
+	for _, f := range out.Report.Findings {
+		switch f.Kind {
+		case drift.KindUndecided, drift.KindPointerMissing, drift.KindBadPointer:
+			return out, fmt.Errorf("%w: %s: %s; nothing was touched", ErrCleanupUndecided, f.Kind, f.Message)
+		}
+	}
+	for _, f := range out.Report.Findings {
+		if !f.Kind.Removable() {
+			continue
+		}
+		item := CleanupItem{Finding: f}
+		item.Reason, err = recheck(ctx, env, in, out.LockID, f)
+		if err != nil {
+			return out, err
+		}
+		switch {
+		case item.Reason != "":
+			item.Action = CleanupKept
+		case !in.Apply:
+			item.Action = CleanupWouldDelete
+		default:
+			if item.Deleted, err = remove(ctx, env, f); err != nil {
+				return out, fmt.Errorf("workflow: cleanup: %s %s: %w", f.Kind, subject(f), err)
+			}
+			item.Action = CleanupDeleted
+		}
+		out.Items = append(out.Items, item)
+	}
+	return out, nil
+}
+
+// recheck reads the lock (when applying), the pointer and its history again
+// and says why f must be kept, "" if it may go. An error stops cleanup.
+func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f drift.Finding) (string, error) {
+	if in.Apply {
+		held, _, err := readLock(ctx, env, LockURL(in.Pointer))
+		if err != nil {
+			return "", fmt.Errorf("workflow: cleanup: %w", err)
+		}
+		if held.MigrationID != lockID {
+			return "", fmt.Errorf("%w: the lock %s is no longer cleanup's (%s holds it): cleanup stopped", ErrMigrationInProgress, LockURL(in.Pointer), held.MigrationID)
+		}
+	}
+	cur, _, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return "", fmt.Errorf("%w: re-reading the pointer: %w; cleanup stopped", ErrCleanupUndecided, err)
+	}
+	hist, err := pointer.History(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return "", fmt.Errorf("%w: re-reading the pointer's history: %w; cleanup stopped", ErrCleanupUndecided, err)
+	}
+	named := []string{strings.TrimSuffix(cur.Catalog, "/"), strings.TrimSuffix(cur.PreviousCatalog, "/")}
+	for _, v := range hist {
+		switch {
+		case v.DeleteMarker:
+		case v.Pointer == nil:
+			return "", fmt.Errorf("%w: version %s of the pointer is not a valid pointer (%s); cleanup stopped", ErrCleanupUndecided, v.VersionID, v.Problem)
+		default:
+			named = append(named, strings.TrimSuffix(v.Pointer.Catalog, "/"), strings.TrimSuffix(v.Pointer.PreviousCatalog, "/"))
+		}
+	}
+	isNamed := func(u string) bool {
+		for _, n := range named {
+			if n != "" && (n == u || strings.HasPrefix(n, u+"/")) {
+				return true
+			}
+		}
+		return false
+	}
+	inUse := f.MigrationID != "" && (f.MigrationID == cur.MigrationID || f.MigrationID == cur.PreviousMigrationID)
+	switch f.Kind {
+	case drift.KindLeftoverCheckpoint, drift.KindOrphanCheckpoint:
+		if !isNamed(strings.TrimSuffix(f.Catalog, "/")) {
+			return "no version of the pointer names its catalog now", nil
+		}
+	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
+		id := f.MigrationID
+		switch {
+		case inUse:
+			return "it is the current or previous pointer's migration's", nil
+		case id == "" || id == drift.DecisionsDir || strings.Contains(id, "/") || f.Prefix != Staging{Root: env.Staging, MigrationID: id}.Prefix():
+			return "it is not one migration's staging directory", nil
+		}
+	case drift.KindUnclaimedTarget:
+		u := strings.TrimSuffix(f.Catalog, "/")
+		if id, ok := drift.TargetMigration(path.Base(u)); !ok || id != f.MigrationID {
+			return "it is not a migration's target", nil
+		}
+		if inUse || isNamed(u) {
+			return "the pointer names it, or did", nil
+		}
+		// A version that named it may have expired from the history (the
+		// pointer bucket's lifecycle): its migration's decision still says.
+		got, _, err := env.Store.Get(ctx, Staging{Root: env.Staging, MigrationID: f.MigrationID}.DecisionURL())
+		switch {
+		case err == nil && string(got) == decisionFlip:
+			return "its migration flipped the pointer to it once", nil
+		case err != nil && !errors.Is(err, blob.ErrNotFound):
+			return "", fmt.Errorf("workflow: cleanup: %w", err)
+		}
+	default:
+		return "cleanup does not remove " + string(f.Kind), nil
+	}
+	return "", nil
+}
+
+// remove deletes what f names and counts what it deleted.
+func remove(ctx context.Context, env Env, f drift.Finding) (int, error) {
+	switch f.Kind {
+	case drift.KindLeftoverCheckpoint, drift.KindOrphanCheckpoint:
+		err := slatedb.DeleteCheckpoint(ctx, f.Catalog, f.CheckpointID, env.SlateDB)
+		if errors.Is(err, slatedb.ErrCheckpointMissing) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return 1, nil
+	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
+		return env.Store.DeletePrefix(ctx, f.Prefix)
+	case drift.KindUnclaimedTarget:
+		return env.Store.DeletePrefix(ctx, strings.TrimSuffix(f.Catalog, "/")+"/")
+	}
+	return 0, fmt.Errorf("cleanup does not remove %s", f.Kind)
+}
+
+// subject is what a removable finding names.
+func subject(f drift.Finding) string {
+	switch f.Kind {
+	case drift.KindLeftoverCheckpoint, drift.KindOrphanCheckpoint:
+		return fmt.Sprintf("checkpoint %s (%q) of %s", f.CheckpointID, f.CheckpointName, f.Catalog)
+	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
+		return "staging " + f.Prefix
+	}
+	return f.Catalog
+}
+
+// Text renders the outcome for people.
+func (o CleanupOutput) Text() string {
+	var b strings.Builder
+	mode := "dry run (nothing deleted; --apply deletes)"
+	if o.Apply {
+		mode = "applied, under lock " + o.LockID
+	}
+	fmt.Fprintf(&b, "cleanup of %s: %s\n", o.Pointer, mode)
+	if len(o.Items) == 0 {
+		b.WriteString("  nothing left over\n")
+	}
+	for _, it := range o.Items {
+		fmt.Fprintf(&b, "  %s %s: %s", it.Action, it.Kind, subject(it.Finding))
+		switch {
+		case it.Reason != "":
+			fmt.Fprintf(&b, " (%s)", it.Reason)
+		case it.Action == CleanupDeleted && it.Kind != drift.KindLeftoverCheckpoint && it.Kind != drift.KindOrphanCheckpoint:
+			fmt.Fprintf(&b, " (%d objects)", it.Deleted)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
