@@ -6,6 +6,9 @@
 // the plan and every per-shard result live in S3 under
 // <staging>/<migration-id>/ (staging.go), and a step reads what it needs.
 //
+// Cleanup (cleanup.go) removes what dead runs left behind, as the drift
+// check finds it, holding the same lock as a migration.
+//
 // Errors that the state machine retries or catches carry stable names
 // (errors.go): FormatVersionMismatch, SourceChangedDuringMigration,
 // PointerConflict, TargetNotEmpty, ShardCorrupt, VerifyMismatch, ...
