@@ -224,6 +224,8 @@ func TestCleanupRefusesWhileMigrationRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := c.objects(t)
+	// No pointer there (a typo): refused, and no lock object is left.
+	cli(t, "cleanup", "--pointer", c.ptr+"-typo", "--apply").want(t, exitError, "CleanupUndecided", "PointerMissing")
 	cli(t, "cleanup", "--pointer", c.ptr, "--apply").want(t, exitError, "MigrationInProgress", "m-running")
 	cli(t, "cleanup", "--pointer", c.ptr).want(t, exitError, "MigrationInProgress", "m-running")
 	if after := c.objects(t); !maps.Equal(before, after) {

@@ -72,6 +72,12 @@ func Cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 	if in.Pointer == "" {
 		return out, errors.New("workflow: cleanup: no pointer URL")
 	}
+	// Without a valid pointer nothing can be told apart; read before the
+	// lock, so that a mistyped URL leaves no lock object behind.
+	p, _, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return out, fmt.Errorf("%w: %w; nothing was touched", ErrCleanupUndecided, err)
+	}
 	now := time.Now()
 	if in.Apply {
 		out.LockID = "cleanup-" + NewMigrationID()
@@ -93,10 +99,6 @@ func Cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 		if active != "" {
 			return out, fmt.Errorf("%w: migration %s holds %s: cleanup refuses while it runs; nothing was touched", ErrMigrationInProgress, active, LockURL(in.Pointer))
 		}
-	}
-	p, _, err := pointer.Read(ctx, env.Store, in.Pointer)
-	if err != nil {
-		return out, fmt.Errorf("%w: %w; nothing was touched", ErrCleanupUndecided, err)
 	}
 	// Cleanup only looks for leftovers: the format it expects is the one
 	// the pointer says, so no version finding gets in the way.
