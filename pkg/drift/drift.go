@@ -590,6 +590,9 @@ func (r Report) Text() string {
 		}
 		fmt.Fprintf(&b, "  catalog:  format %s, release expects %s\n", found, r.Expected)
 	}
+	if r.ActiveMigration != "" {
+		fmt.Fprintf(&b, "  lock:     held by %s (its checkpoint, staging and target are in use)\n", r.ActiveMigration)
+	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "  %s: %s\n", f.Kind, f.Message)
 	}

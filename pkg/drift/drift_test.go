@@ -157,7 +157,7 @@ func TestHealthy(t *testing.T) {
 		r.Current == nil || r.Current.MigrationID != "mig-2" || r.PointerVersionID == "" || r.ActiveMigration != "mig-3" {
 		t.Fatalf("healthy report: %+v", r)
 	}
-	if !strings.Contains(r.Text(), "healthy") {
+	if !strings.Contains(r.Text(), "healthy") || !strings.Contains(r.Text(), "held by mig-3") {
 		t.Fatalf("text: %s", r.Text())
 	}
 	// The check only reads: the pointer is where it was.
