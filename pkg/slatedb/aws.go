@@ -27,6 +27,9 @@ const (
 	renewTimeout = time.Minute
 	// renewRetry is how long a failed renewal waits before trying again.
 	renewRetry = 10 * time.Second
+	// minRenewRetry: the least time between two renewals that brought
+	// nothing newer.
+	minRenewRetry = time.Second
 	// maxRenewSleep: the renewer looks at the wall clock at least this often,
 	// so a process that was suspended (a Lambda sandbox between invocations)
 	// renews soon after it resumes.
@@ -39,10 +42,11 @@ const (
 // credentials that expire are renewed ahead of expiry by one goroutine per
 // configuration, which stops when the configuration is superseded.
 var engineAWS struct {
-	mu    sync.Mutex
-	cfg   *awsconfig.Config // handed; nil before the first s3:// open
-	renew time.Time         // when the handed credentials are due for renewal; zero: never
-	stop  chan struct{}     // closes the running renewer, nil if none runs
+	mu      sync.Mutex
+	cfg     *awsconfig.Config // handed; nil before the first s3:// open
+	renew   time.Time         // when the handed credentials are due for renewal; zero: never
+	expires time.Time         // when the handed credentials expire, if they do
+	stop    chan struct{}     // closes the running renewer, nil if none runs
 }
 
 // useS3 makes sure the engine holds the process's AWS configuration and
@@ -58,17 +62,25 @@ func useS3(ctx context.Context, op, url string) error {
 	}
 	e := &engineAWS
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cfg == cfg && (e.renew.IsZero() || time.Now().Before(e.renew)) {
+	current, due := e.cfg == cfg, !e.renew.IsZero() && !time.Now().Before(e.renew)
+	e.mu.Unlock()
+	if current && !due {
 		return nil
 	}
+	// Fetched without the lock, so that a slow source (SSO, STS, a
+	// container endpoint) holds no other open past its own deadline.
 	get := cfg.Credentials
-	if e.cfg == cfg {
+	if current {
 		get = cfg.Refresh // due: the renewer is late (a suspended process)
 	}
 	creds, err := get(ctx)
 	if err != nil {
 		return fmt.Errorf("slatedb: %s %s: %w", op, url, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cfg == cfg && creds.CanExpire && !creds.Expires.After(e.expires) {
+		return nil // someone handed these, or newer ones, meanwhile
 	}
 	if err := hand(cfg, creds); err != nil {
 		return fmt.Errorf("slatedb: %s %s: %w", op, url, err)
@@ -77,7 +89,7 @@ func useS3(ctx context.Context, op, url string) error {
 		close(e.stop) // the previous configuration's renewer
 		e.stop = nil
 	}
-	e.cfg = cfg
+	e.cfg, e.expires = cfg, creds.Expires
 	e.renew, _ = awsconfig.RefreshAt(creds, time.Now())
 	if !e.renew.IsZero() && e.stop == nil {
 		e.stop = make(chan struct{})
@@ -119,6 +131,14 @@ func renewer(cfg *awsconfig.Config, stop chan struct{}) {
 			return
 		default:
 		}
+		if err == nil && creds.CanExpire && !creds.Expires.After(e.expires) {
+			// The source still hands out the same credentials (instance
+			// and container roles do until shortly before expiry): ask
+			// again later, not in a tight loop.
+			e.mu.Unlock()
+			backoff = min(renewRetry, max(time.Until(creds.Expires)/2, minRenewRetry))
+			continue
+		}
 		if err == nil {
 			err = hand(cfg, creds)
 		}
@@ -129,6 +149,7 @@ func renewer(cfg *awsconfig.Config, stop chan struct{}) {
 			continue
 		}
 		backoff = 0
+		e.expires = creds.Expires
 		e.renew, _ = awsconfig.RefreshAt(creds, time.Now())
 		if e.renew.IsZero() {
 			e.stop = nil
