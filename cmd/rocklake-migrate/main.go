@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
@@ -84,11 +85,10 @@ func run(ctx context.Context, e *env, args []string) int {
 	err = cmd.run(ctx, e, args[1:])
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		where := ""
-		for _, v := range []string{"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"} {
-			if ep := os.Getenv(v); ep != "" {
-				where = " (S3 endpoint " + ep + ")"
-				break
-			}
+		// The endpoint S3 and the engine were given (the deadline is gone:
+		// the configuration is resolved already, or needs no network).
+		if cfg, err := awsconfig.Load(context.WithoutCancel(ctx)); err == nil && cfg.Endpoint != "" {
+			where = " (S3 endpoint " + cfg.Endpoint + ")"
 		}
 		err = fmt.Errorf("timed out: the command's --timeout %s ran out%s: %w", d, where, err)
 	}

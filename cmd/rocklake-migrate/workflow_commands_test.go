@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // The operator's loop: migrate behind a pointer, status, rollback, drift with
@@ -237,4 +240,46 @@ func TestInterruptedMigrateCleansUp(t *testing.T) {
 		}
 	}
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
+}
+
+// With AWS_PROFILE as the only source of credentials (no AWS_* keys), the
+// engine and the pointer agree: rollback restores and checks the catalog,
+// and export reads it. The engine once read only the AWS_* variables, so
+// a rollback moved the pointer and then failed opening the catalog.
+func TestProfileOnlyRollbackAndExport(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
+
+	dir := t.TempDir()
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	cred := fmt.Sprintf("[ops]\naws_access_key_id = %s\naws_secret_access_key = %s\n", s.AccessKey(), s.SecretKey())
+	for name, text := range map[string]string{"credentials": cred, "config": "[profile ops]\nregion = us-east-1\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_PROFILE", "ops")
+
+	rb := cli(t, "rollback", "--pointer", ptr)
+	rb.want(t, exitOK)
+	if !strings.Contains(rb.stdout, src) {
+		t.Fatalf("rollback = %s", rb.stdout)
+	}
+	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitOK)
+	cli(t, "export", "--catalog", src, "--format", "v1", "--output", "s3://rocklake/staging/profile", "--shards", "2").want(t, exitOK)
 }

@@ -23,11 +23,20 @@
 #define RL_ERR_CANCELED 10
 #define RL_ERR_NO_DATABASE 11
 #define RL_ERR_NO_BUCKET 12
+#define RL_ERR_NO_CREDENTIALS 13
 
 typedef struct rl_writer rl_writer;
 typedef struct rl_reader rl_reader;
 typedef struct rl_iter rl_iter;
 typedef struct rl_cancel rl_cancel;
+
+/* The process's AWS settings, from Go (pkg/awsconfig): a JSON object
+ * {"region","endpoint","path_style","access_key_id","secret_access_key",
+ *  "session_token","expires_unix_ms"} (endpoint "" = AWS S3; expires 0 = never).
+ * s3:// stores opened later use its region and endpoint, and every S3 request,
+ * on open stores too, is signed with the credentials handed last; with none
+ * handed, s3:// fails with RL_ERR_NO_CREDENTIALS. AWS_* variables are not read. */
+int32_t rl_aws_set(const char *settings_json, char **err_out);
 
 int32_t rl_writer_open(const char *url, const char *opts_json, uint64_t timeout_ms,
                        const rl_cancel *cancel, rl_writer **out, char **err_out);

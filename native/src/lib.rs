@@ -19,6 +19,7 @@
 // every extern fn `unsafe` would change nothing for C callers.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+mod aws;
 mod guard;
 mod store;
 
@@ -51,6 +52,7 @@ pub const RL_ERR_TIMEOUT: i32 = 9;
 pub const RL_ERR_CANCELED: i32 = 10;
 pub const RL_ERR_NO_DATABASE: i32 = 11;
 pub const RL_ERR_NO_BUCKET: i32 = 12;
+pub const RL_ERR_NO_CREDENTIALS: i32 = 13;
 
 /// One runtime per process: SlateDB's background tasks (flusher, compactor, GC,
 /// manifest pollers) live here, independent of which Go thread calls in.
@@ -133,6 +135,7 @@ fn bounded(s: &str) -> String {
 fn from_slate(context: &str, e: slatedb::Error) -> Fail {
     let msg = format!("{context}: {}", describe(&e));
     let code = match e.kind() {
+        _ if msg.contains(aws::NO_CREDENTIALS) => RL_ERR_NO_CREDENTIALS,
         ErrorKind::Closed(slatedb::CloseReason::Fenced) => RL_ERR_FENCED,
         ErrorKind::Closed(_) => RL_ERR_CLOSED,
         ErrorKind::Unavailable => RL_ERR_UNAVAILABLE,
@@ -297,6 +300,19 @@ fn drop_in_runtime<T>(v: T) {
         }
         Err(_) => drop(v),
     }
+}
+
+// ---------------------------------------------------------------------------
+// AWS settings
+
+/// Hands the process's AWS settings to the engine (see aws.rs): a JSON object
+/// `{"region","endpoint","path_style","access_key_id","secret_access_key",
+/// "session_token","expires_unix_ms"}`. S3 stores opened later use its
+/// region and endpoint; every S3 request, on open stores too, is signed with
+/// the credentials handed last. Invalid settings change nothing.
+#[no_mangle]
+pub extern "C" fn rl_aws_set(settings_json: *const c_char, err_out: *mut *mut c_char) -> i32 {
+    ffi(err_out, || aws::set(cstr(settings_json, "AWS settings")?))
 }
 
 // ---------------------------------------------------------------------------

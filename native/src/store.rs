@@ -1,6 +1,7 @@
 //! Object stores by URL: `file:///abs/path`, `memory://name/prefix` and
 //! `s3://bucket/prefix`. The path (or prefix) is the SlateDB database's own root,
-//! so a database written by any other SlateDB client opens as it is.
+//! so a database written by any other SlateDB client opens as it is. S3
+//! stores take their region, endpoint and credentials from aws.rs (Go's).
 
 use std::collections::HashMap;
 use std::ffi::c_char;
@@ -17,7 +18,10 @@ use slatedb::object_store::path::Path;
 use slatedb::object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 
 use crate::guard::{Bounded, Overlay};
-use crate::{cstr, fail, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_DATABASE, RL_ERR_UNAVAILABLE};
+use crate::{
+    aws, cstr, fail, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_CREDENTIALS, RL_ERR_NO_DATABASE,
+    RL_ERR_UNAVAILABLE,
+};
 
 /// The slatedb crate version pinned in Cargo.toml (a test keeps them in step).
 pub const SLATEDB_VERSION: &str = "0.13.1";
@@ -201,10 +205,19 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 max_retries: opts.s3_max_retries,
                 retry_timeout: Duration::from_millis(opts.s3_retry_timeout_ms),
             };
-            // from_env reads AWS_ENDPOINT(_URL), AWS_ALLOW_HTTP, AWS_REGION and the
-            // credentials; path-style addressing is its default.
-            let store = AmazonS3Builder::from_env()
+            // Region, endpoint and credentials come from Go (aws.rs), never
+            // from AWS_* variables: one chain for the whole process.
+            let aws = aws::current().ok_or_else(|| {
+                fail(
+                    RL_ERR_NO_CREDENTIALS,
+                    format!("{raw}: {}: none were handed to the engine", aws::NO_CREDENTIALS),
+                )
+            })?;
+            let mut builder = AmazonS3Builder::new()
                 .with_bucket_name(bucket)
+                .with_region(aws.region.as_str())
+                .with_credentials(Arc::new(aws::SlotCredentials::new()))
+                .with_virtual_hosted_style_request(!aws.path_style)
                 .with_retry(retry)
                 .with_config(
                     AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
@@ -213,9 +226,15 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 .with_config(
                     AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
                     format!("{}ms", opts.s3_connect_timeout_ms),
-                )
-                .build()
-                .map_err(|e| bad(&e.to_string()))?;
+                );
+            if !aws.endpoint.is_empty() {
+                // An http:// endpoint was configured on purpose (a local
+                // S3-compatible server): allow what it says.
+                builder = builder
+                    .with_endpoint(aws.endpoint.as_str())
+                    .with_allow_http(aws.endpoint.starts_with("http://"));
+            }
+            let store = builder.build().map_err(|e| bad(&e.to_string()))?;
             Ok(Location {
                 store: Arc::new(Bounded::new(Arc::new(store), opts.max_retries)),
                 path: db_path,
@@ -257,6 +276,9 @@ pub async fn require_manifest(loc: &Location, url: &str) -> Res<()> {
 
 fn store_error(loc: &Location, e: slatedb::object_store::Error) -> crate::Fail {
     let text = crate::describe(&e);
+    if text.contains(aws::NO_CREDENTIALS) {
+        return fail(RL_ERR_NO_CREDENTIALS, format!("object store: {text}"));
+    }
     match &loc.bucket {
         Some(b) if text.contains("NoSuchBucket") || matches!(e, slatedb::object_store::Error::NotFound { .. }) => {
             fail(RL_ERR_NO_BUCKET, format!("bucket {b:?} does not exist: {text}"))

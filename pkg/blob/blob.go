@@ -2,9 +2,8 @@
 // file:///path and plain paths, with one API for both so that every step runs
 // the same against S3 and a local directory.
 //
-// S3 is configured only by the standard AWS_* environment (credentials,
-// AWS_REGION, AWS_ENDPOINT_URL or, as SlateDB's object_store spells it,
-// AWS_ENDPOINT); an overridden endpoint implies path-style requests.
+// S3 is configured by pkg/awsconfig (the standard AWS chain, shared with the
+// engine in pkg/slatedb); an overridden endpoint implies path-style requests.
 //
 // Local files behave like objects: a write becomes visible whole or not at all
 // (temporary file, fsync, rename), and conditional writes are atomic between
@@ -19,6 +18,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 )
 
 // Errors, matched with errors.Is; the error returned also wraps the
@@ -57,12 +58,12 @@ type Store struct {
 	s3 *s3Store
 }
 
-// New makes a Store, loading the S3 configuration from the environment (no
+// New makes a Store with the process's AWS configuration (awsconfig.Load; no
 // network access: a wrong configuration shows on first S3 use).
 func New(ctx context.Context) (*Store, error) {
 	s, err := newS3Store(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("blob: load AWS configuration: %w", err)
+		return nil, fmt.Errorf("blob: %w", err)
 	}
 	return &Store{s3: s}, nil
 }
@@ -146,8 +147,9 @@ const MaxGetSize = 16 << 20
 var ErrUnreachable = errors.New("blob: S3 endpoint unreachable")
 
 // ErrNoCredentials: no AWS credentials were found by any of the standard
-// sources.
-var ErrNoCredentials = errors.New("blob: no AWS credentials")
+// sources; the error names what was tried. It is awsconfig.ErrNoCredentials,
+// which pkg/slatedb returns too.
+var ErrNoCredentials = awsconfig.ErrNoCredentials
 
 // ErrTooLarge: an object Get was asked for is larger than MaxGetSize.
 var ErrTooLarge = errors.New("blob: object larger than a whole-object read allows")

@@ -9,30 +9,24 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	tm "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 )
 
 const (
 	maxAttempts = 5
 	maxBackoff  = 5 * time.Second
-	// Connection setup and waiting for a response's headers are bounded here;
-	// reading a streamed body is bounded by the caller's ctx only, as a large
-	// object may legitimately take long.
-	dialTimeout           = 10 * time.Second
-	responseHeaderTimeout = time.Minute
 	// Two parts in flight: with 8 MiB parts an upload holds about 24 MiB,
 	// which keeps many concurrent shard writers within a Lambda's memory.
 	uploadConcurrency = 2
@@ -50,44 +44,28 @@ type s3Store struct {
 }
 
 func newS3Store(ctx context.Context) (*s3Store, error) {
-	httpClient := awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
-		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = responseHeaderTimeout })
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithHTTPClient(httpClient),
-		config.WithRetryer(func() aws.Retryer {
-			r := retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = maxAttempts
-				o.MaxBackoff = maxBackoff
-			})
-			// S3 answers 409 ConditionalRequestConflict to a conditional
-			// write racing another on the same key, and asks for a retry.
-			return retry.AddWithErrorCodes(r, "ConditionalRequestConflict")
-		}),
-	)
+	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		// The SDK reads AWS_ENDPOINT_URL(_S3) itself; AWS_ENDPOINT is what
-		// SlateDB's object_store reads, so honour it too.
-		if ep := os.Getenv("AWS_ENDPOINT"); o.BaseEndpoint == nil && ep != "" {
-			o.BaseEndpoint = aws.String(ep)
+	client := s3.NewFromConfig(cfg.AWS, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
-		// A custom endpoint (versitygw, MinIO) has no per-bucket DNS names.
-		if o.BaseEndpoint != nil {
-			o.UsePathStyle = true
-		}
+		o.UsePathStyle = cfg.PathStyle
+		r := retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = maxAttempts
+			o.MaxBackoff = maxBackoff
+		})
+		// S3 answers 409 ConditionalRequestConflict to a conditional
+		// write racing another on the same key, and asks for a retry.
+		o.Retryer = retry.AddWithErrorCodes(r, "ConditionalRequestConflict")
 	})
 	transfer := tm.New(client, func(o *tm.Options) {
 		o.Concurrency = uploadConcurrency
 		o.FailTimeout = abortTimeout
 	})
-	endpoint := "AWS S3 (" + cfg.Region + ")"
-	if ep := client.Options().BaseEndpoint; ep != nil {
-		endpoint = *ep
-	}
-	return &s3Store{client: client, transfer: transfer, endpoint: endpoint}, nil
+	return &s3Store{client: client, transfer: transfer, endpoint: cfg.Describe()}, nil
 }
 
 // error names what went wrong talking to S3: the package's named error,
@@ -99,9 +77,11 @@ func (s *s3Store) error(err error) error {
 	}
 	var dns *net.DNSError
 	var ne net.Error
+	var noCreds *awsconfig.NoCredentialsError
 	switch {
-	case strings.Contains(err.Error(), "failed to retrieve credentials") || strings.Contains(err.Error(), "no EC2 IMDS role found"):
-		return fmt.Errorf("%w for %s: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where a role is available (web identity, container, instance) (%w)", ErrNoCredentials, s.endpoint, err)
+	case errors.As(err, &noCreds):
+		// The same message the engine gives (pkg/slatedb), not the SDK's chain.
+		return fmt.Errorf("%w (endpoint %s)", noCreds, s.endpoint)
 	case errors.As(err, &dns):
 		return fmt.Errorf("%w: cannot resolve %s (endpoint %s): %w", ErrUnreachable, dns.Name, s.endpoint, err)
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -224,11 +224,12 @@ func (s *Stack) SecretKey() string { return secretKey }
 func (s *Stack) Dir() string { return s.dir }
 
 // Env is the environment that points an S3 client at the gateway, as
-// KEY=VALUE pairs to append to a child process's environment: the AWS SDKs
-// read AWS_ENDPOINT_URL, SlateDB's object_store reads AWS_ENDPOINT,
+// KEY=VALUE pairs to append to a child process's environment: the AWS SDKs,
+// and through pkg/awsconfig this tool's engine, read AWS_ENDPOINT_URL;
+// object_store in other programs (the rocklake binary) reads AWS_ENDPOINT,
 // AWS_ALLOW_HTTP and AWS_VIRTUAL_HOSTED_STYLE_REQUEST (path-style requests,
-// as the gateway has no virtual-host DNS). pkg/blob uses path-style whenever
-// an endpoint is set.
+// as the gateway has no virtual-host DNS). pkg/awsconfig implies path style
+// whenever an endpoint is set.
 func (s *Stack) Env() []string {
 	return []string{
 		"AWS_ENDPOINT=" + s.endpoint,

@@ -2,9 +2,10 @@
 // found something (PublishDrift) and the migration outcome messages of the
 // workflow's NotifySuccess and NotifyFailure (PublishOutcome).
 //
-// The SNS client is configured by the standard AWS environment
-// (credentials, AWS_REGION); the endpoint is AWS_ENDPOINT_URL_SNS if set,
-// else AWS_ENDPOINT_URL, else AWS's (Options.Endpoint overrides all three).
+// The SNS client takes credentials and region from pkg/awsconfig (the
+// process's one AWS chain, shared with S3); the endpoint is
+// AWS_ENDPOINT_URL_SNS if set, else AWS_ENDPOINT_URL, else AWS's
+// (Options.Endpoint overrides all three).
 // Tests point it at an emulator on loopback (notifytest).
 //
 // Messages carry two string attributes for subscription filter policies:
@@ -26,10 +27,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 )
 
@@ -59,22 +60,19 @@ type Publisher struct {
 	client *sns.Client
 }
 
-// NewPublisher loads the AWS configuration from the environment (no network
-// access).
+// NewPublisher uses the process's AWS configuration (awsconfig.Load; no
+// network access).
 func NewPublisher(ctx context.Context, opts Options) (*Publisher, error) {
 	httpClient := awshttp.NewBuildableClient().
 		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
 		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = headerTimeout })
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithHTTPClient(httpClient),
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = maxAttempts })
-		}),
-	)
+	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("notify: load AWS configuration: %w", err)
+		return nil, fmt.Errorf("notify: %w", err)
 	}
-	client := sns.NewFromConfig(cfg, func(o *sns.Options) {
+	client := sns.NewFromConfig(cfg.AWS, func(o *sns.Options) {
+		o.HTTPClient = httpClient
+		o.Retryer = retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = maxAttempts })
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}

@@ -77,6 +77,9 @@ func parseCheckpoint(s string) (Checkpoint, error) {
 // capture all of a live database, open a Writer (fencing the old one) and use
 // Writer.Checkpoint.
 func CreateCheckpoint(ctx context.Context, url string, cp CheckpointOptions, opts Options) (Checkpoint, error) {
+	if err := useS3(ctx, "create checkpoint", url); err != nil {
+		return Checkpoint{}, err
+	}
 	curl, copts, name := C.CString(url), C.CString(opts.json()), C.CString(cp.Name)
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))
@@ -93,6 +96,9 @@ func CreateCheckpoint(ctx context.Context, url string, cp CheckpointOptions, opt
 
 // ListCheckpoints lists the database's checkpoints.
 func ListCheckpoints(ctx context.Context, url string, opts Options) ([]Checkpoint, error) {
+	if err := useS3(ctx, "list checkpoints", url); err != nil {
+		return nil, err
+	}
 	curl, copts := C.CString(url), C.CString(opts.json())
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))
@@ -122,6 +128,9 @@ func ListCheckpoints(ctx context.Context, url string, opts Options) ([]Checkpoin
 // DeleteCheckpoint deletes a checkpoint; one that does not exist is
 // ErrCheckpointMissing.
 func DeleteCheckpoint(ctx context.Context, url, id string, opts Options) error {
+	if err := useS3(ctx, "delete checkpoint", url); err != nil {
+		return err
+	}
 	curl, copts, cid := C.CString(url), C.CString(opts.json()), C.CString(id)
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))

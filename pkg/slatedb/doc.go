@@ -6,6 +6,11 @@
 // writer), readers pinned to a checkpoint or following the latest state, range
 // scans, and checkpoints.
 //
+// The engine reads no AWS_* variable: before an s3:// database is opened, the
+// process's AWS configuration (pkg/awsconfig, which pkg/blob uses too) is
+// handed to it, and credentials that expire are handed over again ahead of
+// expiry (aws.go). No credentials is ErrNoCredentials, as in pkg/blob.
+//
 // Two writer profiles tune the engine for this project's writers:
 // Options.BulkLoad loads a whole database in memory that does not grow with it
 // (import, seed), and Options.Passive writes without compacting or collecting

@@ -1,6 +1,10 @@
 package slatedb
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
+)
 
 // Code is a status code of the native library.
 type Code int
@@ -19,6 +23,7 @@ const (
 	CodeCanceled          Code = 10
 	CodeNoDatabase        Code = 11
 	CodeNoSuchBucket      Code = 12
+	CodeNoCredentials     Code = 13
 )
 
 // Sentinel errors for errors.Is. Every *Error matches exactly one of them.
@@ -33,6 +38,8 @@ var (
 	ErrData              = errors.New("slatedb: unexpected persisted data")
 	ErrNoDatabase        = errors.New("slatedb: no database at that location")
 	ErrNoSuchBucket      = errors.New("slatedb: no such bucket")
+	// ErrNoCredentials is awsconfig.ErrNoCredentials (and blob.ErrNoCredentials).
+	ErrNoCredentials = awsconfig.ErrNoCredentials
 )
 
 var sentinels = map[Code]error{
@@ -46,6 +53,7 @@ var sentinels = map[Code]error{
 	CodeData:              ErrData,
 	CodeNoDatabase:        ErrNoDatabase,
 	CodeNoSuchBucket:      ErrNoSuchBucket,
+	CodeNoCredentials:     ErrNoCredentials,
 }
 
 // Error is an error reported by the native library.

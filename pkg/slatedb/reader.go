@@ -36,6 +36,9 @@ type Reader struct {
 // database is ErrNoDatabase; a checkpoint that does not exist is
 // ErrCheckpointMissing.
 func OpenReader(ctx context.Context, url string, opts ReaderOptions) (*Reader, error) {
+	if err := useS3(ctx, "open reader", url); err != nil {
+		return nil, err
+	}
 	curl, copts, ccp := C.CString(url), C.CString(opts.json()), C.CString(opts.Checkpoint)
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))

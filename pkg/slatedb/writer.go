@@ -38,6 +38,9 @@ const bulkMemtableBytes = 8 << 20
 
 // OpenWriter opens (or creates) the database at url as its writer.
 func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) {
+	if err := useS3(ctx, "open writer", url); err != nil {
+		return nil, err
+	}
 	curl, copts := C.CString(url), C.CString(opts.json())
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))
