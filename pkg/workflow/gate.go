@@ -149,7 +149,11 @@ func publishGate(ctx context.Context, env Env, rec GateRecord) error {
 func GateInstructions(rec GateRecord) string {
 	m := rec.Migration
 	var b strings.Builder
-	fmt.Fprintf(&b, "Migration %s of %s waits at the gate until %s (then it is aborted).\n", m.MigrationID, m.Pointer, rec.ExpiresAt.Format(time.RFC3339))
+	then := "then Step Functions aborts it"
+	if rec.Local {
+		then = "after that, approve aborts it instead"
+	}
+	fmt.Fprintf(&b, "Migration %s of %s waits at the gate until %s (%s).\n", m.MigrationID, m.Pointer, rec.ExpiresAt.Format(time.RFC3339), then)
 	fmt.Fprintf(&b, "The new catalog %s (%s) is verified; the source %s (%s) is frozen: any write to it now makes the flip refuse. The pointer is unchanged and the migration holds its lock.\n\n", m.Target, m.To, m.Source, m.From)
 	fmt.Fprintf(&b, "approve (flip the pointer):              rocklake-migrate approve %s --pointer %s --staging %s\n", m.MigrationID, m.Pointer, rec.Staging)
 	fmt.Fprintf(&b, "abort (remove the new catalog, unfreeze): rocklake-migrate abort %s --pointer %s --staging %s\n", m.MigrationID, m.Pointer, rec.Staging)
