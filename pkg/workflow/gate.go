@@ -299,12 +299,19 @@ func AbortGate(ctx context.Context, env Env, id string, opts GateOptions) (GateR
 	return completeGate(ctx, env, id, gateAbort, opts)
 }
 
-func completeGate(ctx context.Context, env Env, id, action string, opts GateOptions) (GateResult, error) {
+func completeGate(ctx context.Context, env Env, id, action string, opts GateOptions) (res GateResult, err error) {
 	rec, err := claimGate(ctx, env, id, action, opts)
-	res := GateResult{Gate: rec}
+	res.Gate = rec
 	if err != nil {
 		return res, err
 	}
+	defer func() {
+		if err != nil {
+			// Nothing decided: the claim must not hold the gate shut for
+			// a repeat of this command or the other one.
+			releaseClaim(ctx, env, rec)
+		}
+	}()
 	cause := fmt.Sprintf("aborted at the gate by %s", opts.By)
 	approval, err := json.Marshal(map[string]any{"approved_by": opts.By, "approved_at": rec.CompletedAt})
 	if err != nil {
@@ -329,16 +336,33 @@ func completeGate(ctx context.Context, env Env, id, action string, opts GateOpti
 		return res, nil
 	}
 	if rec.Suspended == nil {
-		// The run that opened the gate stopped before recording itself:
-		// nothing to resume. Abort needs no run: the step itself.
-		if action == gateApprove {
-			return res, fmt.Errorf("%w: the run that opened the gate of %s did not record its execution; abort it and migrate again", ErrNotAtGate, id)
-		}
+		// The run that opened the gate stopped before recording itself (an
+		// approve was refused in claimGate): nothing to resume. Abort needs
+		// no run: the step itself.
 		ab, err := Abort(ctx, env, AbortInput{Migration: rec.Migration, Error: map[string]any{"Error": NameAbortedByOperator, "Cause": cause}})
 		res.Abort = &ab
 		return res, err
 	}
 	return resumeGate(ctx, env, rec, action, approval, cause, opts)
+}
+
+// releaseClaim withdraws a claim that decided nothing, if it is still
+// this one's; best effort, within its own short deadline.
+func releaseClaim(ctx context.Context, env Env, claimed GateRecord) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	id := claimed.Migration.MigrationID
+	rec, info, err := readGate(ctx, env, id)
+	if err != nil || rec.Completed != claimed.Completed || !rec.CompletedAt.Equal(claimed.CompletedAt) {
+		return
+	}
+	if d, err := decision(ctx, env, rec.Migration); err != nil || d != "" {
+		return
+	}
+	rec.Completed, rec.CompletedBy, rec.CompletedAt = "", "", time.Time{}
+	if b, err := json.Marshal(rec); err == nil {
+		_, _ = env.Store.PutIfMatch(ctx, env.staging(id).GateURL(), b, info.ETag)
+	}
 }
 
 // claimGate checks that migration id waits at the gate and claims it for
@@ -363,6 +387,9 @@ func claimGate(ctx context.Context, env Env, id, action string, opts GateOptions
 	}
 	if d != "" {
 		return rec, decidedError(id, d)
+	}
+	if rec.Local && rec.Suspended == nil && action == gateApprove {
+		return rec, fmt.Errorf("%w: the run that opened the gate of %s did not record its execution, so it cannot go on to Flip; abort it and migrate again", ErrNotAtGate, id)
 	}
 	now := time.Now().UTC()
 	if rec.Completed != "" && now.Sub(rec.CompletedAt) < gateClaimLease {

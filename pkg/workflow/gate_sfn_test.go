@@ -131,6 +131,27 @@ func TestGateOnStepFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, arn = open("e2")
+	// A completion Step Functions refuses (here a token it never issued)
+	// leaves the gate open for the next command.
+	gateURL := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.GateURL()
+	rec, _ = workflow.ReadGate(ctx, f.env, m.MigrationID)
+	token := rec.TaskToken
+	rec.TaskToken = "not-a-token"
+	body, _ := json.Marshal(rec)
+	if _, err := f.env.Store.Put(ctx, gateURL, body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); err == nil || !strings.Contains(err.Error(), "InvalidToken") {
+		t.Fatalf("abort with a token Step Functions refuses: %v", err)
+	}
+	if rec, err = workflow.ReadGate(ctx, f.env, m.MigrationID); err != nil || rec.Completed != "" {
+		t.Fatalf("the refused abort kept its claim: %+v, %v", rec, err)
+	}
+	rec.TaskToken = token
+	body, _ = json.Marshal(rec)
+	if _, err := f.env.Store.Put(ctx, gateURL, body); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
