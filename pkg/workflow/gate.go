@@ -469,9 +469,11 @@ func resumeGate(ctx context.Context, env Env, rec GateRecord, action string, app
 			return res, fmt.Errorf("workflow: abort %s: the run went on without aborting", rec.Migration.MigrationID)
 		}
 		return res, nil
-	case errors.As(runErr, &ee) && ee.Name == asl.ErrTimeout:
+	case action == gateApprove && errors.As(runErr, &ee) && ee.Name == asl.ErrTimeout:
 		return res, fmt.Errorf("%w: migration %s waited past %s and was aborted instead (%s)", ErrGateTimedOut, rec.Migration.MigrationID, rec.ExpiresAt.Format(time.RFC3339), abortSummary(aborted))
-	case action == gateAbort && errors.As(runErr, &ee) && ee.Name == NameAbortedByOperator:
+	case action == gateAbort && errors.As(runErr, &ee) && (ee.Name == NameAbortedByOperator || ee.Name == asl.ErrTimeout):
+		// Aborted by the abort or, past the gate's timeout, by the timeout:
+		// either way what was asked for, if Abort did its work.
 		if aborted == nil || aborted.AbortError != nil {
 			return res, fmt.Errorf("workflow: abort %s: the Abort step failed: %s", rec.Migration.MigrationID, abortSummary(aborted))
 		}

@@ -282,13 +282,23 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	}
 
 	// The gate's TimeoutSeconds passed (its state entered 21 hours ago).
-	rec = postpone(t, ctx, f, pub)
-	rec.Suspended.EnteredTime = rec.Suspended.EnteredTime.Add(-21 * time.Hour)
-	body, _ := json.Marshal(rec)
-	st := workflow.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}
-	if _, err := f.env.Store.Put(ctx, st.GateURL(), body); err != nil {
-		t.Fatal(err)
+	expired := func() workflow.GateRecord {
+		t.Helper()
+		rec := postpone(t, ctx, f, pub)
+		rec.Suspended.EnteredTime = rec.Suspended.EnteredTime.Add(-21 * time.Hour)
+		body, _ := json.Marshal(rec)
+		if _, err := f.env.Store.Put(ctx, workflow.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}.GateURL(), body); err != nil {
+			t.Fatal(err)
+		}
+		return rec
 	}
+	// An abort then is what was asked for.
+	rec = expired()
+	if res, err := workflow.AbortGate(ctx, f.env, rec.Migration.MigrationID, opts); err != nil || res.Abort == nil || res.Abort.TargetObjects == 0 {
+		t.Fatalf("abort after the gate's timeout: %+v, %v", res.Abort, err)
+	}
+	rec = expired()
+	st := workflow.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}
 	res, err = workflow.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
 	if !errors.Is(err, workflow.ErrGateTimedOut) || workflow.ErrorName(err) != "GateTimedOut" {
 		t.Fatalf("approve after the gate's timeout: %v", err)
