@@ -101,6 +101,8 @@ func run(ctx context.Context, e *env, args []string) int {
 var commandTimeouts = map[string]time.Duration{
 	"migrate": 12 * time.Hour, "seed": 4 * time.Hour, "export": 4 * time.Hour, "transform": 4 * time.Hour,
 	"import": 4 * time.Hour, "verify": 4 * time.Hour, "inspect": time.Hour,
+	// Flip or Abort with their retries, then the outcome message.
+	"approve": 30 * time.Minute, "abort": 30 * time.Minute,
 }
 
 const defaultTimeout = 5 * time.Minute

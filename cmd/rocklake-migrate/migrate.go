@@ -13,7 +13,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/notify"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -39,14 +38,19 @@ type migrateReport struct {
 	// Carried and Dropped: records of unknown tags, by tag.
 	Carried map[string]uint64 `json:"carried_unknown,omitempty"`
 	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
+	// Gate: the migration waits at the gate (--postpone-flip); GateHow
+	// says how to approve or abort it.
+	Gate    *workflow.GateRecord `json:"gate,omitempty"`
+	GateHow string               `json:"gate_instructions,omitempty"`
 }
 
 func init() {
 	register("migrate", "run the migration workflow (statemachine/migration.asl.json) locally", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "migrate", "--pointer s3://… --to vN [--dry-run] [--shards N] [--concurrency K]")
+		fs := flags(e, "migrate", "--pointer s3://… --to vN [--dry-run | --postpone-flip] [--shards N] [--concurrency K]")
 		ptr := pointerFlag(fs)
 		to := fs.String("to", "", "target format (v2)")
 		dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
+		postpone := fs.Bool("postpone-flip", false, "stop after Verify at the gate, the source frozen and the lock held, until `approve ID` flips or `abort ID` cleans up")
 		shards := fs.Int("shards", 8, "shards to export, transform and import")
 		concurrency := fs.Int("concurrency", 2, "shards worked on at once")
 		staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
@@ -64,6 +68,9 @@ func init() {
 		if err != nil {
 			return usagef("--to: %v", err)
 		}
+		if *dryRun && *postpone {
+			return usagef("--dry-run and --postpone-flip exclude each other: a dry run never flips")
+		}
 		if *staging == "" {
 			*staging = defaultStaging(*ptr)
 		}
@@ -73,12 +80,7 @@ func init() {
 		}
 		var publish workflow.Publish
 		if *topic != "" {
-			pub, err := notify.NewPublisher(ctx, notify.Options{})
-			if err != nil {
-				return err
-			}
-			publish = func(ctx context.Context, topic, subject, msg string) error {
-				_, err := pub.PublishOutcome(ctx, topic, subject, msg)
+			if publish, err = workflow.SNSPublish(ctx); err != nil {
 				return err
 			}
 		}
@@ -92,21 +94,18 @@ func init() {
 			return err
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id})
+		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id})
 
 		var mu sync.Mutex
 		times := map[string]float64{}
 		// Known as soon as Check is done, so that every report names the
 		// migration, a failed one too.
 		var checked workflow.Migration
+		var verified json.RawMessage // the state after Verify, for a run that stops at the gate
 		shardsDone := 0
 		live := isTerminal(e.stderr)
 		obs := asl.ObserverFuncs{
-			Entered: func(ev asl.StateEvent) {
-				if len(ev.MapIndex) == 0 {
-					fmt.Fprintf(e.stderr, "%s → %s\n", ev.Time.Format("15:04:05"), ev.Name)
-				}
-			},
+			Entered: announceState(e),
 			Exited: func(ev asl.StateEvent) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -118,6 +117,9 @@ func init() {
 					if json.Unmarshal(ev.Output, &st) == nil {
 						checked = st.Migration
 					}
+				}
+				if ev.Name == "Verify" && len(ev.MapIndex) == 0 && ev.Output != nil {
+					verified = ev.Output
 				}
 				if ev.Name == "TransformShard" && ev.Output != nil {
 					shardsDone++
@@ -157,6 +159,16 @@ func init() {
 		state.Migration = checked
 		if state.Migration.MigrationID == "" {
 			state.Migration.MigrationID = *id
+		}
+		var suspended *asl.Suspended
+		if errors.As(runErr, &suspended) {
+			// At the gate: the run is over for this process, not failed.
+			rec, err := workflow.RecordSuspension(ctx, env, *id, suspended)
+			if err != nil {
+				return fmt.Errorf("migrate: migration %s waits at the gate, but its run could not be recorded for approve (abort %s still works): %w", *id, *id, err)
+			}
+			runErr, out = nil, verified
+			rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, workflow.GateInstructions(rec)
 		}
 		if runErr == nil {
 			if err := json.Unmarshal(out, &state); err != nil {
@@ -217,6 +229,9 @@ func printMigrateReport(e *env, r migrateReport) {
 		for tag, n := range u.counts {
 			fmt.Fprintf(e.stdout, "unknown tags: %s %d records of %s\n", u.verb, n, tag)
 		}
+	}
+	if r.GateHow != "" {
+		fmt.Fprintf(e.stdout, "\n%s", r.GateHow)
 	}
 	if r.WouldFence != "" {
 		fmt.Fprintf(e.stdout, "the source was not touched; %s\n", r.WouldFence)

@@ -87,8 +87,12 @@ func TestStrayArgumentsRefused(t *testing.T) {
 	r := cli(t, "migrate", "--pointer", "s3://nowhere/CURRENT", "--to", "v2", "now", "--dry-run")
 	r.want(t, exitUsage, "takes no arguments", `"now"`)
 	for name := range commands {
-		if name == "kv" {
+		switch name {
+		case "kv":
 			continue // subcommands, below
+		case "approve", "abort":
+			cli(t, name, "m-1", "stray").want(t, exitUsage, "stray") // MIGRATION-ID, then a stray word
+			continue
 		}
 		cli(t, name, "stray").want(t, exitUsage, "stray")
 	}

@@ -33,6 +33,14 @@
 // with the FunctionName and Payload parameters, and the result is wrapped as
 // the service wraps it ({"Payload": ..., "StatusCode": 200, ...}).
 //
+// The callback pattern (a Resource ending in .waitForTaskToken, at the top
+// level only) calls the runner with the base resource and $$.Task.Token in
+// the context object, then suspends the execution instead of waiting in
+// memory: Run returns a *Suspended (JSON, to be stored), and Resume, in
+// this process or a later one, completes the token as SendTaskSuccess or
+// SendTaskFailure would, applying the task's TimeoutSeconds and
+// HeartbeatSeconds as of the completion, and runs the rest (callback.go).
+//
 // The package knows nothing about catalogs or migrations; the workflow's
 // steps are registered by the caller.
 package asl

@@ -22,8 +22,9 @@ func (m *Machine) Comment() string { return m.comment }
 
 // Resources lists, in document order and without repeats, the resources
 // the machine's Task states call, as a TaskRunner will see them: the
-// Resource field, or for "arn:aws:states:::lambda:invoke" the static
-// FunctionName parameter (a FunctionName given by a path is not listed).
+// Resource field (without a .waitForTaskToken suffix), or for
+// "arn:aws:states:::lambda:invoke" the static FunctionName parameter (a
+// FunctionName given by a path is not listed).
 // A caller can check before running that its runner knows each of them.
 func (m *Machine) Resources() []string { return slices.Clone(m.resources) }
 
@@ -71,7 +72,9 @@ type state struct {
 	// Task
 	resource     string
 	lambdaInvoke bool
+	callback     bool // .waitForTaskToken: resource is the base, without the suffix
 	timeout      time.Duration
+	heartbeat    time.Duration
 
 	// Task and Map
 	retry []retrier
@@ -101,6 +104,7 @@ type state struct {
 
 const (
 	lambdaInvokeResource = "arn:aws:states:::lambda:invoke"
+	waitForTaskToken     = ".waitForTaskToken"
 	maxIntField          = 99999999
 	maxStateNameLen      = 80
 )
@@ -142,6 +146,7 @@ type loader struct {
 	probs     []Problem
 	names     map[string]string // state name → where it is defined
 	resources []string
+	nested    int // depth of Map ItemProcessors around the state being compiled
 }
 
 func (l *loader) problem(at, msg string) { l.probs = append(l.probs, Problem{at, msg}) }
@@ -614,18 +619,21 @@ func (l *loader) compileTask(n *node, at string, st *state) {
 	if rn == nil {
 		l.problem(at, "missing Resource")
 	} else if s, ok := l.wantString(rn, at+".Resource"); ok {
+		base, callback := strings.CutSuffix(s, waitForTaskToken)
+		st.callback = callback
+		if callback {
+			l.checkCallback(n, at)
+		}
 		switch {
-		case s == "":
+		case base == "":
 			l.problem(at+".Resource", "must not be empty")
-		case strings.HasSuffix(s, ".waitForTaskToken"):
-			l.problem(at+".Resource", "the callback pattern (.waitForTaskToken) is not supported by this interpreter")
-		case s == lambdaInvokeResource:
+		case base == lambdaInvokeResource:
 			st.lambdaInvoke = true
 			l.checkLambdaInvoke(n.get("Parameters"), at)
 		default:
-			l.addResource(s)
+			l.addResource(base)
 		}
-		st.resource = s
+		st.resource = base
 	}
 	var timeout int64
 	if v := n.get("TimeoutSeconds"); v != nil {
@@ -635,10 +643,49 @@ func (l *loader) compileTask(n *node, at string, st *state) {
 		}
 	}
 	if v := n.get("HeartbeatSeconds"); v != nil {
-		if s, ok := l.wantInt(v, at+".HeartbeatSeconds", 1, maxIntField); ok && timeout > 0 && s >= timeout {
-			l.problem(at+".HeartbeatSeconds", "must be smaller than TimeoutSeconds")
+		if s, ok := l.wantInt(v, at+".HeartbeatSeconds", 1, maxIntField); ok {
+			if timeout > 0 && s >= timeout {
+				l.problem(at+".HeartbeatSeconds", "must be smaller than TimeoutSeconds")
+			}
+			st.heartbeat = time.Duration(s) * time.Second
 		}
 	}
+}
+
+// checkCallback checks a callback task (.waitForTaskToken): it suspends the
+// whole execution, so it must stand at the top level, and its Parameters
+// must pass $$.Task.Token on, or nothing could ever complete it.
+func (l *loader) checkCallback(n *node, at string) {
+	if l.nested > 0 {
+		l.problem(at+".Resource", "the callback pattern (.waitForTaskToken) is supported only at the top level, not in a Map's ItemProcessor: a suspended execution resumes there")
+	}
+	if p := n.get("Parameters"); p == nil || !mentionsTaskToken(p) {
+		l.problem(at+".Parameters", "a callback task (.waitForTaskToken) must pass $$.Task.Token in its Parameters, or nothing can complete it")
+	}
+}
+
+// mentionsTaskToken reports whether a Parameters template refers to
+// $$.Task.Token, in a path or an intrinsic function's text.
+func mentionsTaskToken(n *node) bool {
+	switch n.kind {
+	case 'o':
+		for i, k := range n.keys {
+			v := n.vals[i]
+			if strings.HasSuffix(k, ".$") && v.kind == 's' && strings.Contains(v.str, "$$.Task.Token") {
+				return true
+			}
+			if mentionsTaskToken(v) {
+				return true
+			}
+		}
+	case 'a':
+		for _, v := range n.vals {
+			if mentionsTaskToken(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (l *loader) addResource(s string) {
@@ -751,7 +798,9 @@ func (l *loader) compileMap(n *node, at string, st *state) {
 	if cfg := pn.get("ProcessorConfig"); cfg != nil {
 		l.processorConfig(cfg, pat+".ProcessorConfig", st)
 	}
+	l.nested++
 	st.processor = l.compileScope(pn, pat)
+	l.nested--
 }
 
 func (l *loader) processorConfig(cfg *node, at string, st *state) {

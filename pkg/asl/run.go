@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,30 +172,14 @@ type frame struct {
 
 // Run executes m on input (empty input is {}) and returns the execution's
 // output. A failed execution returns an *ExecutionError; a canceled ctx
-// returns an error wrapping ctx.Err(); other errors (invalid input JSON)
-// are returned as they are.
+// returns an error wrapping ctx.Err(); an execution waiting at a callback
+// task (.waitForTaskToken) returns a *Suspended, which Resume continues;
+// other errors (invalid input JSON) are returned as they are.
 func Run(ctx context.Context, m *Machine, input json.RawMessage, opts Options) (json.RawMessage, error) {
 	if m == nil {
 		return nil, errors.New("asl: Run: nil Machine")
 	}
-	if opts.Sleep == nil {
-		opts.Sleep = sleepTimer
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Rand == nil {
-		opts.Rand = rand.Float64
-	}
-	if opts.MaxConcurrency <= 0 {
-		opts.MaxConcurrency = defaultMaxConcurrency
-	}
-	if opts.MaxTransitions <= 0 {
-		opts.MaxTransitions = defaultMaxTransitions
-	}
-	if opts.StateMachineArn == "" {
-		opts.StateMachineArn = defaultStateMachine
-	}
+	opts.defaults()
 	if opts.ExecutionName == "" {
 		opts.ExecutionName = newUUID()
 	}
@@ -210,35 +195,68 @@ func Run(ctx context.Context, m *Machine, input json.RawMessage, opts Options) (
 			return nil, &ExecutionError{Name: ErrDataLimitExceeded, Cause: fmt.Sprintf("the execution input has %d bytes, over the %d-byte quota", len(b), PayloadLimit)}
 		}
 	}
-
-	x := &execution{m: m, opts: opts, smArn: opts.StateMachineArn}
-	x.smName = opts.StateMachineArn[strings.LastIndexByte(opts.StateMachineArn, ':')+1:]
 	execArn := opts.StateMachineArn + ":" + opts.ExecutionName
 	if strings.Contains(opts.StateMachineArn, ":stateMachine:") {
 		execArn = strings.Replace(opts.StateMachineArn, ":stateMachine:", ":execution:", 1) + ":" + opts.ExecutionName
 	}
-	x.execRoot = map[string]any{
+	x := newExecution(m, opts, map[string]any{
 		"Id":           execArn,
 		"Name":         opts.ExecutionName,
 		"Input":        in,
 		"StartTime":    isoTime(opts.Now()),
 		"RedriveCount": json.Number("0"),
-	}
+	})
+	return x.run(ctx, m.timeout, m.root.startAt, in, nil)
+}
 
+func (o *Options) defaults() {
+	if o.Sleep == nil {
+		o.Sleep = sleepTimer
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Float64
+	}
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = defaultMaxConcurrency
+	}
+	if o.MaxTransitions <= 0 {
+		o.MaxTransitions = defaultMaxTransitions
+	}
+	if o.StateMachineArn == "" {
+		o.StateMachineArn = defaultStateMachine
+	}
+}
+
+func newExecution(m *Machine, opts Options, execRoot map[string]any) *execution {
+	x := &execution{m: m, opts: opts, smArn: opts.StateMachineArn, execRoot: execRoot}
+	x.smName = opts.StateMachineArn[strings.LastIndexByte(opts.StateMachineArn, ':')+1:]
+	return x
+}
+
+// run runs the top level from state name, with what is left of the
+// execution's TimeoutSeconds, and maps how it ended to Run's results.
+func (x *execution) run(ctx context.Context, left time.Duration, name string, in any, res *resumption) (json.RawMessage, error) {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if m.timeout > 0 {
-		runCtx, cancel = context.WithTimeout(ctx, m.timeout)
+	if x.m.timeout > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, left)
 	}
 	defer cancel()
 	var budget atomic.Int64
-	out, err := x.runScope(runCtx, m.root, in, frame{exec: x.execRoot, transitions: &budget})
+	out, err := x.runScope(runCtx, x.m.root, name, in, frame{exec: x.execRoot, transitions: &budget}, res)
 	if err != nil {
+		var sig *suspendSignal
+		if errors.As(err, &sig) {
+			return nil, x.suspended(sig)
+		}
 		if isCanceled(err) {
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("asl: execution stopped: %w", context.Cause(ctx))
 			}
 			if runCtx.Err() != nil {
-				return nil, &ExecutionError{Name: ErrTimeout, Cause: fmt.Sprintf("the execution timed out after %v (TimeoutSeconds)", m.timeout)}
+				return nil, &ExecutionError{Name: ErrTimeout, Cause: fmt.Sprintf("the execution timed out after %v (TimeoutSeconds)", x.m.timeout)}
 			}
 		}
 		var se *stateError
@@ -256,9 +274,9 @@ func Run(ctx context.Context, m *Machine, input json.RawMessage, opts Options) (
 
 func isoTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-// runScope runs the states of sc from StartAt until an end.
-func (x *execution) runScope(ctx context.Context, sc *scope, input any, fr frame) (any, error) {
-	name := sc.startAt
+// runScope runs the states of sc from name until an end. res, if set,
+// completes the callback task name suspended at.
+func (x *execution) runScope(ctx context.Context, sc *scope, name string, input any, fr frame, res *resumption) (any, error) {
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, &canceledError{err}
@@ -268,7 +286,8 @@ func (x *execution) runScope(ctx context.Context, sc *scope, input any, fr frame
 				cause: fmt.Sprintf("the execution entered more than %d states (Options.MaxTransitions); is a loop not ending?", x.opts.MaxTransitions)}
 		}
 		st := sc.states[name]
-		out, next, err := x.runState(ctx, st, input, fr)
+		out, next, err := x.runState(ctx, st, input, fr, res)
+		res = nil
 		if err != nil {
 			return nil, err
 		}
@@ -286,7 +305,9 @@ type stateRun struct {
 	fr      frame
 	entered time.Time
 	retries int
-	raw     any // the raw state input
+	raw     any    // the raw state input
+	token   string // $$.Task.Token of a callback task's current attempt
+	res     *resumption
 }
 
 // contextObject builds $$ for the state; mapItem is set in ItemSelector.
@@ -299,6 +320,9 @@ func (r *stateRun) contextObject(mapItem map[string]any) any {
 			"RetryCount":  intNumber(int64(r.retries)),
 		},
 		"StateMachine": map[string]any{"Id": r.x.smArn, "Name": r.x.smName},
+	}
+	if r.token != "" {
+		c["Task"] = map[string]any{"Token": r.token}
 	}
 	if mapItem != nil {
 		c["Map"] = map[string]any{"Item": mapItem}
@@ -315,10 +339,13 @@ func (r *stateRun) env(input any) *env {
 	}}
 }
 
-func (x *execution) runState(ctx context.Context, st *state, raw any, fr frame) (out any, next string, err error) {
-	r := &stateRun{x: x, st: st, fr: fr, entered: x.opts.Now(), raw: raw}
+func (x *execution) runState(ctx context.Context, st *state, raw any, fr frame, res *resumption) (out any, next string, err error) {
+	r := &stateRun{x: x, st: st, fr: fr, entered: x.opts.Now(), raw: raw, res: res}
 	obs := x.opts.Observer
-	if obs != nil {
+	if res != nil {
+		// Entered before the execution suspended, and told then.
+		r.entered, r.retries = res.entered, res.retries
+	} else if obs != nil {
 		obs.StateEntered(StateEvent{Name: st.name, Type: st.typ, MapIndex: fr.mapIndex, Time: r.entered, Input: rawJSON(raw)})
 	}
 	switch st.typ {
@@ -347,6 +374,11 @@ func (x *execution) runState(ctx context.Context, st *state, raw any, fr frame) 
 	var se *stateError
 	if errors.As(err, &se) && se.state == "" {
 		se.state = st.name
+	}
+	var sig *suspendSignal
+	if errors.As(err, &sig) {
+		// Not exited: it waits for its token, and exits when resumed.
+		return nil, "", err
 	}
 	if obs != nil {
 		now := x.opts.Now()
@@ -550,14 +582,28 @@ func (r *stateRun) wait(ctx context.Context) (any, error) {
 	return r.outputPath(in)
 }
 
-// runRetrying runs a Task or Map state with its Retry and Catch.
+// runRetrying runs a Task or Map state with its Retry and Catch. A resumed
+// callback task's first outcome is its completion, not a new attempt.
 func (r *stateRun) runRetrying(ctx context.Context) (any, string, error) {
 	st := r.st
 	counts := make([]int, len(st.retry))
 	for {
-		out, err := r.attempt(ctx)
+		var out any
+		var err error
+		if res := r.res; res != nil {
+			r.res = nil
+			copy(counts, res.retryCounts)
+			out, err = r.complete(res)
+		} else {
+			out, err = r.attempt(ctx)
+		}
 		if err == nil {
 			return out, st.next, nil
+		}
+		var sig *suspendSignal
+		if errors.As(err, &sig) {
+			sig.run, sig.retryCounts = r, slices.Clone(counts)
+			return nil, "", sig
 		}
 		var se *stateError
 		if !errors.As(err, &se) {
@@ -647,6 +693,9 @@ func (r *stateRun) attempt(ctx context.Context) (any, error) {
 	if r.st.typ == "Map" {
 		result, err = r.runMap(ctx, in)
 	} else {
+		if r.st.callback {
+			r.token = newTaskToken() // each attempt its own, as the service does
+		}
 		if r.st.parameters != nil {
 			if in, err = r.st.parameters.eval(r.env(in), "Parameters"); err != nil {
 				return nil, err
@@ -660,6 +709,13 @@ func (r *stateRun) attempt(ctx context.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return r.result(result)
+}
+
+// result applies ResultSelector, ResultPath and OutputPath to a task's
+// result.
+func (r *stateRun) result(result any) (any, error) {
+	var err error
 	if r.st.resultSelector != nil {
 		if result, err = r.st.resultSelector.eval(r.env(result), "ResultSelector"); err != nil {
 			return nil, err
@@ -728,6 +784,10 @@ func (r *stateRun) runTask(ctx context.Context, input any) (any, error) {
 	}
 	if res.err != nil {
 		return nil, taskErrorOf(res.err)
+	}
+	if st.callback {
+		// The runner's own answer is not the result: the token's is.
+		return nil, &suspendSignal{token: r.token}
 	}
 	if len(strings.TrimSpace(string(res.out))) == 0 {
 		res.out = json.RawMessage("null")
@@ -902,5 +962,5 @@ func (r *stateRun) mapItem(ctx context.Context, in any, items []any, i int) (any
 		}
 		fr.transitions = new(atomic.Int64)
 	}
-	return r.x.runScope(ctx, st.processor, input, fr)
+	return r.x.runScope(ctx, st.processor, st.processor.startAt, input, fr, nil)
 }

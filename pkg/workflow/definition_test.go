@@ -22,12 +22,14 @@ import (
 type published struct {
 	mu       sync.Mutex
 	subjects []string
+	bodies   []string
 }
 
-func (p *published) publish(_ context.Context, _, subject, _ string) error {
+func (p *published) publish(_ context.Context, _, subject, body string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.subjects = append(p.subjects, subject)
+	p.bodies = append(p.bodies, body)
 	return nil
 }
 

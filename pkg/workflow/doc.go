@@ -1,6 +1,7 @@
 // Package workflow owns the steps of the migration workflow (DESIGN 3):
-// Check, Freeze, ExportShard, TransformShard, Import, Finalize, Verify, Flip,
-// Abort and Rollback. Each is a plain function from an input struct to an
+// Check, Freeze, ExportShard, TransformShard, Import, Finalize, Verify, Gate,
+// Flip, Abort and Rollback, and completing the gate (gate.go: approve or
+// abort a migration that waits for it, on Step Functions or in the CLI). Each is a plain function from an input struct to an
 // output struct, both JSON, shared by the Lambdas (functions/), the CLI and
 // the local interpreter. State payloads stay small whatever the shard count:
 // the plan and every per-shard result live in S3 under

@@ -21,6 +21,8 @@ const (
 	NameSourceAtRoot          = "SourceAtRoot"
 	NameStagingUnusable       = "StagingUnusable"
 	NameDecided               = "MigrationDecided"
+	NameNotAtGate             = "NotAtGate"
+	NameGateTimedOut          = "GateTimedOut"
 	NameTargetNotEmpty        = "TargetNotEmpty"
 	NameShardCorrupt          = "ShardCorrupt"
 	NameVerifyMismatch        = "VerifyMismatch"
@@ -66,6 +68,10 @@ func ErrorName(err error) string {
 		return NameAbortAfterFlip
 	case errors.Is(err, ErrDecided):
 		return NameDecided
+	case errors.Is(err, ErrNotAtGate):
+		return NameNotAtGate
+	case errors.Is(err, ErrGateTimedOut):
+		return NameGateTimedOut
 	case errors.Is(err, ErrRollbackLosesCommits):
 		return NameRollbackLosesCommits
 	case errors.Is(err, shard.ErrTargetNotEmpty):

@@ -39,6 +39,7 @@ var steps = map[string]stepFunc{
 	"Finalize":       step(Finalize),
 	"Verify":         step(Verify),
 	"Flip":           step(Flip),
+	"Gate":           step(Gate),
 	"Abort":          step(Abort),
 	"Rollback":       step(Rollback),
 	"Drift":          step(Drift),
@@ -46,7 +47,7 @@ var steps = map[string]stepFunc{
 
 // Functions maps each Lambda function to the steps it hosts.
 var Functions = map[string][]string{
-	"check":     {"Check", "Flip", "Abort", "Rollback", "Drift"},
+	"check":     {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
 	"export":    {"Freeze", "ExportShard"},
 	"transform": {"TransformShard"},
 	"import":    {"Import", "Finalize", "Verify"},

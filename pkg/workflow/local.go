@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/notify"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
@@ -22,9 +23,23 @@ func LocalSubstitutions(topic string) map[string]string {
 // Publish sends an SNS message for the definition's sns:publish tasks.
 type Publish func(ctx context.Context, topic, subject, message string) error
 
+// SNSPublish is Publish through SNS (pkg/notify), configured by the
+// standard AWS environment.
+func SNSPublish(ctx context.Context) (Publish, error) {
+	pub, err := notify.NewPublisher(ctx, notify.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, topic, subject, msg string) error {
+		_, err := pub.PublishOutcome(ctx, topic, subject, msg)
+		return err
+	}, nil
+}
+
 // LocalTasks runs the definition's tasks in-process: the same steps the
 // Lambdas host, errors named as the Lambdas name them.
 func LocalTasks(env Env, publish Publish) asl.Funcs {
+	env.Local, env.Publish = true, publish
 	funcs := asl.Funcs{}
 	for fn, hosted := range Functions {
 		allowed := map[string]bool{}

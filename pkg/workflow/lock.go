@@ -13,6 +13,8 @@ import (
 // LockLease is how long a migration's lock holds without its owner: past
 // it, the next migration may take the lock over (a run whose every step
 // died). No migration runs this long; Step Functions' own timeout is shorter.
+// A migration waiting at the gate renews it on entry (GateTimeout is
+// shorter), so the lease outlives the wait and the Flip after it.
 const LockLease = 24 * time.Hour
 
 // Lock is the object beside the pointer (<pointer>.lock) that makes one
@@ -103,6 +105,33 @@ func activeMigration(ctx context.Context, env Env, pointerURL string, now time.T
 		return held.MigrationID, ""
 	}
 	return "", ""
+}
+
+// renewLock extends the lease of the lock migration m holds to LockLease
+// from now: the Gate step's, so that the lock outlives the gate's wait. A
+// lock m no longer holds (its lease ran out and another migration took it)
+// is ErrMigrationInProgress, and nothing is written.
+func renewLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock, error) {
+	url := LockURL(m.Pointer)
+	held, info, err := readLock(ctx, env, url)
+	if err != nil {
+		return held, err
+	}
+	if held.MigrationID != m.MigrationID {
+		return held, fmt.Errorf("%w: migration %s no longer holds %s (held by %q): its lease ran out", ErrMigrationInProgress, m.MigrationID, url, held.MigrationID)
+	}
+	held.ExpiresAt = now.Add(LockLease).UTC()
+	body, err := json.Marshal(held)
+	if err != nil {
+		return held, err
+	}
+	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
+		if errors.Is(err, blob.ErrPreconditionFailed) {
+			return held, fmt.Errorf("%w: the lock %s changed while migration %s renewed it", ErrMigrationInProgress, url, m.MigrationID)
+		}
+		return held, fmt.Errorf("workflow: renew the lock %s: %w", url, err)
+	}
+	return held, nil
 }
 
 // releaseLock frees the pointer's lock if migration m holds it.

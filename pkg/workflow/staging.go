@@ -66,6 +66,9 @@ func (s Staging) DecisionURL() string {
 	return strings.TrimSuffix(s.Root, "/") + "/" + drift.DecisionsDir + "/" + s.MigrationID
 }
 
+// GateURL is the gate record of a migration waiting for approve or abort.
+func (s Staging) GateURL() string { return s.StepURL("gate") }
+
 // StepURL is where a whole-migration step keeps its result.
 func (s Staging) StepURL(step string) string { return fmt.Sprintf("%s/%s.json", s.dir(), step) }
 

@@ -30,6 +30,12 @@ type Env struct {
 	// ImportMargin is how long before its context's deadline Import stops
 	// starting shards (default 60 s), so a Lambda returns in time.
 	ImportMargin time.Duration
+	// Local: the steps run in the CLI's process under pkg/asl (LocalTasks),
+	// not as Lambdas under Step Functions; the gate's token is pkg/asl's.
+	Local bool
+	// Publish sends the steps' own SNS messages (the gate's); nil:
+	// SNSPublish.
+	Publish Publish
 }
 
 func (e Env) staging(id string) Staging { return Staging{Root: e.Staging, MigrationID: id} }
@@ -46,9 +52,11 @@ type Migration struct {
 	To             format.Version `json:"to"`
 	NeedsMigration bool           `json:"needs_migration"`
 	DryRun         bool           `json:"dry_run"`
-	Shards         int            `json:"shards"`
-	UnknownTags    string         `json:"unknown_tags"`
-	Checkpoint     string         `json:"checkpoint,omitempty"`
+	// PostponeFlip: wait at the gate after Verify for approve or abort.
+	PostponeFlip bool   `json:"postpone_flip"`
+	Shards       int    `json:"shards"`
+	UnknownTags  string `json:"unknown_tags"`
+	Checkpoint   string `json:"checkpoint,omitempty"`
 	// WouldFence, in a dry run, says what a real run's Freeze would fence.
 	WouldFence string `json:"would_fence,omitempty"`
 }
@@ -61,6 +69,8 @@ type CheckInput struct {
 	Shards        int    `json:"shards,omitempty"`
 	DryRun        bool   `json:"dry_run,omitempty"`
 	UnknownTags   string `json:"unknown_tags,omitempty"`
+	// PostponeFlip stops at the gate after Verify (the gated cut-over).
+	PostponeFlip bool `json:"postpone_flip,omitempty"`
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names
@@ -110,7 +120,7 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	m := Migration{
 		MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag,
 		Source: p.Catalog, Target: target, From: from, To: to,
-		NeedsMigration: from != to, DryRun: in.DryRun, Shards: max(in.Shards, 1),
+		NeedsMigration: from != to, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags,
 	}
 	if m.NeedsMigration {

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+func init() {
+	register("approve", "flip a migration waiting at the gate (migrate --postpone-flip): Flip, then the success message", func(ctx context.Context, e *env, args []string) error {
+		return gateCommand(ctx, e, "approve", args, workflow.Approve)
+	})
+}
+
+// gateCommand is approve and abort: MIGRATION-ID --pointer … [--staging …].
+func gateCommand(ctx context.Context, e *env, name string, args []string,
+	complete func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error)) error {
+	fs := flags(e, name, "MIGRATION-ID --pointer s3://… [--staging s3://…] [--json]")
+	ptr := pointerFlag(fs)
+	staging := fs.String("staging", "", "staging prefix of the run (default: beside the pointer, …/migrations; on AWS the stack's)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, err := parseArgs(fs, args, 1)
+	if err != nil {
+		return err
+	}
+	if err := needPointer(*ptr); err != nil {
+		return err
+	}
+	if *staging == "" {
+		*staging = defaultStaging(*ptr)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		return err
+	}
+	env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+	obs := asl.ObserverFuncs{Entered: announceState(e)}
+	res, err := complete(ctx, env, pos[0], workflow.GateOptions{By: operator(), Pointer: *ptr, Observer: obs})
+	if *asJSON && (err == nil || res.Gate.Migration.MigrationID != "") {
+		if perr := printJSON(e.stdout, res); perr != nil {
+			return perr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return nil
+	}
+	m := res.Gate.Migration
+	switch {
+	case res.SentTo != "":
+		fmt.Fprintf(e.stdout, "%s sent to Step Functions execution %s: it goes on there (Flip or Abort, then the outcome message)\n", name, res.SentTo)
+	case res.Abort != nil:
+		fmt.Fprintf(e.stdout, "migration %s aborted at the gate: %d target and %d staging objects removed, the checkpoint deleted, the lock released; the pointer %s still names %s\n",
+			m.MigrationID, res.Abort.TargetObjects, res.Abort.StagingObjects, m.Pointer, m.Source)
+	default:
+		fmt.Fprintf(e.stdout, "migration %s approved: the pointer %s names %s (%s); the lock is released\n", m.MigrationID, m.Pointer, m.Target, m.To)
+	}
+	return nil
+}
+
+// announceState prints each top-level state as the run enters it.
+func announceState(e *env) func(asl.StateEvent) {
+	return func(ev asl.StateEvent) {
+		if len(ev.MapIndex) == 0 {
+			fmt.Fprintf(e.stderr, "%s → %s\n", ev.Time.Format("15:04:05"), ev.Name)
+		}
+	}
+}
+
+// operator names who approves or aborts, for the record and the messages.
+func operator() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}

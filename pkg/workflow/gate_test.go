@@ -1,0 +1,315 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/statemachine"
+)
+
+// The Gate state waits no longer than the lock's lease, and its failure
+// (abort, timeout) goes to Abort.
+func TestGateStateFitsTheLease(t *testing.T) {
+	var def struct {
+		States map[string]struct {
+			Resource       string
+			TimeoutSeconds int
+			Catch          []struct {
+				ErrorEquals []string
+				Next        string
+			}
+			Next string
+		}
+	}
+	if err := json.Unmarshal(statemachine.Migration, &def); err != nil {
+		t.Fatal(err)
+	}
+	g := def.States["Gate"]
+	if !strings.HasSuffix(g.Resource, ".waitForTaskToken") || g.Next != "Flip" {
+		t.Fatalf("Gate = %+v", g)
+	}
+	if time.Duration(g.TimeoutSeconds)*time.Second != workflow.GateTimeout || workflow.GateTimeout >= workflow.LockLease {
+		t.Fatalf("the Gate's TimeoutSeconds %d, GateTimeout %v, LockLease %v: the gate must time out before the lease", g.TimeoutSeconds, workflow.GateTimeout, workflow.LockLease)
+	}
+	if len(g.Catch) != 1 || g.Catch[0].ErrorEquals[0] != "States.ALL" || g.Catch[0].Next != "Abort" {
+		t.Fatalf("the Gate's Catch = %+v, want States.ALL → Abort", g.Catch)
+	}
+}
+
+// postpone runs the definition with postpone_flip to its gate and records
+// the suspended run, as `migrate --postpone-flip` does.
+func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) workflow.GateRecord {
+	t.Helper()
+	m, err := workflow.LoadLocal("arn:aws:sns:us-east-1:000000000000:rocklake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := workflow.NewMigrationID()
+	raw, _ := json.Marshal(workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, MigrationID: id})
+	_, err = asl.Run(ctx, m, raw, asl.Options{Tasks: workflow.LocalTasks(f.env, pub.publish), Sleep: func(context.Context, time.Duration) error { return nil }})
+	var s *asl.Suspended
+	if !errors.As(err, &s) || s.State != "Gate" {
+		t.Fatalf("postponed run: %v, want suspended at Gate", err)
+	}
+	rec, err := workflow.RecordSuspension(ctx, f.env, id, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// lockHolder is the migration holding the pointer's lock ("" when free).
+func lockHolder(t *testing.T, ctx context.Context, f fixture) workflow.Lock {
+	t.Helper()
+	b, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l workflow.Lock
+	if err := json.Unmarshal(b, &l); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func checkpoints(t *testing.T, ctx context.Context, url string) int {
+	t.Helper()
+	cps, err := slatedb.ListCheckpoints(ctx, url, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cps)
+}
+
+// postpone → the run stops at the gate with the target verified, the
+// source frozen (RockLake's writer fenced, the checkpoint held), the
+// pointer unchanged and the lock held past the gate's timeout; approve →
+// flipped, lock released, one success message; then approve and abort are
+// refused, as are an unknown id and another pointer.
+func TestGateApproveFlips(t *testing.T) {
+	ctx, f := setup(t, 400)
+	// RockLake's writer, open before the migration.
+	rl, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rl.Close()
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	pub := &published{}
+	rec := postpone(t, ctx, f, pub)
+	m := rec.Migration
+
+	var b slatedb.Batch
+	b.Put([]byte{0x30, 9}, []byte("a commit at the gate"))
+	if err := rl.Write(ctx, &b); !errors.Is(err, slatedb.ErrFenced) {
+		t.Fatalf("RockLake's writer at the gate: %v, want ErrFenced", err)
+	}
+	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+		t.Fatalf("the pointer moved at the gate: %+v", p)
+	}
+	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatalf("the target at the gate: %v", err)
+	}
+	c.Close()
+	if n := checkpoints(t, ctx, f.source); n != 1 {
+		t.Fatalf("%d checkpoints on the source at the gate, want Freeze's", n)
+	}
+	if l := lockHolder(t, ctx, f); l.MigrationID != m.MigrationID || l.ExpiresAt.Before(rec.ExpiresAt) {
+		t.Fatalf("lock at the gate %+v; the gate expires %v", l, rec.ExpiresAt)
+	}
+	if !rec.Local || rec.TaskToken == "" || rec.Suspended == nil || rec.ExpiresAt.Sub(rec.OpenedAt) != workflow.GateTimeout {
+		t.Fatalf("gate record = %+v", rec)
+	}
+	how := workflow.GateInstructions(rec)
+	if !strings.Contains(how, "rocklake-migrate approve "+m.MigrationID+" --pointer "+f.pointer) || strings.Contains(how, "send-task-success") {
+		t.Fatalf("instructions of a local gate:\n%s", how)
+	}
+	if len(pub.subjects) != 1 || pub.subjects[0] != workflow.GateSubject(m.MigrationID) || pub.bodies[0] != how {
+		t.Fatalf("notifications at the gate: %v, want the gate's message", pub.subjects)
+	}
+
+	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	if _, err := workflow.Approve(ctx, f.env, "m-unknown", opts); !errors.Is(err, workflow.ErrNotAtGate) {
+		t.Fatalf("approve of an unknown migration: %v", err)
+	}
+	other := opts
+	other.Pointer = "s3://rocklake/OTHER"
+	if _, err := workflow.Approve(ctx, f.env, m.MigrationID, other); !errors.Is(err, workflow.ErrNotAtGate) {
+		t.Fatalf("approve through another pointer: %v", err)
+	}
+	res, err := workflow.Approve(ctx, f.env, m.MigrationID, opts)
+	if err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	var out struct {
+		Gate struct {
+			ApprovedBy string `json:"approved_by"`
+		} `json:"gate"`
+		Flip workflow.FlipOutput `json:"flip"`
+	}
+	if err := json.Unmarshal(res.Output, &out); err != nil || out.Gate.ApprovedBy != "ops" || out.Flip.PointerVersionID == "" {
+		t.Fatalf("approve output %s: %v", res.Output, err)
+	}
+	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != m.Target || ref.VersionID != out.Flip.PointerVersionID {
+		t.Fatalf("pointer after approve: %+v %+v, %v", p, ref, err)
+	}
+	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+		t.Fatalf("lock after approve: %+v", l)
+	}
+	if n := checkpoints(t, ctx, f.source); n != 0 {
+		t.Fatalf("%d checkpoints left after approve", n)
+	}
+	if len(pub.subjects) != 2 || pub.subjects[1] != "rocklake-migrate: migration succeeded" {
+		t.Fatalf("notifications = %v", pub.subjects)
+	}
+	for _, again := range []func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error){workflow.Approve, workflow.AbortGate} {
+		if _, err := again(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "approved") {
+			t.Fatalf("after approve: %v, want MigrationDecided", err)
+		}
+	}
+	if p2, ref2, _ := pointer.Read(ctx, f.env.Store, f.pointer); p2.Catalog != m.Target || ref2 != ref {
+		t.Fatal("a refused command moved the pointer")
+	}
+}
+
+// postpone → abort: the new catalog, staging and checkpoint removed, the
+// pointer unchanged, the lock released, the source open to RockLake's
+// writes again, one failure message; approve or abort after it refused.
+func TestGateAbortCleansUp(t *testing.T) {
+	ctx, f := setup(t, 400)
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	pub := &published{}
+	rec := postpone(t, ctx, f, pub)
+	m := rec.Migration
+	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	res, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts)
+	if err != nil {
+		t.Fatalf("abort: %v", err)
+	}
+	if res.Abort == nil || res.Abort.TargetObjects == 0 || res.Abort.StagingObjects == 0 {
+		t.Fatalf("abort removed %+v", res.Abort)
+	}
+	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+		t.Fatalf("abort moved the pointer: %+v", p)
+	}
+	if _, err := catalog.Open(ctx, m.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
+		t.Fatalf("target after abort: %v", err)
+	}
+	if objs, err := f.env.Store.List(ctx, workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.Prefix()); err != nil || len(objs) != 0 {
+		t.Fatalf("staging after abort: %d objects, %v", len(objs), err)
+	}
+	if n := checkpoints(t, ctx, f.source); n != 0 {
+		t.Fatalf("%d checkpoints left after abort", n)
+	}
+	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+		t.Fatalf("lock after abort: %+v", l)
+	}
+	if len(pub.subjects) != 2 || pub.subjects[1] != "rocklake-migrate: migration failed" || !strings.Contains(pub.bodies[1], workflow.NameAbortedByOperator) {
+		t.Fatalf("notifications = %v %v", pub.subjects, pub.bodies)
+	}
+	// Unfrozen: RockLake's next writer commits.
+	w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatalf("RockLake's writer after abort: %v", err)
+	}
+	var b slatedb.Batch
+	b.Put([]byte{0x30, 9}, []byte("a commit after the abort"))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatalf("a write after abort: %v", err)
+	}
+	w.Close()
+	for _, again := range []func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error){workflow.Approve, workflow.AbortGate} {
+		if _, err := again(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
+			t.Fatalf("after abort: %v, want MigrationDecided", err)
+		}
+	}
+	// The Gate step refuses a migration without its lock.
+	if _, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.pointer}, TaskToken: "t"}); !errors.Is(err, workflow.ErrMigrationInProgress) {
+		t.Fatalf("a gate without the lock: %v", err)
+	}
+}
+
+// A write to the source while the migration waits makes approve refuse
+// (Flip: SourceChangedDuringMigration) and the definition abort; an
+// approve after the gate's timeout aborts instead of flipping.
+func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
+	ctx, f := setup(t, 300)
+	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	pub := &published{}
+	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+
+	rec := postpone(t, ctx, f, pub)
+	w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := w.Counter(ctx, format.NameNextSnapshotID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	res, err := workflow.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
+		t.Fatalf("approve after a write at the gate: %v", err)
+	}
+	if res.Abort == nil || res.Abort.TargetObjects == 0 {
+		t.Fatalf("the refused flip did not abort: %+v", res.Abort)
+	}
+	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+		t.Fatalf("the pointer moved: %+v", p)
+	}
+	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+		t.Fatalf("lock after the refused flip: %+v", l)
+	}
+
+	// The gate's TimeoutSeconds passed (its state entered 21 hours ago).
+	expired := func() workflow.GateRecord {
+		t.Helper()
+		rec := postpone(t, ctx, f, pub)
+		rec.Suspended.EnteredTime = rec.Suspended.EnteredTime.Add(-21 * time.Hour)
+		body, _ := json.Marshal(rec)
+		if _, err := f.env.Store.Put(ctx, workflow.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}.GateURL(), body); err != nil {
+			t.Fatal(err)
+		}
+		return rec
+	}
+	// An abort then is what was asked for.
+	rec = expired()
+	if res, err := workflow.AbortGate(ctx, f.env, rec.Migration.MigrationID, opts); err != nil || res.Abort == nil || res.Abort.TargetObjects == 0 {
+		t.Fatalf("abort after the gate's timeout: %+v, %v", res.Abort, err)
+	}
+	rec = expired()
+	st := workflow.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}
+	res, err = workflow.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
+	if !errors.Is(err, workflow.ErrGateTimedOut) || workflow.ErrorName(err) != "GateTimedOut" {
+		t.Fatalf("approve after the gate's timeout: %v", err)
+	}
+	if res.Abort == nil || res.Abort.TargetObjects == 0 {
+		t.Fatalf("the timed-out gate did not abort: %+v", res.Abort)
+	}
+	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+		t.Fatalf("the pointer moved: %+v", p)
+	}
+	if _, _, err := f.env.Store.Get(ctx, st.GateURL()); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("the gate record after the abort: %v", err)
+	}
+}
