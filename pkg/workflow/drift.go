@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
 )
 
@@ -12,7 +11,8 @@ import (
 // from the EventBridge schedule).
 type DriftInput struct {
 	Pointer string `json:"pointer"`
-	Expect  uint64 `json:"expect"`
+	// Expect 0 (left out): the expected-version parameter's value, read now.
+	Expect uint64 `json:"expect,omitempty"`
 	// Topic, when set, gets one SNS message if there are findings.
 	Topic string `json:"topic,omitempty"`
 }
@@ -28,7 +28,11 @@ type DriftOutput struct {
 // expects and looks for leftovers of aborted runs; findings are the output,
 // not an error, so the schedule's execution fails only when it cannot look.
 func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
-	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: format.Version(in.Expect), Staging: env.Staging, Store: env.SlateDB})
+	expect, err := resolveVersion(ctx, env, in.Expect)
+	if err != nil {
+		return DriftOutput{}, err
+	}
+	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: expect, Staging: env.Staging, Store: env.SlateDB})
 	if err != nil {
 		return DriftOutput{}, err
 	}
