@@ -69,8 +69,13 @@ func TestASLValidator(t *testing.T) {
 		"TransformFunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:rlm-transform",
 		"ImportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
 		"TopicArn":             "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
+		"Region":               "eu-west-1",
 	}
-	for name, def := range map[string][]byte{"migration": statemachine.Migration, "drift": statemachine.Drift} {
+	migration, err := MigrationDefinition(testCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range map[string][]byte{"migration": migration, "drift": statemachine.Drift, "rollback": statemachine.Rollback} {
 		s := string(def)
 		for _, p := range Placeholders(def) {
 			v, ok := dummy[p]
