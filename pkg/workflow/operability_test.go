@@ -18,7 +18,6 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -288,9 +287,11 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer}); workflow.ErrorName(err) != "NoTargetVersion" {
 		t.Fatalf("no version anywhere: %v", err)
 	}
-	// Nothing was left behind by the refusals: no lock beside the pointer.
-	if _, _, err := f.env.Store.Get(ctx, f.pointer+".lock"); !errors.Is(err, blob.ErrNotFound) {
-		t.Fatalf("lock after refusals: %v", err)
+	// The refusals took no lock (the dry run's Abort freed its own).
+	raw, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer))
+	var lock workflow.Lock
+	if err != nil || json.Unmarshal(raw, &lock) != nil || lock.MigrationID != "" {
+		t.Fatalf("lock after refusals: %s, %v", raw, err)
 	}
 	param = "2"
 	if out, err := workflow.Drift(ctx, env, workflow.DriftInput{Pointer: f.pointer}); err != nil || out.Healthy {
