@@ -6,6 +6,13 @@
 // the plan and every per-shard result live in S3 under
 // <staging>/<migration-id>/ (staging.go), and a step reads what it needs.
 //
+// It also owns what the Lambdas need around the steps: the handler
+// (handler.go), whose log lines carry the request id, step, migration id,
+// shard and pointer and whose steps log their rows and duration in
+// CloudWatch's embedded metric format (logging.go), and the expected
+// format version, read from an SSM parameter at run time when an input
+// names none (expected.go).
+//
 // Errors that the state machine retries or catches carry stable names
 // (errors.go): FormatVersionMismatch, SourceChangedDuringMigration,
 // PointerConflict, TargetNotEmpty, ShardCorrupt, VerifyMismatch, ...
