@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"time"
 
@@ -27,7 +28,14 @@ func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
 // searches the logs by.
 type LogHandler struct{ inner slog.Handler }
 
-// NewLogHandler wraps h.
+// NewLambdaLogger is the Lambdas' logger: JSON lines on w, each carrying
+// its context's attributes. The functions make it slog's default too, so
+// that any package logging with a context names the invocation.
+func NewLambdaLogger(w io.Writer) *slog.Logger {
+	return slog.New(NewLogHandler(slog.NewJSONHandler(w, nil)))
+}
+
+// NewLogHandler wraps h (once: a LogHandler is returned as it is).
 func NewLogHandler(h slog.Handler) *LogHandler {
 	if lh, ok := h.(*LogHandler); ok {
 		return lh

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -191,7 +190,7 @@ func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	h := workflow.Handler(f.env, "export", slog.New(slog.NewJSONHandler(&buf, nil)))
+	h := workflow.Handler(f.env, "export", workflow.NewLambdaLogger(&buf))
 	lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "req-1234"})
 	raw, _ := json.Marshal(workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
 	out, err := h(lctx, workflow.Request{Step: "ExportShard", Input: raw})
