@@ -22,8 +22,7 @@ type suppress struct {
 // nagSuppressions are the stack's accepted findings, each with its reason.
 var nagSuppressions = []suppress{
 	{"AwsSolutions-S1", "Server access logs are not kept: SlateDB makes many small requests per second on these buckets, and per-request logs would cost more than the catalog; CloudTrail S3 data events are the audit trail where one is wanted.", nil},
-	{"AwsSolutions-SNS2", "The topic is not KMS-encrypted: CloudWatch alarms publish to it, and cannot use the AWS-managed SNS key; its messages hold migration ids, pointers and error names, never catalog data. TLS is enforced (SNS3).", nil},
-	{"AwsSolutions-IAM5", "Object actions are scoped to a prefix (catalogs/*, migrations/*): a catalog is a tree of SlateDB objects and a migration a tree of shards, named at run time.", []string{`^Resource::.*/\*$`, `^Resource::arn:<AWS::Partition>:s3:::.*/\*$`}},
+	{"AwsSolutions-IAM5", "Object actions are scoped to a prefix (catalogs/*, migrations/*): a catalog is a tree of SlateDB objects and a migration a tree of shards, named at run time.", []string{`^Resource::(<(Catalog|Staging)Bucket[A-Za-z0-9]+\.Arn>|arn:<AWS::Partition>:s3:::[^/]+)/.+\*$`}},
 	{"AwsSolutions-IAM5", "Invoking a function's versions and aliases (<arn>:*) is how Step Functions calls a Lambda; only this stack's functions are named.", []string{`^Resource::<[A-Za-z0-9]+Function[A-Za-z0-9]+\.Arn>:\*$`}},
 	{"AwsSolutions-IAM5", "The Distributed Map's child executions and map runs have generated names under this state machine's own name; nothing else is reachable.", []string{`^Resource::arn:<AWS::Partition>:states:.*:(execution|mapRun):.*$`}},
 	{"AwsSolutions-IAM5", "Actions without resource-level permissions, which AWS grants only on *: X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSampling*) and the state machines' vended log delivery (logs:CreateLogDelivery, PutResourcePolicy, DescribeLogGroups, ...).", []string{`^Resource::\*$`}},

@@ -860,7 +860,7 @@ func TestNag(t *testing.T) {
 		}
 	}
 	meta := asJSON(tj["Metadata"])
-	if !strings.Contains(meta, "cdk_nag") || !strings.Contains(meta, "AwsSolutions-SNS2") {
+	if !strings.Contains(meta, "cdk_nag") || !strings.Contains(meta, "AwsSolutions-S1") {
 		t.Errorf("the template does not carry its nag suppressions: %s", meta)
 	}
 }
