@@ -22,11 +22,24 @@ type Config struct {
 	PointerNoncurrentDays int    // "pointerNoncurrentDays": old pointer versions (rollback) kept this long
 	PointerVersionsKept   int    // "pointerVersionsKept": noncurrent pointer versions never expired
 	CatalogNoncurrentDays int    // "catalogNoncurrentDays": SlateDB objects deleted by compaction kept this long
-	ExpectVersion         int    // "expectVersion": the catalog format version the deployed release expects
+	ExpectVersion         int    // "expectVersion": the expected-version parameter's value when the stack creates it
+	// "expectedVersionParameter": the SSM parameter in which the release
+	// pipeline records the format version its RockLake release expects;
+	// Check and the drift check read it at run time (default /<name>/expected-format-version).
+	ExpectedVersionParameter string
+	// "existingCatalogBucket", "existingStagingBucket": use the buckets
+	// named catalogBucketName / stagingBucketName as they are (versioning,
+	// lifecycle, TLS policy are then theirs to have) instead of creating them.
+	ExistingCatalogBucket bool
+	ExistingStagingBucket bool
+	// "executionTimeoutHours": the migration's top-level TimeoutSeconds, so
+	// that a hung execution ends (and the timed-out alarm pages); it must
+	// cover the gate's wait (20 h) and the run (12 h): default 36.
+	ExecutionTimeoutHours int
 	DriftSchedule         string // "driftSchedule": EventBridge Scheduler expression
 	DefaultShards         int    // "shards": shard count for release-started migrations
 	ShardMemoryMB         int    // "shardMemoryMb": export, transform, import
-	ShardConcurrency      int    // "shardConcurrency": reserved concurrency of export and transform
+	ShardConcurrency      int    // "shardConcurrency": reserved concurrency of export and transform, and the Map's MaxConcurrency
 	DistDir               string // "distDir": where `make build` wrote <function>.zip
 	LogRetentionDays      int    // "logRetentionDays"
 }
@@ -43,6 +56,7 @@ func DefaultConfig() Config {
 		PointerVersionsKept:   10,
 		CatalogNoncurrentDays: 30,
 		ExpectVersion:         2,
+		ExecutionTimeoutHours: 36,
 		DriftSchedule:         "rate(1 hour)",
 		DefaultShards:         16,
 		ShardMemoryMB:         3008,
@@ -81,6 +95,22 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	str("stagingPrefix", &c.StagingPrefix)
 	str("driftSchedule", &c.DriftSchedule)
 	str("distDir", &c.DistDir)
+	str("expectedVersionParameter", &c.ExpectedVersionParameter)
+	flag := func(key string, dst *bool) {
+		v := node.TryGetContext(jsii.String(key))
+		if v == nil || err != nil {
+			return
+		}
+		b, e := strconv.ParseBool(fmt.Sprint(v))
+		if e != nil {
+			err = fmt.Errorf("context %s: want true or false, got %v", key, v)
+			return
+		}
+		*dst = b
+	}
+	flag("existingCatalogBucket", &c.ExistingCatalogBucket)
+	flag("existingStagingBucket", &c.ExistingStagingBucket)
+	num("executionTimeoutHours", &c.ExecutionTimeoutHours, 1)
 	num("stagingExpireDays", &c.StagingExpireDays, 1)
 	num("pointerNoncurrentDays", &c.PointerNoncurrentDays, 1)
 	num("pointerVersionsKept", &c.PointerVersionsKept, 0)
@@ -92,6 +122,18 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	num("logRetentionDays", &c.LogRetentionDays, 1)
 	if err != nil {
 		return c, err
+	}
+	if c.ExpectedVersionParameter == "" {
+		c.ExpectedVersionParameter = "/" + c.Name + "/expected-format-version"
+	}
+	if !strings.HasPrefix(c.ExpectedVersionParameter, "/") {
+		return c, fmt.Errorf("context expectedVersionParameter %q must start with /", c.ExpectedVersionParameter)
+	}
+	if c.ExecutionTimeoutHours > 365*24 {
+		return c, fmt.Errorf("context executionTimeoutHours %d: Step Functions runs a standard execution for at most a year", c.ExecutionTimeoutHours)
+	}
+	if c.ExistingCatalogBucket && c.CatalogBucketName == "" || c.ExistingStagingBucket && c.StagingBucketName == "" {
+		return c, fmt.Errorf("context existingCatalogBucket and existingStagingBucket need catalogBucketName and stagingBucketName")
 	}
 	if !strings.HasSuffix(c.CatalogPrefix, "/") || !strings.HasSuffix(c.StagingPrefix, "/") {
 		return c, fmt.Errorf("context catalogPrefix and stagingPrefix must end in /")

@@ -33,16 +33,22 @@ func tool(t *testing.T, rel string) string {
 
 func TestCfnLint(t *testing.T) {
 	bin := tool(t, "cfn-lint/bin/cfn-lint")
-	path := filepath.Join(t.TempDir(), "template.json")
-	b, err := json.MarshalIndent(tj, "", " ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
+	// Both stacks: on new buckets and on existing ones.
+	dir := t.TempDir()
+	var paths []string
+	for name, template := range map[string]map[string]any{"template.json": tj, "existing.json": existingTJ} {
+		b, err := json.MarshalIndent(template, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
 	}
 	// Errors fail; warnings (W) and informational (I) findings are shown.
-	out, err := exec.Command(bin, "--format", "parseable", "--regions", "eu-west-1", "--", path).CombinedOutput()
+	out, err := exec.Command(bin, append([]string{"--format", "parseable", "--regions", "eu-west-1", "--"}, paths...)...).CombinedOutput()
 	var errs []string
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if f := strings.Split(l, ":"); len(f) > 5 && strings.HasPrefix(f[5], "E") {
@@ -69,8 +75,13 @@ func TestASLValidator(t *testing.T) {
 		"TransformFunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:rlm-transform",
 		"ImportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
 		"TopicArn":             "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
+		"Region":               "eu-west-1",
 	}
-	for name, def := range map[string][]byte{"migration": statemachine.Migration, "drift": statemachine.Drift} {
+	migration, err := MigrationDefinition(testCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range map[string][]byte{"migration": migration, "drift": statemachine.Drift, "rollback": statemachine.Rollback} {
 		s := string(def)
 		for _, p := range Placeholders(def) {
 			v, ok := dummy[p]

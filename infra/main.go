@@ -36,6 +36,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "infra:", err)
 		os.Exit(2)
 	}
+	CheckNag(app)
 	app.Synth(nil)
 }
 

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsschedulertargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -34,6 +35,10 @@ var Functions = []struct{ Name, Placeholder string }{
 	{"import", "ImportFunctionArn"},
 }
 
+// ExpectedVersionParameterEnv is pkg/workflow.ExpectedVersionParameterEnv
+// (not imported: the CDK app does not build the Lambdas' cgo code).
+const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
+
 // ReleaseEventSource and ReleaseEventDetailType are the documented custom
 // event that starts a migration (infra/README.md).
 const (
@@ -44,10 +49,16 @@ const (
 // MigrateStack is the deployed system.
 type MigrateStack struct {
 	awscdk.Stack
-	Catalog, Staging awss3.Bucket
-	Functions        map[string]awslambda.Function
-	Topic            awssns.Topic
-	Migration, Drift awsstepfunctions.StateMachine
+	// Catalog and Staging are created by the stack, or the existing
+	// buckets of those names (existingCatalogBucket, existingStagingBucket).
+	Catalog, Staging           awss3.IBucket
+	Functions                  map[string]awslambda.Function
+	Topic                      awssns.Topic
+	Migration, Drift, Rollback awsstepfunctions.StateMachine
+	// ExpectedVersion is the SSM parameter the release pipeline sets.
+	ExpectedVersion awsssm.StringParameter
+	Dashboard       awscloudwatch.Dashboard
+	alarmList       []awscloudwatch.Alarm
 }
 
 type perms struct {
@@ -58,6 +69,7 @@ type perms struct {
 	stagingWrite  bool
 	stagingDelete bool // Abort
 	publish       bool // Drift
+	readExpected  bool // Check, Drift: the expected-version parameter
 	memoryMB      int
 	ephemeralMB   int
 	timeout       awscdk.Duration
@@ -71,59 +83,32 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	s := &MigrateStack{Stack: stack, Functions: map[string]awslambda.Function{}}
 	awscdk.Tags_Of(stack).Add(jsii.String("project"), jsii.String("rocklake-migrate"), nil)
 
-	optName := func(n string) *string {
-		if n == "" {
-			return nil
-		}
-		return &n
+	// Buckets: private, TLS only, encrypted, owner-enforced; or existing
+	// ones, whose settings are then their owners' (infra/README.md).
+	if cfg.ExistingCatalogBucket {
+		s.Catalog = awss3.Bucket_FromBucketName(stack, jsii.String("CatalogBucket"), jsii.String(cfg.CatalogBucketName))
+	} else {
+		s.Catalog = newCatalogBucket(stack, cfg)
 	}
-	days := func(n int) awscdk.Duration { return awscdk.Duration_Days(jsii.Number(float64(n))) }
-
-	// Buckets: private, TLS only, encrypted, owner-enforced.
-	s.Catalog = awss3.NewBucket(stack, jsii.String("CatalogBucket"), &awss3.BucketProps{
-		BucketName:        optName(cfg.CatalogBucketName),
-		Versioned:         jsii.Bool(true),
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		EnforceSSL:        jsii.Bool(true),
-		MinimumTLSVersion: jsii.Number(1.2),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
-		LifecycleRules: &[]*awss3.LifecycleRule{
-			{
-				Id:                          jsii.String("pointer-noncurrent-versions"),
-				Prefix:                      jsii.String(cfg.PointerKey),
-				NoncurrentVersionExpiration: days(cfg.PointerNoncurrentDays),
-				NoncurrentVersionsToRetain:  jsii.Number(float64(cfg.PointerVersionsKept)),
-			},
-			{
-				Id:                                  jsii.String("catalog-noncurrent-versions"),
-				Prefix:                              jsii.String(cfg.CatalogPrefix),
-				NoncurrentVersionExpiration:         days(cfg.CatalogNoncurrentDays),
-				ExpiredObjectDeleteMarker:           jsii.Bool(true),
-				AbortIncompleteMultipartUploadAfter: days(1),
-			},
-		},
-	})
-	s.Staging = awss3.NewBucket(stack, jsii.String("StagingBucket"), &awss3.BucketProps{
-		BucketName:        optName(cfg.StagingBucketName),
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		EnforceSSL:        jsii.Bool(true),
-		MinimumTLSVersion: jsii.Number(1.2),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
-		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:                                  jsii.String("expire-staging"),
-			Expiration:                          days(cfg.StagingExpireDays),
-			AbortIncompleteMultipartUploadAfter: days(1),
-		}},
-	})
+	if cfg.ExistingStagingBucket {
+		s.Staging = awss3.Bucket_FromBucketName(stack, jsii.String("StagingBucket"), jsii.String(cfg.StagingBucketName))
+	} else {
+		s.Staging = newStagingBucket(stack, cfg)
+	}
 
 	s.Topic = awssns.NewTopic(stack, jsii.String("AlertTopic"), &awssns.TopicProps{
 		TopicName:   jsii.String(cfg.Name + "-alerts"),
 		DisplayName: jsii.String("rocklake-migrate alerts"),
 		EnforceSSL:  jsii.Bool(true),
+	})
+
+	// The release pipeline sets it (aws ssm put-parameter --overwrite) when
+	// it deploys a RockLake release; the stack only creates it, with
+	// expectVersion, and CloudFormation leaves a value set since alone.
+	s.ExpectedVersion = awsssm.NewStringParameter(stack, jsii.String("ExpectedVersion"), &awsssm.StringParameterProps{
+		ParameterName: jsii.String(cfg.ExpectedVersionParameter),
+		StringValue:   jsii.String(strconv.Itoa(cfg.ExpectVersion)),
+		Description:   jsii.String("The catalog format version the deployed RockLake release expects; set by the release pipeline, read by Check and the drift check"),
 	})
 
 	pointerURL := "s3://" + *s.Catalog.BucketName() + "/" + cfg.PointerKey
@@ -140,7 +125,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	// writes the pointer. Steps work within the Lambda's own deadline.
 	shardTimeout := awscdk.Duration_Seconds(jsii.Number(900))
 	specs := map[string]perms{
-		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true,
+		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true, readExpected: true,
 			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(110)), concurrency: 10,
 			description: "rocklake-migrate steps Check, Flip, Abort, Rollback, Drift"},
 		// Freeze opens the source as a passive SlateDB writer (fencing and a
@@ -217,6 +202,11 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		if sp.publish {
 			add("Alerts", []string{"sns:Publish"}, []*string{s.Topic.TopicArn()}, nil)
 		}
+		env := map[string]*string{"ROCKLAKE_STAGING": jsii.String(stagingURL)}
+		if sp.readExpected {
+			add("ExpectedVersion", []string{"ssm:GetParameter"}, []*string{s.ExpectedVersion.ParameterArn()}, nil)
+			env[ExpectedVersionParameterEnv] = jsii.String(cfg.ExpectedVersionParameter)
+		}
 		fn := awslambda.NewFunction(stack, jsii.String(title(f.Name)+"Function"), &awslambda.FunctionProps{
 			FunctionName:                 jsii.String(fnName),
 			Description:                  jsii.String(sp.description),
@@ -233,26 +223,34 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 			LoggingFormat:                awslambda.LoggingFormat_JSON,
 			Tracing:                      awslambda.Tracing_ACTIVE,
 			RetryAttempts:                jsii.Number(0), // Step Functions retries, never async Lambda
-			Environment: &map[string]*string{
-				"ROCKLAKE_STAGING": jsii.String(stagingURL),
-			},
+			Environment:                  &env,
 		})
 		s.Functions[f.Name] = fn
 	}
 
-	subs := map[string]*string{"TopicArn": s.Topic.TopicArn()}
+	subs := map[string]*string{"TopicArn": s.Topic.TopicArn(), "Region": stack.Region()}
 	for _, f := range Functions {
 		subs[f.Placeholder] = s.Functions[f.Name].FunctionArn()
 	}
-	var err error
-	s.Migration, err = newStateMachine(stack, "Migration", cfg.Name+"-migration", cfg, statemachine.Migration, subs,
+	migration, err := MigrationDefinition(cfg)
+	if err != nil {
+		return nil, err
+	}
+	logs := map[string]awslogs.ILogGroup{}
+	s.Migration, logs["Migration"], err = newStateMachine(stack, "Migration", cfg.Name+"-migration", cfg, migration, subs,
 		[]awslambda.Function{s.Functions["check"], s.Functions["export"], s.Functions["transform"], s.Functions["import"]}, s.Topic, true)
 	if err != nil {
 		return nil, err
 	}
-	s.Drift, err = newStateMachine(stack, "Drift", cfg.Name+"-drift", cfg, statemachine.Drift,
+	s.Drift, logs["Drift"], err = newStateMachine(stack, "Drift", cfg.Name+"-drift", cfg, statemachine.Drift,
 		map[string]*string{"CheckFunctionArn": s.Functions["check"].FunctionArn()},
 		[]awslambda.Function{s.Functions["check"]}, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	s.Rollback, logs["Rollback"], err = newStateMachine(stack, "Rollback", cfg.Name+"-rollback", cfg, statemachine.Rollback,
+		map[string]*string{"CheckFunctionArn": s.Functions["check"].FunctionArn(), "TopicArn": s.Topic.TopicArn(), "Region": stack.Region()},
+		[]awslambda.Function{s.Functions["check"]}, s.Topic, false)
 	if err != nil {
 		return nil, err
 	}
@@ -286,43 +284,30 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		Description:  jsii.String("rocklake-migrate drift check of the pointer and its catalog"),
 		Schedule:     awsscheduler.ScheduleExpression_Expression(jsii.String(cfg.DriftSchedule), nil),
 		Target: awsschedulertargets.NewStepFunctionsStartExecution(s.Drift, &awsschedulertargets.ScheduleTargetBaseProps{
+			// No "expect": the drift check reads the expected-version
+			// parameter when it runs, so a release needs no redeploy.
 			Input: awsscheduler.ScheduleTargetInput_FromObject(map[string]interface{}{
 				"pointer": pointerURL,
-				"expect":  cfg.ExpectVersion,
 				"topic":   s.Topic.TopicArn(),
 			}),
 			RetryAttempts: jsii.Number(2),
 		}),
 	})
 
-	// Alarms → the topic.
-	action := awscloudwatchactions.NewSnsAction(s.Topic)
-	alarm := func(id, desc string, m awscloudwatch.Metric) {
-		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String(cfg.Name + "-" + id),
-			AlarmDescription:   jsii.String(desc),
-			Metric:             m,
-			Threshold:          jsii.Number(1),
-			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		a.AddAlarmAction(action)
-	}
-	five := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
-	alarm("MigrationFailed", "A migration execution failed (the pointer was not flipped)", s.Migration.MetricFailed(five))
-	alarm("MigrationTimedOut", "A migration execution timed out", s.Migration.MetricTimedOut(five))
-	alarm("MigrationAborted", "A migration execution was stopped", s.Migration.MetricAborted(five))
-	alarm("DriftCheckFailed", "The drift check failed or found drift (see the drift message on this topic)", s.Drift.MetricFailed(five))
-	for _, f := range Functions {
-		alarm(title(f.Name)+"Errors", "The "+f.Name+" Lambda returned errors", s.Functions[f.Name].MetricErrors(five))
-	}
+	s.alarms(cfg, logs)
+	s.Dashboard = s.dashboard(cfg)
+
+	addNagSuppressions(stack)
 
 	out := func(id, desc string, v *string) {
 		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: v, Description: jsii.String(desc)})
 	}
 	out("StateMachineArn", "The migration state machine", s.Migration.StateMachineArn())
+	out("RollbackStateMachineArn", "The rollback state machine (start it from the console)", s.Rollback.StateMachineArn())
 	out("DriftStateMachineArn", "The drift check state machine", s.Drift.StateMachineArn())
+	out("ExpectedVersionParameter", "The SSM parameter the release pipeline sets", s.ExpectedVersion.ParameterName())
+	out("DashboardUrl", "The CloudWatch dashboard", jsii.String(fmt.Sprintf("https://%s.console.aws.amazon.com/cloudwatch/home?region=%s#dashboards:name=%s",
+		*stack.Region(), *stack.Region(), *s.Dashboard.DashboardName())))
 	out("PointerLocation", "The catalog pointer object", jsii.String(pointerURL))
 	out("StagingLocation", "ROCKLAKE_STAGING", jsii.String(stagingURL))
 	out("TopicArn", "Drift alerts and migration outcomes", s.Topic.TopicArn())
@@ -333,10 +318,10 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 // role that may invoke exactly the given functions (and start its own child
 // executions for a Distributed Map), CloudWatch logging and X-Ray.
 func newStateMachine(stack awscdk.Stack, id, name string, cfg Config, def []byte, subs map[string]*string,
-	fns []awslambda.Function, topic awssns.Topic, distributedMap bool) (awsstepfunctions.StateMachine, error) {
+	fns []awslambda.Function, topic awssns.Topic, distributedMap bool) (awsstepfunctions.StateMachine, awslogs.ILogGroup, error) {
 	for _, p := range Placeholders(def) {
 		if subs[p] == nil {
-			return nil, fmt.Errorf("%s definition: no substitution for ${%s}", id, p)
+			return nil, nil, fmt.Errorf("%s definition: no substitution for ${%s}", id, p)
 		}
 	}
 	role := awsiam.NewRole(stack, jsii.String(id+"StateMachineRole"), &awsiam.RoleProps{
@@ -380,7 +365,7 @@ func newStateMachine(stack awscdk.Stack, id, name string, cfg Config, def []byte
 		Retention:     retention(cfg.LogRetentionDays),
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
-	return awsstepfunctions.NewStateMachine(stack, jsii.String(id+"StateMachine"), &awsstepfunctions.StateMachineProps{
+	sm := awsstepfunctions.NewStateMachine(stack, jsii.String(id+"StateMachine"), &awsstepfunctions.StateMachineProps{
 		StateMachineName:        jsii.String(name),
 		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
 		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(def))),
@@ -392,7 +377,8 @@ func newStateMachine(stack awscdk.Stack, id, name string, cfg Config, def []byte
 			Level:                awsstepfunctions.LogLevel_ALL,
 			IncludeExecutionData: jsii.Bool(true),
 		},
-	}), nil
+	})
+	return sm, logs, nil
 }
 
 // Placeholders lists the ${Name} placeholders a definition uses, sorted, once each.
@@ -438,4 +424,60 @@ func retention(days int) awslogs.RetentionDays {
 		}
 	}
 	return awslogs.RetentionDays_TEN_YEARS
+}
+
+func optName(n string) *string {
+	if n == "" {
+		return nil
+	}
+	return &n
+}
+
+func days(n int) awscdk.Duration { return awscdk.Duration_Days(jsii.Number(float64(n))) }
+
+// newCatalogBucket holds the pointer (versioned: rollback) and the catalogs.
+func newCatalogBucket(stack awscdk.Stack, cfg Config) awss3.Bucket {
+	return awss3.NewBucket(stack, jsii.String("CatalogBucket"), &awss3.BucketProps{
+		BucketName:        optName(cfg.CatalogBucketName),
+		Versioned:         jsii.Bool(true),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules: &[]*awss3.LifecycleRule{
+			{
+				Id:                          jsii.String("pointer-noncurrent-versions"),
+				Prefix:                      jsii.String(cfg.PointerKey),
+				NoncurrentVersionExpiration: days(cfg.PointerNoncurrentDays),
+				NoncurrentVersionsToRetain:  jsii.Number(float64(cfg.PointerVersionsKept)),
+			},
+			{
+				Id:                                  jsii.String("catalog-noncurrent-versions"),
+				Prefix:                              jsii.String(cfg.CatalogPrefix),
+				NoncurrentVersionExpiration:         days(cfg.CatalogNoncurrentDays),
+				ExpiredObjectDeleteMarker:           jsii.Bool(true),
+				AbortIncompleteMultipartUploadAfter: days(1),
+			},
+		},
+	})
+}
+
+// newStagingBucket holds shards, plans and step outputs, all expiring.
+func newStagingBucket(stack awscdk.Stack, cfg Config) awss3.Bucket {
+	return awss3.NewBucket(stack, jsii.String("StagingBucket"), &awss3.BucketProps{
+		BucketName:        optName(cfg.StagingBucketName),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("expire-staging"),
+			Expiration:                          days(cfg.StagingExpireDays),
+			AbortIncompleteMultipartUploadAfter: days(1),
+		}},
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/rocklake/rocklake-migrate/statemachine"
@@ -22,6 +23,13 @@ var (
 	tmpl    assertions.Template
 	tj      map[string]any // the template as JSON
 	testCfg Config
+	// The same app deployed on existing buckets (existingCatalogBucket,
+	// existingStagingBucket), synthesized with the first.
+	existingTJ map[string]any
+	// cdk-nag's findings on both stacks.
+	nagErrors, nagWarnings []string
+	// cdk-nag's errors on a canary stack with a plain-HTTP bucket.
+	nagCanary []string
 )
 
 func TestMain(m *testing.M) {
@@ -40,31 +48,74 @@ func TestMain(m *testing.M) {
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
 			"name": "rlm-test", "distDir": dist, "stagingExpireDays": 3, "pointerNoncurrentDays": 45,
 			"catalogBucketName": "rlm-test-catalog", "stagingBucketName": "rlm-test-staging",
+			"shardConcurrency": 24, "executionTimeoutHours": 40,
 		}})
 		testCfg, err = ConfigFromContext(app.Node())
 		if err != nil {
 			panic(err)
 		}
-		s, err := NewMigrateStack(app, "RlmTest", &awscdk.StackProps{
-			Env: &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")},
-		}, testCfg)
+		env := &awscdk.StackProps{Env: &awscdk.Environment{Account: jsii.String("123456789012"), Region: jsii.String("eu-west-1")}}
+		s, err := NewMigrateStack(app, "RlmTest", env, testCfg)
 		if err != nil {
 			panic(err)
 		}
+		existingCfg := testCfg
+		existingCfg.Name, existingCfg.ExpectedVersionParameter = "rlm-existing", "/rlm-existing/expected-format-version"
+		existingCfg.CatalogBucketName, existingCfg.StagingBucketName = "acme-existing-catalog", "acme-existing-staging"
+		existingCfg.ExistingCatalogBucket, existingCfg.ExistingStagingBucket = true, true
+		existing, err := NewMigrateStack(app, "RlmExisting", env, existingCfg)
+		if err != nil {
+			panic(err)
+		}
+		// A canary the rules must catch: a bucket that allows plain HTTP.
+		canary := awscdk.NewStack(app, jsii.String("NagCanary"), env)
+		awss3.NewBucket(canary, jsii.String("PlainBucket"), &awss3.BucketProps{})
+		CheckNag(app)
 		tmpl = assertions.Template_FromStack(s.Stack, nil)
 		b, _ := json.Marshal(tmpl.ToJSON())
 		if err := json.Unmarshal(b, &tj); err != nil {
 			panic(err)
 		}
+		b, _ = json.Marshal(assertions.Template_FromStack(existing.Stack, nil).ToJSON())
+		if err := json.Unmarshal(b, &existingTJ); err != nil {
+			panic(err)
+		}
+		for _, st := range []awscdk.Stack{s.Stack, existing.Stack} {
+			ann := assertions.Annotations_FromStack(st)
+			nagErrors = append(nagErrors, messages(ann.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))))...)
+			nagWarnings = append(nagWarnings, messages(ann.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))))...)
+		}
+		nagCanary = messages(assertions.Annotations_FromStack(canary).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-S10.*"))))
 		return m.Run()
 	}()
 	jsii.Close()
 	os.Exit(code)
 }
 
-func resources(typ string) map[string]map[string]any {
+// messages formats the synthesis messages an Annotations search found.
+func messages(found any) []string {
+	var ms []struct {
+		ID    string `json:"id"`
+		Entry struct {
+			Data any `json:"data"`
+		} `json:"entry"`
+	}
+	b, _ := json.Marshal(found)
+	if err := json.Unmarshal(b, &ms); err != nil {
+		panic(err)
+	}
+	var out []string
+	for _, m := range ms {
+		out = append(out, fmt.Sprintf("%s: %v", m.ID, m.Entry.Data))
+	}
+	return out
+}
+
+func resources(typ string) map[string]map[string]any { return resourcesOf(tj, typ) }
+
+func resourcesOf(template map[string]any, typ string) map[string]map[string]any {
 	out := map[string]map[string]any{}
-	for id, r := range tj["Resources"].(map[string]any) {
+	for id, r := range template["Resources"].(map[string]any) {
 		r := r.(map[string]any)
 		if r["Type"] == typ {
 			p, _ := r["Properties"].(map[string]any)
@@ -145,7 +196,7 @@ func TestBuckets(t *testing.T) {
 // placeholder serves, in both definitions.
 func stepTimeouts(t *testing.T) map[string]float64 {
 	out := map[string]float64{}
-	for _, def := range [][]byte{statemachine.Migration, statemachine.Drift} {
+	for _, def := range [][]byte{statemachine.Migration, statemachine.Drift, statemachine.Rollback} {
 		for _, st := range taskStates(t, def) {
 			for _, p := range Placeholders([]byte(asJSON(st["Resource"]))) {
 				ts, ok := st["TimeoutSeconds"].(float64)
@@ -359,11 +410,15 @@ func stateMachine(t *testing.T, name string) map[string]any {
 }
 
 func TestStateMachines(t *testing.T) {
-	tmpl.ResourceCountIs(jsii.String("AWS::StepFunctions::StateMachine"), jsii.Number(2))
-	for name, def := range map[string][]byte{"rlm-test-migration": statemachine.Migration, "rlm-test-drift": statemachine.Drift} {
+	tmpl.ResourceCountIs(jsii.String("AWS::StepFunctions::StateMachine"), jsii.Number(3))
+	migration, err := MigrationDefinition(testCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range map[string][]byte{"rlm-test-migration": migration, "rlm-test-drift": statemachine.Drift, "rlm-test-rollback": statemachine.Rollback} {
 		p := stateMachine(t, name)
 		if p["DefinitionString"] != string(def) {
-			t.Errorf("%s: the definition is not the file, inline and byte for byte", name)
+			t.Errorf("%s: the definition is not the file (with the deployment's settings), inline", name)
 		}
 		if asJSON(p["TracingConfiguration"]) != `{"Enabled":true}` {
 			t.Errorf("%s: tracing %v", name, p["TracingConfiguration"])
@@ -405,6 +460,58 @@ func TestStateMachines(t *testing.T) {
 	if !strings.Contains(drift, checkID) {
 		t.Error("drift role cannot invoke check")
 	}
+	// The rollback's role: invoke check, publish; nothing else.
+	rb := policiesOf(t, "RollbackStateMachineRole")
+	for _, a := range actions(rb) {
+		switch {
+		case a == "lambda:InvokeFunction", a == "sns:Publish",
+			strings.HasPrefix(a, "logs:"), strings.HasPrefix(a, "xray:"): // its own logging and tracing
+		default:
+			t.Errorf("rollback role may %s", a)
+		}
+	}
+	if !strings.Contains(asJSON(rb), checkID) {
+		t.Error("rollback role cannot invoke check")
+	}
+	for _, f := range Functions[1:] {
+		id, _ := fnByName(t, f.Name)
+		if strings.Contains(asJSON(rb), id) {
+			t.Errorf("rollback role may invoke %s", f.Name)
+		}
+	}
+}
+
+// The deployed migration is the file with two settings of this deployment:
+// the Map runs as many shards at once as export and transform may run
+// (shardConcurrency, 24 here), and the execution times out after
+// executionTimeoutHours (40 here), which the timed-out alarm needs.
+func TestMigrationDefinitionSettings(t *testing.T) {
+	var file, deployed map[string]any
+	if err := json.Unmarshal(statemachine.Migration, &file); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(stateMachine(t, "rlm-test-migration")["DefinitionString"].(string)), &deployed); err != nil {
+		t.Fatal(err)
+	}
+	if deployed["TimeoutSeconds"] != float64(40*3600) {
+		t.Errorf("TimeoutSeconds %v, want 144000", deployed["TimeoutSeconds"])
+	}
+	if got := mapMaxConcurrency(t); got != 24 {
+		t.Errorf("the Map's MaxConcurrency %v, want shardConcurrency 24", got)
+	}
+	for _, f := range []string{"export", "transform"} {
+		if _, p := fnByName(t, f); p["ReservedConcurrentExecutions"] != float64(24) {
+			t.Errorf("%s: reserved concurrency %v, want 24", f, p["ReservedConcurrentExecutions"])
+		}
+	}
+	// Nothing else differs.
+	delete(file, "TimeoutSeconds")
+	delete(deployed, "TimeoutSeconds")
+	delete(file["States"].(map[string]any)["Shards"].(map[string]any), "MaxConcurrency")
+	delete(deployed["States"].(map[string]any)["Shards"].(map[string]any), "MaxConcurrency")
+	if asJSON(file) != asJSON(deployed) {
+		t.Error("the deployed migration differs from the file beyond TimeoutSeconds and MaxConcurrency")
+	}
 }
 
 var placeholderRe = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`)
@@ -440,6 +547,8 @@ func taskStates(t *testing.T, def []byte) []map[string]any {
 	return out
 }
 
+// mapMaxConcurrency is the largest MaxConcurrency of the deployed
+// migration's Map states.
 func mapMaxConcurrency(t *testing.T) float64 {
 	var d struct {
 		States map[string]struct {
@@ -447,7 +556,7 @@ func mapMaxConcurrency(t *testing.T) float64 {
 			MaxConcurrency float64
 		}
 	}
-	if err := json.Unmarshal(statemachine.Migration, &d); err != nil {
+	if err := json.Unmarshal([]byte(stateMachine(t, "rlm-test-migration")["DefinitionString"].(string)), &d); err != nil {
 		t.Fatal(err)
 	}
 	m := 0.0
@@ -459,28 +568,28 @@ func mapMaxConcurrency(t *testing.T) float64 {
 	return m
 }
 
-// Every Task state's ${...} placeholder (Resource and Parameters) has a
-// DefinitionSubstitution in the synthesized template, and every Lambda
+// Every ${...} placeholder of a definition has a DefinitionSubstitution in
+// the synthesized template and every substitution is used, and every Lambda
 // Resource is a placeholder (never a hard-coded ARN).
 func TestEveryTaskPlaceholderHasSubstitution(t *testing.T) {
-	for name, def := range map[string][]byte{"rlm-test-migration": statemachine.Migration, "rlm-test-drift": statemachine.Drift} {
+	for name, def := range map[string][]byte{"rlm-test-migration": statemachine.Migration, "rlm-test-drift": statemachine.Drift, "rlm-test-rollback": statemachine.Rollback} {
 		subs, _ := stateMachine(t, name)["DefinitionSubstitutions"].(map[string]any)
 		tasks := taskStates(t, def)
 		if len(tasks) == 0 {
 			t.Fatalf("%s: no Task states", name)
 		}
-		used := map[string]bool{}
 		for _, st := range tasks {
 			res, _ := st["Resource"].(string)
 			if !strings.HasPrefix(res, "arn:aws:states:::") && !placeholderRe.MatchString(res) {
 				t.Errorf("%s: Task resource %q is neither a placeholder nor a service integration", name, res)
 			}
-			for _, m := range placeholderRe.FindAllStringSubmatch(asJSON(st), -1) {
-				used[m[1]] = true
-				v, ok := subs[m[1]]
-				if !ok || v == nil || asJSON(v) == `""` {
-					t.Errorf("%s: ${%s} has no substitution", name, m[1])
-				}
+		}
+		used := map[string]bool{}
+		for _, m := range placeholderRe.FindAllStringSubmatch(string(def), -1) {
+			used[m[1]] = true
+			v, ok := subs[m[1]]
+			if !ok || v == nil || asJSON(v) == `""` {
+				t.Errorf("%s: ${%s} has no substitution", name, m[1])
 			}
 		}
 		for k := range subs {
@@ -549,15 +658,23 @@ func TestDriftSchedule(t *testing.T) {
 		if !strings.Contains(tgt, "DriftStateMachine") {
 			t.Errorf("schedule target %s", tgt)
 		}
-		// drift.asl.json's input: {"pointer", "expect", "topic"}.
-		for _, want := range []string{`\"pointer\":\"s3://`, `/rocklake/CURRENT\"`, `\"expect\":2`, `\"topic\":\"`, "AlertTopic"} {
+		// drift.asl.json's input: {"pointer", "topic"}; the expected version
+		// is read at run time.
+		for _, want := range []string{`\"pointer\":\"s3://`, `/rocklake/CURRENT\"`, `\"topic\":\"`, "AlertTopic"} {
 			if !strings.Contains(tgt, want) {
 				t.Errorf("schedule input lacks %s: %s", want, tgt)
 			}
 		}
+		if strings.Contains(tgt, `\"expect\"`) {
+			t.Errorf("the schedule fixes the expected version at deploy: %s", tgt)
+		}
 	}
 }
 
+// One page per event: no alarm pages on failed executions (their notices
+// do); alarms page for timeouts, stopped executions, notices that could not
+// be published and a drift check that could not look. Lambda error alarms
+// exist, unpaged.
 func TestTopicAndAlarms(t *testing.T) {
 	tmpl.ResourceCountIs(jsii.String("AWS::SNS::Topic"), jsii.Number(1))
 	var topicID string
@@ -567,37 +684,190 @@ func TestTopicAndAlarms(t *testing.T) {
 	if !strings.Contains(asJSON(resources("AWS::SNS::TopicPolicy")), `"aws:SecureTransport":"false"`) {
 		t.Error("topic does not enforce TLS")
 	}
-	alarms := resources("AWS::CloudWatch::Alarm")
-	seen := map[string]bool{}
-	for id, p := range alarms {
-		if !strings.Contains(asJSON(p["AlarmActions"]), topicID) {
-			t.Errorf("alarm %s does not notify the topic", id)
-		}
+	paged, unpaged := map[string]bool{}, map[string]bool{}
+	for id, p := range resources("AWS::CloudWatch::Alarm") {
 		if p["TreatMissingData"] != "notBreaching" {
 			t.Errorf("alarm %s: missing data %v", id, p["TreatMissingData"])
 		}
-		seen[fmt.Sprint(p["Namespace"], "/", p["MetricName"], "/", asJSON(p["Dimensions"]))] = true
+		key := fmt.Sprint(p["Namespace"], "/", p["MetricName"], "/", asJSON(p["Dimensions"]))
+		if strings.Contains(asJSON(p["AlarmActions"]), topicID) {
+			paged[key] = true
+		} else {
+			unpaged[key] = true
+		}
+		if p["MetricName"] == "ExecutionsFailed" && paged[key] {
+			t.Errorf("alarm %s pages on ExecutionsFailed: a second page for a failure its notice reported", id)
+		}
 	}
-	need := func(ns, metric, dim string) {
-		for k := range seen {
+	has := func(set map[string]bool, ns, metric, dim string) bool {
+		for k := range set {
 			if strings.HasPrefix(k, ns+"/"+metric+"/") && strings.Contains(k, dim) {
-				return
+				return true
 			}
 		}
-		t.Errorf("no alarm on %s %s %s", ns, metric, dim)
+		return false
 	}
-	need("AWS/States", "ExecutionsFailed", "MigrationStateMachine")
-	need("AWS/States", "ExecutionsTimedOut", "MigrationStateMachine")
-	need("AWS/States", "ExecutionsFailed", "DriftStateMachine")
+	for _, sm := range []string{"MigrationStateMachine", "RollbackStateMachine"} {
+		for _, m := range []string{"ExecutionsTimedOut", "ExecutionsAborted"} {
+			if !has(paged, "AWS/States", m, sm) {
+				t.Errorf("no paging alarm on %s %s", sm, m)
+			}
+		}
+	}
+	for _, m := range []string{"MigrationFailedUnreported", "RollbackFailedUnreported", "DriftCheckBroken"} {
+		if !has(paged, MetricsNamespace, m, "") {
+			t.Errorf("no paging alarm on %s", m)
+		}
+	}
 	for _, f := range Functions {
 		id, _ := fnByName(t, f.Name)
-		need("AWS/Lambda", "Errors", id)
+		if !has(unpaged, "AWS/Lambda", "Errors", id) {
+			t.Errorf("no unpaged alarm on the %s Lambda's errors", f.Name)
+		}
+	}
+	// The metric filters count exactly the events no notice reported.
+	filters := map[string]string{}
+	for _, p := range resources("AWS::Logs::MetricFilter") {
+		mt := p["MetricTransformations"].([]any)[0].(map[string]any)
+		filters[mt["MetricName"].(string)] = p["FilterPattern"].(string) + " on " + asJSON(p["LogGroupName"])
+	}
+	for name, want := range map[string][]string{
+		"MigrationFailedUnreported": {`$.type = "FailStateEntered"`, `$.details.name = "FailedUnreported"`, "MigrationStateMachineLogs"},
+		"RollbackFailedUnreported":  {`$.type = "FailStateEntered"`, `$.details.name = "FailedUnreported"`, "RollbackStateMachineLogs"},
+		"DriftCheckBroken":          {`$.type = "ExecutionFailed"`, `$.details.error != "DriftFound"`, "DriftStateMachineLogs"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(filters[name], w) {
+				t.Errorf("metric filter %s: %q lacks %s", name, filters[name], w)
+			}
+		}
+	}
+	for _, def := range [][]byte{statemachine.Migration, statemachine.Rollback} {
+		if !strings.Contains(string(def), `"FailedUnreported": {`) {
+			t.Error("a definition has no FailedUnreported state for the alarm to count")
+		}
+	}
+}
+
+// The expected version is read at run time from an SSM parameter the
+// release pipeline sets; only check may read it, and only it.
+func TestExpectedVersionParameter(t *testing.T) {
+	tmpl.HasResourceProperties(jsii.String("AWS::SSM::Parameter"), map[string]any{
+		"Name": "/rlm-test/expected-format-version", "Type": "String", "Value": "2",
+	})
+	_, check := fnByName(t, "check")
+	if env := asJSON(check["Environment"]); !strings.Contains(env, `"ROCKLAKE_EXPECTED_VERSION_PARAMETER":"/rlm-test/expected-format-version"`) {
+		t.Errorf("check's environment %s", env)
+	}
+	found := false
+	for _, s := range policiesOf(t, "CheckRole") {
+		if !strings.Contains(asJSON(s["Action"]), "ssm:") {
+			continue
+		}
+		found = true
+		// The parameter's ARN: ...:parameter + its name (a Ref to it).
+		res := asJSON(s["Resource"])
+		if asJSON(s["Action"]) != `"ssm:GetParameter"` || !strings.Contains(res, ":parameter\"") || !strings.Contains(res, `{"Ref":"ExpectedVersion`) {
+			t.Errorf("check's SSM statement %s", asJSON(s))
+		}
+	}
+	if !found {
+		t.Error("check cannot read the expected-version parameter")
+	}
+	for _, f := range Functions[1:] {
+		if strings.Contains(asJSON(policiesOf(t, title(f.Name)+"Role")), "ssm:") {
+			t.Errorf("%s may read SSM", f.Name)
+		}
+	}
+}
+
+// existingCatalogBucket and existingStagingBucket: no bucket is created,
+// and the roles reach the named buckets' prefixes.
+func TestExistingBuckets(t *testing.T) {
+	if n := len(resourcesOf(existingTJ, "AWS::S3::Bucket")); n != 0 {
+		t.Errorf("%d buckets created on existing ones", n)
+	}
+	if n := len(resourcesOf(existingTJ, "AWS::S3::BucketPolicy")); n != 0 {
+		t.Errorf("%d bucket policies written on existing buckets", n)
+	}
+	var check, export string
+	for _, p := range resourcesOf(existingTJ, "AWS::IAM::Policy") {
+		roles := asJSON(p["Roles"])
+		switch {
+		case strings.Contains(roles, `"Ref":"CheckRole`):
+			check += asJSON(p)
+		case strings.Contains(roles, `"Ref":"ExportRole`):
+			export += asJSON(p)
+		}
+	}
+	for _, want := range []string{":s3:::acme-existing-catalog/rocklake/CURRENT", ":s3:::acme-existing-catalog/catalogs/*", ":s3:::acme-existing-staging/migrations/*"} {
+		if !strings.Contains(check, want) {
+			t.Errorf("check's policy lacks %s: %s", want, check)
+		}
+	}
+	if !strings.Contains(export, ":s3:::acme-existing-catalog/catalogs/*") || strings.Contains(export, "CURRENT") {
+		t.Errorf("export's policy on existing buckets: %s", export)
+	}
+	outs := asJSON(existingTJ["Outputs"])
+	if !strings.Contains(outs, "s3://acme-existing-catalog/rocklake/CURRENT") || !strings.Contains(outs, "s3://acme-existing-staging/migrations") {
+		t.Errorf("outputs %s", outs)
+	}
+}
+
+// The dashboard shows the executions, the Map's progress, the Lambdas'
+// errors and durations, rows per second from the steps' embedded metrics,
+// the alarms and the failed steps' log lines.
+func TestDashboard(t *testing.T) {
+	ds := resources("AWS::CloudWatch::Dashboard")
+	if len(ds) != 1 {
+		t.Fatalf("dashboards: %d", len(ds))
+	}
+	for _, p := range ds {
+		body := asJSON(p["DashboardBody"])
+		for _, want := range []string{
+			`\"AWS/States\",\"ExecutionsStarted\"`, "ExecutionsSucceeded", "ExecutionsFailed",
+			`\"RockLakeMigrate\",\"Rows\",\"Step\",\"Import\"`, "rowsimport / PERIOD(rowsimport)", "TransformShard", "SampleCount",
+			`\"AWS/Lambda\",\"Errors\"`, `\"AWS/Lambda\",\"Duration\"`, "alarms", "step failed", "migration_id",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("dashboard lacks %s", want)
+			}
+		}
+		for _, f := range Functions {
+			id, _ := fnByName(t, f.Name)
+			if !strings.Contains(body, id) {
+				t.Errorf("dashboard does not show the %s Lambda", f.Name)
+			}
+		}
+	}
+}
+
+// cdk-nag's AwsSolutions rules: no unsuppressed error on either stack, and
+// every suppression says why.
+func TestNag(t *testing.T) {
+	if len(nagCanary) == 0 {
+		t.Fatal("cdk-nag did not flag the canary's plain-HTTP bucket (AwsSolutions-S10): the rules did not run")
+	}
+	for _, e := range nagErrors {
+		t.Errorf("cdk-nag: %s", e)
+	}
+	for _, w := range nagWarnings {
+		t.Logf("cdk-nag warning: %s", w)
+	}
+	for _, s := range nagSuppressions {
+		if len(s.reason) < 40 {
+			t.Errorf("suppression %s: reason %q says too little", s.id, s.reason)
+		}
+	}
+	meta := asJSON(tj["Metadata"])
+	if !strings.Contains(meta, "cdk_nag") || !strings.Contains(meta, "AwsSolutions-S1") {
+		t.Errorf("the template does not carry its nag suppressions: %s", meta)
 	}
 }
 
 func TestOutputs(t *testing.T) {
 	outs := tj["Outputs"].(map[string]any)
-	for _, k := range []string{"StateMachineArn", "PointerLocation", "TopicArn"} {
+	for _, k := range []string{"StateMachineArn", "RollbackStateMachineArn", "PointerLocation", "TopicArn", "ExpectedVersionParameter", "DashboardUrl"} {
 		if _, ok := outs[k]; !ok {
 			t.Errorf("no output %s (have %v)", k, outs)
 		}
@@ -616,10 +886,28 @@ func TestConfigRejectsBadContext(t *testing.T) {
 		{"pointerNoncurrentDays": "soon"},
 		{"catalogPrefix": "catalogs"},
 		{"pointerKey": "catalogs/CURRENT"},
+		{"existingCatalogBucket": true},
+		{"existingStagingBucket": "maybe", "stagingBucketName": "b"},
+		{"expectedVersionParameter": "rocklake/expected"},
+		{"executionTimeoutHours": 0},
 	} {
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 		if _, err := ConfigFromContext(app.Node()); err == nil {
 			t.Errorf("context %v accepted", ctx)
 		}
+	}
+}
+
+// An execution timeout that a postponed migration's wait at the gate could
+// outlast is refused: the run would end without its Abort.
+func TestExecutionTimeoutCoversTheGate(t *testing.T) {
+	cfg := testCfg
+	cfg.ExecutionTimeoutHours = 12
+	if _, err := MigrationDefinition(cfg); err == nil {
+		t.Fatal("executionTimeoutHours 12 accepted though the gate waits 20 h")
+	}
+	cfg.ExecutionTimeoutHours = 33
+	if _, err := MigrationDefinition(cfg); err != nil {
+		t.Fatalf("executionTimeoutHours 33: %v", err)
 	}
 }

@@ -45,12 +45,12 @@ func functionARN(fn string) string {
 }
 
 // substitutions fill the definition's placeholders as the CDK app would:
-// function ARNs and the topic.
+// function ARNs, the topic and the Region.
 func substitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": functionARN("check"), "ExportFunctionArn": functionARN("export"),
 		"TransformFunctionArn": functionARN("transform"), "ImportFunctionArn": functionARN("import"),
-		"TopicArn": topic,
+		"TopicArn": topic, "Region": "us-east-1",
 	}
 }
 

@@ -246,6 +246,17 @@ func (h *Harness) failsCleanlyWith(t *testing.T, ctx context.Context, run engine
 	if len(msgs) != 1 || msgs[0].Subject != "rocklake-migrate: migration failed" || !strings.Contains(msgs[0].Body, wantErr) {
 		t.Fatalf("notifications = %+v, want one failure naming %s", msgs, wantErr)
 	}
+	// The notice names the failed state and links to the execution.
+	var notice struct {
+		FailedState string `json:"failed_state"`
+		Execution   string `json:"execution"`
+		Console     string `json:"console"`
+	}
+	if err := json.Unmarshal([]byte(msgs[0].Body), &notice); err != nil || notice.FailedState == "" ||
+		!strings.HasPrefix(notice.Execution, "arn:aws:states:us-east-1:") ||
+		notice.Console != "https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/"+notice.Execution {
+		t.Fatalf("failure notice %s (%v)", msgs[0].Body, err)
+	}
 }
 
 // setVersion overwrites a catalog's format version key, as a newer release

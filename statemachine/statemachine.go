@@ -1,5 +1,6 @@
 // Package statemachine holds the workflow definitions: migration.asl.json,
-// the migration, and drift.asl.json, the scheduled drift check. Each is the one file that AWS Step Functions runs (deployed by
+// the migration, rollback.asl.json, the rollback the console starts, and
+// drift.asl.json, the scheduled drift check. Each is the one file that AWS Step Functions runs (deployed by
 // infra/) and that the CLI runs locally under pkg/asl. Its Task resources are
 // placeholders (${CheckFunctionArn}, ...) filled by DefinitionSubstitutions.
 package statemachine
@@ -16,9 +17,16 @@ var Migration []byte
 //go:embed drift.asl.json
 var Drift []byte
 
-// Placeholders are the DefinitionSubstitutions the definition needs: one per
-// Lambda function (check, export, transform, import) and the SNS topic.
-var Placeholders = []string{"CheckFunctionArn", "ExportFunctionArn", "TransformFunctionArn", "ImportFunctionArn", "TopicArn"}
+// Rollback is rollback.asl.json: the CLI's rollback as a state machine the
+// console can start, with its notices.
+//
+//go:embed rollback.asl.json
+var Rollback []byte
+
+// Placeholders are the DefinitionSubstitutions the migration definition
+// needs: one per Lambda function (check, export, transform, import), the SNS
+// topic, and the Region (of the console links in its notices).
+var Placeholders = []string{"CheckFunctionArn", "ExportFunctionArn", "TransformFunctionArn", "ImportFunctionArn", "TopicArn", "Region"}
 
 // SNSPublish is the Step Functions service integration the definition uses
 // to notify.

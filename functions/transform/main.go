@@ -13,7 +13,8 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	log := workflow.NewLambdaLogger(os.Stdout)
+	slog.SetDefault(log)
 	env, err := workflow.EnvFromEnvironment(context.Background())
 	if err != nil {
 		log.Error("configuration", "error", err.Error())

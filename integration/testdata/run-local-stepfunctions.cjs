@@ -90,8 +90,25 @@ async function main() {
   const sm = new StateMachine(definition, {
     validationOptions: { checkPaths: true, checkArn: true },
   });
+  // The Context Object as the service fills it (the library's default has
+  // only Execution.Input and StartTime): the failure notices link to
+  // $$.Execution.Id.
+  const region = process.env.AWS_REGION || 'us-east-1';
+  const name = require('node:crypto').randomUUID();
+  const stateMachineArn = `arn:aws:states:${region}:000000000000:stateMachine:rocklake-migration`;
+  const context = {
+    Execution: {
+      Id: `arn:aws:states:${region}:000000000000:execution:rocklake-migration:${name}`,
+      Name: name,
+      Input: input,
+      StartTime: new Date().toISOString(),
+      RoleArn: `arn:aws:iam::000000000000:role/rocklake-migration`,
+    },
+    StateMachine: { Id: stateMachineArn, Name: 'rocklake-migration' },
+  };
   const execution = sm.run(input, {
     overrides: { taskResourceLocalHandlers: localHandlers, retryIntervalOverrides },
+    context,
   });
   try {
     const output = await execution.result;

@@ -9,8 +9,9 @@ import (
 )
 
 // EnvFromEnvironment builds a step Env from the process environment, as the
-// Lambdas are configured: ROCKLAKE_STAGING (required), and the standard AWS_*
-// variables for S3.
+// Lambdas are configured: ROCKLAKE_STAGING (required),
+// ROCKLAKE_EXPECTED_VERSION_PARAMETER (optional, the SSM parameter holding
+// the expected format version), and the standard AWS_* variables.
 func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	staging := os.Getenv("ROCKLAKE_STAGING")
 	if staging == "" {
@@ -20,5 +21,11 @@ func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
-	return Env{Store: store, Staging: staging, CreatedBy: "rocklake-migrate lambda"}, nil
+	env := Env{Store: store, Staging: staging, CreatedBy: "rocklake-migrate lambda"}
+	if name := os.Getenv(ExpectedVersionParameterEnv); name != "" {
+		if env.ExpectedVersion, err = SSMParameter(ctx, name); err != nil {
+			return Env{}, err
+		}
+	}
+	return env, nil
 }

@@ -183,6 +183,27 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration failed" {
 		t.Fatalf("notifications = %v", pub.subjects)
 	}
+	// The notice is what on-call reads at 3 a.m.: which migration, which
+	// pointer, which state, what error, and where to look.
+	var notice struct {
+		MigrationID string `json:"migration_id"`
+		Pointer     string `json:"pointer"`
+		FailedState string `json:"failed_state"`
+		Error       struct{ Error, Cause string }
+		Execution   string `json:"execution"`
+		Console     string `json:"console"`
+	}
+	if err := json.Unmarshal([]byte(pub.bodies[0]), &notice); err != nil {
+		t.Fatalf("notice %q: %v", pub.bodies[0], err)
+	}
+	if !strings.HasPrefix(notice.MigrationID, "m-") || notice.Pointer != f.pointer || notice.FailedState != "Flip" ||
+		notice.Error.Error != "SourceChangedDuringMigration" || !strings.Contains(notice.Error.Cause, "next_snapshot_id") {
+		t.Fatalf("notice = %+v", notice)
+	}
+	wantConsole := "https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/" + notice.Execution
+	if !strings.HasPrefix(notice.Execution, "arn:aws:states:us-east-1:") || notice.Console != wantConsole {
+		t.Fatalf("console link %q, execution %q", notice.Console, notice.Execution)
+	}
 	if cps, _ := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); len(cps) != 0 {
 		t.Fatalf("abort left checkpoints: %v", cps)
 	}

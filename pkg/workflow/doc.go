@@ -10,6 +10,13 @@
 // Cleanup (cleanup.go) removes what dead runs left behind, as the drift
 // check finds it, holding the same lock as a migration.
 //
+// It also owns what the Lambdas need around the steps: the handler
+// (handler.go), whose log lines carry the request id, step, migration id,
+// shard and pointer and whose steps log their rows and duration in
+// CloudWatch's embedded metric format (logging.go), and the expected
+// format version, read from an SSM parameter at run time when an input
+// names none (expected.go).
+//
 // Errors that the state machine retries or catches carry stable names
 // (errors.go): FormatVersionMismatch, SourceChangedDuringMigration,
 // PointerConflict, TargetNotEmpty, ShardCorrupt, VerifyMismatch, ...

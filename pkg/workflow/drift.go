@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
 )
 
@@ -13,7 +12,8 @@ import (
 // from the EventBridge schedule).
 type DriftInput struct {
 	Pointer string `json:"pointer"`
-	Expect  uint64 `json:"expect"`
+	// Expect 0 (left out): the expected-version parameter's value, read now.
+	Expect uint64 `json:"expect,omitempty"`
 	// Topic, when set, gets one SNS message if there are findings.
 	Topic string `json:"topic,omitempty"`
 }
@@ -30,8 +30,12 @@ type DriftOutput struct {
 // migration holding the lock uses; findings are the output, not an error, so
 // the schedule's execution fails only when it cannot look.
 func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
+	expect, err := resolveVersion(ctx, env, in.Expect)
+	if err != nil {
+		return DriftOutput{}, err
+	}
 	active, unknown := activeMigration(ctx, env, in.Pointer, time.Now())
-	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: format.Version(in.Expect), Staging: env.Staging,
+	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: expect, Staging: env.Staging,
 		Active: active, ActiveUnknown: unknown, Store: env.SlateDB})
 	if err != nil {
 		return DriftOutput{}, err

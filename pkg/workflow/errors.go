@@ -31,6 +31,8 @@ const (
 	NameCorruptCatalog        = "CorruptCatalog"
 	NameTransient             = "Transient"
 	NameStepFailed            = "StepFailed"
+	NameNoTargetVersion       = "NoTargetVersion"
+	NameBadExpectedVersion    = "BadExpectedVersion"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -56,6 +58,10 @@ func ErrorName(err error) string {
 		return NameFormatVersionMismatch
 	case errors.Is(err, ErrSourceChanged):
 		return NameSourceChanged
+	case errors.Is(err, ErrNoTargetVersion):
+		return NameNoTargetVersion
+	case errors.Is(err, ErrBadExpectedVersion):
+		return NameBadExpectedVersion
 	case errors.Is(err, ErrStagingUnusable):
 		return NameStagingUnusable
 	case errors.Is(err, ErrSourceAtRoot):

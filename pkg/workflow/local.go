@@ -10,13 +10,17 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-// LocalSubstitutions fill the definition's placeholders for an in-process run:
+// LocalRegion is the Region of a local run's console links: that of
+// pkg/asl's default state machine ARN, which a local execution id is built on.
+const LocalRegion = "us-east-1"
+
+// LocalSubstitutions fill the definitions' placeholders for an in-process run:
 // each function's name stands for its ARN.
 func LocalSubstitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": "check", "ExportFunctionArn": "export",
 		"TransformFunctionArn": "transform", "ImportFunctionArn": "import",
-		"TopicArn": topic,
+		"TopicArn": topic, "Region": LocalRegion,
 	}
 }
 
@@ -76,11 +80,17 @@ func LocalTasks(env Env, publish Publish) asl.Funcs {
 	return funcs
 }
 
-// LoadLocal loads the definition with LocalSubstitutions.
+// LoadLocal loads the migration definition with LocalSubstitutions.
 func LoadLocal(topic string) (*asl.Machine, error) {
-	def, err := asl.Substitute(statemachine.Migration, LocalSubstitutions(topic))
+	return LoadLocalDefinition(statemachine.Migration, topic)
+}
+
+// LoadLocalDefinition loads one of statemachine's definitions with
+// LocalSubstitutions.
+func LoadLocalDefinition(def []byte, topic string) (*asl.Machine, error) {
+	sub, err := asl.Substitute(def, LocalSubstitutions(topic))
 	if err != nil {
 		return nil, err
 	}
-	return asl.Load(def)
+	return asl.Load(sub)
 }

@@ -36,6 +36,10 @@ type Env struct {
 	// Publish sends the steps' own SNS messages (the gate's); nil:
 	// SNSPublish.
 	Publish Publish
+	// ExpectedVersion reads the format version the deployed release expects
+	// (the SSM parameter the release pipeline sets), for a Check or Drift
+	// input that names none; nil: the input must name it.
+	ExpectedVersion func(ctx context.Context) (string, error)
 }
 
 func (e Env) staging(id string) Staging { return Staging{Root: e.Staging, MigrationID: id} }
@@ -63,8 +67,9 @@ type Migration struct {
 
 // CheckInput starts a migration: the pointer and the format to reach.
 type CheckInput struct {
-	Pointer       string `json:"pointer"`
-	TargetVersion uint64 `json:"target_version"`
+	Pointer string `json:"pointer"`
+	// TargetVersion 0 (left out): the expected-version parameter's value.
+	TargetVersion uint64 `json:"target_version,omitempty"`
 	MigrationID   string `json:"migration_id,omitempty"`
 	Shards        int    `json:"shards,omitempty"`
 	DryRun        bool   `json:"dry_run,omitempty"`
@@ -76,6 +81,10 @@ type CheckInput struct {
 // Check resolves the pointer, runs the startup check on the catalog it names
 // and decides whether a migration is needed. It writes nothing.
 func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
+	to, err := resolveVersion(ctx, env, in.TargetVersion)
+	if err != nil {
+		return Migration{}, err
+	}
 	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
 	if err != nil {
 		return Migration{}, err
@@ -86,7 +95,6 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	}
 	defer c.Close()
 	from := c.Version()
-	to := format.Version(in.TargetVersion)
 	if !format.Supported(to) {
 		return Migration{}, &format.FormatVersionMismatch{Found: uint64(to), Expected: uint64(catalog.Newest)}
 	}
@@ -318,6 +326,8 @@ type ShardOutput struct {
 	Records uint64 `json:"records"`
 }
 
+func (o ShardOutput) stepRows() uint64 { return o.Records }
+
 type shardResult struct {
 	Records uint64                `json:"records"`
 	Digest  ndjson.Digest         `json:"digest"`
@@ -388,13 +398,18 @@ type ImportOutput struct {
 	Done        bool `json:"done"`
 	ShardsDone  int  `json:"shards_done"`
 	ShardsTotal int  `json:"shards_total"`
+	// Rows is how many rows this call wrote (the dashboard's rows/s).
+	Rows uint64 `json:"rows"`
 }
+
+func (o ImportOutput) stepRows() uint64 { return o.Rows }
 
 // Import is the one writer of the new catalog. It imports shards until all
 // are in or its deadline nears, keeping its progress in the target itself
 // and its last state in staging.
 func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
-	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true}
+	var prog shard.Progress
+	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true, Progress: &prog}
 	if dl, ok := ctx.Deadline(); ok {
 		margin := env.ImportMargin
 		if margin == 0 {
@@ -410,7 +425,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	if err != nil {
 		return ImportOutput{Migration: m}, err
 	}
-	out := ImportOutput{Migration: m, Done: res.ShardsDone == res.ShardsTotal, ShardsDone: res.ShardsDone, ShardsTotal: res.ShardsTotal}
+	out := ImportOutput{Migration: m, Done: res.ShardsDone == res.ShardsTotal, ShardsDone: res.ShardsDone, ShardsTotal: res.ShardsTotal, Rows: prog.Records.Load()}
 	if err := putJSON(ctx, env.Store, st.StepURL("import"), out); err != nil {
 		return out, err
 	}

@@ -1,0 +1,89 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// ExpectedVersionParameterEnv names the environment variable that holds the
+// name of the SSM parameter in which the release pipeline records the
+// catalog format version the deployed RockLake release expects. The
+// deployed stack sets it on the check function; Check and Drift read the
+// parameter at run time when their input names no version.
+const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
+
+// Errors of the expected version, named for the state machine.
+var (
+	// ErrNoTargetVersion: the input names no version, and no expected-version
+	// parameter is configured to read one from.
+	ErrNoTargetVersion = errors.New("NoTargetVersion")
+	// ErrBadExpectedVersion: the expected-version parameter holds something
+	// other than a format version ("2" or "v2").
+	ErrBadExpectedVersion = errors.New("BadExpectedVersion")
+)
+
+// resolveVersion is the version a step works towards: the input's when it
+// names one, else the expected-version parameter's value at this moment.
+func resolveVersion(ctx context.Context, env Env, given uint64) (format.Version, error) {
+	if given != 0 {
+		return format.Version(given), nil
+	}
+	if env.ExpectedVersion == nil {
+		return 0, fmt.Errorf("%w: the input names no target version and no expected-version parameter is configured (%s)", ErrNoTargetVersion, ExpectedVersionParameterEnv)
+	}
+	s, err := env.ExpectedVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("workflow: read the expected version: %w", err)
+	}
+	return ParseExpectedVersion(s)
+}
+
+// ParseExpectedVersion reads the parameter's value: "2" or "v2", spaces
+// around it ignored. Whether this binary supports the version is the
+// caller's check (Check refuses one it does not with FormatVersionMismatch).
+func ParseExpectedVersion(s string) (format.Version, error) {
+	t := strings.TrimPrefix(strings.TrimSpace(s), "v")
+	n, err := strconv.ParseUint(t, 10, 32)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("%w: %q is not a catalog format version (want, for example, 2 or v2)", ErrBadExpectedVersion, s)
+	}
+	return format.Version(n), nil
+}
+
+// SSMParameter reads the SSM parameter name on each call, so that a value
+// the release pipeline set after the function started counts. The standard
+// AWS_* variables configure the client (AWS_ENDPOINT_URL_SSM for a local
+// emulator).
+func SSMParameter(ctx context.Context, name string) (func(context.Context) (string, error), error) {
+	httpClient := awshttp.NewBuildableClient().
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = 5 * time.Second }).
+		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = 10 * time.Second })
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(httpClient))
+	if err != nil {
+		return nil, fmt.Errorf("workflow: load AWS configuration for SSM: %w", err)
+	}
+	client := ssm.NewFromConfig(cfg)
+	return func(ctx context.Context) (string, error) {
+		out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
+		if err != nil {
+			return "", fmt.Errorf("workflow: get SSM parameter %s: %w", name, err)
+		}
+		if out.Parameter == nil || out.Parameter.Value == nil {
+			return "", fmt.Errorf("workflow: SSM parameter %s has no value", name)
+		}
+		return *out.Parameter.Value, nil
+	}, nil
+}
