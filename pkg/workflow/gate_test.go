@@ -42,8 +42,11 @@ func TestGateStateFitsTheLease(t *testing.T) {
 	if time.Duration(g.TimeoutSeconds)*time.Second != workflow.GateTimeout || workflow.GateTimeout >= workflow.LockLease {
 		t.Fatalf("the Gate's TimeoutSeconds %d, GateTimeout %v, LockLease %v: the gate must time out before the lease", g.TimeoutSeconds, workflow.GateTimeout, workflow.LockLease)
 	}
-	if len(g.Catch) != 1 || g.Catch[0].ErrorEquals[0] != "States.ALL" || g.Catch[0].Next != "Abort" {
-		t.Fatalf("the Gate's Catch = %+v, want States.ALL → Abort", g.Catch)
+	if len(g.Catch) != 1 || g.Catch[0].ErrorEquals[0] != "States.ALL" || g.Catch[0].Next != "GateFailed" {
+		t.Fatalf("the Gate's Catch = %+v, want States.ALL → GateFailed", g.Catch)
+	}
+	if f := def.States["GateFailed"]; f.Next != "Abort" {
+		t.Fatalf("GateFailed = %+v, want it to go on to Abort", f)
 	}
 }
 
