@@ -3,6 +3,8 @@ package workflow
 import (
 	"errors"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -29,6 +31,9 @@ const (
 	NameCorruptCatalog        = "CorruptCatalog"
 	NameTransient             = "Transient"
 	NameStepFailed            = "StepFailed"
+	NameNoSuchBucket          = "NoSuchBucket"
+	NameNoCredentials         = "NoCredentials"
+	NameNoCatalog             = "NoCatalog"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -60,6 +65,8 @@ func ErrorName(err error) string {
 		return NameSourceAtRoot
 	case errors.Is(err, ErrMigrationInProgress):
 		return NameMigrationInProgress
+	case errors.Is(err, ErrHistoryUnwritable):
+		return NameHistoryUnwritable
 	case errors.Is(err, slatedb.ErrFenced):
 		return NameFenced
 	case errors.Is(err, ErrAbortAfterFlip):
@@ -86,6 +93,12 @@ func ErrorName(err error) string {
 		return NameFieldCollision
 	case errors.Is(err, slatedb.ErrUnavailable):
 		return NameTransient
+	case errors.Is(err, blob.ErrNoCredentials):
+		return NameNoCredentials
+	case errors.Is(err, blob.ErrNoSuchBucket):
+		return NameNoSuchBucket
+	case errors.Is(err, catalog.ErrNoCatalog):
+		return NameNoCatalog
 	}
 	return NameStepFailed
 }

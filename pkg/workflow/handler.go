@@ -63,13 +63,16 @@ func Steps() []string {
 }
 
 // Run runs one step by name on a JSON input. Its error keeps its stable
-// name (ErrorName), for Retry and Catch.
+// name (ErrorName), for Retry and Catch. The steps between Check and Flip
+// leave their time in staging, for the run's record.
 func Run(ctx context.Context, env Env, name string, in json.RawMessage) (json.RawMessage, error) {
 	f, ok := steps[name]
 	if !ok {
 		return nil, fmt.Errorf("workflow: no step %q", name)
 	}
+	start := time.Now()
 	out, err := f(ctx, env, in)
+	recordTiming(ctx, env, name, in, start, err)
 	if err != nil {
 		return nil, err
 	}

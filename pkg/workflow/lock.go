@@ -36,38 +36,45 @@ var ErrMigrationInProgress = errors.New("MigrationInProgress")
 // LockURL is the lock object of the pointer at url.
 func LockURL(pointerURL string) string { return pointerURL + ".lock" }
 
+// inProgress is the refusal of a run while migration held holds the lock.
+func inProgress(held Lock, pointerURL string) error {
+	return fmt.Errorf("%w: migration %s (%s) holds %s since %s, until %s; nothing was touched. If that run is dead, `rocklake-migrate unlock --pointer %s --migration-id %s` breaks the lock",
+		ErrMigrationInProgress, held.MigrationID, held.Owner, LockURL(pointerURL), held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), pointerURL, held.MigrationID)
+}
+
 // acquireLock takes the pointer's lock for migration m, or takes over one
-// whose lease ran out; a retry of m finds its own lock.
-func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) error {
+// whose lease ran out; a retry of m finds its own lock. It returns when m
+// took the lock: the migration's start, which names its record.
+func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (time.Time, error) {
 	url := LockURL(m.Pointer)
-	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now.UTC(), ExpiresAt: now.Add(LockLease).UTC()})
+	now = now.UTC().Truncate(time.Millisecond)
+	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(LockLease)})
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if _, err := env.Store.PutIfAbsent(ctx, url, body); err == nil {
-		return nil
+		return now, nil
 	} else if !errors.Is(err, blob.ErrPreconditionFailed) {
-		return fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return time.Time{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
 	held, info, err := readLock(ctx, env, url)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	switch {
 	case held.MigrationID == m.MigrationID:
-		return nil
+		return held.AcquiredAt, nil
 	case held.MigrationID != "" && now.Before(held.ExpiresAt):
-		return fmt.Errorf("%w: migration %s (%s) holds %s since %s, until %s; nothing was touched. If that run is dead, `rocklake-migrate unlock --pointer %s --migration-id %s` breaks the lock",
-			ErrMigrationInProgress, held.MigrationID, held.Owner, url, held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), m.Pointer, held.MigrationID)
+		return time.Time{}, inProgress(held, m.Pointer)
 	}
 	// Free, or its lease ran out: take it, only if nobody else did first.
 	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
 		if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
-			return fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
+			return time.Time{}, fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
 		}
-		return fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return time.Time{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
-	return nil
+	return now, nil
 }
 
 func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -88,4 +89,9 @@ func getJSON(ctx context.Context, store *blob.Store, url string, v any) error {
 		return fmt.Errorf("workflow: decode %s: %w", url, err)
 	}
 	return nil
+}
+
+// TimingURL is where a timed step's attempt that ended at end keeps its time.
+func (s Staging) TimingURL(step string, end time.Time) string {
+	return fmt.Sprintf("%s/timing/%s-%d.json", s.dir(), step, end.UnixNano())
 }
