@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -173,5 +174,50 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 	}
 	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
 		t.Fatalf("checkpoints: %v, %v", cps, err)
+	}
+}
+
+// status of a migration in progress: the lock's holder, the run's record,
+// the state from staging, the shards done and the frozen source; an
+// operator's abort then ends the run as aborted.
+func TestStatusShowsTheRunInProgress(t *testing.T) {
+	ctx, f := setup(t, 600)
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, Trigger: "release:ev-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(step string, in any) json.RawMessage {
+		t.Helper()
+		raw, _ := json.Marshal(in)
+		out, err := workflow.Run(ctx, f.env, step, raw)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return out
+	}
+	if err := json.Unmarshal(run("Freeze", m), &m); err != nil {
+		t.Fatal(err)
+	}
+	run("ExportShard", workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
+	st, err := workflow.Status(ctx, f.env, f.pointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Running || st.Lock.MigrationID != m.MigrationID || st.Record == nil || st.Record.Outcome != history.InProgress || st.Record.Trigger != "release:ev-1" {
+		t.Fatalf("status: %+v (record %+v)", st, st.Record)
+	}
+	if st.FrozenSource != f.source || st.Checkpoint == "" || st.ShardsTotal != 2 || st.Exported != 1 || st.Transformed != 0 ||
+		!strings.Contains(st.State, "exported 1/2") || st.LastStep != "ExportShard" {
+		t.Fatalf("progress: %+v", st)
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := workflow.Status(ctx, f.env, f.pointer); err != nil || st.Running {
+		t.Fatalf("status after the abort: %+v, %v", st, err)
+	}
+	runs, err := history.List(ctx, f.env.Store, f.pointer, 1)
+	if err != nil || len(runs) != 1 || runs[0].Outcome != history.Aborted || runs[0].StateSeconds["Freeze"] <= 0 || runs[0].StateSeconds["Abort"] <= 0 {
+		t.Fatalf("the aborted run: %+v, %v", runs, err)
 	}
 }
