@@ -126,7 +126,7 @@ func TestRunsAreRecorded(t *testing.T) {
 	if runs[1].PointerVersionID == "" || runs[1].State != "Flip" {
 		t.Errorf("the success: %+v", runs[1].Record)
 	}
-	if runs[2].State != "Abort" && !strings.Contains(runs[2].Error, "since Freeze") {
+	if runs[2].State != "Flip" || !strings.Contains(runs[2].Error, "since Freeze") {
 		t.Errorf("the failure does not say why: %+v", runs[2].Record)
 	}
 	if runs[3].State != "Check" || runs[3].ID != "m-occupied" || !strings.Contains(runs[3].Error, "v2-m-occupied") {
