@@ -411,22 +411,17 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 // migration made. A target location that already holds objects when no claim
 // exists is someone else's: TargetNotEmpty, and Abort leaves it alone.
 func claimTarget(ctx context.Context, env Env, m Migration) error {
-	url := env.staging(m.MigrationID).StepURL("target-claim")
-	_, _, err := env.Store.Get(ctx, url)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, blob.ErrNotFound) {
+	owned, err := ownsTarget(ctx, env, m)
+	if err != nil {
 		return fmt.Errorf("workflow: read target claim: %w", err)
 	}
-	objs, err := env.Store.List(ctx, strings.TrimSuffix(m.Target, "/")+"/")
-	if err != nil {
-		return fmt.Errorf("workflow: look at target %s: %w", m.Target, err)
+	if owned {
+		return nil
 	}
-	if len(objs) > 0 {
-		return fmt.Errorf("%w: %s already holds %d objects that this migration did not write", shard.ErrTargetNotEmpty, m.Target, len(objs))
+	if err := targetFree(ctx, env, m); err != nil {
+		return err
 	}
-	return putJSON(ctx, env.Store, url, map[string]string{"target": m.Target, "migration_id": m.MigrationID})
+	return putJSON(ctx, env.Store, env.staging(m.MigrationID).StepURL("target-claim"), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
 }
 
 // ownsTarget reports whether this migration claimed its target.
