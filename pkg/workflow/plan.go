@@ -58,6 +58,8 @@ type PreflightReport struct {
 	Cannot  []string        `json:"cannot_check_without_writing"`
 	Catalog *CatalogSize    `json:"catalog,omitempty"`
 	Shards  []ShardEstimate `json:"shards,omitempty"`
+	// Balance is how Freeze would cut the shards (planShards).
+	Balance string `json:"balance,omitempty"`
 	// Imbalance is the largest shard's bytes over the mean: the byte
 	// plan's (what the workflow uses), and the key-range estimate's.
 	Imbalance         float64            `json:"imbalance,omitempty"`
@@ -116,9 +118,14 @@ func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *Pr
 		return fmt.Errorf("workflow: measure %s: %w", m.Source, err)
 	}
 	defer c.Close()
+	began := time.Now()
 	prof, err := shard.Measure(ctx, c)
 	if err != nil {
 		return err
+	}
+	rep.Balance = "bytes"
+	if took := time.Since(began); took > byteScanBudget {
+		rep.Balance = fmt.Sprintf("key ranges estimated from the counters: this scan took %s, past Freeze's budget of %s", took.Round(time.Second), byteScanBudget)
 	}
 	size.Keys, size.Bytes = prof.Keys, prof.Bytes
 	for t, tb := range prof.PerTag {

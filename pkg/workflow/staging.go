@@ -29,6 +29,9 @@ type Plan struct {
 	EngineState string        `json:"engine_state"`
 	UnknownTags string        `json:"unknown_tags"`
 	Ranges      []shard.Range `json:"ranges"`
+	// Balance says how the ranges were cut: "bytes", or by the counters'
+	// estimate when the byte scan would take too long (planShards).
+	Balance string `json:"balance,omitempty"`
 }
 
 // Staging names the objects of one migration under <staging>/<migration-id>/.
