@@ -198,7 +198,7 @@ func init() {
 
 func printMigrateReport(e *env, r migrateReport) {
 	fmt.Fprintf(e.stdout, "\nmigration %s: %s\n", r.MigrationID, r.Outcome)
-	if r.Source != "" {
+	if r.Source != "" && r.Target != "" {
 		fmt.Fprintf(e.stdout, "  %s (%s) → %s (%s)\n", r.Source, r.From, r.Target, r.To)
 	}
 	if len(r.Counts) > 0 {

@@ -75,7 +75,8 @@ type CheckInput struct {
 // and decides whether a migration is needed; before a migration it runs
 // every preflight check (Plan runs the same ones), proves staging takes
 // writes, takes the pointer's lock and starts the run's record. It touches
-// neither the source nor the pointer. A run it refuses is recorded as failed.
+// neither the source nor the pointer. A run it refuses is recorded as
+// failed, one with nothing to do as such.
 func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	start := time.Now()
 	id := in.MigrationID
@@ -85,7 +86,10 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 	m, _, err := preflight(ctx, env, in, id, start, false)
 	if err != nil || !m.NeedsMigration {
 		recordRefusal(ctx, env, in, m, start, err)
-		return m, err
+		if err != nil {
+			return Migration{}, err
+		}
+		return m, nil
 	}
 	if m, err = begin(ctx, env, m, start); err != nil {
 		recordRefusal(ctx, env, in, m, start, err)
