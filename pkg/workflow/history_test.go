@@ -221,3 +221,20 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 		t.Fatalf("the aborted run: %+v, %v", runs, err)
 	}
 }
+
+// A run whose lock the operator breaks (it died) ends in the history as
+// failed, Unlocked, instead of staying in progress.
+func TestUnlockEndsTheDeadRunsRecord(t *testing.T) {
+	ctx, f := setup(t, 100)
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Unlock(ctx, f.env, f.pointer, m.MigrationID); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := history.List(ctx, f.env.Store, f.pointer, 0)
+	if err != nil || len(runs) != 1 || runs[0].ID != m.MigrationID || runs[0].Outcome != history.Failed || runs[0].ErrorName != workflow.NameUnlocked || runs[0].End.IsZero() {
+		t.Fatalf("the unlocked run: %+v, %v", runs, err)
+	}
+}

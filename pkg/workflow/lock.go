@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 )
 
 // LockLease is how long a migration's lock holds without its owner: past
@@ -133,5 +134,16 @@ func Unlock(ctx context.Context, env Env, pointerURL, id string) (Lock, error) {
 	if id != "" && held.MigrationID != id {
 		return held, fmt.Errorf("workflow: unlock %s: held by migration %s, not %s; nothing changed", url, held.MigrationID, id)
 	}
-	return held, free(ctx, env, url, info.ETag, "unlock by "+env.CreatedBy)
+	if err := free(ctx, env, url, info.ETag, "unlock by "+env.CreatedBy); err != nil {
+		return held, err
+	}
+	endRecord(ctx, env, pointerURL, held.MigrationID, func(r *history.Record) {
+		r.Outcome, r.ErrorName = history.Failed, NameUnlocked
+		r.Error = fmt.Sprintf("the run's lock was broken by %s: the run had died, or was given up", env.CreatedBy)
+	})
+	return held, nil
 }
+
+// NameUnlocked: the error name in the record of a run whose lock an
+// operator broke (Unlock).
+const NameUnlocked = "Unlocked"

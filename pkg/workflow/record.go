@@ -226,3 +226,18 @@ func finishRecord(ctx context.Context, env Env, m Migration, stats runStats, not
 	}
 	return ""
 }
+
+// endRecord ends run id's record with fn if it is still in progress, so
+// that no dead run stays "in progress" in the history. Best effort: logged.
+func endRecord(ctx context.Context, env Env, pointerURL, id string, fn func(*history.Record)) {
+	url, rec, err := history.Find(ctx, env.Store, pointerURL, id)
+	if err == nil && !rec.Done() {
+		_, err = history.Update(ctx, env.Store, url, func(r *history.Record) {
+			fn(r)
+			r.End = time.Now().UTC()
+		})
+	}
+	if err != nil {
+		slog.WarnContext(ctx, "the run's record was not ended", "migration_id", id, "pointer", pointerURL, "error", err.Error())
+	}
+}
