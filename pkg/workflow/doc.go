@@ -6,6 +6,11 @@
 // the plan and every per-shard result live in S3 under
 // <staging>/<migration-id>/ (staging.go), and a step reads what it needs.
 //
+// Before a migration, Check runs the read-only preflight (preflight.go)
+// that Preflight, the CLI's `plan`, runs too, with its estimates (plan.go).
+// Every run is recorded beside the pointer (record.go, pkg/history), and
+// Status reads a run in progress from its lock, record and staging.
+//
 // Errors that the state machine retries or catches carry stable names
 // (errors.go): FormatVersionMismatch, SourceChangedDuringMigration,
 // PointerConflict, TargetNotEmpty, ShardCorrupt, VerifyMismatch, ...
