@@ -85,6 +85,9 @@ func printRun(e *env, r workflow.RunStatus) {
 	fmt.Fprintf(w, "  state: %s\n", r.State)
 	if r.ShardsTotal > 0 {
 		fmt.Fprintf(w, "  shards: %d exported, %d transformed, %d imported of %d\n", r.Exported, r.Transformed, r.Imported, r.ShardsTotal)
+		if len(r.Pending) > 0 {
+			fmt.Fprintf(w, "  not transformed yet: shards %v\n", r.Pending)
+		}
 	}
 	if r.FrozenSource != "" {
 		fmt.Fprintf(w, "  frozen source: %s (checkpoint %s, writer-epoch %d, next_snapshot_id %d): RockLake cannot write to it until Flip or Abort\n",

@@ -207,8 +207,12 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 		t.Fatalf("status: %+v (record %+v)", st, st.Record)
 	}
 	if st.FrozenSource != f.source || st.Checkpoint == "" || st.ShardsTotal != 2 || st.Exported != 1 || st.Transformed != 0 ||
-		!strings.Contains(st.State, "exported 1/2") || st.LastStep != "ExportShard" {
+		!strings.Contains(st.State, "exported 1/2") || st.LastStep != "ExportShard" || len(st.Pending) != 2 {
 		t.Fatalf("progress: %+v", st)
+	}
+	run("TransformShard", workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
+	if st, err = workflow.Status(ctx, f.env, f.pointer); err != nil || st.Transformed != 1 || len(st.Pending) != 1 || st.Pending[0] != 0 {
+		t.Fatalf("after shard 1's transform: %+v, %v", st, err)
 	}
 	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatal(err)

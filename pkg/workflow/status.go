@@ -23,18 +23,21 @@ type RunStatus struct {
 	State string `json:"state,omitempty"`
 	// FrozenSource is the source Freeze fenced and checkpointed ("" before
 	// Freeze, or in a dry run, which fences nothing).
-	FrozenSource   string    `json:"frozen_source,omitempty"`
-	Checkpoint     string    `json:"checkpoint,omitempty"`
-	WriterEpoch    uint64    `json:"writer_epoch,omitempty"`
-	NextSnapshotID uint64    `json:"next_snapshot_id,omitempty"`
-	ShardsTotal    int       `json:"shards_total,omitempty"`
-	Exported       int       `json:"shards_exported"`
-	Transformed    int       `json:"shards_transformed"`
-	Imported       int       `json:"shards_imported"`
-	Verified       bool      `json:"verified"`
-	Decision       string    `json:"decision,omitempty"`
-	LastStep       string    `json:"last_step,omitempty"`
-	LastStepAt     time.Time `json:"last_step_at,omitzero"`
+	FrozenSource   string `json:"frozen_source,omitempty"`
+	Checkpoint     string `json:"checkpoint,omitempty"`
+	WriterEpoch    uint64 `json:"writer_epoch,omitempty"`
+	NextSnapshotID uint64 `json:"next_snapshot_id,omitempty"`
+	ShardsTotal    int    `json:"shards_total,omitempty"`
+	Exported       int    `json:"shards_exported"`
+	Transformed    int    `json:"shards_transformed"`
+	Imported       int    `json:"shards_imported"`
+	// Pending are the shards not yet through TransformShard: the ones to
+	// look at when a Map stalls.
+	Pending    []int     `json:"pending_shards,omitempty"`
+	Verified   bool      `json:"verified"`
+	Decision   string    `json:"decision,omitempty"`
+	LastStep   string    `json:"last_step,omitempty"`
+	LastStepAt time.Time `json:"last_step_at,omitzero"`
 }
 
 // Status reads the migration in progress on the pointer at pointerURL, if
@@ -75,6 +78,7 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 		return fmt.Errorf("workflow: status: list %s: %w", stg.Prefix(), err)
 	}
 	havePlan, haveVerify := false, false
+	transformed := map[int]bool{}
 	for _, in := range infos {
 		rel := strings.TrimPrefix(in.URL, stg.Prefix())
 		switch {
@@ -86,6 +90,10 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 			st.Exported++
 		case strings.HasPrefix(rel, "results/transform-"):
 			st.Transformed++
+			var i int
+			if _, err := fmt.Sscanf(rel, "results/transform-%05d.json", &i); err == nil {
+				transformed[i] = true
+			}
 		case strings.HasPrefix(rel, "timing/") && in.LastModified.After(st.LastStepAt):
 			st.LastStepAt = in.LastModified
 			st.LastStep, _, _ = strings.Cut(strings.TrimPrefix(rel, "timing/"), "-")
@@ -100,6 +108,11 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 			return err
 		}
 		st.ShardsTotal, st.Checkpoint = len(p.Ranges), p.Checkpoint
+		for i := range p.Ranges {
+			if !transformed[i] {
+				st.Pending = append(st.Pending, i)
+			}
+		}
 		st.WriterEpoch, st.NextSnapshotID = p.WriterEpoch, p.NextSnapshotID
 		if p.Checkpoint != "" {
 			st.FrozenSource = p.Source
