@@ -46,11 +46,16 @@ const (
 	ImportCallSeconds = 840 // an Import call returns a minute before its 900 s Lambda deadline
 )
 
-// AWS list prices, us-east-1, USD, as published on aws.amazon.com/lambda/pricing,
-// /step-functions/pricing and /s3/pricing (x86 Lambda, Standard workflows, S3
-// Standard), dated 2025-06; not fetched at run time: check them before budgeting.
+// AWS list prices, us-east-1, USD, first tiers, no free tier: x86 Lambda,
+// Standard workflows, S3 Standard. Checked 2026-12-02 against the public
+// pages: Lambda $0.0000166667 per GB-s and $0.20 per million requests
+// (docs.aws.amazon.com, "How AWS Pricing Works"), Step Functions $0.025 per
+// 1 000 transitions (aws.amazon.com/step-functions/pricing); the S3 figures
+// are aws.amazon.com/s3/pricing's long-standing ones ($0.005 per 1 000 PUT,
+// COPY, POST or LIST, $0.0004 per 1 000 GET, $0.023 per GB-month), not
+// re-checked. Not fetched at run time: check them before budgeting.
 const (
-	PricesDate          = "2025-06"
+	PricesDate          = "2026-12"
 	LambdaGBSecondUSD   = 0.0000166667
 	LambdaRequestUSD    = 0.20 / 1e6
 	TransitionUSD       = 0.025 / 1000
@@ -140,7 +145,7 @@ func Run(in Input) (Estimate, error) {
 		"stage rates from the README's 1 000 000-row run on 2 cores (scripts/bench-migrate.sh, 2026-12-02), per worker, plus 0.2 s per shard step; a Lambda of 3008 MB has about 2 vCPUs",
 		fmt.Sprintf("shard files %.0f%% of the catalog's bytes (zstd NDJSON)", ratio*100),
 		fmt.Sprintf("Lambda memory from infra's defaults: check %d MB, export/transform %d MB, import %d MB", CheckMemoryMB, ShardMemoryMB, ImportMemoryMB),
-		"AWS list prices for us-east-1 as of " + PricesDate + ", not fetched; cold starts, retries and the drift schedule left out",
+		"AWS list prices for us-east-1 as checked " + PricesDate + " (no free tier), not fetched; cold starts, retries and the drift schedule left out",
 	}
 
 	export := ShardStepSeconds + shardRows*imb/ExportRowsPerSec
