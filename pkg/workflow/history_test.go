@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -240,5 +241,29 @@ func TestUnlockEndsTheDeadRunsRecord(t *testing.T) {
 	runs, err := history.List(ctx, f.env.Store, f.pointer, 0)
 	if err != nil || len(runs) != 1 || runs[0].ID != m.MigrationID || runs[0].Outcome != history.Failed || runs[0].ErrorName != workflow.NameUnlocked || runs[0].End.IsZero() {
 		t.Fatalf("the unlocked run: %+v, %v", runs, err)
+	}
+}
+
+// A run whose lease ran out and whose lock the next run took over ends in
+// the history as failed, LockExpired.
+func TestTakeOverEndsTheExpiredRunsRecord(t *testing.T) {
+	ctx, f := setup(t, 100)
+	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2}
+	dead, err := workflow.Check(ctx, f.env, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := json.Marshal(workflow.Lock{MigrationID: dead.MigrationID, Owner: "dead", AcquiredAt: dead.StartedAt, ExpiresAt: time.Now().Add(-time.Minute)})
+	if _, err := f.env.Store.Put(ctx, workflow.LockURL(f.pointer), stale); err != nil {
+		t.Fatal(err)
+	}
+	next, err := workflow.Check(ctx, f.env, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := history.List(ctx, f.env.Store, f.pointer, 0)
+	if err != nil || len(runs) != 2 || runs[0].ID != next.MigrationID || runs[0].Outcome != history.InProgress ||
+		runs[1].ID != dead.MigrationID || runs[1].Outcome != history.Failed || runs[1].ErrorName != workflow.NameLockExpired {
+		t.Fatalf("runs: %+v, %v", runs, err)
 	}
 }

@@ -75,8 +75,20 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (time
 		}
 		return time.Time{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
+	if held.MigrationID != "" {
+		// A run whose every step died: its record ends here, not "in
+		// progress" forever.
+		endRecord(ctx, env, m.Pointer, held.MigrationID, func(r *history.Record) {
+			r.Outcome, r.ErrorName = history.Failed, NameLockExpired
+			r.Error = fmt.Sprintf("the run's lock expired at %s and migration %s took it over", held.ExpiresAt.Format(time.RFC3339), m.MigrationID)
+		})
+	}
 	return now, nil
 }
+
+// NameLockExpired: the error name in the record of a run whose lock's
+// lease ran out and another migration took over.
+const NameLockExpired = "LockExpired"
 
 func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error) {
 	b, info, err := env.Store.Get(ctx, url)
