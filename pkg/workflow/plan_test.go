@@ -109,6 +109,14 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if !errors.Is(err, pointer.ErrPointerMissing) || finding(rep, "pointer").ErrorName != "PointerMissing" || !strings.Contains(err.Error(), "bucket does not exist") {
 		t.Fatalf("a pointer in a missing bucket: %v, %+v", err, rep.Checks)
 	}
+	// Check refuses it alike, and records nothing: there is no bucket.
+	before := objects(t, ctx, f)
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: "s3://no-such-bucket/CURRENT", TargetVersion: 2}); !errors.Is(err, pointer.ErrPointerMissing) {
+		t.Fatalf("check of a pointer in a missing bucket: %v", err)
+	}
+	if after := objects(t, ctx, f); !slices.Equal(before, after) {
+		t.Fatalf("a refused check wrote: %v", after)
+	}
 
 	// A pointer in a bucket without versioning: no rollback after a flip.
 	body, err := pointer.Pointer{Catalog: f.source, FormatVersion: format.V1, MigrationID: "initial", UpdatedAt: time.Now()}.Encode()

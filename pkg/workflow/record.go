@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
 // How runs are recorded (pkg/history), and what a failed record write does:
@@ -76,13 +77,15 @@ func startRecord(ctx context.Context, env Env, m Migration, checkSeconds float64
 
 // recordRefusal records a run that Check refused (or found nothing to do
 // for): a whole record, written once. A transient failure is not recorded,
-// as the state machine retries it. The record is best effort: the refusal
+// as the state machine retries it, nor a missing pointer, which has no
+// place for a history. The record is best effort: the refusal
 // is the caller's answer either way.
 func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, start time.Time, checkErr error) {
 	name := ""
 	if checkErr != nil {
 		name = ErrorName(checkErr)
-		if name == NameTransient || in.Pointer == "" {
+		// No pointer, no history beside it; a transient failure is retried.
+		if name == NameTransient || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
 			return
 		}
 	}
