@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -67,7 +68,7 @@ func printPlan(e *env, r workflow.PreflightReport, staging string) {
 			mark = "FAIL"
 		}
 		name := ""
-		if c.ErrorName != "" {
+		if c.ErrorName != "" && !strings.HasPrefix(c.Detail, c.ErrorName) {
 			name = c.ErrorName + ": "
 		}
 		fmt.Fprintf(w, "  %s %-18s %s%s\n", mark, c.Check, name, c.Detail)
