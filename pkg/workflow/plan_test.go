@@ -60,7 +60,7 @@ func TestPreflightWritesNothing(t *testing.T) {
 	if err != nil || !rep.Ready {
 		t.Fatalf("plan: %v\n%+v", err, rep.Checks)
 	}
-	for _, c := range []string{"pointer", "pointer-versioning", "source", "target-version", "unknown-tags", "target", "staging", "lock"} {
+	for _, c := range []string{"credentials", "pointer", "pointer-versioning", "source", "target-version", "unknown-tags", "target", "staging", "lock"} {
 		if fd := finding(rep, c); !fd.OK {
 			t.Errorf("check %s: %+v", c, fd)
 		}

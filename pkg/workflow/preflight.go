@@ -53,8 +53,15 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	}
 	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
 	if err != nil {
-		fail("pointer", err)
+		check := "pointer"
+		if errors.Is(err, blob.ErrNoCredentials) {
+			check = "credentials"
+		}
+		fail(check, err)
 		return m, found, first // nothing else can be found without it
+	}
+	if strings.HasPrefix(in.Pointer, "s3://") {
+		ok("credentials", "S3 accepted them: the pointer was read")
 	}
 	m.PointerETag, m.Source = ref.ETag, p.Catalog
 	ok("pointer", fmt.Sprintf("%s names %s (%s), version %s", in.Pointer, p.Catalog, p.FormatVersion, ref.VersionID))
