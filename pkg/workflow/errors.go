@@ -33,6 +33,7 @@ const (
 	NameStepFailed            = "StepFailed"
 	NameNoSuchBucket          = "NoSuchBucket"
 	NameNoCredentials         = "NoCredentials"
+	NameAccessDenied          = "AccessDenied"
 	NameNoCatalog             = "NoCatalog"
 )
 
@@ -95,6 +96,8 @@ func ErrorName(err error) string {
 		return NameTransient
 	case errors.Is(err, blob.ErrNoCredentials):
 		return NameNoCredentials
+	case errors.Is(err, blob.ErrAccessDenied):
+		return NameAccessDenied
 	case errors.Is(err, blob.ErrNoSuchBucket):
 		return NameNoSuchBucket
 	case errors.Is(err, catalog.ErrNoCatalog):

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -104,8 +105,22 @@ func TestPreflightNamesProblems(t *testing.T) {
 		return preflightWritesNothing(t, ctx, f, env, workflow.PreflightInput{CheckInput: in})
 	}
 
+	// Credentials S3 refuses (a wrong secret): named, before anything else.
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+	wrongKeys, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := f.env
+	env.Store = wrongKeys
+	rep, err := plan(env, workflow.CheckInput{Pointer: f.pointer})
+	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != workflow.NameAccessDenied || len(rep.Checks) != 1 {
+		t.Fatalf("refused credentials: %v, %+v", err, rep.Checks)
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", f.stack.SecretKey())
+
 	// No such bucket for the pointer.
-	rep, err := plan(f.env, workflow.CheckInput{Pointer: "s3://no-such-bucket/CURRENT"})
+	rep, err = plan(f.env, workflow.CheckInput{Pointer: "s3://no-such-bucket/CURRENT"})
 	if !errors.Is(err, pointer.ErrPointerMissing) || finding(rep, "pointer").ErrorName != "PointerMissing" || !strings.Contains(err.Error(), "bucket does not exist") {
 		t.Fatalf("a pointer in a missing bucket: %v, %+v", err, rep.Checks)
 	}
@@ -139,7 +154,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if _, err := seed.Seed(ctx, "s3://rocklake/catalogs/v2-m-taken", seed.Options{Rows: 20, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	env := f.env
+	env = f.env
 	env.Staging = "s3://no-such-staging/migrations"
 	rep, err = plan(env, workflow.CheckInput{Pointer: f.pointer, MigrationID: "m-taken"})
 	if workflow.ErrorName(err) != workflow.NameTargetNotEmpty || finding(rep, "target").ErrorName != workflow.NameTargetNotEmpty ||

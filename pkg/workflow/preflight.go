@@ -54,7 +54,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
 	if err != nil {
 		check := "pointer"
-		if errors.Is(err, blob.ErrNoCredentials) {
+		if errors.Is(err, blob.ErrNoCredentials) || errors.Is(err, blob.ErrAccessDenied) {
 			check = "credentials"
 		}
 		fail(check, err)
