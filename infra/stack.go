@@ -116,6 +116,9 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	pointerArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey))
 	// The one-migration-at-a-time lock beside the pointer (workflow.LockURL).
 	lockArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".lock"))
+	// The run records beside the pointer (pkg/history): Check, Flip, Abort
+	// and Rollback write them.
+	historyArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".history/*"))
 	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
 	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
 
@@ -168,7 +171,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		add("Logs", []string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}, nil)
 		listPrefixes := []string{}
 		if sp.pointerWrite {
-			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn, lockArn}, nil)
+			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn, lockArn, historyArn}, nil)
 			add("PointerVersions", []string{"s3:ListBucketVersions"}, []*string{s.Catalog.BucketArn()},
 				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.PointerKey + "*"}}})
 			// pointer.Flip and Rollback refuse an unversioned bucket.
@@ -273,6 +276,8 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 			"pointer":        awsevents.EventField_FromPath(jsii.String("$.detail.pointer")),
 			"target_version": awsevents.EventField_FromPath(jsii.String("$.detail.target_format_version")),
 			"shards":         cfg.DefaultShards,
+			// The run's record names what started it (pkg/history).
+			"trigger": "release:" + *awsevents.EventField_EventId(),
 		}),
 		RetryAttempts: jsii.Number(3),
 		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(2)),

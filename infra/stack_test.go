@@ -382,12 +382,16 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 		}
 	}
 	// Only check writes the pointer, and takes its lock.
-	lock := false
+	lock, history := false, false
 	for _, s := range policiesOf(t, "CheckRole") {
 		lock = lock || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.lock")
+		history = history || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.history/*")
 	}
 	if !lock {
 		t.Error("check cannot take the pointer's lock (workflow.LockURL)")
+	}
+	if !history {
+		t.Error("check cannot write the run records (history.Dir)")
 	}
 	for _, f := range Functions[1:] {
 		for _, s := range policiesOf(t, title(f.Name)+"Role") {
@@ -631,12 +635,12 @@ func TestReleaseRule(t *testing.T) {
 		it := tgt["InputTransformer"].(map[string]any)
 		tmplStr := it["InputTemplate"].(string)
 		// The Check step's input, with the version as a JSON number.
-		for _, want := range []string{`"pointer":<detail-pointer>`, `"target_version":<detail-target_format_version>`, `"shards":16`} {
+		for _, want := range []string{`"pointer":<detail-pointer>`, `"target_version":<detail-target_format_version>`, `"shards":16`, `"trigger":"release:<id>"`} {
 			if !strings.Contains(tmplStr, want) {
 				t.Errorf("input template %s lacks %s", tmplStr, want)
 			}
 		}
-		if asJSON(it["InputPathsMap"]) != `{"detail-pointer":"$.detail.pointer","detail-target_format_version":"$.detail.target_format_version"}` {
+		if asJSON(it["InputPathsMap"]) != `{"detail-pointer":"$.detail.pointer","detail-target_format_version":"$.detail.target_format_version","id":"$.id"}` {
 			t.Errorf("paths %s", asJSON(it["InputPathsMap"]))
 		}
 		if tgt["RoleArn"] == nil || tgt["RetryPolicy"] == nil {

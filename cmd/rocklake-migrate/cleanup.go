@@ -29,7 +29,7 @@ func init() {
 			return err
 		}
 		out, err := workflow.Cleanup(ctx, workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
-			workflow.CleanupInput{Pointer: *ptr, Apply: *apply})
+			workflow.CleanupInput{Pointer: *ptr, Apply: *apply, Trigger: trigger()})
 		switch {
 		case *asJSON:
 			if jerr := printJSON(e.stdout, out); jerr != nil {

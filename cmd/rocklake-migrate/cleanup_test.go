@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -186,10 +187,20 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 			t.Errorf("%s changed or deleted", url)
 		}
 	}
+	records := 0
 	for url := range after {
-		if _, ok := before[url]; !ok && !strings.HasPrefix(url, c.src+"/manifest/") {
+		switch _, ok := before[url]; {
+		case ok, strings.HasPrefix(url, c.src+"/manifest/"):
+		case strings.HasPrefix(url, history.Dir(c.ptr)):
+			records++ // the cleanup's record, checked below
+		default:
 			t.Errorf("new object %s", url)
 		}
+	}
+	_, rec, err := history.Find(c.ctx, c.store, c.ptr, out.LockID)
+	if err != nil || records != 1 || rec.Kind != history.KindCleanup || rec.Outcome != history.Succeeded ||
+		!slices.Contains(rec.Notes, workflow.CleanupDeleted+": 3") {
+		t.Fatalf("the cleanup's record (%d new records): %+v, %v", records, rec, err)
 	}
 	want := slices.DeleteFunc(slices.Clone(srcCheckpoints), func(n string) bool { return n == "rocklake-migrate-m-dead" })
 	if got := c.checkpoints(t, c.src); !slices.Equal(got, want) {

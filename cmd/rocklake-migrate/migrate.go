@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +30,9 @@ type migrateReport struct {
 	// NotifyError: the outcome message could not be sent. It does not
 	// change the outcome, which is what happened to the pointer.
 	NotifyError string `json:"notify_error,omitempty"`
+	// HistoryError: the run's record beside the pointer could not be
+	// finished. It does not change the outcome either.
+	HistoryError string `json:"history_error,omitempty"`
 	// WouldFence: a dry run touches nothing in the source; this says what a
 	// real run would fence.
 	WouldFence string `json:"would_fence,omitempty"`
@@ -94,7 +95,7 @@ func init() {
 			return err
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id})
+		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger()})
 
 		var mu sync.Mutex
 		times := map[string]float64{}
@@ -142,7 +143,7 @@ func init() {
 			// checkpoint, staging, lock or half-made target is left; it
 			// refuses to touch a target the pointer already names.
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			ab, err := workflow.Abort(actx, env, workflow.AbortInput{Migration: checked})
+			ab, err := workflow.Abort(actx, env, workflow.AbortInput{Migration: checked, Error: map[string]any{"Error": "Interrupted", "Cause": runErr.Error()}})
 			cancel()
 			if err != nil {
 				runErr = fmt.Errorf("%w; the cleanup after the interruption failed too: %w", runErr, err)
@@ -181,6 +182,7 @@ func init() {
 		rep.MigrationID, rep.Source, rep.Target = state.Migration.MigrationID, state.Migration.Source, state.Migration.Target
 		rep.From, rep.To, rep.Counts, rep.Digest = state.Migration.From, state.Migration.To, state.Verify.Counts, state.Verify.Digest
 		rep.PointerVersionID = state.Flip.PointerVersionID
+		rep.HistoryError = state.Flip.HistoryError
 		rep.WouldFence = state.Migration.WouldFence
 		rep.Carried, rep.Dropped = state.Verify.Carried, state.Verify.Dropped
 		switch {
@@ -208,7 +210,7 @@ func init() {
 
 func printMigrateReport(e *env, r migrateReport) {
 	fmt.Fprintf(e.stdout, "\nmigration %s: %s\n", r.MigrationID, r.Outcome)
-	if r.Source != "" {
+	if r.Source != "" && r.Target != "" {
 		fmt.Fprintf(e.stdout, "  %s (%s) → %s (%s)\n", r.Source, r.From, r.Target, r.To)
 	}
 	if len(r.Counts) > 0 {
@@ -236,17 +238,11 @@ func printMigrateReport(e *env, r migrateReport) {
 	if r.WouldFence != "" {
 		fmt.Fprintf(e.stdout, "the source was not touched; %s\n", r.WouldFence)
 	}
+	if r.HistoryError != "" {
+		fmt.Fprintf(e.stdout, "WARNING: the run's record was not finished (the outcome stands; the pointer's versions name the migration): %s\n", r.HistoryError)
+	}
 	if r.NotifyError != "" {
 		fmt.Fprintf(e.stdout, "warning: the outcome message was not sent (the outcome stands): %s\n", r.NotifyError)
 	}
-	names := make([]string, 0, len(r.StateSeconds))
-	for n := range r.StateSeconds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var parts []string
-	for _, n := range names {
-		parts = append(parts, fmt.Sprintf("%s %s", n, (time.Duration(r.StateSeconds[n]*float64(time.Second))).Round(time.Millisecond)))
-	}
-	fmt.Fprintf(e.stdout, "time per state (Map items summed): %s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(e.stdout, "time per state (Map items summed): %s\n", stateTimes(r.StateSeconds))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -59,11 +60,23 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 	}
 	servesAndWrites(src, "after_dry_run")
 
-	// An aborted run (its target occupied: TargetNotEmpty at Import, after
-	// Freeze fenced the source) leaves the same.
+	// A run refused before anything is touched (its target occupied:
+	// TargetNotEmpty at Check) leaves the same.
 	occupied := filepath.Join(dir, "catalogs", "v2-m-occupied")
 	cli(t, "seed", "--catalog", "file://"+occupied, "--rows", "10").want(t, exitOK)
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--migration-id", "m-occupied").want(t, exitError, "TargetNotEmpty")
+	servesAndWrites(src, "after_refusal")
+
+	// An aborted run (interrupted at Import, after Freeze fenced and
+	// checkpointed the source: Abort runs) leaves the same.
+	runCtx, interrupt := context.WithCancel(ctx)
+	stderr := &cancelOn{state: "Import", cancel: interrupt}
+	var stdout bytes.Buffer
+	if code := run(runCtx, &env{stdout: &stdout, stderr: stderr}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "2"}); code == exitOK ||
+		!strings.Contains(stderr.buf.String(), "cleaned up after the interruption") {
+		t.Fatalf("interrupted migrate: exit %d\n%s", code, stderr.buf.String())
+	}
+	interrupt()
 	servesAndWrites(src, "after_abort")
 
 	// The real run: RockLake refuses the format-2 catalog.

@@ -25,7 +25,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		out, err := workflow.Rollback(ctx, workflow.Env{Store: store}, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard})
+		out, err := workflow.Rollback(ctx, workflow.Env{Store: store}, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger()})
 		if err != nil {
 			return err
 		}
@@ -38,6 +38,9 @@ func init() {
 		} else {
 			fmt.Fprintf(e.stdout, "rolled back: the pointer names %s (format %s) again, pointer version %s; startup check ok\n",
 				out.Catalog, out.FormatVersion, out.PointerVersionID)
+		}
+		if out.HistoryError != "" {
+			fmt.Fprintf(e.stdout, "WARNING: the rollback's record was not written (the rollback stands): %s\n", out.HistoryError)
 		}
 		if out.Newer != "" {
 			fmt.Fprintf(e.stdout, "left behind in %s: %s\n", out.From, out.Newer)

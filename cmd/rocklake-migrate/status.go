@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func init() {
-	register("status", "show the pointer, the catalog it names and the pointer's history", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "status", "--pointer s3://…")
+	register("status", "show the pointer, the catalog it names, the pointer's versions and the migration in progress", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "status", "--pointer s3://… [--staging s3://…]")
 		ptr := pointerFlag(fs)
 		asJSON := fs.Bool("json", false, "print as JSON")
+		staging := fs.String("staging", "", "the migrations' staging prefix (default: beside the pointer, …/migrations)")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
@@ -32,6 +35,13 @@ func init() {
 		if err != nil {
 			return err
 		}
+		if *staging == "" {
+			*staging = defaultStaging(*ptr)
+		}
+		run, err := workflow.Status(ctx, workflow.Env{Store: store, Staging: *staging}, *ptr)
+		if err != nil {
+			return err
+		}
 		check := "ok"
 		if c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion}); err != nil {
 			check = err.Error()
@@ -39,11 +49,12 @@ func init() {
 			c.Close()
 		}
 		if *asJSON {
-			return printJSON(e.stdout, map[string]any{"pointer": p, "ref": ref, "check": check, "history": hist})
+			return printJSON(e.stdout, map[string]any{"pointer": p, "ref": ref, "check": check, "history": hist, "migration": run})
 		}
 		fmt.Fprintf(e.stdout, "pointer %s (version %s)\n  catalog %s, format %s, migration %s, updated %s\n  startup check: %s\n",
 			*ptr, ref.VersionID, p.Catalog, p.FormatVersion, p.MigrationID, p.UpdatedAt.Format("2006-01-02 15:04:05Z07:00"), check)
-		fmt.Fprintln(e.stdout, "history (newest first):")
+		printRun(e, run)
+		fmt.Fprintln(e.stdout, "pointer versions (newest first; `history` lists the runs):")
 		for _, h := range hist {
 			line := fmt.Sprintf("  %s %s", h.LastModified.Format("2006-01-02 15:04:05"), h.VersionID)
 			if h.Pointer != nil {
@@ -56,4 +67,33 @@ func init() {
 		}
 		return nil
 	})
+}
+
+func printRun(e *env, r workflow.RunStatus) {
+	w := e.stdout
+	if !r.Running {
+		fmt.Fprintln(w, "no migration in progress (the lock is free)")
+		return
+	}
+	l := r.Lock
+	fmt.Fprintf(w, "migration in progress: %s, holding the lock since %s (lease until %s, %s)\n",
+		l.MigrationID, l.AcquiredAt.Format(time.RFC3339), l.ExpiresAt.Format(time.RFC3339), l.Owner)
+	if rec := r.Record; rec != nil {
+		fmt.Fprintf(w, "  %s %s → %s (%s → %s), started by %s, running %s\n", rec.Kind, rec.Source, rec.Target, rec.From, rec.To,
+			rec.Trigger, rec.Duration(time.Now()).Round(time.Second))
+	}
+	fmt.Fprintf(w, "  state: %s\n", r.State)
+	if r.ShardsTotal > 0 {
+		fmt.Fprintf(w, "  shards: %d exported, %d transformed, %d imported of %d\n", r.Exported, r.Transformed, r.Imported, r.ShardsTotal)
+		if len(r.Pending) > 0 {
+			fmt.Fprintf(w, "  not transformed yet: shards %v\n", r.Pending)
+		}
+	}
+	if r.FrozenSource != "" {
+		fmt.Fprintf(w, "  frozen source: %s (checkpoint %s, writer-epoch %d, next_snapshot_id %d): RockLake cannot write to it until Flip or Abort\n",
+			r.FrozenSource, r.Checkpoint, r.WriterEpoch, r.NextSnapshotID)
+	}
+	if r.LastStep != "" {
+		fmt.Fprintf(w, "  last step finished: %s at %s\n", r.LastStep, r.LastStepAt.Format(time.RFC3339))
+	}
 }

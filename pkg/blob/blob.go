@@ -32,6 +32,9 @@ var (
 	ErrPreconditionFailed = errors.New("precondition failed")
 	// ErrNoSuchBucket: the S3 bucket does not exist.
 	ErrNoSuchBucket = errors.New("no such bucket")
+	// ErrAccessDenied: S3 refused the credentials (unknown key, wrong
+	// secret, expired token) or they lack a permission.
+	ErrAccessDenied = errors.New("access denied")
 	// ErrVersioningDisabled: a version operation on a local file or on a
 	// bucket without versioning enabled.
 	ErrVersioningDisabled = errors.New("versioning not enabled")

@@ -107,6 +107,8 @@ func s3Error(err error) error {
 			named = ErrNoSuchBucket
 		case "PreconditionFailed":
 			named = ErrPreconditionFailed
+		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken":
+			named = ErrAccessDenied
 		}
 	}
 	// Servers other than S3 may answer 404 or 412 with a code of their own.
@@ -117,6 +119,8 @@ func s3Error(err error) error {
 			named = ErrNotFound
 		case http.StatusPreconditionFailed:
 			named = ErrPreconditionFailed
+		case http.StatusForbidden:
+			named = ErrAccessDenied
 		}
 	}
 	if named == nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -278,6 +279,39 @@ func (s *Stack) CreateBucket(ctx context.Context, name string, versioned bool) e
 		return fmt.Errorf("localstack: enable versioning on %s: %w", name, err)
 	}
 	return nil
+}
+
+// Objects lists every object version and delete marker in every bucket,
+// one line each ("bucket/key version etag size", latest marked), sorted: two
+// listings are equal only if nothing was written, overwritten or deleted in
+// between. A bucket that keeps no versions is listed by its objects.
+func (s *Stack) Objects(ctx context.Context) ([]string, error) {
+	client := s.client()
+	buckets, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
+	if err != nil {
+		return nil, fmt.Errorf("localstack: list buckets: %w", err)
+	}
+	var lines []string
+	for _, b := range buckets.Buckets {
+		name := aws.ToString(b.Name)
+		lines = append(lines, "bucket "+name)
+		p := s3.NewListObjectVersionsPaginator(client, &s3.ListObjectVersionsInput{Bucket: b.Name})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("localstack: list versions of %s: %w", name, err)
+			}
+			for _, v := range page.Versions {
+				lines = append(lines, fmt.Sprintf("%s/%s %s %s %d latest=%v", name, aws.ToString(v.Key), aws.ToString(v.VersionId),
+					aws.ToString(v.ETag), aws.ToInt64(v.Size), aws.ToBool(v.IsLatest)))
+			}
+			for _, m := range page.DeleteMarkers {
+				lines = append(lines, fmt.Sprintf("%s/%s %s delete-marker latest=%v", name, aws.ToString(m.Key), aws.ToString(m.VersionId), aws.ToBool(m.IsLatest)))
+			}
+		}
+	}
+	sort.Strings(lines)
+	return lines, nil
 }
 
 func (s *Stack) client() *s3.Client {

@@ -69,6 +69,12 @@ func read(ctx context.Context, store *blob.Store, op, url string) (Pointer, Ref,
 	return p, ref, body, nil
 }
 
+// RequireVersioning refuses (PointerUnversioned) a pointer outside a bucket
+// with versioning enabled, which Flip and Rollback need; it writes nothing.
+func RequireVersioning(ctx context.Context, store *blob.Store, url string) error {
+	return requireVersioning(ctx, store, "check", url)
+}
+
 // requireVersioning refuses a pointer outside a versioned bucket.
 func requireVersioning(ctx context.Context, store *blob.Store, op, url string) error {
 	l, err := blob.Parse(url)

@@ -214,15 +214,6 @@ func Plan(ctx context.Context, c *catalog.Catalog, n int) ([]Range, error) {
 		}
 		cuts = append(cuts, cut)
 	}
-	rs := make([]Range, n)
-	for i := range rs {
-		rs[i].Index = i
-		if i > 0 {
-			rs[i].Start = cuts[i-1]
-		}
-		if i < n-1 {
-			rs[i].End = cuts[i]
-		}
-	}
+	rs := rangesAt(cuts)
 	return rs, CheckRanges(rs)
 }

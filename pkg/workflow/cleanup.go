@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strings"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -20,6 +22,8 @@ type CleanupInput struct {
 	// Apply deletes. Without it cleanup is a dry run: it says what it would
 	// delete and writes nothing, not even the lock.
 	Apply bool `json:"apply,omitempty"`
+	// Trigger says who ran it, for its record ("cli:<user>").
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // What cleanup did with a leftover.
@@ -49,6 +53,8 @@ type CleanupOutput struct {
 	Items  []CleanupItem `json:"items"`
 	// Report is the drift check cleanup acted on.
 	Report drift.Report `json:"report"`
+	// HistoryError says why the run's record could not be written.
+	HistoryError string `json:"history_error,omitempty"`
 }
 
 // ErrCleanupUndecided: cleanup cannot tell what is in use (no valid pointer,
@@ -67,7 +73,44 @@ var ErrCleanupUndecided = errors.New("CleanupUndecided")
 // migration decided to flip), nothing of the current or previous pointer's
 // migration, never decisions/. It stops at the first failure; Items says
 // what was done until then.
-func Cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, err error) {
+//
+// A cleanup that applies is recorded beside the pointer (pkg/history) with
+// what it deleted and kept; a dry run stays a pure read and is not.
+func Cleanup(ctx context.Context, env Env, in CleanupInput) (CleanupOutput, error) {
+	start := time.Now()
+	out, err := cleanup(ctx, env, in)
+	if in.Pointer == "" || !in.Apply || out.LockID == "" {
+		return out, err
+	}
+	id := out.LockID
+	rec := history.Record{ID: id, Kind: history.KindCleanup, Trigger: trigger(in.Trigger), Pointer: in.Pointer,
+		Start: start, End: time.Now(), State: "Cleanup"}
+	rec.StateSeconds = map[string]float64{"Cleanup": rec.End.Sub(start).Seconds()}
+	counts := map[string]int{}
+	for _, it := range out.Items {
+		counts[it.Action]++
+	}
+	for _, a := range []string{CleanupDeleted, CleanupKept} {
+		if counts[a] > 0 {
+			rec.Notes = append(rec.Notes, fmt.Sprintf("%s: %d", a, counts[a]))
+		}
+	}
+	switch {
+	case err != nil:
+		rec.Outcome, rec.ErrorName, rec.Error = history.Failed, ErrorName(err), err.Error()
+	default:
+		rec.Outcome = history.Succeeded
+	}
+	// A record that cannot be written does not undo what cleanup did: it is
+	// reported beside the result, as a rollback's is.
+	if _, herr := history.Create(ctx, env.Store, rec); herr != nil {
+		slog.ErrorContext(ctx, "the cleanup's record was not written", "run_id", id, "pointer", in.Pointer, "error", herr.Error())
+		out.HistoryError = herr.Error()
+	}
+	return out, err
+}
+
+func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, err error) {
 	out = CleanupOutput{Pointer: in.Pointer, Apply: in.Apply, Items: []CleanupItem{}}
 	if in.Pointer == "" {
 		return out, errors.New("workflow: cleanup: no pointer URL")
@@ -82,7 +125,7 @@ func Cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 	if in.Apply {
 		out.LockID = "cleanup-" + NewMigrationID()
 		held := Migration{Pointer: in.Pointer, MigrationID: out.LockID}
-		if err := acquireLock(ctx, env, held, now); err != nil {
+		if _, err := acquireLock(ctx, env, held, now); err != nil {
 			return out, err
 		}
 		defer func() {

@@ -17,6 +17,11 @@
 // format version, read from an SSM parameter at run time when an input
 // names none (expected.go).
 //
+// Before a migration, Check runs the read-only preflight (preflight.go)
+// that Preflight, the CLI's `plan`, runs too, with its estimates (plan.go).
+// Every run is recorded beside the pointer (record.go, pkg/history), and
+// Status reads a run in progress from its lock, record and staging.
+//
 // Errors that the state machine retries or catches carry stable names
 // (errors.go): FormatVersionMismatch, SourceChangedDuringMigration,
 // PointerConflict, TargetNotEmpty, ShardCorrupt, VerifyMismatch, ...

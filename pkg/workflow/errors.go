@@ -3,6 +3,8 @@ package workflow
 import (
 	"errors"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -33,6 +35,10 @@ const (
 	NameStepFailed            = "StepFailed"
 	NameNoTargetVersion       = "NoTargetVersion"
 	NameBadExpectedVersion    = "BadExpectedVersion"
+	NameNoSuchBucket          = "NoSuchBucket"
+	NameNoCredentials         = "NoCredentials"
+	NameAccessDenied          = "AccessDenied"
+	NameNoCatalog             = "NoCatalog"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -68,6 +74,8 @@ func ErrorName(err error) string {
 		return NameSourceAtRoot
 	case errors.Is(err, ErrMigrationInProgress):
 		return NameMigrationInProgress
+	case errors.Is(err, ErrHistoryUnwritable):
+		return NameHistoryUnwritable
 	case errors.Is(err, slatedb.ErrFenced):
 		return NameFenced
 	case errors.Is(err, ErrAbortAfterFlip):
@@ -98,6 +106,14 @@ func ErrorName(err error) string {
 		return NameFieldCollision
 	case errors.Is(err, slatedb.ErrUnavailable):
 		return NameTransient
+	case errors.Is(err, blob.ErrNoCredentials):
+		return NameNoCredentials
+	case errors.Is(err, blob.ErrAccessDenied):
+		return NameAccessDenied
+	case errors.Is(err, blob.ErrNoSuchBucket):
+		return NameNoSuchBucket
+	case errors.Is(err, catalog.ErrNoCatalog):
+		return NameNoCatalog
 	}
 	return NameStepFailed
 }

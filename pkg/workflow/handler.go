@@ -65,9 +65,12 @@ func Steps() []string {
 }
 
 // Run runs one step by name on a JSON input. Its error keeps its stable
-// name (ErrorName), for Retry and Catch.
+// name (ErrorName), for Retry and Catch. The steps between Check and Flip
+// leave their time in staging, for the run's record.
 func Run(ctx context.Context, env Env, name string, in json.RawMessage) (json.RawMessage, error) {
+	start := time.Now()
 	out, err := run(ctx, env, name, in)
+	recordTiming(ctx, env, name, in, start, err)
 	if err != nil {
 		return nil, err
 	}

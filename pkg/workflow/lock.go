@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 )
 
 // LockLease is how long a migration's lock holds without its owner: past
@@ -38,39 +39,58 @@ var ErrMigrationInProgress = errors.New("MigrationInProgress")
 // LockURL is the lock object of the pointer at url.
 func LockURL(pointerURL string) string { return pointerURL + ".lock" }
 
+// inProgress is the refusal of a run while migration held holds the lock.
+func inProgress(held Lock, pointerURL string) error {
+	return fmt.Errorf("%w: migration %s (%s) holds %s since %s, until %s; nothing was touched. If that run is dead, `rocklake-migrate unlock --pointer %s --migration-id %s` breaks the lock",
+		ErrMigrationInProgress, held.MigrationID, held.Owner, LockURL(pointerURL), held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), pointerURL, held.MigrationID)
+}
+
 // acquireLock takes the pointer's lock for migration m, or takes over one
-// whose lease ran out; a retry of m finds its own lock.
-func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) error {
+// whose lease ran out; a retry of m finds its own lock. It returns when m
+// took the lock: the migration's start, which names its record.
+func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (time.Time, error) {
 	url := LockURL(m.Pointer)
-	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now.UTC(), ExpiresAt: now.Add(LockLease).UTC()})
+	now = now.UTC().Truncate(time.Millisecond)
+	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(LockLease)})
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if _, err := env.Store.PutIfAbsent(ctx, url, body); err == nil {
-		return nil
+		return now, nil
 	} else if !errors.Is(err, blob.ErrPreconditionFailed) {
-		return fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return time.Time{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
 	held, info, err := readLock(ctx, env, url)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	switch {
 	case held.MigrationID == m.MigrationID:
-		return nil
+		return held.AcquiredAt, nil
 	case held.MigrationID != "" && now.Before(held.ExpiresAt):
-		return fmt.Errorf("%w: migration %s (%s) holds %s since %s, until %s; nothing was touched. If that run is dead, `rocklake-migrate unlock --pointer %s --migration-id %s` breaks the lock",
-			ErrMigrationInProgress, held.MigrationID, held.Owner, url, held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), m.Pointer, held.MigrationID)
+		return time.Time{}, inProgress(held, m.Pointer)
 	}
 	// Free, or its lease ran out: take it, only if nobody else did first.
 	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
 		if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
-			return fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
+			return time.Time{}, fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
 		}
-		return fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return time.Time{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
-	return nil
+	if held.MigrationID != "" {
+		// A run whose every step died: its record ends here, not "in
+		// progress" forever.
+		endRecord(ctx, env, m.Pointer, held.MigrationID, func(r *history.Record) {
+			r.Outcome, r.ErrorName = history.Failed, NameLockExpired
+			r.Error = fmt.Sprintf("the run's lock expired at %s and migration %s took it over", held.ExpiresAt.Format(time.RFC3339), m.MigrationID)
+		})
+	}
+	return now, nil
 }
+
+// NameLockExpired: the error name in the record of a run whose lock's
+// lease ran out and another migration took over.
+const NameLockExpired = "LockExpired"
 
 func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error) {
 	b, info, err := env.Store.Get(ctx, url)
@@ -176,5 +196,16 @@ func Unlock(ctx context.Context, env Env, pointerURL, id string) (Lock, error) {
 	if id != "" && held.MigrationID != id {
 		return held, fmt.Errorf("workflow: unlock %s: held by migration %s, not %s; nothing changed", url, held.MigrationID, id)
 	}
-	return held, free(ctx, env, url, info.ETag, "unlock by "+env.CreatedBy)
+	if err := free(ctx, env, url, info.ETag, "unlock by "+env.CreatedBy); err != nil {
+		return held, err
+	}
+	endRecord(ctx, env, pointerURL, held.MigrationID, func(r *history.Record) {
+		r.Outcome, r.ErrorName = history.Failed, NameUnlocked
+		r.Error = fmt.Sprintf("the run's lock was broken by %s: the run had died, or was given up", env.CreatedBy)
+	})
+	return held, nil
 }
+
+// NameUnlocked: the error name in the record of a run whose lock an
+// operator broke (Unlock).
+const NameUnlocked = "Unlocked"

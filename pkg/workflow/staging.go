@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
@@ -29,6 +30,9 @@ type Plan struct {
 	EngineState string        `json:"engine_state"`
 	UnknownTags string        `json:"unknown_tags"`
 	Ranges      []shard.Range `json:"ranges"`
+	// Balance says how the ranges were cut: "bytes", or by the counters'
+	// estimate when the byte scan would take too long (planShards).
+	Balance string `json:"balance,omitempty"`
 }
 
 // Staging names the objects of one migration under <staging>/<migration-id>/.
@@ -92,4 +96,9 @@ func getJSON(ctx context.Context, store *blob.Store, url string, v any) error {
 		return fmt.Errorf("workflow: decode %s: %w", url, err)
 	}
 	return nil
+}
+
+// TimingURL is where a timed step's attempt that ended at end keeps its time.
+func (s Staging) TimingURL(step string, end time.Time) string {
+	return fmt.Sprintf("%s/timing/%s-%d.json", s.dir(), step, end.UnixNano())
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -63,6 +65,10 @@ type Migration struct {
 	Checkpoint   string `json:"checkpoint,omitempty"`
 	// WouldFence, in a dry run, says what a real run's Freeze would fence.
 	WouldFence string `json:"would_fence,omitempty"`
+	// StartedAt (when Check took the lock) and the id name the run's
+	// record (pkg/history); Trigger says who started it.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	Trigger   string    `json:"trigger,omitempty"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -76,72 +82,58 @@ type CheckInput struct {
 	UnknownTags   string `json:"unknown_tags,omitempty"`
 	// PostponeFlip stops at the gate after Verify (the gated cut-over).
 	PostponeFlip bool `json:"postpone_flip,omitempty"`
+	// Trigger says who started the run, for its record: "cli:<user>",
+	// "release:<event id>"; none is TriggerConsole.
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names
-// and decides whether a migration is needed. It writes nothing.
+// and decides whether a migration is needed; before a migration it runs
+// every preflight check (Plan runs the same ones), proves staging takes
+// writes, takes the pointer's lock and starts the run's record. It touches
+// neither the source nor the pointer. A run it refuses is recorded as
+// failed, one with nothing to do as such.
 func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
-	to, err := resolveVersion(ctx, env, in.TargetVersion)
-	if err != nil {
-		return Migration{}, err
-	}
-	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
-	if err != nil {
-		return Migration{}, err
-	}
-	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Store: env.SlateDB})
-	if err != nil {
-		return Migration{}, fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
-	}
-	defer c.Close()
-	from := c.Version()
-	if !format.Supported(to) {
-		return Migration{}, &format.FormatVersionMismatch{Found: uint64(to), Expected: uint64(catalog.Newest)}
-	}
-	if _, err := migration.Path(from, to); err != nil && from != to {
-		return Migration{}, fmt.Errorf("workflow: check: %w", err)
-	}
-	policy, err := migration.ParseUnknownTags(in.UnknownTags)
-	if err != nil {
-		return Migration{}, err
-	}
-	if policy == migration.UnknownFail && from != to {
-		// Refused here, before anything is fenced or written, rather than by
-		// a shard's transform after others were written (DESIGN 2.3). Only
-		// the gaps between known tags are scanned.
-		unknown, err := c.UnknownTags(ctx)
-		if err != nil {
-			return Migration{}, fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
-		}
-		if len(unknown) > 0 {
-			return Migration{}, &migration.UnknownTagsError{Counts: unknown}
-		}
-	}
+	start := time.Now()
 	id := in.MigrationID
 	if id == "" {
 		id = NewMigrationID()
 	}
-	target, err := targetURL(p.Catalog, to, id)
-	if err != nil && from != to {
+	m, _, err := preflight(ctx, env, in, id, start, false)
+	if err != nil || !m.NeedsMigration {
+		recordRefusal(ctx, env, in, m, start, err)
+		if err != nil {
+			return Migration{}, err
+		}
+		return m, nil
+	}
+	if m, err = begin(ctx, env, m, start); err != nil {
+		recordRefusal(ctx, env, in, m, start, err)
 		return Migration{}, err
 	}
-	m := Migration{
-		MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag,
-		Source: p.Catalog, Target: target, From: from, To: to,
-		NeedsMigration: from != to, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
-		UnknownTags: in.UnknownTags,
+	return m, nil
+}
+
+// begin does what Check writes once the preflight passed: the staging
+// probe, the lock and the record.
+func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migration, error) {
+	// Staging must take writes before the source is touched: Freeze's
+	// checkpoint would otherwise be left behind by a run that cannot
+	// write its plan.
+	if err := probeStaging(ctx, env, m); err != nil {
+		return m, err
 	}
-	if m.NeedsMigration {
-		// Staging must take writes before the source is touched: Freeze's
-		// checkpoint would otherwise be left behind by a run that cannot
-		// write its plan.
-		if err := probeStaging(ctx, env, m); err != nil {
-			return Migration{}, err
+	// One migration at a time, decided before anything is touched.
+	started, err := acquireLock(ctx, env, m, start)
+	if err != nil {
+		return m, err
+	}
+	m.StartedAt = started
+	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
+		if rerr := releaseLock(ctx, env, m); rerr != nil {
+			err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
 		}
-		// One migration at a time, decided before anything is touched.
-		if err := acquireLock(ctx, env, m, time.Now()); err != nil {
-			return Migration{}, err
-		}
+		return m, err
 	}
 	return m, nil
 }
@@ -166,10 +158,13 @@ func probeStaging(ctx context.Context, env Env, m Migration) error {
 }
 
 // NewMigrationID makes a migration id: the time and randomness, sortable.
-func NewMigrationID() string {
+func NewMigrationID() string { return newRunID("m-") }
+
+// newRunID makes a run id with prefix: the time and randomness, sortable.
+func newRunID(prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return "m-" + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+	return prefix + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }
 
 // targetURL puts the new catalog beside the source: .../prod → .../v2-<id>
@@ -213,7 +208,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	ranges, err := shard.Plan(ctx, w.Catalog, m.Shards)
+	ranges, balance, err := planShards(ctx, w.Catalog, m.Shards, byteScanBudget)
 	if err != nil {
 		return m, err
 	}
@@ -221,7 +216,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 		return m, fmt.Errorf("workflow: freeze %s: close: %w", m.Source, err)
 	}
 	m.Checkpoint = cp.ID
-	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges)
+	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
 }
 
 // freezeDryRun is a dry run's Freeze: it fences nothing and writes nothing
@@ -238,7 +233,7 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 	if err != nil {
 		return m, err
 	}
-	ranges, err := shard.Plan(ctx, c, m.Shards)
+	ranges, balance, err := planShards(ctx, c, m.Shards, byteScanBudget)
 	if err != nil {
 		return m, err
 	}
@@ -247,11 +242,36 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 	if ep, err := c.GetRaw(ctx, format.SystemKey(format.SystemEndpoint)); err == nil && len(ep) > 0 {
 		m.WouldFence += fmt.Sprintf("; its writer published endpoint %q", ep)
 	}
-	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges)
+	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
+}
+
+// byteScanBudget bounds Freeze's byte-balancing scan (about 34 million keys
+// at the README's 286 000 keys/s on S3), and never more than half the time
+// the step has left: the source is frozen meanwhile, and a Lambda has 15
+// minutes. Past it, the shards are cut by the counters' estimate.
+const byteScanBudget = 2 * time.Minute
+
+// planShards cuts n ranges balanced by bytes, from a scan of c within
+// budget, else by the counters' estimate; balance says which.
+func planShards(ctx context.Context, c *catalog.Catalog, n int, budget time.Duration) (ranges []shard.Range, balance string, err error) {
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)/2)
+	}
+	sctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	ranges, err = shard.PlanByBytes(sctx, c, n)
+	if err == nil {
+		return ranges, "bytes", nil
+	}
+	if ctx.Err() != nil || sctx.Err() == nil {
+		return nil, "", err
+	}
+	ranges, err = shard.Plan(ctx, c, n)
+	return ranges, fmt.Sprintf("key ranges estimated from the counters (the byte scan ran past its %s budget)", budget.Round(time.Second)), err
 }
 
 // writePlan records the source's state and the shard plan in staging.
-func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64, ranges []shard.Range) error {
+func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64, ranges []shard.Range, balance string) error {
 	state, err := engineState(ctx, env, m.Source)
 	if err != nil {
 		return err
@@ -259,7 +279,7 @@ func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64
 	plan := Plan{
 		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: m.Checkpoint,
-		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges,
+		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges, Balance: balance,
 	}
 	return putJSON(ctx, env.Store, env.staging(m.MigrationID).PlanURL(), plan)
 }
@@ -437,22 +457,17 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 // migration made. A target location that already holds objects when no claim
 // exists is someone else's: TargetNotEmpty, and Abort leaves it alone.
 func claimTarget(ctx context.Context, env Env, m Migration) error {
-	url := env.staging(m.MigrationID).StepURL("target-claim")
-	_, _, err := env.Store.Get(ctx, url)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, blob.ErrNotFound) {
+	owned, err := ownsTarget(ctx, env, m)
+	if err != nil {
 		return fmt.Errorf("workflow: read target claim: %w", err)
 	}
-	objs, err := env.Store.List(ctx, strings.TrimSuffix(m.Target, "/")+"/")
-	if err != nil {
-		return fmt.Errorf("workflow: look at target %s: %w", m.Target, err)
+	if owned {
+		return nil
 	}
-	if len(objs) > 0 {
-		return fmt.Errorf("%w: %s already holds %d objects that this migration did not write", shard.ErrTargetNotEmpty, m.Target, len(objs))
+	if err := targetFree(ctx, env, m); err != nil {
+		return err
 	}
-	return putJSON(ctx, env.Store, url, map[string]string{"target": m.Target, "migration_id": m.MigrationID})
+	return putJSON(ctx, env.Store, env.staging(m.MigrationID).StepURL("target-claim"), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
 }
 
 // ownsTarget reports whether this migration claimed its target.
@@ -538,11 +553,16 @@ type FlipOutput struct {
 	// migration has succeeded all the same (the drift check reports the
 	// leftover), so it is not an error of the step.
 	CleanupError string `json:"cleanup_error,omitempty"`
+	// HistoryError: the run's record could not be finished. The flip
+	// stands (the pointer is the outcome, and its versions name the
+	// migration); see record.go.
+	HistoryError string `json:"history_error,omitempty"`
 }
 
 // Flip moves the pointer to the new catalog, if the source did not change
 // since Freeze and nobody moved the pointer since Check.
 func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
+	start := time.Now()
 	out := FlipOutput{Migration: m}
 	p, err := readPlan(ctx, env, m.MigrationID)
 	if err != nil {
@@ -581,6 +601,15 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		cleanup = append(cleanup, err.Error())
 	}
 	out.CleanupError = strings.Join(cleanup, "; ")
+	stats, notes := collectStats(ctx, env, m)
+	stats.seconds["Flip"] = time.Since(start).Seconds()
+	if out.CleanupError != "" {
+		notes = append(notes, "cleanup after the flip: "+out.CleanupError)
+	}
+	out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) {
+		r.Outcome, r.State, r.PointerVersionID = history.Succeeded, "Flip", ref.VersionID
+		r.ErrorName, r.Error = "", ""
+	})
 	return out, nil
 }
 
@@ -701,6 +730,9 @@ type AbortOutput struct {
 	Migration
 	TargetObjects  int `json:"target_objects_deleted"`
 	StagingObjects int `json:"staging_objects_deleted"`
+	// HistoryError: the run's record could not be finished (the cleanup
+	// stands).
+	HistoryError string `json:"history_error,omitempty"`
 }
 
 // ErrAbortAfterFlip: the pointer already names the new catalog, which Abort
@@ -715,8 +747,9 @@ var ErrAbortUndecided = errors.New("AbortUndecided")
 // never touches the source's data or the pointer, refuses to delete a catalog
 // the pointer names, and deletes the target only if this migration claimed it
 // (a location someone else filled stays as it was).
-func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
-	out := AbortOutput{Migration: in.Migration}
+func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err error) {
+	start := time.Now()
+	out = AbortOutput{Migration: in.Migration}
 	m := in.Migration
 	// Fail closed: if the pointer cannot be read, the target may be the
 	// live catalog (a Flip whose answer was lost), so nothing is deleted and
@@ -735,6 +768,16 @@ func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 	if err := decide(ctx, env, m, decisionAbort); err != nil {
 		return out, err
 	}
+	// Decided: the run ends here, whatever the cleanup does. What staging
+	// says of the run is read before the cleanup deletes it.
+	stats, notes := collectStats(ctx, env, m)
+	defer func() {
+		stats.seconds["Abort"] = time.Since(start).Seconds()
+		if err != nil {
+			notes = append(notes, "the cleanup failed: "+err.Error())
+		}
+		out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) { abortOutcome(r, in) })
+	}()
 	owned, err := ownsTarget(ctx, env, m)
 	if err != nil {
 		return out, fmt.Errorf("workflow: abort: %w", err)
@@ -765,14 +808,31 @@ func Abort(ctx context.Context, env Env, in AbortInput) (AbortOutput, error) {
 	return out, releaseLock(ctx, env, m)
 }
 
+// abortOutcome is how a run Abort ended is recorded: the error that sent it
+// to Abort (the Catch's), else a dry run's cleanup, else an operator's abort.
+func abortOutcome(r *history.Record, in AbortInput) {
+	name, _ := in.Error["Error"].(string)
+	cause, _ := in.Error["Cause"].(string)
+	switch {
+	case name != "":
+		r.Outcome, r.ErrorName, r.Error = history.Failed, name, cause
+	case in.Migration.DryRun:
+		r.Outcome, r.State = history.DryRunOK, "Verify"
+	default:
+		r.Outcome = history.Aborted
+	}
+}
+
 // RollbackInput names the pointer to roll back.
 type RollbackInput struct {
 	Pointer string `json:"pointer"`
 	// DiscardNewerCommits rolls back even though the current catalog took
 	// commits after the flip: they are not in the catalog restored.
 	DiscardNewerCommits bool `json:"discard_newer_commits,omitempty"`
-	// DryRun checks and reports, and writes nothing.
+	// DryRun checks and reports, and writes nothing but the run's record.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Trigger says who started the rollback, for its record.
+	Trigger string `json:"trigger,omitempty"`
 }
 
 // RollbackOutput is the restored pointer, checked.
@@ -786,6 +846,10 @@ type RollbackOutput struct {
 	// ("" if nothing): with DiscardNewerCommits, what was left behind.
 	Newer  string `json:"newer_commits,omitempty"`
 	DryRun bool   `json:"dry_run,omitempty"`
+	// RunID names the rollback's record; HistoryError says it could not
+	// be written (the rollback stands).
+	RunID        string `json:"run_id"`
+	HistoryError string `json:"history_error,omitempty"`
 }
 
 // ErrRollbackLosesCommits: the catalog the pointer names took commits after
@@ -799,9 +863,34 @@ var ErrRollbackLosesCommits = errors.New("RollbackLosesCommits")
 // those the pointer recorded at the flip: if RockLake committed to it since,
 // it refuses, naming what would be lost, unless DiscardNewerCommits.
 func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
-	var out RollbackOutput
+	start := time.Now()
+	out := RollbackOutput{RunID: newRunID("r-")}
+	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Rollback"}
+	out, err := rollback(ctx, env, in, out, &rec)
+	rec.End = time.Now()
+	rec.StateSeconds = map[string]float64{"Rollback": rec.End.Sub(start).Seconds()}
+	switch {
+	case err != nil:
+		rec.Outcome, rec.ErrorName, rec.Error = history.Failed, ErrorName(err), err.Error()
+	case in.DryRun:
+		rec.Outcome = history.DryRunOK
+	default:
+		rec.Outcome, rec.PointerVersionID = history.Succeeded, out.PointerVersionID
+	}
+	if out.Newer != "" {
+		rec.Notes = []string{"left behind: " + out.Newer}
+	}
+	if _, herr := history.Create(ctx, env.Store, rec); herr != nil {
+		slog.ErrorContext(ctx, "the rollback's record was not written", "run_id", out.RunID, "pointer", in.Pointer, "error", herr.Error())
+		out.HistoryError = herr.Error()
+	}
+	return out, err
+}
+
+func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput, rec *history.Record) (RollbackOutput, error) {
 	check := func(ctx context.Context, cur, p pointer.Pointer) error {
 		out.From = cur.Catalog
+		rec.Source, rec.From, rec.Target, rec.To = cur.Catalog, cur.FormatVersion, p.Catalog, p.FormatVersion
 		c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
 		if err != nil {
 			return fmt.Errorf("workflow: rollback: check %s: %w", p.Catalog, err)
@@ -821,7 +910,7 @@ func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, e
 	}
 	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{Check: check, DryRun: in.DryRun})
 	if err != nil {
-		return RollbackOutput{}, err
+		return RollbackOutput{RunID: out.RunID}, err
 	}
 	out.DryRun = in.DryRun
 	out.Catalog, out.FormatVersion, out.PointerVersionID = p.Catalog, p.FormatVersion, ref.VersionID

@@ -16,6 +16,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -27,6 +28,7 @@ type fixture struct {
 	env     workflow.Env
 	pointer string
 	source  string
+	stack   *localstack.Stack
 }
 
 func setup(t *testing.T, rows int) (context.Context, fixture) {
@@ -48,6 +50,7 @@ func setup(t *testing.T, rows int) (context.Context, fixture) {
 		env:     workflow.Env{Store: store, Staging: "s3://staging/migrations", CreatedBy: "test"},
 		pointer: "s3://rocklake/CURRENT",
 		source:  "s3://rocklake/catalogs/prod",
+		stack:   stack,
 	}
 	if _, err := seed.Seed(ctx, f.source, seed.Options{Rows: rows, Seed: 5}); err != nil {
 		t.Fatal(err)

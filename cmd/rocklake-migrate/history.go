@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+)
+
+func init() {
+	register("history", "list the runs recorded beside the pointer (migrations, dry runs, rollbacks, ...), newest first", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "history", "--pointer s3://… [--json] [--limit N]")
+		ptr := pointerFlag(fs)
+		asJSON := fs.Bool("json", false, "print as JSON")
+		limit := fs.Int("limit", 20, "at most this many runs (0: all)")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if err := needPointer(*ptr); err != nil {
+			return err
+		}
+		if *limit < 0 {
+			return usagef("--limit %d: want 0 (all) or more", *limit)
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		runs, err := history.List(ctx, store, *ptr, *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.stdout, runs)
+		}
+		if len(runs) == 0 {
+			fmt.Fprintf(e.stdout, "no runs recorded under %s\n", history.Dir(*ptr))
+			return nil
+		}
+		now := time.Now()
+		for _, r := range runs {
+			if r.ReadError != "" {
+				fmt.Fprintf(e.stdout, "%s  unreadable record %s: %s\n", r.ID, r.URL, r.ReadError)
+				continue
+			}
+			outcome := string(r.Outcome)
+			if r.ErrorName != "" {
+				outcome += " (" + r.ErrorName + ")"
+			}
+			fmt.Fprintf(e.stdout, "%s  %-8s %-20s %s  %s  by %s\n", r.Start.Format("2006-01-02 15:04:05Z"), r.Kind, outcome,
+				r.Duration(now).Round(time.Millisecond), r.ID, r.Trigger)
+			if r.Source != "" || r.Target != "" {
+				fmt.Fprintf(e.stdout, "    %s (%s) → %s (%s)\n", r.Source, r.From, r.Target, r.To)
+			}
+			if r.Rows > 0 || r.Bytes > 0 {
+				fmt.Fprintf(e.stdout, "    %d rows, %d shard bytes, %d shards\n", r.Rows, r.Bytes, r.Shards)
+			}
+			if len(r.StateSeconds) > 0 {
+				fmt.Fprintf(e.stdout, "    time per state: %s\n", stateTimes(r.StateSeconds))
+			}
+			if r.Error != "" {
+				fmt.Fprintf(e.stdout, "    error: %s\n", r.Error)
+			}
+			for _, n := range r.Notes {
+				fmt.Fprintf(e.stdout, "    note: %s\n", n)
+			}
+		}
+		return nil
+	})
+}
+
+// stateTimes prints seconds per state, in name order.
+func stateTimes(secs map[string]float64) string {
+	names := make([]string, 0, len(secs))
+	for n := range secs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %s", n, (time.Duration(secs[n]*float64(time.Second))).Round(time.Millisecond)))
+	}
+	return strings.Join(parts, ", ")
+}

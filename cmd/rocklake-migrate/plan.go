@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+func init() {
+	register("plan", "read-only preflight of a migration: every check migrate makes before Freeze, the shards, and the run's duration and AWS cost; writes nothing", func(ctx context.Context, e *env, args []string) error {
+		fs := flags(e, "plan", "--pointer s3://… --to vN [--shards N] [--concurrency K] [--staging s3://…] [--migration-id ID] [--json]")
+		ptr := pointerFlag(fs)
+		to := fs.String("to", "", "target format (v2)")
+		dryRun := fs.Bool("dry-run", false, "plan a dry run")
+		shards := fs.Int("shards", 8, "shards to plan")
+		concurrency := fs.Int("concurrency", 2, "shards worked on at once (on AWS: the Map's MaxConcurrency)")
+		staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
+		unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
+		id := fs.String("migration-id", "", "the id migrate will be given (its target path is checked); default: a new one, printed")
+		asJSON := fs.Bool("json", false, "print the report as JSON")
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if err := needPointer(*ptr); err != nil {
+			return err
+		}
+		v, err := format.ParseVersion(*to)
+		if err != nil {
+			return usagef("--to: %v", err)
+		}
+		if *shards < 1 || *concurrency < 1 {
+			return usagef("--shards and --concurrency: want 1 or more")
+		}
+		if *staging == "" {
+			*staging = defaultStaging(*ptr)
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+		rep, err := workflow.Preflight(ctx, env, workflow.PreflightInput{
+			CheckInput:  workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger()},
+			Concurrency: *concurrency,
+		})
+		if *asJSON {
+			if perr := printJSON(e.stdout, rep); perr != nil {
+				return perr
+			}
+		} else {
+			printPlan(e, rep, *staging)
+		}
+		return err
+	})
+}
+
+func printPlan(e *env, r workflow.PreflightReport, staging string) {
+	w := e.stdout
+	fmt.Fprintf(w, "plan for %s → %s (migration id %s); nothing was written\n", r.Pointer, r.To, r.MigrationID)
+	for _, c := range r.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		name := ""
+		if c.ErrorName != "" && !strings.HasPrefix(c.Detail, c.ErrorName) {
+			name = c.ErrorName + ": "
+		}
+		fmt.Fprintf(w, "  %s %-18s %s%s\n", mark, c.Check, name, c.Detail)
+	}
+	fmt.Fprintln(w, "  not checked (only a write proves them; migrate's Check does, before touching anything):")
+	for _, c := range r.Cannot {
+		fmt.Fprintf(w, "       %s\n", c)
+	}
+	if c := r.Catalog; c != nil {
+		fmt.Fprintf(w, "catalog %s: %d objects, %s stored; %d keys, %s of keys and values\n",
+			r.Source, c.Objects, bytesHuman(c.StoredBytes), c.Keys, bytesHuman(c.Bytes))
+	}
+	if len(r.Shards) > 0 {
+		fmt.Fprintf(w, "shards: %d, balanced by bytes: the largest %.2f× the mean (key-range estimate: %.2f×)\n", len(r.Shards), r.Imbalance, r.KeyRangeImbalance)
+		if r.Balance != "bytes" {
+			fmt.Fprintf(w, "  but Freeze would cut them by %s\n", r.Balance)
+		}
+		for _, s := range r.Shards {
+			fmt.Fprintf(w, "  %3d  %-10s [%s, %s)\n", s.Index, bytesHuman(s.Bytes), s.Start, s.End)
+		}
+	}
+	if est := r.Estimate; est != nil {
+		fmt.Fprintf(w, "estimated duration: %s (%s)\n", time.Duration(est.TotalSeconds*float64(time.Second)).Round(100*time.Millisecond), stateTimes(est.Seconds))
+		fmt.Fprintf(w, "estimated AWS cost (us-east-1, prices of %s): $%.4f = Lambda $%.4f (%d invocations, %.1f GB-s) + Step Functions $%.4f (%d transitions) + S3 $%.4f (%d writes, %d reads, %.3f GB staged for up to a week)\n",
+			est.PricesDate, est.TotalUSD, est.Lambda.USD, est.Lambda.Invocations, est.Lambda.GBSeconds,
+			est.StepFunctions.USD, est.StepFunctions.Transitions, est.S3.USD, est.S3.WriteRequests, est.S3.ReadRequests, est.S3.StagingGB)
+		fmt.Fprintf(w, "  then the new catalog's storage, while the old one is kept for rollback: $%.4f a month\n", est.S3.TargetUSDPerMonth)
+		for _, a := range est.Assumptions {
+			fmt.Fprintf(w, "  assumes %s\n", a)
+		}
+	}
+	switch {
+	case r.Ready:
+		fmt.Fprintf(w, "ready: rocklake-migrate migrate --pointer %s --to %s --shards %d --staging %s --migration-id %s\n", r.Pointer, r.To, len(r.Shards), staging, r.MigrationID)
+	case !r.NeedsMigration && r.From != 0 && r.From == r.To:
+		fmt.Fprintln(w, "nothing to do: the catalog is at the target format")
+	default:
+		fmt.Fprintln(w, "NOT ready: migrate would refuse (see FAIL above)")
+	}
+}
+
+// bytesHuman prints n bytes in binary units.
+func bytesHuman(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// The operator's view: plan (read-only, human and JSON), then a dry run, a
+// migration and a rollback, each in history newest first with its trigger,
+// and status with nothing in progress.
+func TestPlanHistoryStatus(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "2000").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+
+	before, err := s.Objects(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := cli(t, "plan", "--pointer", ptr, "--to", "v2", "--shards", "4", "--json")
+	r.want(t, exitOK)
+	var rep workflow.PreflightReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("plan --json: %q: %v", r.stdout, err)
+	}
+	if !rep.Ready || len(rep.Shards) != 4 || rep.Estimate == nil || rep.Estimate.TotalUSD <= 0 {
+		t.Fatalf("plan: %+v", rep)
+	}
+	h := cli(t, "plan", "--pointer", ptr, "--to", "v2", "--shards", "4", "--migration-id", "m-planned")
+	h.want(t, exitOK)
+	for _, want := range []string{"nothing was written", "ok   pointer-versioning", "balanced by bytes", "estimated AWS cost", "--migration-id m-planned"} {
+		if !strings.Contains(h.stdout, want) {
+			t.Fatalf("plan does not say %q:\n%s", want, h.stdout)
+		}
+	}
+	if after, err := s.Objects(ctx); err != nil || strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("plan wrote something: %v", err)
+	}
+
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--dry-run").want(t, exitOK)
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--migration-id", "m-planned").want(t, exitOK)
+	cli(t, "rollback", "--pointer", ptr).want(t, exitOK)
+
+	r = cli(t, "history", "--pointer", ptr, "--json")
+	r.want(t, exitOK)
+	var runs []history.Entry
+	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil {
+		t.Fatalf("history --json: %q: %v", r.stdout, err)
+	}
+	var got []string
+	for _, e := range runs {
+		got = append(got, string(e.Kind)+" "+string(e.Outcome))
+		if !strings.HasPrefix(e.Trigger, "cli:") {
+			t.Errorf("run %s: trigger %q", e.ID, e.Trigger)
+		}
+	}
+	if strings.Join(got, ", ") != "rollback succeeded, migrate succeeded, dry-run dry-run-ok" || runs[1].ID != "m-planned" {
+		t.Fatalf("history: %v (%s)", got, r.stdout)
+	}
+	h = cli(t, "history", "--pointer", ptr, "--limit", "1")
+	h.want(t, exitOK)
+	if !strings.Contains(h.stdout, "rollback") || strings.Contains(h.stdout, "dry-run") {
+		t.Fatalf("history --limit 1:\n%s", h.stdout)
+	}
+	cli(t, "history", "--pointer", ptr, "--limit", "-1").want(t, exitUsage)
+	st := cli(t, "status", "--pointer", ptr)
+	st.want(t, exitOK)
+	if !strings.Contains(st.stdout, "no migration in progress") {
+		t.Fatalf("status:\n%s", st.stdout)
+	}
+	// A format this binary does not know is a usage error, before any I/O.
+	cli(t, "plan", "--pointer", ptr, "--to", "v9").want(t, exitUsage, "unsupported")
+}

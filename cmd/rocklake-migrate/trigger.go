@@ -1,0 +1,18 @@
+package main
+
+import (
+	"os"
+	"os/user"
+)
+
+// trigger names the operator for a run's record: "cli:<user>".
+func trigger() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return "cli:" + name
+}

@@ -1,0 +1,290 @@
+// Package estimate owns what `plan` predicts of a migration before it runs:
+// its duration, from the stage rates the project measured, and its AWS cost
+// (Lambda GB-seconds and requests, Step Functions state transitions, S3
+// requests and storage), from list prices. Every figure is a constant here
+// with where it came from; an estimate lists the assumptions it made.
+package estimate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Stage rates, per worker (a Lambda, or one of the CLI's --concurrency), from
+// the README's end-to-end measurement (scripts/bench-migrate.sh, 2026-12-02:
+// 1 000 000 rows, 16 shards, versitygw, 2 cores; time per state with Map
+// items summed): ExportShard 8.6 s, TransformShard 10.7 s, Import 12.7 s,
+// Verify 4.0 s, Freeze 0.4 s, Finalize 0.1 s, Flip 0.1 s, Check 0.05 s.
+const (
+	ExportRowsPerSec    = 116_000
+	TransformRowsPerSec = 93_000
+	ImportRowsPerSec    = 79_000
+	VerifyRowsPerSec    = 250_000
+	// ScanRowsPerSec is SlateDB 0.13.1's full scan on versitygw (README,
+	// SlateDB binding table): Freeze's byte-balancing scan.
+	ScanRowsPerSec  = 286_000
+	CheckSeconds    = 0.05
+	FreezeSeconds   = 0.4
+	FinalizeSeconds = 0.1
+	FlipSeconds     = 0.1
+	// ShardStepSeconds is what an ExportShard or TransformShard costs
+	// whatever its rows (opening the source or shard, the plan, the
+	// results). Measured 2026-12-02 on the 2-core machine under heavy load:
+	// 16 shards instead of 1 of the same 100 097-key catalog added 0.36 s of
+	// export and 0.41 s of transform per extra shard while the 1-shard rates
+	// ran at half the README's; halved to the README's conditions.
+	ShardStepSeconds = 0.2
+)
+
+// Lambda memory per function, MB: infra/config.go's defaults (check 1024;
+// export and transform shardMemoryMb 3008; import max(shardMemoryMb, 4096)).
+const (
+	CheckMemoryMB     = 1024
+	ShardMemoryMB     = 3008
+	ImportMemoryMB    = 4096
+	ImportCallSeconds = 840 // an Import call returns a minute before its 900 s Lambda deadline
+)
+
+// AWS list prices, us-east-1, USD, first tiers, no free tier: x86 Lambda,
+// Standard workflows, S3 Standard. Checked 2026-12-02 against the public
+// pages: Lambda $0.0000166667 per GB-s and $0.20 per million requests
+// (docs.aws.amazon.com, "How AWS Pricing Works"), Step Functions $0.025 per
+// 1 000 transitions (aws.amazon.com/step-functions/pricing); the S3 figures
+// are aws.amazon.com/s3/pricing's long-standing ones ($0.005 per 1 000 PUT,
+// COPY, POST or LIST, $0.0004 per 1 000 GET, $0.023 per GB-month), not
+// re-checked. Not fetched at run time: check them before budgeting.
+const (
+	PricesDate          = "2026-12"
+	LambdaGBSecondUSD   = 0.0000166667
+	LambdaRequestUSD    = 0.20 / 1e6
+	TransitionUSD       = 0.025 / 1000
+	S3WriteRequestUSD   = 0.005 / 1000 // PUT, COPY, POST, LIST
+	S3ReadRequestUSD    = 0.0004 / 1000
+	S3StorageGBMonthUSD = 0.023
+)
+
+// S3 shapes the request counts follow: the shard writer's multipart part
+// (pkg/blob), the import writer's L0 flushes (pkg/slatedb's bulk-load
+// profile moves its memtable to L0 every 8 MiB) and how long staging is kept
+// (infra's stagingExpireDays).
+const (
+	PartBytes         = 8 << 20
+	L0Bytes           = 8 << 20
+	StagingDays       = 7
+	perShardSmallPuts = 4 // export and transform results, timings
+)
+
+// Input is what a plan measured and chose.
+type Input struct {
+	Rows        uint64  // keys in the catalog
+	Bytes       int64   // their keys' and values' bytes
+	StoredBytes int64   // the catalog's objects in S3
+	Objects     int     // how many
+	Shards      int     //
+	Concurrency int     // shards worked on at once (the Map's, or --concurrency)
+	Imbalance   float64 // largest shard over the mean (1 for even shards)
+	DryRun      bool
+	// ShardBytesRatio is the shard files' bytes over the catalog's bytes
+	// (compressed NDJSON); 0 takes DefaultShardBytesRatio.
+	ShardBytesRatio float64
+	// Definition is the state machine (statemachine/migration.asl.json),
+	// whose transitions are counted for Shards.
+	Definition []byte
+}
+
+// DefaultShardBytesRatio is zstd NDJSON shards' size over the keys' and
+// values' bytes: measured 2026-12-02 on a seeded 100 097-key catalog (7.7 MiB
+// of keys and values, 2.16 MB of format-2 shards).
+const DefaultShardBytesRatio = 0.27
+
+// Estimate is the prediction.
+type Estimate struct {
+	// Seconds is the wall time per state, and in all.
+	Seconds      map[string]float64 `json:"seconds"`
+	TotalSeconds float64            `json:"total_seconds"`
+	Lambda       struct {
+		Invocations int     `json:"invocations"`
+		GBSeconds   float64 `json:"gb_seconds"`
+		USD         float64 `json:"usd"`
+	} `json:"lambda"`
+	StepFunctions struct {
+		Transitions int     `json:"transitions"`
+		USD         float64 `json:"usd"`
+	} `json:"step_functions"`
+	S3 struct {
+		WriteRequests int     `json:"write_requests"`
+		ReadRequests  int     `json:"read_requests"`
+		StagingGB     float64 `json:"staging_gb"`
+		TargetGB      float64 `json:"target_gb"`
+		USD           float64 `json:"usd"`
+		// TargetUSDPerMonth is the new catalog's storage while both are kept.
+		TargetUSDPerMonth float64 `json:"target_usd_per_month"`
+	} `json:"s3"`
+	TotalUSD    float64  `json:"total_usd"`
+	PricesDate  string   `json:"prices_date"`
+	Assumptions []string `json:"assumptions"`
+}
+
+// Run estimates a migration's duration and cost.
+func Run(in Input) (Estimate, error) {
+	var e Estimate
+	if in.Shards < 1 {
+		return e, fmt.Errorf("estimate: %d shards", in.Shards)
+	}
+	conc := max(in.Concurrency, 1)
+	imb := max(in.Imbalance, 1)
+	ratio := in.ShardBytesRatio
+	if ratio <= 0 {
+		ratio = DefaultShardBytesRatio
+	}
+	rows := float64(in.Rows)
+	shardRows := rows / float64(in.Shards)
+	e.PricesDate = PricesDate
+	e.Assumptions = []string{
+		"stage rates from the README's 1 000 000-row run on 2 cores (scripts/bench-migrate.sh, 2026-12-02), per worker, plus 0.2 s per shard step; a Lambda of 3008 MB has about 2 vCPUs",
+		fmt.Sprintf("shard files %.0f%% of the catalog's bytes (zstd NDJSON)", ratio*100),
+		fmt.Sprintf("Lambda memory from infra's defaults: check %d MB, export/transform %d MB, import %d MB", CheckMemoryMB, ShardMemoryMB, ImportMemoryMB),
+		"AWS list prices for us-east-1 as checked " + PricesDate + " (no free tier), not fetched; cold starts, retries and the drift schedule left out",
+	}
+
+	export := ShardStepSeconds + shardRows*imb/ExportRowsPerSec
+	transform := ShardStepSeconds + shardRows*imb/TransformRowsPerSec
+	waves := math.Ceil(float64(in.Shards) / float64(conc))
+	importSec := rows / ImportRowsPerSec
+	importCalls := max(1, int(math.Ceil(importSec/ImportCallSeconds)))
+	verify := rows / VerifyRowsPerSec
+	freeze := FreezeSeconds + rows/ScanRowsPerSec
+	e.Seconds = map[string]float64{
+		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * (export + transform),
+		"Import": importSec, "Finalize": FinalizeSeconds, "Verify": verify, "Flip": FlipSeconds,
+	}
+	if in.DryRun {
+		delete(e.Seconds, "Flip")
+		e.Seconds["CleanUpDryRun"] = FlipSeconds
+	}
+	for _, s := range e.Seconds {
+		e.TotalSeconds += s
+	}
+
+	// Lambda: every step's own time, at its function's memory.
+	gb := func(mb int) float64 { return float64(mb) / 1024 }
+	e.Lambda.Invocations = 1 + 1 + 2*in.Shards + importCalls + 1 + 1 + 1
+	e.Lambda.GBSeconds = gb(CheckMemoryMB)*(CheckSeconds+FlipSeconds) +
+		gb(ShardMemoryMB)*(freeze+float64(in.Shards)*(2*ShardStepSeconds+shardRows/ExportRowsPerSec+shardRows/TransformRowsPerSec)) +
+		gb(ImportMemoryMB)*(importSec+FinalizeSeconds+verify)
+	e.Lambda.USD = e.Lambda.GBSeconds*LambdaGBSecondUSD + float64(e.Lambda.Invocations)*LambdaRequestUSD
+
+	if len(in.Definition) > 0 {
+		n, err := Transitions(in.Definition, in.Shards, importCalls, in.DryRun)
+		if err != nil {
+			return e, err
+		}
+		e.StepFunctions.Transitions = n
+		e.StepFunctions.USD = float64(n) * TransitionUSD
+	}
+
+	// S3: shard files written twice (export, transform) and read twice
+	// (transform, import; verify reads only the results), the source read
+	// once by the exports, the target written by L0 flushes and one
+	// compaction's rewrite.
+	shardBytes := float64(in.Bytes) * ratio
+	parts := int(math.Ceil(shardBytes/PartBytes)) + in.Shards
+	targetObjects := int(math.Ceil(float64(in.StoredBytes) / L0Bytes))
+	e.S3.WriteRequests = 2*(parts+2*in.Shards) + in.Shards*perShardSmallPuts + 2*targetObjects + 20
+	e.S3.ReadRequests = in.Objects + 2*parts + in.Shards*(perShardSmallPuts+2) + targetObjects + 20
+	e.S3.StagingGB = 2 * shardBytes / (1 << 30)
+	e.S3.TargetGB = float64(in.StoredBytes) / (1 << 30)
+	e.S3.TargetUSDPerMonth = e.S3.TargetGB * S3StorageGBMonthUSD
+	e.S3.USD = float64(e.S3.WriteRequests)*S3WriteRequestUSD + float64(e.S3.ReadRequests)*S3ReadRequestUSD +
+		e.S3.StagingGB*S3StorageGBMonthUSD*StagingDays/30
+	e.TotalUSD = e.Lambda.USD + e.StepFunctions.USD + e.S3.USD
+	return e, nil
+}
+
+// state is what Transitions reads of a state.
+type state struct {
+	Type    string `json:"Type"`
+	Next    string `json:"Next"`
+	End     bool   `json:"End"`
+	Default string `json:"Default"`
+	Choices []struct {
+		Variable      string `json:"Variable"`
+		BooleanEquals *bool  `json:"BooleanEquals"`
+		Next          string `json:"Next"`
+	} `json:"Choices"`
+	ItemProcessor *machine `json:"ItemProcessor"`
+	Iterator      *machine `json:"Iterator"`
+}
+
+type machine struct {
+	StartAt string           `json:"StartAt"`
+	States  map[string]state `json:"States"`
+}
+
+// maxStates bounds a walk: a definition that loops without end is an error.
+const maxStates = 100_000
+
+// Transitions counts the state transitions of a successful run of the
+// definition over shards Map items, with Import called importCalls times:
+// every state entered is one, and each Map item's states too. A Choice
+// takes the branch the run takes: a migration is needed, the import is done
+// on its last call, the dry run as asked; any other Choice its Default.
+func Transitions(def []byte, shards, importCalls int, dryRun bool) (int, error) {
+	var m machine
+	if err := json.Unmarshal(def, &m); err != nil {
+		return 0, fmt.Errorf("estimate: the definition: %w", err)
+	}
+	calls := 0
+	vars := func(v string) (bool, bool) {
+		switch v {
+		case "$.migration.needs_migration":
+			return true, true
+		case "$.migration.dry_run":
+			return dryRun, true
+		case "$.import.done":
+			calls++
+			return calls >= importCalls, true
+		}
+		return false, false
+	}
+	var walk func(m machine, items int) (int, error)
+	walk = func(m machine, items int) (int, error) {
+		n := 0
+		for name := m.StartAt; name != ""; {
+			if n++; n > maxStates {
+				return 0, fmt.Errorf("estimate: the definition does not end (at %s)", name)
+			}
+			s, ok := m.States[name]
+			if !ok {
+				return 0, fmt.Errorf("estimate: no state %q", name)
+			}
+			if p := s.ItemProcessor; p != nil || s.Iterator != nil {
+				if p == nil {
+					p = s.Iterator
+				}
+				inner, err := walk(*p, 0)
+				if err != nil {
+					return 0, err
+				}
+				n += items * inner
+			}
+			switch {
+			case s.Type == "Choice":
+				name = s.Default
+				for _, c := range s.Choices {
+					if v, known := vars(c.Variable); known && c.BooleanEquals != nil && v == *c.BooleanEquals {
+						name = c.Next
+						break
+					}
+				}
+			case s.End || s.Type == "Succeed" || s.Type == "Fail":
+				name = ""
+			default:
+				name = s.Next
+			}
+		}
+		return n, nil
+	}
+	return walk(m, shards)
+}

@@ -1,0 +1,67 @@
+package estimate_test
+
+import (
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/pkg/estimate"
+	"github.com/rocklake/rocklake-migrate/statemachine"
+)
+
+// Transitions walk the real definition: each Map item adds its own states,
+// each further Import call the Import and ImportDone states, and a dry run
+// takes the cleanup branch instead of Flip and its notice.
+func TestTransitionsFollowTheDefinition(t *testing.T) {
+	count := func(shards, calls int, dry bool) int {
+		t.Helper()
+		n, err := estimate.Transitions(statemachine.Migration, shards, calls, dry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	one := count(1, 1, false)
+	if per := count(9, 1, false) - one; per != 8*2 {
+		t.Fatalf("8 more shards add %d transitions, want 16 (ExportShard, TransformShard each)", per)
+	}
+	if loop := count(1, 3, false) - one; loop != 4 {
+		t.Fatalf("2 more Import calls add %d transitions, want 4", loop)
+	}
+	if one < 10 || count(1, 1, true) >= one {
+		t.Fatalf("transitions: %d, dry run %d", one, count(1, 1, true))
+	}
+	if _, err := estimate.Transitions([]byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"A"}}}`), 1, 1, false); err == nil {
+		t.Fatal("a definition that never ends was counted")
+	}
+}
+
+// The estimate grows with the catalog and with the shards' imbalance, and
+// its cost is the sum of its parts.
+func TestRunScales(t *testing.T) {
+	in := estimate.Input{Rows: 1_000_000, Bytes: 80 << 20, StoredBytes: 60 << 20, Objects: 40, Shards: 16, Concurrency: 16, Imbalance: 1, Definition: statemachine.Migration}
+	small, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Rows, in.Bytes, in.StoredBytes = 10*in.Rows, 10*in.Bytes, 10*in.StoredBytes
+	big, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.TotalSeconds < 5*small.TotalSeconds || big.Lambda.GBSeconds < 5*small.Lambda.GBSeconds {
+		t.Fatalf("10× the rows: %.1f s, %.1f GB-s; 1×: %.1f s, %.1f GB-s", big.TotalSeconds, big.Lambda.GBSeconds, small.TotalSeconds, small.Lambda.GBSeconds)
+	}
+	in.Imbalance = 3
+	skewed, _ := estimate.Run(in)
+	if skewed.Seconds["Shards"] < 2.9*big.Seconds["Shards"] {
+		t.Fatalf("a 3× skewed shard: Map %.1f s, even %.1f s", skewed.Seconds["Shards"], big.Seconds["Shards"])
+	}
+	if d := small.TotalUSD - (small.Lambda.USD + small.StepFunctions.USD + small.S3.USD); d > 1e-12 || d < -1e-12 {
+		t.Fatalf("total $%f is not the sum of its parts", small.TotalUSD)
+	}
+	if small.StepFunctions.Transitions == 0 || small.S3.WriteRequests == 0 || len(small.Assumptions) == 0 {
+		t.Fatalf("estimate: %+v", small)
+	}
+	if _, err := estimate.Run(estimate.Input{Shards: 0}); err == nil {
+		t.Fatal("0 shards estimated")
+	}
+}

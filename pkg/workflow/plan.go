@@ -1,0 +1,157 @@
+package workflow
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/estimate"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/statemachine"
+)
+
+// PreflightInput is a migration as Check would start it, and how many
+// shards the run works on at once (the Map's MaxConcurrency on AWS, the
+// CLI's --concurrency).
+type PreflightInput struct {
+	CheckInput
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// ShardEstimate is one planned shard.
+type ShardEstimate struct {
+	Index int    `json:"index"`
+	Start string `json:"start"`
+	End   string `json:"end"`
+	Bytes int64  `json:"bytes"`
+}
+
+// CatalogSize is the source catalog as measured: its objects in S3, and its
+// keys and their bytes by a scan.
+type CatalogSize struct {
+	Objects     int                       `json:"objects"`
+	StoredBytes int64                     `json:"stored_bytes"`
+	Keys        uint64                    `json:"keys"`
+	Bytes       int64                     `json:"bytes"`
+	PerTag      map[string]shard.TagBytes `json:"per_tag,omitempty"`
+}
+
+// PreflightReport is what Preflight found and predicts.
+type PreflightReport struct {
+	// MigrationID: a run with this id (migrate --migration-id) has the
+	// target that was checked.
+	MigrationID    string         `json:"migration_id"`
+	Pointer        string         `json:"pointer"`
+	Source         string         `json:"source,omitempty"`
+	Target         string         `json:"target,omitempty"`
+	From           format.Version `json:"from,omitempty"`
+	To             format.Version `json:"to"`
+	NeedsMigration bool           `json:"needs_migration"`
+	// Ready: every check passed; a migration would start.
+	Ready  bool      `json:"ready"`
+	Checks []Finding `json:"checks"`
+	// Cannot is what only a write could prove, which Check does.
+	Cannot  []string        `json:"cannot_check_without_writing"`
+	Catalog *CatalogSize    `json:"catalog,omitempty"`
+	Shards  []ShardEstimate `json:"shards,omitempty"`
+	// Balance is how Freeze would cut the shards (planShards).
+	Balance string `json:"balance,omitempty"`
+	// Imbalance is the largest shard's bytes over the mean: the byte
+	// plan's (what the workflow uses), and the key-range estimate's.
+	Imbalance         float64            `json:"imbalance,omitempty"`
+	KeyRangeImbalance float64            `json:"key_range_imbalance,omitempty"`
+	Estimate          *estimate.Estimate `json:"estimate,omitempty"`
+}
+
+// Preflight checks what Check checks before a migration, and measures the
+// catalog for the estimates: it writes nothing anywhere (no probe, no lock,
+// no record, nothing in the source; its SlateDB reader is read-only). Unlike
+// Check it goes on past a failed check, so that one run names every problem;
+// the error is the first failure's, with its stable name.
+func Preflight(ctx context.Context, env Env, in PreflightInput) (PreflightReport, error) {
+	id := in.MigrationID
+	if id == "" {
+		id = NewMigrationID()
+	}
+	m, found, err := preflight(ctx, env, in.CheckInput, id, time.Now(), true)
+	rep := PreflightReport{
+		MigrationID: id, Pointer: in.Pointer, Source: m.Source, Target: m.Target, From: m.From, To: m.To,
+		NeedsMigration: m.NeedsMigration, Ready: err == nil && m.NeedsMigration, Checks: found,
+		Cannot: []string{
+			"that staging takes writes (Check writes and deletes a probe there before anything is touched)",
+			"that the lock can be taken (a conditional write; Check takes it)",
+			"that the source can be fenced and checkpointed (Freeze opens it as its writer)",
+		},
+	}
+	if m.Source == "" || m.From == 0 || !m.NeedsMigration {
+		return rep, err
+	}
+	if merr := measure(ctx, env, m, max(in.Concurrency, 1), &rep); merr != nil {
+		rep.Checks = append(rep.Checks, Finding{Check: "measure", ErrorName: ErrorName(merr), Detail: merr.Error()})
+		rep.Ready = false
+		if err == nil {
+			err = merr
+		}
+	}
+	return rep, err
+}
+
+// measure sizes the source (its objects, and a scan of its keys), plans
+// the shards as Freeze would and estimates the run.
+func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *PreflightReport) error {
+	objs, err := env.Store.List(ctx, strings.TrimSuffix(m.Source, "/")+"/")
+	if err != nil {
+		return fmt.Errorf("workflow: list %s: %w", m.Source, err)
+	}
+	size := &CatalogSize{Objects: len(objs), PerTag: map[string]shard.TagBytes{}}
+	for _, o := range objs {
+		size.StoredBytes += o.Size
+	}
+	view := catalog.Options{Expect: m.From, Store: env.SlateDB}
+	view.Store.PollInterval = shard.FixedView // one fixed view, as a dry run's
+	c, err := catalog.Open(ctx, m.Source, view)
+	if err != nil {
+		return fmt.Errorf("workflow: measure %s: %w", m.Source, err)
+	}
+	defer c.Close()
+	began := time.Now()
+	prof, err := shard.Measure(ctx, c)
+	if err != nil {
+		return err
+	}
+	rep.Balance = "bytes"
+	if took := time.Since(began); took > byteScanBudget {
+		rep.Balance = fmt.Sprintf("key ranges estimated from the counters: this scan took %s, past Freeze's budget of %s", took.Round(time.Second), byteScanBudget)
+	}
+	size.Keys, size.Bytes = prof.Keys, prof.Bytes
+	for t, tb := range prof.PerTag {
+		size.PerTag[t.String()] = tb
+	}
+	rep.Catalog = size
+	ranges, err := prof.Ranges(m.Shards)
+	if err != nil {
+		return err
+	}
+	sizes := prof.RangeBytes(ranges)
+	for i, r := range ranges {
+		rep.Shards = append(rep.Shards, ShardEstimate{Index: i, Start: hex.EncodeToString(r.Start), End: hex.EncodeToString(r.End), Bytes: sizes[i]})
+	}
+	rep.Imbalance = shard.Imbalance(sizes)
+	if byKeys, err := shard.Plan(ctx, c, m.Shards); err == nil {
+		rep.KeyRangeImbalance = shard.Imbalance(prof.RangeBytes(byKeys))
+	}
+	est, err := estimate.Run(estimate.Input{
+		Rows: prof.Keys, Bytes: prof.Bytes, StoredBytes: size.StoredBytes, Objects: size.Objects,
+		Shards: m.Shards, Concurrency: concurrency, Imbalance: rep.Imbalance, DryRun: m.DryRun,
+		Definition: statemachine.Migration,
+	})
+	if err != nil {
+		return err
+	}
+	rep.Estimate = &est
+	return nil
+}

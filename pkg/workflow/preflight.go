@@ -1,0 +1,218 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+)
+
+// Finding is one preflight check: what was checked, and what was found.
+type Finding struct {
+	Check     string `json:"check"`
+	OK        bool   `json:"ok"`
+	Detail    string `json:"detail,omitempty"`
+	ErrorName string `json:"error_name,omitempty"`
+	err       error
+}
+
+// preflight runs the checks Check and Plan share, all read-only: the
+// pointer (credentials, bucket, object), versioning on its bucket, the
+// catalog it names (startup check against the pointer's format), the
+// target format and the path to it, unknown tags, the target location
+// (there, and empty), staging (its bucket there, listable) and the lock.
+// Check stops at the first failure (all false); Plan goes on as far as
+// the checks allow (all true). The error is the first failure.
+func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.Time, all bool) (Migration, []Finding, error) {
+	var found []Finding
+	var first error
+	// fail records a failed check; it reports whether to go on.
+	fail := func(check string, err error) bool {
+		found = append(found, Finding{Check: check, ErrorName: ErrorName(err), Detail: err.Error(), err: err})
+		if first == nil {
+			first = err
+		}
+		return all
+	}
+	ok := func(check, detail string) { found = append(found, Finding{Check: check, OK: true, Detail: detail}) }
+
+	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
+		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger)}
+	policy, err := migration.ParseUnknownTags(in.UnknownTags)
+	if err != nil {
+		fail("input", err)
+		return m, found, first
+	}
+	// Without a target version in the input, the one the deployed release
+	// expects (the SSM parameter) is the target.
+	if m.To, err = resolveVersion(ctx, env, in.TargetVersion); err != nil {
+		fail("target-version", err)
+		return m, found, first
+	}
+	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		check := "pointer"
+		if errors.Is(err, blob.ErrNoCredentials) || errors.Is(err, blob.ErrAccessDenied) {
+			check = "credentials"
+		}
+		fail(check, err)
+		return m, found, first // nothing else can be found without it
+	}
+	if strings.HasPrefix(in.Pointer, "s3://") {
+		ok("credentials", "S3 accepted them: the pointer was read")
+	}
+	m.PointerETag, m.Source = ref.ETag, p.Catalog
+	ok("pointer", fmt.Sprintf("%s names %s (%s), version %s", in.Pointer, p.Catalog, p.FormatVersion, ref.VersionID))
+	if err := pointer.RequireVersioning(ctx, env.Store, in.Pointer); err != nil {
+		if !fail("pointer-versioning", err) {
+			return m, found, first
+		}
+	} else {
+		ok("pointer-versioning", "enabled: a flip can be rolled back")
+	}
+
+	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
+	if err != nil {
+		if !fail("source", fmt.Errorf("workflow: check %s: %w", p.Catalog, err)) {
+			return m, found, first
+		}
+	} else {
+		defer c.Close()
+		m.From = c.Version()
+		ok("source", fmt.Sprintf("%s opens as %s, as the pointer says", p.Catalog, m.From))
+	}
+	to := m.To
+	switch {
+	case !format.Supported(to):
+		if !fail("target-version", &format.FormatVersionMismatch{Found: uint64(to), Expected: uint64(catalog.Newest)}) {
+			return m, found, first
+		}
+	case c == nil:
+	default:
+		m.NeedsMigration = m.From != to
+		if _, err := migration.Path(m.From, to); err != nil && m.NeedsMigration {
+			if !fail("target-version", fmt.Errorf("workflow: check: %w", err)) {
+				return m, found, first
+			}
+		} else if m.NeedsMigration {
+			ok("target-version", fmt.Sprintf("%s → %s", m.From, to))
+		} else {
+			ok("target-version", fmt.Sprintf("the catalog is at %s already: nothing to do", to))
+		}
+	}
+	if c != nil && m.NeedsMigration {
+		if policy == migration.UnknownFail {
+			// Refused here, before anything is fenced or written, rather than by
+			// a shard's transform after others were written (DESIGN 2.3). Only
+			// the gaps between known tags are scanned.
+			unknown, err := c.UnknownTags(ctx)
+			switch {
+			case err != nil:
+				err = fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
+			case len(unknown) > 0:
+				err = &migration.UnknownTagsError{Counts: unknown}
+			}
+			if err != nil {
+				if !fail("unknown-tags", err) {
+					return m, found, first
+				}
+			} else {
+				ok("unknown-tags", "none")
+			}
+		} else {
+			ok("unknown-tags", "not checked: the policy is "+in.UnknownTags)
+		}
+	}
+	if c != nil && !m.NeedsMigration && first == nil {
+		return m, found, nil
+	}
+
+	target, err := targetURL(p.Catalog, to, id)
+	if err != nil {
+		if !fail("target", err) {
+			return m, found, first
+		}
+	} else {
+		m.Target = target
+		if err := targetFree(ctx, env, Migration{MigrationID: id, Target: target}); err != nil {
+			if !fail("target", err) {
+				return m, found, first
+			}
+		} else {
+			ok("target", target+" is free")
+		}
+	}
+	if err := stagingReadable(ctx, env, id); err != nil {
+		if !fail("staging", err) {
+			return m, found, first
+		}
+	} else {
+		ok("staging", env.Staging+" is there and listable (write access is proven only by writing: Check's probe does that before anything is touched)")
+	}
+	if held, err := lockState(ctx, env, in.Pointer, id, now); err != nil {
+		if !fail("lock", err) {
+			return m, found, first
+		}
+	} else {
+		ok("lock", held)
+	}
+	return m, found, first
+}
+
+// targetFree refuses a target location that holds objects already (someone
+// else's catalog, or a previous run's with the same id).
+// A target this migration claimed (a resumed run) is its own.
+func targetFree(ctx context.Context, env Env, m Migration) error {
+	if owned, err := ownsTarget(ctx, env, m); err == nil && owned {
+		return nil
+	}
+	// Unclaimed, or the claim unreadable (staging is checked on its own):
+	// the target must be empty.
+	objs, err := env.Store.List(ctx, strings.TrimSuffix(m.Target, "/")+"/")
+	if err != nil {
+		return fmt.Errorf("workflow: look at target %s: %w", m.Target, err)
+	}
+	if len(objs) > 0 {
+		return fmt.Errorf("%w: %s already holds %d objects that this migration did not write; choose another migration id, or remove them", shard.ErrTargetNotEmpty, m.Target, len(objs))
+	}
+	return nil
+}
+
+// stagingReadable lists the migration's staging: the bucket is there and
+// listable. It writes nothing (probeStaging writes).
+func stagingReadable(ctx context.Context, env Env, id string) error {
+	if env.Staging == "" {
+		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
+	}
+	if _, err := env.Store.List(ctx, env.staging(id).Prefix()); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+	}
+	return nil
+}
+
+// lockState says who holds the pointer's lock; a live lock of another
+// migration is MigrationInProgress.
+func lockState(ctx context.Context, env Env, pointerURL, id string, now time.Time) (string, error) {
+	held, _, err := readLock(ctx, env, LockURL(pointerURL))
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return "free (never taken)", nil
+	case err != nil:
+		return "", err
+	case held.MigrationID == "":
+		return "free", nil
+	case held.MigrationID == id:
+		return "held by this migration since " + held.AcquiredAt.Format(time.RFC3339), nil
+	case now.After(held.ExpiresAt):
+		return fmt.Sprintf("held by migration %s, whose lease ran out at %s: the next run takes it over", held.MigrationID, held.ExpiresAt.Format(time.RFC3339)), nil
+	}
+	return "", inProgress(held, pointerURL)
+}

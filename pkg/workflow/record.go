@@ -1,0 +1,246 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+)
+
+// How runs are recorded (pkg/history), and what a failed record write does:
+//
+//   - Check writes the record (in progress) after it takes the lock and
+//     before it returns: if that write fails, Check frees the lock and fails
+//     with HistoryUnwritable. Nothing has been touched yet, so refusing
+//     costs nothing, and no migration runs unrecorded.
+//   - The steps between (Run, for the timed steps) leave their time in
+//     staging; they never write the record, so that no shard contends for it.
+//   - Flip finishes the record after the pointer moved. If that write fails,
+//     the flip stands: the pointer is the outcome (its own versions name the
+//     migration), and failing the step would send the run to Abort, which
+//     refuses a flipped migration, and page on-call for a success. Flip
+//     reports it in FlipOutput.HistoryError and logs it at error level.
+//   - Abort finishes the record likewise (AbortOutput.HistoryError), and so
+//     does Rollback (RollbackOutput.HistoryError).
+
+// NameHistoryUnwritable: Check could not write the run's record.
+const NameHistoryUnwritable = "HistoryUnwritable"
+
+// ErrHistoryUnwritable: the run's record beside the pointer cannot be written;
+// Check refuses before anything is touched.
+var ErrHistoryUnwritable = errors.New(NameHistoryUnwritable)
+
+// TriggerConsole is the trigger of a run whose input names none: someone
+// started the state machine by hand (the console, or the AWS CLI). The CLI
+// says "cli:<user>" and the release rule "release:<event id>".
+const TriggerConsole = "console"
+
+func trigger(t string) string {
+	if t == "" {
+		return TriggerConsole
+	}
+	return t
+}
+
+func runKind(dryRun bool) history.Kind {
+	if dryRun {
+		return history.KindDryRun
+	}
+	return history.KindMigrate
+}
+
+// recordURL is the record of migration m (Check set StartedAt).
+func recordURL(m Migration) string { return history.URL(m.Pointer, m.StartedAt, m.MigrationID) }
+
+// startRecord writes migration m's record, in progress; Check's time so far
+// is its first state time.
+func startRecord(ctx context.Context, env Env, m Migration, checkSeconds float64) error {
+	_, err := history.Create(ctx, env.Store, history.Record{
+		ID: m.MigrationID, Kind: runKind(m.DryRun), Trigger: m.Trigger, Pointer: m.Pointer,
+		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Start: m.StartedAt,
+		Outcome: history.InProgress, State: "Check", Shards: m.Shards,
+		StateSeconds: map[string]float64{"Check": checkSeconds},
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrHistoryUnwritable, err)
+	}
+	return nil
+}
+
+// recordRefusal records a run that Check refused (or found nothing to do
+// for): a whole record, written once. A transient failure is not recorded,
+// as the state machine retries it, nor a missing pointer, which has no
+// place for a history. The record is best effort: the refusal
+// is the caller's answer either way.
+func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, start time.Time, checkErr error) {
+	name := ""
+	if checkErr != nil {
+		name = ErrorName(checkErr)
+		// No pointer, no history beside it; a transient failure is retried.
+		if name == NameTransient || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
+			return
+		}
+	}
+	id := m.MigrationID
+	if id == "" {
+		id = in.MigrationID
+	}
+	if id == "" {
+		id = NewMigrationID()
+	}
+	r := history.Record{
+		ID: id, Kind: runKind(in.DryRun), Trigger: trigger(in.Trigger), Pointer: in.Pointer,
+		Source: m.Source, Target: m.Target, From: m.From, To: format.Version(in.TargetVersion),
+		Start: start, End: time.Now(), Outcome: history.NothingToDo, State: "Check",
+		StateSeconds: map[string]float64{"Check": time.Since(start).Seconds()},
+	}
+	if checkErr != nil {
+		r.Outcome, r.ErrorName, r.Error = history.Failed, name, checkErr.Error()
+	}
+	if _, err := history.Create(ctx, env.Store, r); err != nil {
+		slog.WarnContext(ctx, "the run's record was not written", "migration_id", id, "pointer", in.Pointer, "error", err.Error())
+	}
+}
+
+// timing is what a timed step leaves in staging: its time, and its error.
+type timing struct {
+	Step      string    `json:"step"`
+	Index     *int      `json:"index,omitempty"`
+	Seconds   float64   `json:"seconds"`
+	End       time.Time `json:"end"`
+	ErrorName string    `json:"error_name,omitempty"`
+}
+
+// timedSteps leave their time in staging, for the record's time per state:
+// the steps between Check and Abort, which write the record themselves.
+// Flip finishes the record itself when it succeeds; its timing is kept for
+// the Abort after a Flip that failed, which then names Flip as the state
+// that failed.
+var timedSteps = map[string]bool{"Freeze": true, "ExportShard": true, "TransformShard": true, "Import": true, "Finalize": true, "Verify": true, "Flip": true}
+
+// recordTiming leaves a timed step's time in its migration's staging. Best
+// effort: a lost timing only makes the record's time per state short.
+func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage, start time.Time, stepErr error) {
+	if !timedSteps[step] || env.Staging == "" {
+		return
+	}
+	var ids struct {
+		MigrationID string `json:"migration_id"`
+		Index       *int   `json:"index"`
+	}
+	if json.Unmarshal(in, &ids) != nil || ids.MigrationID == "" || strings.ContainsAny(ids.MigrationID, "/") {
+		return
+	}
+	end := time.Now().UTC()
+	t := timing{Step: step, Index: ids.Index, Seconds: end.Sub(start).Seconds(), End: end}
+	if stepErr != nil {
+		t.ErrorName = ErrorName(stepErr)
+	}
+	name := step
+	if ids.Index != nil {
+		name = fmt.Sprintf("%s-%05d", step, *ids.Index)
+	}
+	if err := putJSON(ctx, env.Store, env.staging(ids.MigrationID).TimingURL(name, end), t); err != nil {
+		slog.WarnContext(ctx, "the step's time was not kept", "step", step, "migration_id", ids.MigrationID, "error", err.Error())
+	}
+}
+
+// runStats is what the record says of a run's work, from its staging.
+type runStats struct {
+	seconds   map[string]float64
+	lastState string // the state that ran last (the failed one, if any failed)
+	rows      uint64
+	bytes     int64
+}
+
+// collectStats reads migration m's timings, transform results and shards
+// from staging. What cannot be read is left out (a note says so).
+func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string) {
+	st := env.staging(m.MigrationID)
+	s := runStats{seconds: map[string]float64{}}
+	var notes []string
+	infos, err := env.Store.List(ctx, st.Prefix())
+	if err != nil {
+		return s, []string{fmt.Sprintf("staging could not be listed for the run's statistics: %v", err)}
+	}
+	var timings []timing
+	for _, in := range infos {
+		switch rel := strings.TrimPrefix(in.URL, st.Prefix()); {
+		case strings.HasPrefix(rel, "timing/"):
+			var t timing
+			if err := getJSON(ctx, env.Store, in.URL, &t); err == nil {
+				timings = append(timings, t)
+			}
+		case strings.HasPrefix(rel, "results/transform-"):
+			var r shardResult
+			if err := getJSON(ctx, env.Store, in.URL, &r); err == nil {
+				s.rows += r.Records
+			} else {
+				notes = append(notes, "a transform result was unreadable: "+err.Error())
+			}
+		case m.To != 0 && strings.HasPrefix(rel, m.To.String()+"/"):
+			s.bytes += in.Size
+		}
+	}
+	sort.Slice(timings, func(i, j int) bool { return timings[i].End.Before(timings[j].End) })
+	for _, t := range timings {
+		s.seconds[t.Step] += t.Seconds
+		s.lastState = t.Step
+	}
+	for _, t := range timings {
+		if t.ErrorName != "" {
+			s.lastState = t.Step
+		}
+	}
+	return s, notes
+}
+
+// finishRecord ends migration m's record with what staging says of the run
+// and what fn sets; it returns the error to report ("" if written).
+func finishRecord(ctx context.Context, env Env, m Migration, stats runStats, notes []string, fn func(*history.Record)) string {
+	if m.StartedAt.IsZero() {
+		return "" // a migration from before runs were recorded
+	}
+	_, err := history.Update(ctx, env.Store, recordURL(m), func(r *history.Record) {
+		if r.StateSeconds == nil {
+			r.StateSeconds = map[string]float64{}
+		}
+		for k, v := range stats.seconds {
+			r.StateSeconds[k] = v
+		}
+		if stats.lastState != "" {
+			r.State = stats.lastState
+		}
+		r.Rows, r.Bytes, r.End = stats.rows, stats.bytes, time.Now().UTC()
+		r.Notes = append(r.Notes, notes...)
+		fn(r)
+	})
+	if err != nil {
+		slog.ErrorContext(ctx, "the run's record was not finished", "migration_id", m.MigrationID, "pointer", m.Pointer, "record", recordURL(m), "error", err.Error())
+		return err.Error()
+	}
+	return ""
+}
+
+// endRecord ends run id's record with fn if it is still in progress, so
+// that no dead run stays "in progress" in the history. Best effort: logged.
+func endRecord(ctx context.Context, env Env, pointerURL, id string, fn func(*history.Record)) {
+	url, rec, err := history.Find(ctx, env.Store, pointerURL, id)
+	if err == nil && !rec.Done() {
+		_, err = history.Update(ctx, env.Store, url, func(r *history.Record) {
+			fn(r)
+			r.End = time.Now().UTC()
+		})
+	}
+	if err != nil {
+		slog.WarnContext(ctx, "the run's record was not ended", "migration_id", id, "pointer", pointerURL, "error", err.Error())
+	}
+}

@@ -1,0 +1,143 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+)
+
+// RunStatus is what a migration in progress has done so far, read from its
+// lock, its record and its staging; nothing is written.
+type RunStatus struct {
+	// Running: a migration holds the pointer's lock (Lock says which, since
+	// when and until when).
+	Running bool            `json:"running"`
+	Lock    *Lock           `json:"lock,omitempty"`
+	Record  *history.Record `json:"record,omitempty"`
+	// State is where the run is, as far as its staging tells.
+	State string `json:"state,omitempty"`
+	// FrozenSource is the source Freeze fenced and checkpointed ("" before
+	// Freeze, or in a dry run, which fences nothing).
+	FrozenSource   string `json:"frozen_source,omitempty"`
+	Checkpoint     string `json:"checkpoint,omitempty"`
+	WriterEpoch    uint64 `json:"writer_epoch,omitempty"`
+	NextSnapshotID uint64 `json:"next_snapshot_id,omitempty"`
+	ShardsTotal    int    `json:"shards_total,omitempty"`
+	Exported       int    `json:"shards_exported"`
+	Transformed    int    `json:"shards_transformed"`
+	Imported       int    `json:"shards_imported"`
+	// Pending are the shards not yet through TransformShard: the ones to
+	// look at when a Map stalls.
+	Pending    []int     `json:"pending_shards,omitempty"`
+	Verified   bool      `json:"verified"`
+	Decision   string    `json:"decision,omitempty"`
+	LastStep   string    `json:"last_step,omitempty"`
+	LastStepAt time.Time `json:"last_step_at,omitzero"`
+}
+
+// Status reads the migration in progress on the pointer at pointerURL, if
+// any: the lock's holder, its record, and its progress in env's staging.
+func Status(ctx context.Context, env Env, pointerURL string) (RunStatus, error) {
+	var st RunStatus
+	l, _, err := readLock(ctx, env, LockURL(pointerURL))
+	if errors.Is(err, blob.ErrNotFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	st.Lock = &l
+	if l.MigrationID == "" {
+		return st, nil
+	}
+	st.Running = true
+	m := Migration{MigrationID: l.MigrationID, Pointer: pointerURL}
+	if _, rec, err := history.Find(ctx, env.Store, pointerURL, l.MigrationID); err == nil {
+		st.Record = &rec
+		m.To, m.StartedAt = rec.To, rec.Start
+	} else if !errors.Is(err, history.ErrNoRecord) {
+		return st, err
+	}
+	if env.Staging == "" {
+		st.State = "unknown (no staging location given)"
+		return st, nil
+	}
+	return st, progress(ctx, env, m, &st)
+}
+
+// progress fills in st from migration m's staging.
+func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
+	stg := env.staging(m.MigrationID)
+	infos, err := env.Store.List(ctx, stg.Prefix())
+	if err != nil {
+		return fmt.Errorf("workflow: status: list %s: %w", stg.Prefix(), err)
+	}
+	havePlan, haveVerify := false, false
+	transformed := map[int]bool{}
+	for _, in := range infos {
+		rel := strings.TrimPrefix(in.URL, stg.Prefix())
+		switch {
+		case rel == "plan.json":
+			havePlan = true
+		case rel == "verify.json":
+			haveVerify = true
+		case strings.HasPrefix(rel, "results/export-"):
+			st.Exported++
+		case strings.HasPrefix(rel, "results/transform-"):
+			st.Transformed++
+			var i int
+			if _, err := fmt.Sscanf(rel, "results/transform-%05d.json", &i); err == nil {
+				transformed[i] = true
+			}
+		case strings.HasPrefix(rel, "timing/") && in.LastModified.After(st.LastStepAt):
+			st.LastStepAt = in.LastModified
+			st.LastStep, _, _ = strings.Cut(strings.TrimPrefix(rel, "timing/"), "-")
+		}
+	}
+	if d, err := decision(ctx, env, m); err == nil {
+		st.Decision = d
+	}
+	if havePlan {
+		p, err := readPlan(ctx, env, m.MigrationID)
+		if err != nil {
+			return err
+		}
+		st.ShardsTotal, st.Checkpoint = len(p.Ranges), p.Checkpoint
+		for i := range p.Ranges {
+			if !transformed[i] {
+				st.Pending = append(st.Pending, i)
+			}
+		}
+		st.WriterEpoch, st.NextSnapshotID = p.WriterEpoch, p.NextSnapshotID
+		if p.Checkpoint != "" {
+			st.FrozenSource = p.Source
+		}
+		var imp ImportOutput
+		if err := getJSON(ctx, env.Store, stg.StepURL("import"), &imp); err == nil {
+			st.Imported = imp.ShardsDone
+		} else if !errors.Is(err, blob.ErrNotFound) {
+			return err
+		}
+	}
+	st.Verified = haveVerify
+	switch {
+	case st.Decision != "":
+		st.State = fmt.Sprintf("%s decided", st.Decision)
+	case haveVerify:
+		st.State = "verified; Flip (or the dry run's cleanup) next"
+	case havePlan && st.ShardsTotal > 0 && st.Imported == st.ShardsTotal:
+		st.State = "imported; Finalize and Verify"
+	case havePlan && st.Transformed == st.ShardsTotal:
+		st.State = fmt.Sprintf("Import (%d/%d shards)", st.Imported, st.ShardsTotal)
+	case havePlan:
+		st.State = fmt.Sprintf("Shards (exported %d/%d, transformed %d/%d)", st.Exported, st.ShardsTotal, st.Transformed, st.ShardsTotal)
+	default:
+		st.State = "checked; Freeze"
+	}
+	return nil
+}
