@@ -123,11 +123,13 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 	}
 	now := time.Now()
 	if in.Apply {
-		out.LockID = "cleanup-" + NewMigrationID()
-		held := Migration{Pointer: in.Pointer, MigrationID: out.LockID}
+		// LockID is set once the lock is held: a refused cleanup touched
+		// nothing and leaves no record.
+		held := Migration{Pointer: in.Pointer, MigrationID: "cleanup-" + NewMigrationID()}
 		if _, err := acquireLock(ctx, env, held, now); err != nil {
 			return out, err
 		}
+		out.LockID = held.MigrationID
 		defer func() {
 			// On a fresh context: a cancelled cleanup still frees the lock.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
