@@ -1,0 +1,43 @@
+package slatedb_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// In one batch the last operation on a key wins (SlateDB 0.13.1's
+// WriteBatch keeps one op per key): an in-place migration deletes every old
+// key first and puts the new ones after, so a key whose bytes both formats
+// share ends up put, not deleted.
+func TestBatchLastOperationOnAKeyWins(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := testCtx(t)
+		w := openWriter(t, ctx, url)
+		put(t, ctx, w, "same", "old", "gone", "old", "kept", "old")
+		var b slatedb.Batch
+		b.Delete([]byte("same"))
+		b.Delete([]byte("gone"))
+		b.Put([]byte("same"), []byte("new"))
+		b.Put([]byte("kept"), []byte("first"))
+		b.Put([]byte("kept"), []byte("second"))
+		b.Put([]byte("dropped"), []byte("x"))
+		b.Delete([]byte("dropped"))
+		if err := w.Write(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range [][2]string{{"same", "new"}, {"kept", "second"}} {
+			v, err := w.Get(ctx, []byte(kv[0]))
+			if err != nil || !bytes.Equal(v, []byte(kv[1])) {
+				t.Fatalf("%s = %q, %v; want %q", kv[0], v, err, kv[1])
+			}
+		}
+		for _, k := range []string{"gone", "dropped"} {
+			if v, err := w.Get(ctx, []byte(k)); !errors.Is(err, slatedb.ErrNotFound) {
+				t.Fatalf("%s = %q, %v; want ErrNotFound", k, v, err)
+			}
+		}
+	})
+}
