@@ -17,14 +17,19 @@ func TestBatchLastOperationOnAKeyWins(t *testing.T) {
 		ctx := testCtx(t)
 		w := openWriter(t, ctx, url)
 		put(t, ctx, w, "same", "old", "gone", "old", "kept", "old")
-		var b slatedb.Batch
+		// Deletes and puts collected apart, then joined: deletes first.
+		var b, puts slatedb.Batch
 		b.Delete([]byte("same"))
 		b.Delete([]byte("gone"))
-		b.Put([]byte("same"), []byte("new"))
-		b.Put([]byte("kept"), []byte("first"))
-		b.Put([]byte("kept"), []byte("second"))
-		b.Put([]byte("dropped"), []byte("x"))
-		b.Delete([]byte("dropped"))
+		puts.Put([]byte("same"), []byte("new"))
+		puts.Put([]byte("kept"), []byte("first"))
+		puts.Put([]byte("kept"), []byte("second"))
+		puts.Put([]byte("dropped"), []byte("x"))
+		puts.Delete([]byte("dropped"))
+		b.Append(&puts)
+		if b.Len() != 7 || puts.Len() != 5 {
+			t.Fatalf("after Append: %d and %d operations, want 7 and 5", b.Len(), puts.Len())
+		}
 		if err := w.Write(ctx, &b); err != nil {
 			t.Fatal(err)
 		}
