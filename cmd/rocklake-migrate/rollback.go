@@ -39,6 +39,13 @@ func init() {
 			fmt.Fprintf(e.stdout, "rolled back: the pointer names %s (format %s) again, pointer version %s; startup check ok\n",
 				out.Catalog, out.FormatVersion, out.PointerVersionID)
 		}
+		if ip := out.InPlace; ip != nil {
+			fmt.Fprintf(e.stdout, "in place: %s went back from format %s to the format-%s catalog its checkpoint %s held (%d keys, %d bytes, one batch; %d keys deleted)\n",
+				ip.Catalog, ip.From, ip.To, ip.Checkpoint, ip.Records, ip.Bytes, ip.Deleted)
+			if ip.CheckpointError != "" {
+				fmt.Fprintf(e.stdout, "warning: the used checkpoint was not deleted: %s\n", ip.CheckpointError)
+			}
+		}
 		if out.Newer != "" {
 			fmt.Fprintf(e.stdout, "left behind in %s: %s\n", out.From, out.Newer)
 		}

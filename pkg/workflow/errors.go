@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -29,6 +30,8 @@ const (
 	NameCorruptCatalog        = "CorruptCatalog"
 	NameTransient             = "Transient"
 	NameStepFailed            = "StepFailed"
+	NameInPlaceTooLarge       = "InPlaceTooLarge"
+	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -68,6 +71,10 @@ func ErrorName(err error) string {
 		return NameDecided
 	case errors.Is(err, ErrRollbackLosesCommits):
 		return NameRollbackLosesCommits
+	case errors.Is(err, inplace.ErrTooLarge):
+		return NameInPlaceTooLarge
+	case errors.Is(err, inplace.ErrNoWayBack):
+		return NameInPlaceNoWayBack
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),

@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -50,6 +51,10 @@ type Migration struct {
 	Checkpoint     string         `json:"checkpoint,omitempty"`
 	// WouldFence, in a dry run, says what a real run's Freeze would fence.
 	WouldFence string `json:"would_fence,omitempty"`
+	// InPlace: Strategy A (MigrateInPlace), the catalog migrated where it
+	// lies, for catalogs of at most InPlaceMaxBytes (0: the default).
+	InPlace         bool  `json:"in_place,omitempty"`
+	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -60,6 +65,9 @@ type CheckInput struct {
 	Shards        int    `json:"shards,omitempty"`
 	DryRun        bool   `json:"dry_run,omitempty"`
 	UnknownTags   string `json:"unknown_tags,omitempty"`
+	// InPlace and InPlaceMaxBytes choose Strategy A (MigrateInPlace).
+	InPlace         bool  `json:"in_place,omitempty"`
+	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names
@@ -103,6 +111,9 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 		id = NewMigrationID()
 	}
 	target, err := targetURL(p.Catalog, to, id)
+	if in.InPlace {
+		target, err = p.Catalog, nil
+	}
 	if err != nil && from != to {
 		return Migration{}, err
 	}
@@ -110,7 +121,7 @@ func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
 		MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag,
 		Source: p.Catalog, Target: target, From: from, To: to,
 		NeedsMigration: from != to, DryRun: in.DryRun, Shards: max(in.Shards, 1),
-		UnknownTags: in.UnknownTags,
+		UnknownTags: in.UnknownTags, InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes,
 	}
 	if m.NeedsMigration {
 		// Staging must take writes before the source is touched: Freeze's
@@ -766,6 +777,9 @@ type RollbackOutput struct {
 	// ("" if nothing): with DiscardNewerCommits, what was left behind.
 	Newer  string `json:"newer_commits,omitempty"`
 	DryRun bool   `json:"dry_run,omitempty"`
+	// InPlace: the rollback of an in-place migration put the catalog's
+	// checkpoint back (in a dry run, what it would put back).
+	InPlace *inplace.RollbackResult `json:"in_place,omitempty"`
 }
 
 // ErrRollbackLosesCommits: the catalog the pointer names took commits after
@@ -782,6 +796,9 @@ func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, e
 	var out RollbackOutput
 	check := func(ctx context.Context, cur, p pointer.Pointer) error {
 		out.From = cur.Catalog
+		if inPlacePointer(cur, p) {
+			return rollbackInPlace(ctx, env, in, cur, p, &out)
+		}
 		c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
 		if err != nil {
 			return fmt.Errorf("workflow: rollback: check %s: %w", p.Catalog, err)
