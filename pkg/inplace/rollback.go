@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -21,7 +22,8 @@ type RollbackOptions struct {
 	// Current is the format the catalog has now (the migration's target);
 	// a catalog in another format is refused, having written nothing.
 	Current format.Version
-	// MaxBytes bounds the restored catalog (0: DefaultMaxBytes).
+	// MaxBytes bounds the restored catalog; 0: no bound, since the way back
+	// must not be refused for a size the migration itself was allowed.
 	MaxBytes int64
 	// DryRun checks and measures, and writes nothing.
 	DryRun bool
@@ -69,7 +71,7 @@ func FindCheckpoint(ctx context.Context, url, migrationID string, so slatedb.Opt
 func Rollback(ctx context.Context, url string, opts RollbackOptions) (RollbackResult, error) {
 	res := RollbackResult{Catalog: url, From: opts.Current, DryRun: opts.DryRun}
 	if opts.MaxBytes <= 0 {
-		opts.MaxBytes = DefaultMaxBytes
+		opts.MaxBytes = math.MaxInt64
 	}
 	cp, err := FindCheckpoint(ctx, url, opts.MigrationID, opts.Store)
 	if err != nil {

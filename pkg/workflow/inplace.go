@@ -62,7 +62,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	fresh, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	if _, rerr := inplace.Rollback(fresh, m.Source, inplace.RollbackOptions{MigrationID: m.MigrationID, Current: m.To, MaxBytes: m.InPlaceMaxBytes, Store: env.SlateDB}); rerr != nil {
+	if _, rerr := inplace.Rollback(fresh, m.Source, inplace.RollbackOptions{MigrationID: m.MigrationID, Current: m.To, Store: env.SlateDB}); rerr != nil {
 		return out, fmt.Errorf("workflow: in place: the catalog %s is migrated but the pointer was not moved (%w), and rolling the catalog back failed too: %w", m.Source, err, rerr)
 	}
 	return out, fmt.Errorf("workflow: in place: the pointer was not moved, so the catalog %s was rolled back to format %s: %w", m.Source, m.From, err)

@@ -53,7 +53,8 @@ type Migration struct {
 	WouldFence string `json:"would_fence,omitempty"`
 	// InPlace: Strategy A (MigrateInPlace), the catalog migrated where it
 	// lies, for catalogs of at most InPlaceMaxBytes (0: the default).
-	InPlace         bool  `json:"in_place,omitempty"`
+	// in_place is always present: the definition's Choice reads it.
+	InPlace         bool  `json:"in_place"`
 	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
 }
 
