@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -155,7 +156,7 @@ func (c *checker) run(ctx context.Context) error {
 		return err
 	}
 	if exists {
-		if err := c.checkpoints(ctx, p.Catalog); err != nil {
+		if err := c.checkpoints(ctx, p.Catalog, wayBack(p)); err != nil {
 			return err
 		}
 	}
@@ -212,7 +213,19 @@ func isStoreError(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-func (c *checker) checkpoints(ctx context.Context, url string) error {
+// wayBack is the checkpoint an in-place migration keeps as its way back
+// (pkg/inplace) if one wrote p, the pointer naming the same catalog as the
+// one before it: while p is current that checkpoint is not a leftover.
+func wayBack(p pointer.Pointer) string {
+	if p.MigrationID == "" || p.Catalog != p.PreviousCatalog {
+		return ""
+	}
+	return inplace.CheckpointName(p.MigrationID)
+}
+
+// checkpoints reports the tool's old checkpoints of the catalog at url, but
+// keep.
+func (c *checker) checkpoints(ctx context.Context, url, keep string) error {
 	maxAge := cmp.Or(c.opts.CheckpointMaxAge, DefaultCheckpointMaxAge)
 	cps, err := slatedb.ListCheckpoints(ctx, url, c.opts.Store)
 	if err != nil {
@@ -224,6 +237,9 @@ func (c *checker) checkpoints(ctx context.Context, url string) error {
 	for _, cp := range cps {
 		if !strings.HasPrefix(cp.Name, CheckpointPrefix) {
 			continue // someone else's
+		}
+		if keep != "" && cp.Name == keep {
+			continue // the current in-place migration's way back
 		}
 		age := c.now.Sub(cp.CreateTime)
 		if age <= maxAge || cp.ExpireTime != nil && !cp.ExpireTime.After(c.now) {
