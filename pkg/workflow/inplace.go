@@ -27,10 +27,11 @@ type InPlaceOutput struct {
 // staging): the catalog the pointer names is migrated where it lies
 // (pkg/inplace), then the pointer names it again, in its new format, with
 // the migration's id; the way back is the checkpoint inplace.Migrate keeps,
-// which Rollback restores. If the pointer cannot be moved (someone else moved
-// it, S3 failed), the catalog is rolled back at once, so that the pointer and
-// the catalog agree. A dry run writes nothing but the lock. The lock is
-// released in every case.
+// which Rollback restores. If anything fails once the batch has landed (the
+// read-back, the pointer that someone else moved, S3, the caller's context),
+// the catalog is rolled back at once, so that the pointer and the catalog
+// agree. A dry run writes nothing but the lock. The lock is released in every
+// case.
 func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutput, err error) {
 	out.Migration = m
 	if !m.NeedsMigration {
@@ -52,20 +53,38 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 		MigrationID: m.MigrationID, Store: env.SlateDB,
 	})
 	out.InPlace = res
-	if err != nil || m.DryRun {
+	if m.DryRun {
 		return out, err
 	}
-	ref, err := flipInPlace(ctx, env, m)
 	if err == nil {
-		out.PointerVersionID = ref.VersionID
-		return out, nil
+		var ref pointer.Ref
+		if ref, err = flipInPlace(ctx, env, m); err == nil {
+			out.PointerVersionID = ref.VersionID
+			return out, nil
+		}
+		err = fmt.Errorf("the pointer was not moved: %w", err)
 	}
+	return out, undo(ctx, env, m, err)
+}
+
+// undo puts back a catalog that a failed in-place migration left in the new
+// format (its batch landed, then the read-back, the pointer or the caller's
+// context failed), on a fresh context, so that a failed run leaves the
+// catalog as the pointer says; cause is returned with what undo did.
+func undo(ctx context.Context, env Env, m Migration, cause error) error {
 	fresh, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	if _, rerr := inplace.Rollback(fresh, m.Source, inplace.RollbackOptions{MigrationID: m.MigrationID, Current: m.To, Store: env.SlateDB}); rerr != nil {
-		return out, fmt.Errorf("workflow: in place: the catalog %s is migrated but the pointer was not moved (%w), and rolling the catalog back failed too: %w", m.Source, err, rerr)
+	v, err := catalogVersion(fresh, env, m.Source)
+	switch {
+	case err != nil:
+		return fmt.Errorf("workflow: in place: %w; the catalog %s could not be read after it (%w): check it, and roll back with its checkpoint %s if it is format %s", cause, m.Source, err, inplace.CheckpointName(m.MigrationID), m.To)
+	case v != m.To:
+		return cause // the batch did not land: nothing to undo
 	}
-	return out, fmt.Errorf("workflow: in place: the pointer was not moved, so the catalog %s was rolled back to format %s: %w", m.Source, m.From, err)
+	if _, err := inplace.Rollback(fresh, m.Source, inplace.RollbackOptions{MigrationID: m.MigrationID, Current: m.To, Store: env.SlateDB}); err != nil {
+		return fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and rolling it back failed too: %w", cause, m.Source, m.To, err)
+	}
+	return fmt.Errorf("workflow: in place: %w; the catalog %s was rolled back to format %s", cause, m.Source, m.From)
 }
 
 // flipInPlace moves the pointer from the catalog in its old format to the

@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
@@ -58,5 +59,35 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 		t.Fatalf("the catalog after the in-place run: %v", err)
 	} else {
 		c.Close()
+	}
+}
+
+// A pointer moved by someone else between Check and the in-place step: the
+// batch lands, the pointer write fails with PointerConflict, and the catalog
+// is rolled back at once (format 1, as the pointer says), the lock freed.
+func TestInPlacePointerConflictUndoes(t *testing.T) {
+	ctx, f := setup(t, 500)
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-conflict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, cur.Next(f.source, format.V1, "someone-else"), ref); err != nil {
+		t.Fatal(err)
+	}
+	_, err = workflow.MigrateInPlace(ctx, f.env, m)
+	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "rolled back to format v1") {
+		t.Fatalf("in place with a moved pointer: err = %v, want PointerConflict and the catalog rolled back", err)
+	}
+	c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatalf("the catalog after the conflict: %v", err)
+	}
+	c.Close()
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
+		t.Fatalf("the lock after the conflict: %v", err)
 	}
 }
