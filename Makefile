@@ -96,6 +96,7 @@ bench: build tools
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/ndjson/
 	scripts/bench-pipeline.sh 100000 1000000 3000000
 	scripts/bench-migrate.sh
+	scripts/bench-inplace.sh 10000 100000 1000000
 
 demo: build tools
 	scripts/demo.sh

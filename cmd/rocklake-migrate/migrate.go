@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -43,11 +44,13 @@ type migrateReport struct {
 	// says how to approve or abort it.
 	Gate    *workflow.GateRecord `json:"gate,omitempty"`
 	GateHow string               `json:"gate_instructions,omitempty"`
+	// InPlace: what a Strategy A (--in-place) run did.
+	InPlace *inplace.Result `json:"in_place,omitempty"`
 }
 
 func init() {
 	register("migrate", "run the migration workflow (statemachine/migration.asl.json) locally", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "migrate", "--pointer s3://… --to vN [--dry-run | --postpone-flip] [--shards N] [--concurrency K]")
+		fs := flags(e, "migrate", "--pointer s3://… --to vN [--dry-run | --postpone-flip] [--shards N] [--concurrency K] [--in-place [--in-place-max-bytes N]]")
 		ptr := pointerFlag(fs)
 		to := fs.String("to", "", "target format (v2)")
 		dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
@@ -59,11 +62,16 @@ func init() {
 		topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
 		asJSON := fs.Bool("json", false, "print the report as JSON")
 		id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
+		inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, with a checkpoint as the way back (small catalogs)")
+		maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes")
 		if err := parse(fs, args); err != nil {
 			return err
 		}
 		if err := needPointer(*ptr); err != nil {
 			return err
+		}
+		if *maxBytes <= 0 {
+			return usagef("--in-place-max-bytes: %d is not a positive number of bytes", *maxBytes)
 		}
 		v, err := format.ParseVersion(*to)
 		if err != nil {
@@ -95,7 +103,12 @@ func init() {
 			return err
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		in, _ := json.Marshal(workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger()})
+		check := workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger()}
+		if *inPlace {
+			check.InPlace, check.InPlaceMaxBytes = true, *maxBytes
+			return migrateInPlace(ctx, e, env, check, publish, *topic, *asJSON)
+		}
+		in, _ := json.Marshal(check)
 
 		var mu sync.Mutex
 		times := map[string]float64{}

@@ -42,6 +42,13 @@ func init() {
 		if out.HistoryError != "" {
 			fmt.Fprintf(e.stdout, "WARNING: the rollback's record was not written (the rollback stands): %s\n", out.HistoryError)
 		}
+		if ip := out.InPlace; ip != nil {
+			fmt.Fprintf(e.stdout, "in place: %s went back from format %s to the format-%s catalog its checkpoint %s held (%d keys, %d bytes, one batch; %d keys deleted)\n",
+				ip.Catalog, ip.From, ip.To, ip.Checkpoint, ip.Records, ip.Bytes, ip.Deleted)
+			if ip.CheckpointError != "" {
+				fmt.Fprintf(e.stdout, "warning: the used checkpoint was not deleted: %s\n", ip.CheckpointError)
+			}
+		}
 		if out.Newer != "" {
 			fmt.Fprintf(e.stdout, "left behind in %s: %s\n", out.From, out.Newer)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -260,7 +261,7 @@ func (c *checker) run(ctx context.Context) error {
 		if i > 0 && !c.decided {
 			break
 		}
-		if err := c.checkpoints(ctx, url, i == 0); err != nil {
+		if err := c.checkpoints(ctx, url, i == 0, wayBack(p)); err != nil {
 			return err
 		}
 	}
@@ -351,12 +352,23 @@ func isStoreError(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
+// wayBack is the checkpoint an in-place migration keeps as its way back
+// (pkg/inplace) if one wrote p, the pointer naming the same catalog as the
+// one before it: while p is current that checkpoint is not a leftover.
+func wayBack(p pointer.Pointer) string {
+	if p.MigrationID == "" || p.Catalog != p.PreviousCatalog {
+		return ""
+	}
+	return inplace.CheckpointName(p.MigrationID)
+}
+
 // checkpoints reports this tool's checkpoints on catalog url: on the current
 // catalog, those older than CheckpointMaxAge (LeftoverCheckpoint, as
 // always); on any catalog, those of a migration other than the active one
-// (OrphanCheckpoint). Expired ones are left to garbage collection, and a
+// (OrphanCheckpoint). keep (an in-place migration's way back while its
+// pointer is current) is never reported. Expired ones are left to garbage collection, and a
 // by-hand export's to its own expiry (it may be running).
-func (c *checker) checkpoints(ctx context.Context, url string, current bool) error {
+func (c *checker) checkpoints(ctx context.Context, url string, current bool, keep string) error {
 	maxAge := cmp.Or(c.opts.CheckpointMaxAge, DefaultCheckpointMaxAge)
 	cps, err := slatedb.ListCheckpoints(ctx, url, c.opts.Store)
 	if !current && (errors.Is(err, slatedb.ErrNoDatabase) || errors.Is(err, slatedb.ErrNoSuchBucket)) {
@@ -371,6 +383,9 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 	for _, cp := range cps {
 		if !strings.HasPrefix(cp.Name, CheckpointPrefix) {
 			continue // someone else's
+		}
+		if keep != "" && cp.Name == keep {
+			continue // the current in-place migration's way back
 		}
 		if cp.ExpireTime != nil && !cp.ExpireTime.After(c.now) {
 			continue // expired: garbage collection removes it
@@ -391,7 +406,8 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 			f.Kind = KindLeftoverCheckpoint
 			f.Message = fmt.Sprintf("catalog %s has checkpoint %s (%q), made %s ago, older than %s and %s: a migration left it behind; it keeps old files from garbage collection (delete it once no run uses it)",
 				url, cp.ID, cp.Name, roundAge(age), maxAge, expiry)
-		case !c.decided || cp.Name == shard.ExportCheckpointName || cp.Name == MigrationCheckpointName(c.opts.Active):
+		case !c.decided || cp.Name == shard.ExportCheckpointName || cp.Name == MigrationCheckpointName(c.opts.Active) ||
+			c.opts.Active != "" && cp.Name == inplace.CheckpointName(c.opts.Active):
 			continue
 		default:
 			f.Kind, f.MigrationID = KindOrphanCheckpoint, owner

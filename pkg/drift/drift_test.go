@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -309,6 +310,26 @@ func TestLeftoverCheckpoint(t *testing.T) {
 	}
 	// The default age is a day.
 	wantKinds(t, e.check(drift.Options{Expect: format.V2, Active: "mig-aborted", Now: time.Now().Add(2 * time.Hour)}))
+}
+
+// The checkpoint an in-place migration keeps as its way back is not a
+// leftover while the pointer that migration wrote is current; a way back of
+// another migration is.
+func TestInPlaceWayBackIsNoLeftover(t *testing.T) {
+	e := newEnv(t)
+	cat := e.seedCatalog("cat-v2", format.V2)
+	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-ip", PreviousCatalog: cat, PreviousMigrationID: "initial"})
+	ctx := testCtx(t)
+	for _, id := range []string{"m-ip", "m-old"} {
+		if _, err := slatedb.CreateCheckpoint(ctx, cat, slatedb.CheckpointOptions{Name: inplace.CheckpointName(id)}, slatedb.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := e.check(drift.Options{Expect: format.V2, Now: time.Now().Add(48 * time.Hour)})
+	wantKinds(t, r, drift.KindLeftoverCheckpoint)
+	if r.Findings[0].CheckpointName != inplace.CheckpointName("m-old") {
+		t.Fatalf("finding %+v, want only the way back of m-old", r.Findings[0])
+	}
 }
 
 func TestLeftoverStaging(t *testing.T) {

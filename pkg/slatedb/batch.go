@@ -35,3 +35,11 @@ func (b *Batch) Size() int { return len(b.buf) }
 
 // Reset empties the batch, keeping its memory.
 func (b *Batch) Reset() { b.buf, b.n = b.buf[:0], 0 }
+
+// Append adds o's operations after b's, in order (o is left as it is): a
+// caller can collect deletes and puts apart and still apply them in one
+// batch, deletes first, since the last operation on a key wins.
+func (b *Batch) Append(o *Batch) {
+	b.buf = append(b.buf, o.buf...)
+	b.n += o.n
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -39,6 +40,8 @@ const (
 	NameNoCredentials         = "NoCredentials"
 	NameAccessDenied          = "AccessDenied"
 	NameNoCatalog             = "NoCatalog"
+	NameInPlaceTooLarge       = "InPlaceTooLarge"
+	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -88,6 +91,10 @@ func ErrorName(err error) string {
 		return NameGateTimedOut
 	case errors.Is(err, ErrRollbackLosesCommits):
 		return NameRollbackLosesCommits
+	case errors.Is(err, inplace.ErrTooLarge):
+		return NameInPlaceTooLarge
+	case errors.Is(err, inplace.ErrNoWayBack):
+		return NameInPlaceNoWayBack
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),

@@ -44,6 +44,7 @@ var steps = map[string]stepFunc{
 	"Abort":          step(Abort),
 	"Rollback":       step(Rollback),
 	"Drift":          step(Drift),
+	"InPlace":        step(MigrateInPlace),
 }
 
 // Functions maps each Lambda function to the steps it hosts.
@@ -51,7 +52,7 @@ var Functions = map[string][]string{
 	"check":     {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
 	"export":    {"Freeze", "ExportShard"},
 	"transform": {"TransformShard"},
-	"import":    {"Import", "Finalize", "Verify"},
+	"import":    {"Import", "Finalize", "Verify", "InPlace"},
 }
 
 // Steps lists every step's name.

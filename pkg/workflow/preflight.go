@@ -45,7 +45,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	ok := func(check, detail string) { found = append(found, Finding{Check: check, OK: true, Detail: detail}) }
 
 	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
-		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger)}
+		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
 		fail("input", err)
@@ -136,11 +136,16 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	}
 
 	target, err := targetURL(p.Catalog, to, id)
-	if err != nil {
+	switch {
+	case in.InPlace:
+		// Strategy A writes where the source lies: there is no new catalog.
+		m.Target = p.Catalog
+		ok("target", "in place: "+p.Catalog+" itself (Strategy A)")
+	case err != nil:
 		if !fail("target", err) {
 			return m, found, first
 		}
-	} else {
+	default:
 		m.Target = target
 		if err := targetFree(ctx, env, Migration{MigrationID: id, Target: target}); err != nil {
 			if !fail("target", err) {

@@ -16,6 +16,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -69,6 +70,11 @@ type Migration struct {
 	// record (pkg/history); Trigger says who started it.
 	StartedAt time.Time `json:"started_at,omitzero"`
 	Trigger   string    `json:"trigger,omitempty"`
+	// InPlace: Strategy A (MigrateInPlace), the catalog migrated where it
+	// lies, for catalogs of at most InPlaceMaxBytes (0: the default).
+	// in_place is always present: the definition's Choice reads it.
+	InPlace         bool  `json:"in_place"`
+	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -85,6 +91,9 @@ type CheckInput struct {
 	// Trigger says who started the run, for its record: "cli:<user>",
 	// "release:<event id>"; none is TriggerConsole.
 	Trigger string `json:"trigger,omitempty"`
+	// InPlace and InPlaceMaxBytes choose Strategy A (MigrateInPlace).
+	InPlace         bool  `json:"in_place,omitempty"`
+	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names
@@ -850,6 +859,9 @@ type RollbackOutput struct {
 	// be written (the rollback stands).
 	RunID        string `json:"run_id"`
 	HistoryError string `json:"history_error,omitempty"`
+	// InPlace: the rollback of an in-place migration put the catalog's
+	// checkpoint back (in a dry run, what it would put back).
+	InPlace *inplace.RollbackResult `json:"in_place,omitempty"`
 }
 
 // ErrRollbackLosesCommits: the catalog the pointer names took commits after
@@ -891,6 +903,9 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 	check := func(ctx context.Context, cur, p pointer.Pointer) error {
 		out.From = cur.Catalog
 		rec.Source, rec.From, rec.Target, rec.To = cur.Catalog, cur.FormatVersion, p.Catalog, p.FormatVersion
+		if inPlacePointer(cur, p) {
+			return rollbackInPlace(ctx, env, in, cur, p, &out)
+		}
 		c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
 		if err != nil {
 			return fmt.Errorf("workflow: rollback: check %s: %w", p.Catalog, err)

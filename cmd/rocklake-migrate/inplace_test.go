@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+)
+
+// objects lists every object under prefix with its ETag; only the object
+// named prefix if exact.
+func objects(t *testing.T, ctx context.Context, prefix string, exact ...bool) string {
+	t.Helper()
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := store.List(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, in := range infos {
+		if len(exact) > 0 && in.URL != prefix {
+			continue // the lock beside the pointer: Check takes and frees it
+		}
+		out = append(out, in.URL+" "+in.ETag)
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// strategyBDigest migrates a copy of src the export/import way, by hand,
+// and returns the new catalog's digest as verify prints it.
+func strategyBDigest(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	v1, v2, dst := filepath.Join(dir, "v1.ndjson"), filepath.Join(dir, "v2.ndjson"), "file://"+dir+"/b"
+	cli(t, "export", "--catalog", src, "--format", "v1", "--output", v1).want(t, exitOK)
+	cli(t, "transform", "--input", v1, "--output", v2, "--to", "v2").want(t, exitOK)
+	cli(t, "import", "--format", "v2", "--input", v2, "--catalog", dst).want(t, exitOK)
+	r := cli(t, "verify", "--catalog", dst, "--input", v2)
+	r.want(t, exitOK)
+	_, d, ok := strings.Cut(r.stdout, "digest ")
+	if !ok {
+		t.Fatalf("verify printed no digest: %s", r.stdout)
+	}
+	return strings.Fields(d)[0]
+}
+
+// migrate --in-place behind a pointer on S3: the dry run and the refusal over
+// the limit write nothing; the run gives Strategy B's digest and moves the
+// pointer; rollback puts format 1 back at the same URL and frees the way for
+// the next migration.
+func TestMigrateInPlace(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "1500").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	wantDigest := strategyBDigest(t, src)
+	catalogObjects, pointerObjects := objects(t, ctx, src+"/"), objects(t, ctx, ptr, true)
+
+	var rep migrateReport
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--dry-run", "--json")
+	r.want(t, exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !strings.HasPrefix(rep.Outcome, "dry run") || rep.InPlace == nil || rep.InPlace.Records == 0 {
+		t.Fatalf("dry run report %s: %v", r.stdout, err)
+	}
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--in-place-max-bytes", "5000").want(t, exitError, "InPlaceTooLarge", "Strategy B")
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--in-place-max-bytes", "0").want(t, exitUsage)
+	if got := objects(t, ctx, src+"/"); got != catalogObjects {
+		t.Fatalf("the dry run or the refusal wrote to the catalog:\nbefore:\n%s\nafter:\n%s", catalogObjects, got)
+	}
+	if got := objects(t, ctx, ptr, true); got != pointerObjects {
+		t.Fatalf("the dry run or the refusal moved the pointer:\nbefore:\n%s\nafter:\n%s", pointerObjects, got)
+	}
+
+	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
+	r.want(t, exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("migrate --in-place --json: %q: %v", r.stdout, err)
+	}
+	if rep.Outcome != "migrated in place" || rep.Target != src || rep.PointerVersionID == "" || rep.InPlace.Checkpoint == "" || rep.Digest != wantDigest {
+		t.Fatalf("report %+v, want migrated in place at %s with Strategy B's digest %s", rep, src, wantDigest)
+	}
+	cli(t, "check", "--catalog", src, "--expect", "v2").want(t, exitOK)
+	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitMismatch, "FormatVersionMismatch")
+	if st := cli(t, "status", "--pointer", ptr); !strings.Contains(st.stdout, rep.MigrationID) {
+		t.Fatalf("status after the migration: %s", st.stdout)
+	}
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place").want(t, exitOK)
+
+	dry := cli(t, "rollback", "--pointer", ptr, "--dry-run")
+	dry.want(t, exitOK)
+	cli(t, "check", "--catalog", src, "--expect", "v2").want(t, exitOK)
+	rb := cli(t, "rollback", "--pointer", ptr)
+	rb.want(t, exitOK)
+	if !strings.Contains(rb.stdout, "in place") || !strings.Contains(rb.stdout, rep.InPlace.Checkpoint) {
+		t.Fatalf("rollback printed %s", rb.stdout)
+	}
+	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitOK)
+	if got := strategyBDigest(t, src); got != wantDigest {
+		t.Fatalf("after the rollback a Strategy B run gives %s, before the migration %s", got, wantDigest)
+	}
+	// The lock is free and the pointer consistent: the next run goes through.
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place").want(t, exitOK)
+	cli(t, "check", "--catalog", src, "--expect", "v2").want(t, exitOK)
+}
+
+// Strategy A on a catalog the real RockLake wrote: RockLake refuses the
+// migrated catalog (format 2, FormatVersionMismatch), our digest equals a
+// Strategy B run's, and after the rollback RockLake serves the catalog,
+// takes a write, verifies it, and DuckDB's queries answer as before.
+func TestRealRockLakeInPlace(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, data := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "data")+"/"
+	baseline := duckdbAnswers(t, ctx, src, data, rocklake.DuckDBWorkload)
+	wantDigest := strategyBDigest(t, "file://"+src)
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+
+	var rep migrateReport
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
+	r.want(t, exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "migrated in place" || rep.Digest != wantDigest {
+		t.Fatalf("migrate --in-place report %s (%v), want Strategy B's digest %s", r.stdout, err, wantDigest)
+	}
+	if srv, err := rocklake.Serve(ctx, src); err == nil {
+		srv.Stop()
+		t.Fatalf("rocklake served the catalog migrated to format 2")
+	} else if !strings.Contains(err.Error(), "0A000") && !strings.Contains(err.Error(), "FormatVersionMismatch") && !strings.Contains(err.Error(), "format version") {
+		t.Fatalf("rocklake's refusal of the format-2 catalog names no format version mismatch: %v", err)
+	}
+
+	cli(t, "rollback", "--pointer", ptr).want(t, exitOK)
+	if got := duckdbAnswers(t, ctx, src, data, nil); got != baseline {
+		t.Fatalf("DuckDB answers differ after the rollback:\nbefore: %s\nafter:  %s", baseline, got)
+	}
+	srv, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		t.Fatalf("rocklake serve after the rollback: %v", err)
+	}
+	_, err = rocklake.AddSchema(ctx, srv, "after_rollback")
+	if stopErr := srv.Stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		t.Fatalf("write after the rollback: %v\n%s", err, srv.Logs())
+	}
+	if out, err := rocklake.Verify(ctx, src); err != nil {
+		t.Fatalf("rocklake verify catalog after the rollback: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,384 @@
+package inplace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+const bucket = "inplace-test"
+
+// One versitygw on loopback for the whole package: S3 is real here.
+func TestMain(m *testing.M) {
+	os.Exit(localstacktest.Main(m, map[string]bool{bucket: true}))
+}
+
+var seq atomic.Int64
+
+// places are where a catalog can live; most tests run on each.
+var places = []struct {
+	name string
+	url  func(t *testing.T) string
+}{
+	{"file", func(t *testing.T) string { return "file://" + filepath.Join(t.TempDir(), "catalog") }},
+	{"s3", func(t *testing.T) string {
+		return fmt.Sprintf("s3://%s/%s-%d/catalog", bucket, strings.ReplaceAll(t.Name(), "/", "-"), seq.Add(1))
+	}},
+}
+
+func eachPlace(t *testing.T, f func(t *testing.T, url string)) {
+	for _, p := range places {
+		t.Run(p.name, func(t *testing.T) { f(t, p.url(t)) })
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func seeded(t *testing.T, url string, rows int) {
+	t.Helper()
+	if _, err := seed.Seed(testCtx(t), url, seed.Options{Rows: rows, Seed: 7}); err != nil {
+		t.Fatalf("seed %s: %v", url, err)
+	}
+}
+
+// dump is every key and value of the database at url, whatever its format.
+func dump(t *testing.T, url string) map[string]string {
+	t.Helper()
+	ctx := testCtx(t)
+	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	defer r.Close()
+	it, err := r.Scan(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	m := map[string]string{}
+	for it.Next() {
+		m[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sameKV(t *testing.T, what string, want, got map[string]string) {
+	t.Helper()
+	if len(want) != len(got) {
+		t.Fatalf("%s: %d keys, want %d", what, len(got), len(want))
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Fatalf("%s: key %x differs (present %v)", what, k, ok)
+		}
+	}
+}
+
+// listing is every object under the catalog's root with its size and time:
+// what "writes nothing" is checked against.
+func listing(t *testing.T, url string) []string {
+	t.Helper()
+	ctx := testCtx(t)
+	if strings.HasPrefix(url, "file://") {
+		var out []string
+		root := strings.TrimPrefix(url, "file://")
+		err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			out = append(out, fmt.Sprintf("%s %d %s", p, info.Size(), info.ModTime().Format(time.RFC3339Nano)))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := store.List(ctx, url+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(infos))
+	for i, in := range infos {
+		out[i] = fmt.Sprintf("%s %d %s", in.URL, in.Size, in.ETag)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sameListing(t *testing.T, what string, before, after []string) {
+	t.Helper()
+	if strings.Join(before, "\n") != strings.Join(after, "\n") {
+		t.Fatalf("%s wrote to the catalog's location:\nbefore:\n%s\nafter:\n%s", what, strings.Join(before, "\n"), strings.Join(after, "\n"))
+	}
+}
+
+func digestOf(t *testing.T, url string, v format.Version) ndjson.Digest {
+	t.Helper()
+	d, err := readBack(testCtx(t), url, v, slatedb.Options{})
+	if err != nil {
+		t.Fatalf("digest of %s as %s: %v", url, v, err)
+	}
+	return d
+}
+
+// strategyB migrates src into a new catalog the export/import way (the
+// source is only read) and returns the new catalog's digest.
+func strategyB(t *testing.T, src string, policy migration.UnknownTags) ndjson.Digest {
+	t.Helper()
+	ctx := testCtx(t)
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, v2 := t.TempDir(), t.TempDir()
+	if _, err := shard.Export(ctx, store, src, v1, shard.ExportOptions{Format: format.V1, Shards: 3}); err != nil {
+		t.Fatalf("strategy B export: %v", err)
+	}
+	urls, err := shard.List(ctx, store, v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range urls {
+		if _, err := migration.TransformFile(ctx, store, u, filepath.Join(v2, filepath.Base(u)), format.V2, "test", migration.Options{UnknownTags: policy}); err != nil {
+			t.Fatalf("strategy B transform: %v", err)
+		}
+	}
+	dst := "file://" + filepath.Join(t.TempDir(), "b")
+	if _, err := shard.Import(ctx, store, v2, dst, shard.ImportOptions{Format: format.V2}); err != nil {
+		t.Fatalf("strategy B import: %v", err)
+	}
+	if _, err := shard.Verify(ctx, store, dst, v2, slatedb.Options{}); err != nil {
+		t.Fatalf("strategy B verify: %v", err)
+	}
+	return digestOf(t, dst, format.V2)
+}
+
+func checkpointsOf(t *testing.T, url string) []slatedb.Checkpoint {
+	t.Helper()
+	cps, err := slatedb.ListCheckpoints(testCtx(t), url, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cps
+}
+
+// The whole round: the in-place migration gives the very catalog Strategy B
+// gives (digest and counts), the old format is refused, and the rollback
+// puts back every key and value as they were.
+func TestMigrateEqualsStrategyBAndRollsBack(t *testing.T) {
+	eachPlace(t, func(t *testing.T, url string) {
+		ctx := testCtx(t)
+		seeded(t, url, 2000)
+		before := dump(t, url)
+		wantB := strategyB(t, url, migration.UnknownFail)
+
+		res, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-1"})
+		if err != nil {
+			t.Fatalf("migrate in place: %v", err)
+		}
+		if res.Digest != wantB {
+			t.Fatalf("in-place digest %s (counts %v), Strategy B's %s (counts %v)", res.Digest.Sum(), res.Digest.Counts(), wantB.Sum(), wantB.Counts())
+		}
+		if got := digestOf(t, url, format.V2); got != wantB {
+			t.Fatalf("the migrated catalog reads back as %s, Strategy B's %s", got.Sum(), wantB.Sum())
+		}
+		if res.Deleted != uint64(len(before)) || res.Records != uint64(len(before)) || res.Bytes <= 0 || res.BatchBytes <= int(res.Bytes) {
+			t.Fatalf("result %+v for a catalog of %d keys", res, len(before))
+		}
+		var mismatch *format.FormatVersionMismatch
+		if _, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1}); !errors.As(err, &mismatch) || mismatch.Found != 2 {
+			t.Fatalf("open the migrated catalog as format 1: err = %v, want FormatVersionMismatch found 2", err)
+		}
+		cps := checkpointsOf(t, url)
+		if len(cps) != 1 || cps[0].ID != res.Checkpoint || cps[0].Name != CheckpointName("m-1") || cps[0].ExpireTime != nil {
+			t.Fatalf("checkpoints %+v, want the way back %s, named, never expiring", cps, res.Checkpoint)
+		}
+		// Again: the catalog is format 2 now, refused with nothing written.
+		if _, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-2"}); !errors.As(err, &mismatch) {
+			t.Fatalf("migrate a migrated catalog: err = %v, want FormatVersionMismatch", err)
+		}
+
+		// A dry run of the rollback writes nothing.
+		list := listing(t, url)
+		dry, err := Rollback(ctx, url, RollbackOptions{MigrationID: "m-1", Current: format.V2, DryRun: true})
+		if err != nil || dry.Records != uint64(len(before)) || dry.To != format.V1 {
+			t.Fatalf("rollback dry run: %+v, %v", dry, err)
+		}
+		sameListing(t, "a rollback dry run", list, listing(t, url))
+
+		back, err := Rollback(ctx, url, RollbackOptions{MigrationID: "m-1", Current: format.V2})
+		if err != nil {
+			t.Fatalf("rollback: %v", err)
+		}
+		if back.To != format.V1 || back.CheckpointError != "" {
+			t.Fatalf("rollback result %+v", back)
+		}
+		sameKV(t, "after the rollback", before, dump(t, url))
+		if cps := checkpointsOf(t, url); len(cps) != 0 {
+			t.Fatalf("checkpoints after the rollback: %+v, want the used one deleted", cps)
+		}
+		if _, err := Rollback(ctx, url, RollbackOptions{MigrationID: "m-1", Current: format.V2}); !errors.Is(err, ErrNoWayBack) {
+			t.Fatalf("second rollback: err = %v, want ErrNoWayBack", err)
+		}
+	})
+}
+
+// A dry run reads and measures, and writes nothing at all: no fence, no
+// checkpoint.
+func TestDryRunWritesNothing(t *testing.T) {
+	eachPlace(t, func(t *testing.T, url string) {
+		seeded(t, url, 500)
+		list := listing(t, url)
+		res, err := Migrate(testCtx(t), url, Options{To: format.V2, DryRun: true})
+		if err != nil {
+			t.Fatalf("dry run: %v", err)
+		}
+		sameListing(t, "a dry run", list, listing(t, url))
+		if res.Checkpoint != "" || res.Records == 0 || res.Bytes == 0 || res.Digest != strategyB(t, url, migration.UnknownFail) {
+			t.Fatalf("dry run result %+v, want the records Strategy B would write", res)
+		}
+	})
+}
+
+// Over the limit, the command refuses before the fence: nothing written.
+func TestTooLargeRefusedWritingNothing(t *testing.T) {
+	eachPlace(t, func(t *testing.T, url string) {
+		seeded(t, url, 500)
+		list := listing(t, url)
+		_, err := Migrate(testCtx(t), url, Options{To: format.V2, MigrationID: "m-big", MaxBytes: 4096})
+		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "Strategy B") {
+			t.Fatalf("migrate over the limit: err = %v, want ErrTooLarge naming Strategy B", err)
+		}
+		sameListing(t, "a refused migration", list, listing(t, url))
+	})
+}
+
+// An interruption after the fence and the checkpoint, before the batch,
+// leaves the catalog entirely format 1, and no checkpoint behind.
+func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
+	eachPlace(t, func(t *testing.T, url string) {
+		seeded(t, url, 500)
+		before := dump(t, url)
+		ctx, cancel := context.WithCancel(testCtx(t))
+		beforeCommit = cancel
+		defer func() { beforeCommit = nil }()
+		_, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-int"})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted migration: err = %v, want context.Canceled", err)
+		}
+		sameKV(t, "after the interruption", before, dump(t, url))
+		if _, err := catalog.Open(testCtx(t), url, catalog.Options{Expect: format.V1}); err != nil {
+			t.Fatalf("the catalog after the interruption: %v", err)
+		}
+		if cps := checkpointsOf(t, url); len(cps) != 0 {
+			t.Fatalf("checkpoints after the interruption: %+v", cps)
+		}
+	})
+}
+
+// Unknown tags follow the policy as in Strategy B; unknown system keys and
+// their raw values are kept.
+func TestUnknownTagsAndSystemKeys(t *testing.T) {
+	ctx := testCtx(t)
+	future, flag := []byte{0x30, 1, 2, 3}, format.SystemKey("future-flag")
+	mk := func(t *testing.T) string {
+		url := places[0].url(t)
+		seeded(t, url, 300)
+		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b slatedb.Batch
+		b.Put(future, []byte("a table from the future"))
+		b.Put(flag, []byte("on, in words"))
+		if err := w.Write(ctx, &b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return url
+	}
+	t.Run("fail", func(t *testing.T) {
+		url := mk(t)
+		list := listing(t, url)
+		_, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-u"})
+		if !errors.Is(err, migration.ErrUnknownTags) || !strings.Contains(err.Error(), "0x30: 1") {
+			t.Fatalf("default policy: err = %v, want UnknownTags listing 0x30: 1", err)
+		}
+		sameListing(t, "a refusal for unknown tags", list, listing(t, url))
+	})
+	t.Run("carry", func(t *testing.T) {
+		url := mk(t)
+		want := strategyB(t, url, migration.UnknownCarry)
+		res, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-c", UnknownTags: migration.UnknownCarry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv := dump(t, url)
+		if kv[string(future)] != "a table from the future" || kv[string(flag)] != "on, in words" || res.Carried[0x30] != 1 || res.Digest != want {
+			t.Fatalf("carry: future %q, flag %q, carried %v, digest equal to Strategy B's: %v", kv[string(future)], kv[string(flag)], res.Carried, res.Digest == want)
+		}
+	})
+	t.Run("drop", func(t *testing.T) {
+		url := mk(t)
+		want := strategyB(t, url, migration.UnknownDrop)
+		res, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-d", UnknownTags: migration.UnknownDrop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv := dump(t, url)
+		if _, ok := kv[string(future)]; ok || kv[string(flag)] != "on, in words" || res.Dropped[0x30] != 1 || res.Digest != want {
+			t.Fatalf("drop: future present %v, flag %q, dropped %v, digest equal to Strategy B's: %v", ok, kv[string(flag)], res.Dropped, res.Digest == want)
+		}
+	})
+}
+
+func TestBadInputRefused(t *testing.T) {
+	ctx := testCtx(t)
+	url := places[0].url(t)
+	seeded(t, url, 100)
+	list := listing(t, url)
+	if _, err := Migrate(ctx, url, Options{To: format.V1, MigrationID: "x"}); !errors.Is(err, format.ErrUnsupportedVersion) {
+		t.Fatalf("to v1: err = %v", err)
+	}
+	if _, err := Migrate(ctx, url, Options{To: format.V2}); err == nil || !strings.Contains(err.Error(), "migration id") {
+		t.Fatalf("no migration id: err = %v", err)
+	}
+	if _, err := Rollback(ctx, url, RollbackOptions{MigrationID: "never", Current: format.V2}); !errors.Is(err, ErrNoWayBack) {
+		t.Fatalf("rollback of a migration that never ran: err = %v, want ErrNoWayBack", err)
+	}
+	if _, err := Migrate(ctx, places[0].url(t), Options{To: format.V2, MigrationID: "x"}); !errors.Is(err, catalog.ErrNoCatalog) {
+		t.Fatalf("no catalog: err = %v, want ErrNoCatalog", err)
+	}
+	sameListing(t, "refused calls", list, listing(t, url))
+}

@@ -1,0 +1,93 @@
+package workflow_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// The definition's in-place branch: over the limit it fails with
+// InPlaceTooLarge, having written nothing, the lock freed; under it the
+// catalog is migrated where it lies, the pointer names it in format 2, and
+// states of Strategy B (Freeze, the Shards map) never run.
+func TestDefinitionInPlaceBranch(t *testing.T) {
+	ctx, f := setup(t, 1000)
+	var states []string
+	onExit := func(ev asl.StateEvent) { states = append(states, ev.Name) }
+
+	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 2000}, nil)
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != workflow.NameInPlaceTooLarge {
+		t.Fatalf("over the limit: err = %v, want InPlaceTooLarge", err)
+	}
+	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration failed" {
+		t.Fatalf("notifications = %v", pub.subjects)
+	}
+	if c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1}); err != nil {
+		t.Fatalf("the source after the refusal: %v", err)
+	} else {
+		c.Close()
+	}
+
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true}, onExit)
+	if err != nil {
+		t.Fatalf("in place (the lock of the refused run must be free): %v", err)
+	}
+	var state struct {
+		Verify workflow.InPlaceOutput `json:"verify"`
+	}
+	if err := json.Unmarshal(out, &state); err != nil {
+		t.Fatal(err)
+	}
+	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != f.source || p.FormatVersion != format.V2 || ref.VersionID != state.Verify.PointerVersionID || state.Verify.InPlace.Records == 0 {
+		t.Fatalf("pointer = %+v (%+v), run said %+v", p, ref, state.Verify)
+	}
+	for _, s := range states {
+		if s == "Freeze" || s == "Shards" || s == "Import" {
+			t.Fatalf("the in-place run went through %s: %v", s, states)
+		}
+	}
+	if c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V2}); err != nil {
+		t.Fatalf("the catalog after the in-place run: %v", err)
+	} else {
+		c.Close()
+	}
+}
+
+// A pointer moved by someone else between Check and the in-place step: the
+// batch lands, the pointer write fails with PointerConflict, and the catalog
+// is rolled back at once (format 1, as the pointer says), the lock freed.
+func TestInPlacePointerConflictUndoes(t *testing.T) {
+	ctx, f := setup(t, 500)
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-conflict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, cur.Next(f.source, format.V1, "someone-else"), ref); err != nil {
+		t.Fatal(err)
+	}
+	_, err = workflow.MigrateInPlace(ctx, f.env, m)
+	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "rolled back to format v1") {
+		t.Fatalf("in place with a moved pointer: err = %v, want PointerConflict and the catalog rolled back", err)
+	}
+	c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatalf("the catalog after the conflict: %v", err)
+	}
+	c.Close()
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
+		t.Fatalf("the lock after the conflict: %v", err)
+	}
+}
