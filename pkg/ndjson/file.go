@@ -181,6 +181,21 @@ func VerifyFile(ctx context.Context, store *blob.Store, url string) (Header, Tra
 	return fr.header, t, nil
 }
 
+// SkimFile checks the shard file at url as Skim does: its framing, record
+// count and SHA-256, without decoding records.
+func SkimFile(ctx context.Context, store *blob.Store, url string) (Header, Trailer, error) {
+	fr, err := Open(ctx, store, url)
+	if err != nil {
+		return Header{}, Trailer{}, err
+	}
+	defer fr.Close()
+	t, err := fr.skim()
+	if err != nil {
+		return Header{}, Trailer{}, fmt.Errorf("ndjson: %s: %w", url, err)
+	}
+	return fr.header, t, nil
+}
+
 // sourceReader remembers the read errors of the stored object, so that a
 // decompressor's error can be told apart: the object's (a network or disk
 // failure, passed on as it is) or the data's (ErrCorrupt).
