@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -194,6 +196,36 @@ func SkimFile(ctx context.Context, store *blob.Store, url string) (Header, Trail
 		return Header{}, Trailer{}, fmt.Errorf("ndjson: %s: %w", url, err)
 	}
 	return fr.header, t, nil
+}
+
+// SkimFiles skims the files at urls (SkimFile) on one goroutine per CPU
+// and returns their trailers in the same order, or the error of the first
+// bad file in that order.
+func SkimFiles(ctx context.Context, store *blob.Store, urls []string) ([]Trailer, error) {
+	trailers := make([]Trailer, len(urls))
+	errs := make([]error, len(urls))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(urls)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				_, trailers[i], errs[i] = SkimFile(ctx, store, urls[i])
+			}
+		}()
+	}
+	for i := range urls {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return trailers, nil
 }
 
 // sourceReader remembers the read errors of the stored object, so that a

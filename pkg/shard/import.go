@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -235,41 +233,26 @@ const (
 )
 
 // skimShards checks the framing, record count and SHA-256 of every shard
-// not yet done (ndjson.SkimFile), on as many goroutines as there are CPUs,
-// and returns the error of the first bad shard in index order. A shard
-// whose records do not match its trailer is read once more, decoding, so
-// that the error names the line that is bad where one is.
+// not yet done (ndjson.SkimFiles, in parallel). A shard whose records do not
+// match its trailer is read once more, decoding, so that the error names the
+// line that is bad where one is.
 func skimShards(ctx context.Context, store *blob.Store, urls []string, done []bool) error {
-	errs := make([]error, len(urls))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(urls)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if _, _, err := ndjson.SkimFile(ctx, store, urls[i]); err != nil {
-					if errors.Is(err, ndjson.ErrTrailerMismatch) {
-						if _, _, verr := ndjson.VerifyFile(ctx, store, urls[i]); verr != nil {
-							err = verr
-						}
-					}
-					errs[i] = err
-				}
-			}
-		}()
-	}
-	for i := range urls {
+	var todo []string
+	for i, u := range urls {
 		if !done[i] {
-			next <- i
+			todo = append(todo, u)
 		}
 	}
-	close(next)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return fmt.Errorf("shard: import: %s: %w", urls[i], err)
+	_, err := ndjson.SkimFiles(ctx, store, todo)
+	if errors.Is(err, ndjson.ErrTrailerMismatch) {
+		for _, u := range todo {
+			if _, _, verr := ndjson.VerifyFile(ctx, store, u); verr != nil {
+				return fmt.Errorf("shard: import: %w", verr)
+			}
 		}
+	}
+	if err != nil {
+		return fmt.Errorf("shard: import: %w", err)
 	}
 	return nil
 }

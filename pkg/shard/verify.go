@@ -100,24 +100,12 @@ func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.
 		return d, 0, err
 	}
 	digests := make([]ndjson.Digest, len(urls))
-	errs := make([]error, len(urls))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(urls)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				digests[i], errs[i] = digestShard(ctx, store, urls[i])
-			}
-		}()
-	}
-	for i := range urls {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err = ForEach(ctx, len(urls), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
+		var err error
+		digests[i], err = digestShard(ctx, store, urls[i])
+		return err
+	})
+	if err != nil {
 		return d, 0, err
 	}
 	for _, x := range digests {
