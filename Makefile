@@ -92,6 +92,7 @@ synth: build infra-tools
 	$(ROCKLAKE_CACHE)/cfn-lint/bin/cfn-lint --non-zero-exit-code error -- infra/cdk.out/*.template.json
 
 bench: build tools
+	scripts/install-gnu-time.sh
 	go test -run '^$$' -bench . -benchmem -benchtime 100ms -timeout 60m ./pkg/format/
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/ndjson/
 	scripts/bench-pipeline.sh 100000 1000000 3000000

@@ -4,7 +4,7 @@
 # wall time per state and the process's peak RSS. Prints a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x /usr/bin/time ] || { echo "bench-migrate: needs GNU time (apt-get install time)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "bench-migrate: needs GNU time (scripts/install-gnu-time.sh; make bench runs it)" >&2; exit 2; }
 ROWS=${1:-1000000}
 SHARDS=${BENCH_SHARDS:-16}
 work=$(mktemp -d); stack=""

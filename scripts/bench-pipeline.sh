@@ -1,33 +1,48 @@
 #!/usr/bin/env bash
-# bench-pipeline.sh [ROWS...]: wall time, rows/s and peak RSS of each Strategy B
-# stage (seed, export, transform, import, verify) on file://, as separate
-# processes so that each RSS is its own; then the raw SlateDB put and scan
-# rates measured in the same run, for the ratio. Prints a Markdown table.
+# bench-pipeline.sh [ROWS...]: wall time, rows/s, peak RSS and CPU/wall of each
+# Strategy B stage (seed, export, transform, import, verify) on file://, as
+# separate processes so that each RSS is its own; then the raw SlateDB put and
+# scan rates measured in the same run, for the ratio. BENCH_REPS (default 1)
+# runs each stage after seed that many times: seconds are best / median,
+# rows/s from the best, RSS the highest. Prints a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x /usr/bin/time ] || { echo "bench-pipeline: needs GNU time (apt-get install time)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "bench-pipeline: needs GNU time (scripts/install-gnu-time.sh; make bench runs it)" >&2; exit 2; }
 sizes=("$@"); [ ${#sizes[@]} -gt 0 ] || sizes=(100000 1000000)
 M=bin/rocklake-migrate
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 SHARDS=${BENCH_SHARDS:-8}
+REPS=${BENCH_REPS:-1}
 
-measure() { # measure NAME ROWS CMD... → "| NAME | ROWS | secs | rows/s | MiB |"
-  local name=$1 rows=$2; shift 2
-  /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null
-  read -r secs kb < "$work/time"
-  awk -v n="$name" -v r="$rows" -v s="$secs" -v k="$kb" \
-    'BEGIN { printf "| %s | %d | %.2f | %.0f | %.0f |\n", n, r, s, (s > 0 ? r / s : 0), k / 1024 }'
+# measure NAME ROWS REPS PREP CMD...: runs PREP (a shell command clearing the
+# stage's output) then CMD, REPS times, and prints
+# "| NAME | ROWS | best / median s | rows/s | MiB | CPU/wall |".
+measure() {
+  local name=$1 rows=$2 reps=$3 prep=$4; shift 4
+  : > "$work/times"
+  for _ in $(seq "$reps"); do
+    eval "$prep"
+    /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" >/dev/null
+    cat "$work/time" >> "$work/times"
+  done
+  sort -n "$work/times" | awk -v n="$name" -v r="$rows" '
+    { s[NR] = $1; if ($2 > k) k = $2; c[NR] = ($1 > 0 ? ($3 + $4) / $1 : 0) }
+    END {
+      for (i = 2; i <= NR; i++) for (j = i; j > 1 && c[j - 1] > c[j]; j--) { t = c[j]; c[j] = c[j - 1]; c[j - 1] = t }
+      med = s[int((NR + 1) / 2)]; cpu = c[int((NR + 1) / 2)]
+      printf "| %s | %d | %.2f / %.2f | %.0f | %.0f | %.2f |\n", n, r, s[1], med, (s[1] > 0 ? r / s[1] : 0), k / 1024, cpu
+    }'
 }
 
-echo "| stage | rows | seconds | rows/s | peak RSS MiB |"
-echo "|---|---|---|---|---|"
+echo "| stage | rows | seconds (best / median) | rows/s | peak RSS MiB | CPU/wall |"
+echo "|---|---|---|---|---|---|"
 for n in "${sizes[@]}"; do
   d="$work/$n"; mkdir -p "$d"
-  measure seed "$n" $M seed --catalog "file://$d/src" --rows "$n" --seed 1
-  measure export "$n" $M export --catalog "file://$d/src" --format v1 --output "$d/v1" --shards "$SHARDS" --compression none
-  measure transform "$n" $M transform --input "$d/v1" --output "$d/v2" --to v2
-  measure import "$n" $M import --format v2 --input "$d/v2" --catalog "file://$d/dst"
-  measure verify "$n" $M verify --catalog "file://$d/dst" --input "$d/v2"
+  measure seed "$n" 1 "rm -rf $d/src" $M seed --catalog "file://$d/src" --rows "$n" --seed 1
+  measure export "$n" "$REPS" "rm -rf $d/v1" $M export --catalog "file://$d/src" --format v1 --output "$d/v1" --shards "$SHARDS" --compression none
+  measure transform "$n" "$REPS" "rm -rf $d/v2" $M transform --input "$d/v1" --output "$d/v2" --to v2
+  measure import "$n" "$REPS" "rm -rf $d/dst" $M import --format v2 --input "$d/v2" --catalog "file://$d/dst"
+  measure verify "$n" "$REPS" ":" $M verify --catalog "file://$d/dst" --input "$d/v2"
   rm -rf "$d"
 done
 echo

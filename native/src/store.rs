@@ -103,15 +103,26 @@ pub fn profiles(s: Settings, opts: &Options) -> Settings {
 /// SlateDB 0.13.1 has no subcompactions to turn off and no read-ahead setting
 /// for compactions: each fetch task reads 256 blocks (1 MiB of 4 KiB blocks)
 /// ahead, so one task per source is the 1 MiB read-ahead 0.18 was given.
+///
+/// A bulk load fills L0 faster than the engine's timers look at it: a full L0
+/// stalls the writer until the compactor notices (it polls every 5 s) and
+/// then until the writer sees the compaction in the manifest (every 1 s).
+/// Both poll every `BULK_POLL` instead, which turned multi-second stalls into
+/// short waits; the cost is a manifest read per poll, 10 a second.
 pub fn bulk_load(mut s: Settings) -> Settings {
     s.l0_flush_parallelism = 1;
+    s.manifest_poll_interval = BULK_POLL;
     if let Some(c) = s.compactor_options.as_mut() {
         c.max_concurrent_compactions = 1;
         c.max_fetch_tasks = 1;
         c.max_sst_size = 64 << 20;
+        c.poll_interval = BULK_POLL;
     }
     s
 }
+
+/// How often a bulk-load writer's compactor and manifest poller wake.
+pub const BULK_POLL: Duration = Duration::from_millis(100);
 
 /// Settings for a short-lived writer that must not reorganise the database:
 /// no compactor and no garbage collector. Freeze fences the source catalog and
@@ -323,6 +334,8 @@ mod tests {
         let c = s.compactor_options.clone().expect("compactor stays on");
         assert_eq!((c.max_concurrent_compactions, c.max_fetch_tasks), (1, 1));
         assert!(c.max_sst_size <= 64 << 20);
+        // A full L0 must not wait for the engine's default timers (5 s, 1 s).
+        assert_eq!((c.poll_interval, s.manifest_poll_interval), (BULK_POLL, BULK_POLL));
         engine_accepts(s);
     }
 

@@ -97,18 +97,21 @@ func (e *FieldCollisionError) Error() string {
 
 func (e *FieldCollisionError) Is(target error) bool { return target == ErrFieldCollision }
 
-// CheckUnknownTags reads the trailers of the shard files at urls (each file
-// is verified whole) and returns an *UnknownTagsError listing every tag this
-// binary does not know, with counts, or nil: the fail policy's refusal,
-// before any output is written.
+// CheckUnknownTags reads the trailers of the shard files at urls and returns
+// an *UnknownTagsError listing every tag this binary does not know, with
+// counts, or nil: the fail policy's refusal, before any output is written.
+// Each file's framing, record count and SHA-256 are checked (ndjson.SkimFile,
+// at hashing speed, files in parallel), not its records: the transform that
+// follows decodes them, checks the per-table counts and fails a shard whose
+// records hold an unknown tag whatever its trailer says.
 func CheckUnknownTags(ctx context.Context, store *blob.Store, urls []string) error {
+	trailers, err := ndjson.SkimFiles(ctx, store, urls)
+	if err != nil {
+		return fmt.Errorf("migration: %w", err)
+	}
 	counts := map[format.Tag]uint64{}
-	for _, u := range urls {
-		_, tr, err := ndjson.VerifyFile(ctx, store, u)
-		if err != nil {
-			return fmt.Errorf("migration: %s: %w", u, err)
-		}
-		for name, n := range tr.Counts {
+	for i, u := range urls {
+		for name, n := range trailers[i].Counts {
 			if _, ok := format.TagByName(name); ok {
 				continue
 			}

@@ -284,3 +284,44 @@ func TestReadErrorPassedOn(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// Skim refuses what Verify refuses about a file's framing and checksum (a
+// cut-short file, a changed line, a wrong count or SHA-256, a bad header)
+// and returns the same header and trailer for a good file; per-table counts
+// and whether lines decode are left to the reader, as documented.
+func TestSkim(t *testing.T) {
+	file, lines := sampleFile(t)
+	h, tr, err := ndjson.Skim(strings.NewReader(file))
+	vh, vtr, verr := ndjson.Verify(strings.NewReader(file))
+	if err != nil || verr != nil || h.ShardIndex != vh.ShardIndex || tr.SHA256 != vtr.SHA256 || tr.Records != vtr.Records {
+		t.Fatalf("good file: skim %+v %+v %v, verify %+v %+v %v", h, tr, err, vh, vtr, verr)
+	}
+	for n := 0; n < len(file); n++ {
+		_, _, err := ndjson.Skim(strings.NewReader(file[:n]))
+		want := ndjson.ErrNoTrailer
+		if n < len(lines[0]) {
+			want = ndjson.ErrHeader
+		}
+		if !errors.Is(err, want) {
+			t.Fatalf("first %d of %d bytes: %v, want %v", n, len(file), err, want)
+		}
+	}
+	changed := append([]string(nil), lines...)
+	changed[2] = strings.Replace(changed[2], `"`, `'`, 1)
+	for name, f := range map[string]string{
+		"changed line": strings.Join(changed, ""),
+		"count":        withTrailer(t, lines, func(tr *ndjson.Trailer) { tr.Records++ }),
+		"sha256":       withTrailer(t, lines, func(tr *ndjson.Trailer) { tr.SHA256 = strings.Repeat("0", 64) }),
+	} {
+		if _, _, err := ndjson.Skim(strings.NewReader(f)); !errors.Is(err, ndjson.ErrTrailerMismatch) {
+			t.Errorf("%s: %v, want ErrTrailerMismatch", name, err)
+		}
+	}
+	wrongCounts := withTrailer(t, lines, func(tr *ndjson.Trailer) { tr.Counts["ducklake_metadata"]--; tr.Counts["ducklake_table"]++ })
+	if _, _, err := ndjson.Skim(strings.NewReader(wrongCounts)); err != nil {
+		t.Errorf("per-table counts are the reader's to check, skim refused them: %v", err)
+	}
+	if _, _, err := ndjson.Skim(strings.NewReader(strings.Replace(file, `"rocklake_export_format":1`, `"rocklake_export_format":9`, 1))); !errors.Is(err, ndjson.ErrHeader) {
+		t.Errorf("header of another export format: %v, want ErrHeader", err)
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -179,6 +181,51 @@ func VerifyFile(ctx context.Context, store *blob.Store, url string) (Header, Tra
 		return Header{}, Trailer{}, fmt.Errorf("ndjson: %s: %w", url, err)
 	}
 	return fr.header, t, nil
+}
+
+// SkimFile checks the shard file at url as Skim does: its framing, record
+// count and SHA-256, without decoding records.
+func SkimFile(ctx context.Context, store *blob.Store, url string) (Header, Trailer, error) {
+	fr, err := Open(ctx, store, url)
+	if err != nil {
+		return Header{}, Trailer{}, err
+	}
+	defer fr.Close()
+	t, err := fr.skim()
+	if err != nil {
+		return Header{}, Trailer{}, fmt.Errorf("ndjson: %s: %w", url, err)
+	}
+	return fr.header, t, nil
+}
+
+// SkimFiles skims the files at urls (SkimFile) on one goroutine per CPU
+// and returns their trailers in the same order, or the error of the first
+// bad file in that order.
+func SkimFiles(ctx context.Context, store *blob.Store, urls []string) ([]Trailer, error) {
+	trailers := make([]Trailer, len(urls))
+	errs := make([]error, len(urls))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(urls)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				_, trailers[i], errs[i] = SkimFile(ctx, store, urls[i])
+			}
+		}()
+	}
+	for i := range urls {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return trailers, nil
 }
 
 // sourceReader remembers the read errors of the stored object, so that a

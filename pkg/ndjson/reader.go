@@ -195,6 +195,55 @@ func Verify(r io.Reader) (Header, Trailer, error) {
 	return rd.header, t, err
 }
 
+// Skim reads a whole uncompressed shard file from r and checks its framing
+// without decoding a record: the header, then the bytes of every record line
+// against the trailer's record count and SHA-256. It finds a file that is cut
+// short, damaged or not the one its trailer describes at hashing speed, not
+// decoding speed; that each line decodes, and the per-table counts, are left
+// to the Reader that reads the records (whose io.EOF still means all of it).
+func Skim(r io.Reader) (Header, Trailer, error) {
+	rd, err := NewReader(r)
+	if err != nil {
+		return Header{}, Trailer{}, err
+	}
+	t, err := rd.skim()
+	return rd.header, t, err
+}
+
+// skim reads the remaining lines, hashing and counting them, and checks the
+// trailer's count and SHA-256.
+func (r *Reader) skim() (Trailer, error) {
+	for {
+		line, err := r.readLine()
+		if errors.Is(err, errLast) {
+			return Trailer{}, fmt.Errorf("%w: the file ends after line %d, the header", ErrNoTrailer, r.lineNo)
+		}
+		if err != nil {
+			return Trailer{}, err
+		}
+		last, err := r.atEnd()
+		if err != nil {
+			return Trailer{}, err
+		}
+		if !last {
+			r.sum.Write(line)
+			r.records++
+			continue
+		}
+		t, err := parseTrailer(line)
+		if err != nil {
+			return Trailer{}, fmt.Errorf("%w: the last line, %d, is not a trailer: %v", ErrNoTrailer, r.lineNo, err)
+		}
+		switch sum := hex.EncodeToString(r.sum.Sum(nil)); {
+		case t.Records != r.records:
+			return Trailer{}, fmt.Errorf("%w: trailer says %d records, the file has %d", ErrTrailerMismatch, t.Records, r.records)
+		case t.SHA256 != sum:
+			return Trailer{}, fmt.Errorf("%w: trailer SHA-256 %s, the records' %s", ErrTrailerMismatch, t.SHA256, sum)
+		}
+		return t, nil
+	}
+}
+
 // drain reads the remaining records, checking them and the trailer.
 func (r *Reader) drain() (Trailer, error) {
 	for {

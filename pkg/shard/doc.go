@@ -7,9 +7,11 @@
 //   - export.go: one shard per range, read through a reader pinned to a
 //     checkpoint (a consistent view that never writes to the source);
 //   - files.go: shard file names, and checking that a set of shards is whole;
-//   - import.go: the one writer of a fresh target, shard after shard, with
-//     its progress kept in the target itself so a rerun continues, and the
-//     system keys with the format version written last, in one batch;
+//   - import.go: the one writer of a fresh target, shard after shard (every
+//     shard's checksum checked before the first write, each decoded on a
+//     goroutine ahead of the writer), with its progress kept in the target
+//     itself so a rerun continues, and the system keys with the format
+//     version written last, in one batch;
 //   - verify.go: per-table counts and the order-independent digest of a
 //     catalog against those of its shards.
 package shard

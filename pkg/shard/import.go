@@ -90,9 +90,13 @@ func (p *progress) sameInput(h ndjson.Header) bool {
 // into a new catalog at url. The target must hold nothing, or an unfinished
 // import of the same shards, which Import then continues: keys are rewritten
 // idempotently, so a rerun after a crash ends with the same catalog. Every
-// shard is verified (count and sha256) before any of its records is written;
-// data goes first and the counter and system keys, the format version among
-// them, last, in one atomic batch.
+// shard's framing, record count and sha256 are checked before anything is
+// written (at hashing speed, without decoding); a shard that passes that but
+// fails while it is written (a line that does not decode, per-table counts
+// that are not its trailer's) has what was written of it deleted before the
+// error returns. Decoding runs on a goroutine of its own, ahead of the
+// writer. Data goes first and the counter and system keys, the format
+// version among them, last, in one atomic batch.
 func Import(ctx context.Context, store *blob.Store, input, url string, opts ImportOptions) (ImportResult, error) {
 	res := ImportResult{Target: url, Format: opts.Format}
 	urls, err := List(ctx, store, input)
@@ -123,15 +127,11 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	if prog == nil {
 		prog = &progress{Source: hs[0].Source, Checkpoint: hs[0].CheckpointID, Format: opts.Format, Shards: len(hs), Done: make([]bool, len(hs))}
 	}
-	// Verify every remaining shard before writing anything: a bad shard found
-	// midway would otherwise leave part of itself behind.
-	for i, u := range urls {
-		if prog.Done[i] {
-			continue
-		}
-		if _, _, err := ndjson.VerifyFile(ctx, store, u); err != nil {
-			return res, fmt.Errorf("shard: import: %s: %w", u, err)
-		}
+	// Check every remaining shard's framing and checksum before writing
+	// anything: a damaged or cut-short shard found midway would otherwise
+	// leave part of itself behind.
+	if err := skimShards(ctx, store, urls, prog.Done); err != nil {
+		return res, err
 	}
 
 	so := opts.Store
@@ -149,24 +149,8 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 			return res, err
 		}
 	}
-	for i, u := range urls {
-		if prog.Done[i] {
-			continue
-		}
-		if err := importShard(ctx, store, w, u, prog, opts.Progress); err != nil {
-			return res, err
-		}
-		prog.Done[i] = true
-		if err := saveProgress(ctx, w, prog); err != nil {
-			return res, err
-		}
-		opts.Progress.shardDone()
-		if opts.AfterShard != nil {
-			opts.AfterShard(i)
-		}
-		if !opts.StopAfter.IsZero() && time.Now().After(opts.StopAfter) {
-			break
-		}
+	if err := writeShards(ctx, store, w, urls, prog, opts); err != nil {
+		return res, err
 	}
 	res.ShardsDone = count(prog.Done)
 	res.Records, res.Digest = prog.Records, prog.Digest
@@ -242,24 +226,166 @@ var errNoDatabase = errors.New("no database")
 const (
 	batchRecords = 1000
 	batchBytes   = 4 << 20
+	// pipelineBatches is how many batches the decoding goroutine may be
+	// ahead of the writer: enough to keep both busy, bounded in memory
+	// (at most this many times batchBytes).
+	pipelineBatches = 4
 )
 
-func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url string, prog *progress, p *Progress) error {
+// skimShards checks the framing, record count and SHA-256 of every shard
+// not yet done (ndjson.SkimFiles, in parallel). A shard whose records do not
+// match its trailer is read once more, decoding, so that the error names the
+// line that is bad where one is.
+func skimShards(ctx context.Context, store *blob.Store, urls []string, done []bool) error {
+	var todo []string
+	for i, u := range urls {
+		if !done[i] {
+			todo = append(todo, u)
+		}
+	}
+	_, err := ndjson.SkimFiles(ctx, store, todo)
+	if errors.Is(err, ndjson.ErrTrailerMismatch) {
+		for _, u := range todo {
+			if _, _, verr := ndjson.VerifyFile(ctx, store, u); verr != nil {
+				return fmt.Errorf("shard: import: %w", verr)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("shard: import: %w", err)
+	}
+	return nil
+}
+
+// part is what the decoding goroutine hands the writer: a batch of shard
+// index's data, or, once the shard's trailer has checked out, its totals.
+type part struct {
+	index int
+	batch *slatedb.Batch
+	end   *shardTotals
+}
+
+// shardTotals is what one shard adds to the progress record.
+type shardTotals struct {
+	records uint64
+	digest  ndjson.Digest
+	system  []entry
+}
+
+// writeShards writes the shards not yet done, in index order, decoding on
+// one goroutine and writing on this one, and makes each shard durable before
+// its progress record says so. A shard that fails to decode, or whose
+// trailer does not match what was decoded, has what was written of it
+// removed before the error is returned.
+func writeShards(ctx context.Context, store *blob.Store, w *slatedb.Writer, urls []string, prog *progress, opts ImportOptions) error {
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	parts := make(chan part, pipelineBatches)
+	free := make(chan *slatedb.Batch, pipelineBatches+1)
+	var failed int // the shard the decoder stopped in, when it fails
+	var decodeErr error
+	decoded := make(chan struct{})
+	go func() {
+		defer close(decoded)
+		defer close(parts)
+		failed, decodeErr = decodeShards(dctx, store, urls, prog.Done, parts, free)
+	}()
+	stopped, werr := func() (bool, error) {
+		for pt := range parts {
+			if pt.batch == nil {
+				if stop, err := shardWritten(ctx, w, urls, prog, pt, opts); err != nil || stop {
+					return stop, err
+				}
+				continue
+			}
+			if err := w.WriteAsync(ctx, pt.batch); err != nil {
+				return false, fmt.Errorf("shard: import %s: %w", urls[pt.index], err)
+			}
+			opts.Progress.addRecords(uint64(pt.batch.Len()))
+			pt.batch.Reset()
+			select {
+			case free <- pt.batch:
+			default:
+			}
+		}
+		return false, nil
+	}()
+	cancel() // a writer that stopped early stops the decoder too
+	for range parts {
+	}
+	<-decoded
+	switch {
+	case stopped || werr != nil:
+		// Killed or failed while writing a good shard: the rerun writes
+		// that shard again, key for key.
+		return werr
+	case decodeErr == nil:
+		return nil
+	case ctx.Err() != nil:
+		return decodeErr
+	}
+	// A shard that passed the skim but does not decode, or whose per-table
+	// counts are not its trailer's: remove what was written of it, so that
+	// nothing of a bad shard survives.
+	if err := clearShard(ctx, store, w, urls[failed]); err != nil {
+		return errors.Join(decodeErr, err)
+	}
+	return decodeErr
+}
+
+// shardWritten makes shard pt.index durable and records it in the progress
+// record; stop reports that ImportOptions.StopAfter has passed.
+func shardWritten(ctx context.Context, w *slatedb.Writer, urls []string, prog *progress, pt part, opts ImportOptions) (stop bool, err error) {
+	// The shard's data must be durable before its progress says so.
+	if err := w.Flush(ctx); err != nil {
+		return false, fmt.Errorf("shard: import %s: flush: %w", urls[pt.index], err)
+	}
+	prog.Done[pt.index] = true
+	prog.Records += pt.end.records
+	prog.Digest.Merge(pt.end.digest)
+	prog.System = append(prog.System, pt.end.system...)
+	if err := saveProgress(ctx, w, prog); err != nil {
+		return false, err
+	}
+	opts.Progress.shardDone()
+	if opts.AfterShard != nil {
+		opts.AfterShard(pt.index)
+	}
+	return !opts.StopAfter.IsZero() && time.Now().After(opts.StopAfter), nil
+}
+
+// decodeShards reads the shards not done, in index order, into batches sent
+// on out (taking spent batches back from free), each shard followed by its
+// totals once its trailer has checked out. On an error it returns the
+// index of the shard it was reading.
+func decodeShards(ctx context.Context, store *blob.Store, urls []string, done []bool, out chan<- part, free <-chan *slatedb.Batch) (int, error) {
+	send := func(pt part) error {
+		select {
+		case out <- pt:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	for i, u := range urls {
+		if done[i] {
+			continue
+		}
+		if err := decodeShard(ctx, store, i, u, send, free); err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
+func decodeShard(ctx context.Context, store *blob.Store, index int, url string, send func(part) error, free <-chan *slatedb.Batch) error {
 	fr, err := ndjson.Open(ctx, store, url)
 	if err != nil {
 		return fmt.Errorf("shard: import %s: %w", url, err)
 	}
 	defer fr.Close()
-	var b slatedb.Batch
-	flush := func() error {
-		if b.Len() == 0 {
-			return nil
-		}
-		p.addRecords(uint64(b.Len()))
-		err := w.WriteAsync(ctx, &b)
-		b.Reset()
-		return err
-	}
+	var t shardTotals
+	var b *slatedb.Batch
 	for {
 		rec, err := fr.Next()
 		if errors.Is(err, io.EOF) {
@@ -269,28 +395,74 @@ func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url 
 			return fmt.Errorf("shard: import %s: %w", url, err)
 		}
 		key, value := rec.Raw()
-		prog.Records++
-		prog.Digest.Add(rec)
-		if t := rec.Tag(); t == format.TagCounter || t == format.TagSystem {
+		t.records++
+		t.digest.Add(rec)
+		if tag := rec.Tag(); tag == format.TagCounter || tag == format.TagSystem {
 			if bytes.Equal(key, progressKey) {
 				return fmt.Errorf("shard: import %s: a shard holds the importer's own progress key", url)
 			}
-			prog.System = append(prog.System, entry{hex.EncodeToString(key), hex.EncodeToString(value)})
+			t.system = append(t.system, entry{hex.EncodeToString(key), hex.EncodeToString(value)})
 			continue
+		}
+		if b == nil {
+			select {
+			case b = <-free:
+			default:
+				b = new(slatedb.Batch)
+			}
 		}
 		b.Put(key, value)
 		if b.Len() >= batchRecords || b.Size() >= batchBytes {
-			if err := flush(); err != nil {
-				return fmt.Errorf("shard: import %s: %w", url, err)
+			if err := send(part{index: index, batch: b}); err != nil {
+				return err
 			}
+			b = nil
 		}
 	}
-	if err := flush(); err != nil {
-		return fmt.Errorf("shard: import %s: %w", url, err)
+	if b != nil {
+		if err := send(part{index: index, batch: b}); err != nil {
+			return err
+		}
 	}
-	// The shard's data must be durable before its progress says so.
+	return send(part{index: index, end: &t})
+}
+
+// clearShard deletes from the target the data keys of the shard at url that
+// decode, up to its first bad line: what writeShards wrote of a shard that
+// then failed. Counter and system keys are not there to delete (they wait in
+// the progress record). Keys, not a key range: a shard's range is in its
+// source's keys, which a transform re-encodes.
+func clearShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url string) error {
+	fr, err := ndjson.Open(ctx, store, url)
+	if err != nil {
+		return fmt.Errorf("shard: import: clear %s: %w", url, err)
+	}
+	defer fr.Close()
+	var b slatedb.Batch
+	for {
+		rec, err := fr.Next()
+		if err != nil {
+			break // io.EOF or the error that failed the shard: nothing after it was written
+		}
+		if t := rec.Tag(); t == format.TagCounter || t == format.TagSystem {
+			continue
+		}
+		key, _ := rec.Raw()
+		b.Delete(key)
+		if b.Len() >= batchRecords {
+			if err := w.WriteAsync(ctx, &b); err != nil {
+				return fmt.Errorf("shard: import: clear %s: %w", url, err)
+			}
+			b.Reset()
+		}
+	}
+	if b.Len() > 0 {
+		if err := w.WriteAsync(ctx, &b); err != nil {
+			return fmt.Errorf("shard: import: clear %s: %w", url, err)
+		}
+	}
 	if err := w.Flush(ctx); err != nil {
-		return fmt.Errorf("shard: import %s: flush: %w", url, err)
+		return fmt.Errorf("shard: import: clear %s: flush: %w", url, err)
 	}
 	return nil
 }

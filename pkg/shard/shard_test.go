@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +28,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -593,5 +598,181 @@ func TestCheckRangesRefusesEmptyRanges(t *testing.T) {
 		if err := shard.CheckRanges(rs); !errors.Is(err, shard.ErrBadPlan) {
 			t.Errorf("%s: err = %v, want ErrBadPlan", name, err)
 		}
+	}
+}
+
+// reseal rewrites the trailer of the shard file at path so that its record
+// count and SHA-256 match the record lines again, after a corruption: the
+// file passes import's up-front check and fails only while it is written.
+func reseal(t *testing.T, path string, edit func(lines [][]byte, tr map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	lines = lines[:len(lines)-1] // the empty tail after the last "\n"
+	var tl map[string]map[string]any
+	if err := json.Unmarshal(lines[len(lines)-1], &tl); err != nil {
+		t.Fatal(err)
+	}
+	tr := tl["trailer"]
+	edit(lines, tr)
+	sum := sha256.New()
+	for _, l := range lines[1 : len(lines)-1] {
+		sum.Write(l)
+	}
+	tr["sha256"] = hex.EncodeToString(sum.Sum(nil))
+	last, err := json.Marshal(tl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines[len(lines)-1] = append(last, '\n')
+	if err := os.WriteFile(path, bytes.Join(lines, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shardKeys returns the data keys of a shard file (counter and system keys
+// are written only at the end, in the final batch).
+func shardKeys(t *testing.T, store *blob.Store, url string) []string {
+	t.Helper()
+	fr, err := ndjson.Open(ctxFor(t), store, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fr.Close()
+	var keys []string
+	for {
+		rec, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			return keys
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tag := rec.Tag(); tag != format.TagCounter && tag != format.TagSystem {
+			k, _ := rec.Raw()
+			keys = append(keys, string(k))
+		}
+	}
+}
+
+// A shard whose checksum is right but whose records are not (a line that
+// does not decode at its end, or per-table counts its records do not have)
+// passes import's up-front check and fails only after much of it has been
+// written: nothing of it may survive, the shards before it stay as an
+// unfinished import, and with the shard put right the rerun resumes to the
+// same catalog as a clean import.
+func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	good := t.TempDir()
+	exportTo(t, store, src, good, 2, "")
+	clean := fileURL(t, "clean")
+	importFrom(t, store, good, clean, format.V1)
+	bad := filepath.Join(good, shard.FileName(1, 2, ""))
+	badKeys := shardKeys(t, store, bad)
+	if len(badKeys) <= 1000 {
+		t.Fatalf("shard 1 holds %d data keys: too few to be written in more than one batch", len(badKeys))
+	}
+	for name, c := range map[string]struct {
+		edit func(lines [][]byte, tr map[string]any)
+		want error
+	}{
+		"last line does not decode": {func(lines [][]byte, _ map[string]any) {
+			l := len(lines) - 2
+			lines[l] = bytes.Replace(lines[l], []byte(`"`), []byte(`'`), 1)
+		}, ndjson.ErrBadLine},
+		"counts differ": {func(_ [][]byte, tr map[string]any) {
+			counts := tr["counts"].(map[string]any)
+			for k, v := range counts {
+				counts[k] = v.(float64) + 1
+				break
+			}
+		}, ndjson.ErrTrailerMismatch},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			urls, _ := shard.List(ctxFor(t), store, good)
+			for _, u := range urls {
+				b, _ := os.ReadFile(u)
+				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
+			}
+			damaged := filepath.Join(dir, filepath.Base(bad))
+			reseal(t, damaged, c.edit)
+			if _, _, err := ndjson.SkimFile(ctxFor(t), store, damaged); err != nil {
+				t.Fatalf("the resealed shard does not pass the up-front check: %v", err)
+			}
+			dst := fileURL(t, "dst")
+			var written atomic.Uint64
+			p := &shard.Progress{}
+			_, err := shard.Import(ctxFor(t), store, dir, dst, shard.ImportOptions{Format: format.V1, Progress: p,
+				AfterShard: func(int) { written.Store(p.Records.Load()) }})
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if p.Records.Load() <= written.Load() {
+				t.Fatalf("nothing of the bad shard was written before it failed (%d records, %d after shard 0): the test proves nothing", p.Records.Load(), written.Load())
+			}
+			got := dump(t, dst)
+			for _, k := range badKeys {
+				if _, ok := got[k]; ok {
+					t.Fatalf("key %x of the bad shard survived its failed import", k)
+				}
+			}
+			if _, err := catalog.Open(ctxFor(t), dst, catalog.Options{}); err == nil {
+				t.Fatal("the failed import's target opened as a catalog")
+			}
+			b, _ := os.ReadFile(bad)
+			os.WriteFile(damaged, b, 0o644)
+			res := importFrom(t, store, dir, dst, format.V1)
+			if !res.Resumed {
+				t.Fatalf("rerun did not resume: %+v", res)
+			}
+			sameKV(t, "resumed after a bad shard vs clean", dump(t, clean), dump(t, dst))
+		})
+	}
+}
+
+// DigestCatalog hashes raw keys and values on several goroutines: its digest
+// must be the one made record by record, as before (the digest is a contract
+// between export, transform, import and verify), unknown tags included.
+func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	w, err := slatedb.OpenWriter(ctxFor(t), src, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put([]byte{0x30, 1, 2, 3}, []byte("a table from the future"))
+	if err := w.Write(ctxFor(t), &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	c, err := catalog.Open(ctxFor(t), src, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var want ndjson.Digest
+	for e, err := range c.ScanRaw(ctxFor(t), nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := ndjson.NewRecord(format.V1, e.Key, e.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Add(rec)
+	}
+	got, err := shard.DigestCatalog(ctxFor(t), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || got.Counts()["tag 0x30"] != 1 {
+		t.Fatalf("DigestCatalog %s %v, records %s %v", got.Sum(), got.Counts(), want.Sum(), want.Counts())
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -26,23 +28,67 @@ type VerifyResult struct {
 	Diff []string `json:"diff,omitempty"`
 }
 
-// DigestCatalog reads every key of an open catalog into a Digest.
+// DigestCatalog reads every key of an open catalog into a Digest. The
+// digest is of the raw bytes (ndjson.Digest.AddRaw), so no record is decoded;
+// the scan runs on this goroutine and the hashing on one per CPU.
 func DigestCatalog(ctx context.Context, c *catalog.Catalog) (ndjson.Digest, error) {
-	var d ndjson.Digest
-	for e, err := range c.ScanRaw(ctx, nil, nil) {
-		if err != nil {
-			return d, err
+	return digestParallel(func(emit func(key, value []byte) error) error {
+		for e, err := range c.ScanRaw(ctx, nil, nil) {
+			if err != nil {
+				return err
+			}
+			if err := emit(e.Key, e.Value); err != nil {
+				return err
+			}
 		}
-		rec, err := ndjson.NewRecord(c.Version(), e.Key, e.Value)
-		if err != nil {
-			return d, fmt.Errorf("shard: digest %s: %w", c.URL(), err)
-		}
-		d.Add(rec)
-	}
-	return d, nil
+		return nil
+	})
 }
 
-// DigestShards reads every record of the shard set at input into a Digest.
+// digestBatch is how many entries a hashing goroutine takes at a time.
+const digestBatch = 256
+
+// digestParallel digests the entries that scan emits (whose bytes must stay
+// valid after emit returns) on one goroutine per CPU, and merges the digests:
+// the sum does not depend on which goroutine added what.
+func digestParallel(scan func(emit func(key, value []byte) error) error) (ndjson.Digest, error) {
+	type kv struct{ key, value []byte }
+	batches := make(chan []kv, runtime.GOMAXPROCS(0))
+	digests := make([]ndjson.Digest, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range digests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range batches {
+				for _, e := range b {
+					digests[i].AddRaw(e.key, e.value)
+				}
+			}
+		}()
+	}
+	b := make([]kv, 0, digestBatch)
+	err := scan(func(key, value []byte) error {
+		if b = append(b, kv{key, value}); len(b) == digestBatch {
+			batches <- b
+			b = make([]kv, 0, digestBatch)
+		}
+		return nil
+	})
+	if len(b) > 0 {
+		batches <- b
+	}
+	close(batches)
+	wg.Wait()
+	var d ndjson.Digest
+	for _, x := range digests {
+		d.Merge(x)
+	}
+	return d, err
+}
+
+// DigestShards reads every record of the shard set at input into a Digest,
+// decoding the shards on one goroutine per CPU.
 func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.Digest, format.Version, error) {
 	var d ndjson.Digest
 	urls, err := List(ctx, store, input)
@@ -53,25 +99,38 @@ func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.
 	if err != nil {
 		return d, 0, err
 	}
-	for _, u := range urls {
-		fr, err := ndjson.Open(ctx, store, u)
-		if err != nil {
-			return d, 0, err
-		}
-		for {
-			rec, err := fr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				fr.Close()
-				return d, 0, fmt.Errorf("shard: digest %s: %w", u, err)
-			}
-			d.Add(rec)
-		}
-		fr.Close()
+	digests := make([]ndjson.Digest, len(urls))
+	err = ForEach(ctx, len(urls), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
+		var err error
+		digests[i], err = digestShard(ctx, store, urls[i])
+		return err
+	})
+	if err != nil {
+		return d, 0, err
+	}
+	for _, x := range digests {
+		d.Merge(x)
 	}
 	return d, hs[0].CatalogFormat, nil
+}
+
+func digestShard(ctx context.Context, store *blob.Store, url string) (ndjson.Digest, error) {
+	var d ndjson.Digest
+	fr, err := ndjson.Open(ctx, store, url)
+	if err != nil {
+		return d, err
+	}
+	defer fr.Close()
+	for {
+		rec, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			return d, nil
+		}
+		if err != nil {
+			return d, fmt.Errorf("shard: digest %s: %w", url, err)
+		}
+		d.Add(rec)
+	}
 }
 
 // Verify compares the catalog at url with the shards at input: per-table

@@ -33,7 +33,9 @@ type Options struct {
 	// BulkLoad tunes a writer that loads a whole database so that its
 	// memory does not grow with the database: it moves its memtable to L0
 	// every 8 MiB written, and the engine runs one L0 upload and one
-	// compaction at a time, with small read-ahead and SSTs of at most 64 MiB.
+	// compaction at a time, with small read-ahead and SSTs of at most 64 MiB,
+	// and looks for compaction work and its results every 100 ms (so that a
+	// full L0 waits for a compaction, not for the engine's 5 s and 1 s polls).
 	BulkLoad bool
 	// Passive: the writer runs no compactor and no garbage collector, so it
 	// changes nothing in the database but what it writes (and the fencing),
