@@ -59,7 +59,7 @@ func init() {
 		}
 		if policy == migration.UnknownFail {
 			// Refuse before writing any shard, not after the others.
-			if err := migration.CheckUnknownTags(ctx, store, urls); err != nil {
+			if _, err := migration.CheckUnknownTags(ctx, store, urls); err != nil {
 				return err
 			}
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 func init() {
@@ -30,7 +29,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		res, err := shard.Verify(ctx, store, *url, *input, slatedb.Options{})
+		res, err := shard.Verify(ctx, store, *url, *input, shard.VerifyOptions{})
 		if err != nil && !errors.Is(err, shard.ErrMismatch) {
 			return err
 		}

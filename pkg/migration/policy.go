@@ -100,27 +100,28 @@ func (e *FieldCollisionError) Is(target error) bool { return target == ErrFieldC
 // CheckUnknownTags reads the trailers of the shard files at urls (each file
 // is verified whole) and returns an *UnknownTagsError listing every tag this
 // binary does not know, with counts, or nil: the fail policy's refusal,
-// before any output is written.
-func CheckUnknownTags(ctx context.Context, store *blob.Store, urls []string) error {
+// before any output is written. records is what the trailers count in all.
+func CheckUnknownTags(ctx context.Context, store *blob.Store, urls []string) (records uint64, err error) {
 	counts := map[format.Tag]uint64{}
 	for _, u := range urls {
 		_, tr, err := ndjson.VerifyFile(ctx, store, u)
 		if err != nil {
-			return fmt.Errorf("migration: %s: %w", u, err)
+			return records, fmt.Errorf("migration: %s: %w", u, err)
 		}
+		records += tr.Records
 		for name, n := range tr.Counts {
 			if _, ok := format.TagByName(name); ok {
 				continue
 			}
 			var b byte
 			if _, err := fmt.Sscanf(name, "tag 0x%02X", &b); err != nil {
-				return fmt.Errorf("migration: %s: trailer counts a table %q this binary cannot name", u, name)
+				return records, fmt.Errorf("migration: %s: trailer counts a table %q this binary cannot name", u, name)
 			}
 			counts[format.Tag(b)] += n
 		}
 	}
 	if len(counts) > 0 {
-		return &UnknownTagsError{Counts: counts}
+		return records, &UnknownTagsError{Counts: counts}
 	}
-	return nil
+	return records, nil
 }

@@ -125,14 +125,18 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	}
 	// Verify every remaining shard before writing anything: a bad shard found
 	// midway would otherwise leave part of itself behind.
+	var todo uint64
 	for i, u := range urls {
 		if prog.Done[i] {
 			continue
 		}
-		if _, _, err := ndjson.VerifyFile(ctx, store, u); err != nil {
+		_, tr, err := ndjson.VerifyFile(ctx, store, u)
+		if err != nil {
 			return res, fmt.Errorf("shard: import: %s: %w", u, err)
 		}
+		todo += tr.Records
 	}
+	opts.Progress.SetRecordsTotal(todo)
 
 	so := opts.Store
 	so.BulkLoad = true
@@ -251,11 +255,13 @@ func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url 
 	}
 	defer fr.Close()
 	var b slatedb.Batch
+	var read, reported uint64 // records read, and counted in p (the held system keys too)
 	flush := func() error {
+		p.addRecords(read - reported)
+		reported = read
 		if b.Len() == 0 {
 			return nil
 		}
-		p.addRecords(uint64(b.Len()))
 		err := w.WriteAsync(ctx, &b)
 		b.Reset()
 		return err
@@ -269,6 +275,7 @@ func importShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url 
 			return fmt.Errorf("shard: import %s: %w", url, err)
 		}
 		key, value := rec.Raw()
+		read++
 		prog.Records++
 		prog.Digest.Add(rec)
 		if t := rec.Tag(); t == format.TagCounter || t == format.TagSystem {

@@ -28,7 +28,12 @@ type VerifyResult struct {
 
 // DigestCatalog reads every key of an open catalog into a Digest.
 func DigestCatalog(ctx context.Context, c *catalog.Catalog) (ndjson.Digest, error) {
+	return digestCatalog(ctx, c, nil)
+}
+
+func digestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson.Digest, error) {
 	var d ndjson.Digest
+	var n uint64
 	for e, err := range c.ScanRaw(ctx, nil, nil) {
 		if err != nil {
 			return d, err
@@ -38,13 +43,22 @@ func DigestCatalog(ctx context.Context, c *catalog.Catalog) (ndjson.Digest, erro
 			return d, fmt.Errorf("shard: digest %s: %w", c.URL(), err)
 		}
 		d.Add(rec)
+		if n++; n%4096 == 0 {
+			p.addRecords(4096)
+		}
 	}
+	p.addRecords(n % 4096)
 	return d, nil
 }
 
 // DigestShards reads every record of the shard set at input into a Digest.
 func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.Digest, format.Version, error) {
+	return digestShards(ctx, store, input, nil)
+}
+
+func digestShards(ctx context.Context, store *blob.Store, input string, p *Progress) (ndjson.Digest, format.Version, error) {
 	var d ndjson.Digest
+	var n uint64
 	urls, err := List(ctx, store, input)
 	if err != nil {
 		return d, 0, err
@@ -68,27 +82,45 @@ func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.
 				return d, 0, fmt.Errorf("shard: digest %s: %w", u, err)
 			}
 			d.Add(rec)
+			if n++; n%4096 == 0 {
+				p.addRecords(4096)
+			}
 		}
 		fr.Close()
 	}
+	p.addRecords(n % 4096)
 	return d, hs[0].CatalogFormat, nil
+}
+
+// VerifyOptions tune a verify.
+type VerifyOptions struct {
+	Store slatedb.Options
+	// Progress counts the shards' records, then the catalog's keys: its
+	// total, twice the shards' records, is known once they are read.
+	Progress *Progress
 }
 
 // Verify compares the catalog at url with the shards at input: per-table
 // counts and the order-independent digest of every record, system keys
 // included. A difference is ErrMismatch, with the result saying where.
-func Verify(ctx context.Context, store *blob.Store, url, input string, so slatedb.Options) (VerifyResult, error) {
+func Verify(ctx context.Context, store *blob.Store, url, input string, opts VerifyOptions) (VerifyResult, error) {
 	var res VerifyResult
-	sd, v, err := DigestShards(ctx, store, input)
+	sd, v, err := digestShards(ctx, store, input, opts.Progress)
 	if err != nil {
 		return res, err
 	}
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v, Store: so})
+	// The catalog should hold as many keys as the shards hold records.
+	var records uint64
+	for _, n := range sd.Counts() {
+		records += n
+	}
+	opts.Progress.SetRecordsTotal(2 * records)
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v, Store: opts.Store})
 	if err != nil {
 		return res, err
 	}
 	defer c.Close()
-	cd, err := DigestCatalog(ctx, c)
+	cd, err := digestCatalog(ctx, c, opts.Progress)
 	if err != nil {
 		return res, err
 	}
