@@ -10,10 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
+	"github.com/rocklake/rocklake-migrate/pkg/progress"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -41,22 +45,25 @@ type migrateReport struct {
 	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
 }
 
-func init() {
-	register("migrate", "run the migration workflow (statemachine/migration.asl.json) locally", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "migrate", "--pointer s3://… --to vN [--dry-run] [--shards N] [--concurrency K]")
-		ptr := pointerFlag(fs)
-		to := fs.String("to", "", "target format (v2)")
-		dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
-		shards := fs.Int("shards", 8, "shards to export, transform and import")
-		concurrency := fs.Int("concurrency", 2, "shards worked on at once")
-		staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
-		unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
-		topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newMigrateCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "migrate --pointer s3://… --to vN [--dry-run] [--shards N] [--concurrency K]",
+		Short: "run the migration workflow (statemachine/migration.asl.json) locally",
+		Example: `  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --dry-run
+  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --concurrency 4 --json`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	to := fs.String("to", "", "target format (v2)")
+	dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
+	shards := fs.Int("shards", 8, "shards to export, transform and import")
+	concurrency := fs.Int("concurrency", 2, "shards worked on at once")
+	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
+	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
+	topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
+	asJSON := jsonFlag(fs, "print the report as JSON")
+	id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
+	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}
@@ -99,40 +106,79 @@ func init() {
 		// Known as soon as Check is done, so that every report names the
 		// migration, a failed one too.
 		var checked workflow.Migration
-		shardsDone := 0
-		live := isTerminal(e.stderr)
+		// Progress: a line per top-level state as it starts and ends, the
+		// Shards map (export and transform, by shard, with rows) and the
+		// Import loop (by shard) as stages.
+		d := e.progress(*asJSON)
+		var shardsP, importP shard.Progress
+		var shardsStage, importStage *progress.Stage
+		failed := func(ev asl.StateEvent) error {
+			if ev.Output != nil {
+				return nil
+			}
+			return fmt.Errorf("%s: %s", ev.Error, ev.Cause)
+		}
 		obs := asl.ObserverFuncs{
 			Entered: func(ev asl.StateEvent) {
-				if len(ev.MapIndex) == 0 {
-					fmt.Fprintf(e.stderr, "%s → %s\n", ev.Time.Format("15:04:05"), ev.Name)
+				if len(ev.MapIndex) > 0 {
+					return
+				}
+				d.State(ev.Name, false, ev.Time, 0)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case ev.Name == "Shards":
+					shardsP.ShardsTotal.Store(int64(*shards))
+					shardsStage = d.Stage("export+transform", "rows", &shardsP)
+				case ev.Name == "Import" && importStage == nil: // it loops until done
+					importStage = d.Stage("import", "shards", &importP)
 				}
 			},
 			Exited: func(ev asl.StateEvent) {
 				mu.Lock()
 				defer mu.Unlock()
 				times[ev.Name] += ev.Duration.Seconds()
-				if ev.Name == "Check" && len(ev.MapIndex) == 0 && ev.Output != nil {
+				switch {
+				case ev.Name == "TransformShard" && ev.Output != nil:
+					var st struct {
+						Transform workflow.ShardOutput `json:"transform"`
+					}
+					if json.Unmarshal(ev.Output, &st) == nil {
+						shardsP.Records.Add(st.Transform.Records)
+					}
+					shardsP.ShardsDone.Add(1)
+				case len(ev.MapIndex) > 0:
+					return
+				case ev.Name == "Check" && ev.Output != nil:
 					var st struct {
 						Migration workflow.Migration `json:"migration"`
 					}
 					if json.Unmarshal(ev.Output, &st) == nil {
 						checked = st.Migration
 					}
-				}
-				if ev.Name == "TransformShard" && ev.Output != nil {
-					shardsDone++
-					if live {
-						fmt.Fprintf(e.stderr, "\r\033[K  shards %d/%d", shardsDone, *shards)
-					} else {
-						fmt.Fprintf(e.stderr, "  shard %d done (%d/%d)\n", ev.MapIndex[len(ev.MapIndex)-1], shardsDone, *shards)
+				case ev.Name == "Shards":
+					shardsStage.Stop(failed(ev))
+				case ev.Name == "Import":
+					var st struct {
+						Import workflow.ImportOutput `json:"import"`
+					}
+					if ev.Output != nil && json.Unmarshal(ev.Output, &st) == nil {
+						importP.Records.Store(uint64(st.Import.ShardsDone))
+						importP.RecordsTotal.Store(uint64(st.Import.ShardsTotal))
+					}
+					if ev.Output == nil || st.Import.Done {
+						importStage.Stop(failed(ev))
 					}
 				}
-				if ev.Name == "Shards" && live {
-					fmt.Fprint(e.stderr, "\r\033[K")
+				if len(ev.MapIndex) == 0 {
+					d.State(ev.Name, true, ev.Time, ev.Duration)
 				}
 			},
 		}
 		out, runErr := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(env, publish), Observer: obs, MaxConcurrency: *concurrency})
+		shardsStage.Stop(runErr) // a no-op for a stage already ended
+		importStage.Stop(runErr)
+		d.Close()
 		rep := migrateReport{StateSeconds: times, Outcome: "migrated"}
 		if runErr != nil && ctx.Err() != nil && checked.NeedsMigration {
 			// Interrupted (a signal, the deadline): the state machine's own

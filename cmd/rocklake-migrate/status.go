@@ -4,19 +4,23 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
-func init() {
-	register("status", "show the pointer, the catalog it names and the pointer's history", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "status", "--pointer s3://…")
-		ptr := pointerFlag(fs)
-		asJSON := fs.Bool("json", false, "print as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newStatusCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "status --pointer s3://…",
+		Short:   "show the pointer, the catalog it names and the pointer's history",
+		Example: `  rocklake-migrate status --pointer s3://b/rocklake/CURRENT`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	asJSON := jsonFlag(fs, "print as JSON")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

@@ -287,8 +287,12 @@ func (s *Stage) show() {
 }
 
 // Stop ends the stage: a final line or event, the bar completed (err nil:
-// its total is then what was done) or aborted.
+// its total is then what was done) or aborted. Only the first Stop counts;
+// a nil Stage does nothing.
 func (s *Stage) Stop(err error) {
+	if s == nil {
+		return
+	}
 	s.once.Do(func() {
 		close(s.stop)
 		<-s.stopped
