@@ -12,10 +12,12 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/sys/unix"
 
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
@@ -44,14 +46,16 @@ func ModeFor(w io.Writer, asJSON bool) Mode {
 	return Lines
 }
 
-// IsTerminal reports whether w is a character device.
+// IsTerminal reports whether w is a terminal that bars can be drawn on: one
+// that says how wide it is (mpb draws nothing on a terminal of width 0, as
+// a pseudo-terminal whose size was never set reports).
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	return err == nil && ws.Col > 0
 }
 
 // Options tune a Display.
@@ -187,12 +191,14 @@ type Stage struct {
 
 	lastLine time.Time
 	lastFrac float64
+	shown    atomic.Pointer[snapshot] // bars: what the bar shows
 }
 
 // Stage starts showing the stage name, whose work p counts in unit.
 func (d *Display) Stage(name, unit string, p *shard.Progress) *Stage {
 	s := &Stage{d: d, name: name, unit: unit, p: p, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
 	s.lastLine = s.start
+	s.shown.Store(&snapshot{unit: unit})
 	if d.bars != nil {
 		s.bar = d.bars.AddBar(1000,
 			mpb.PrependDecorators(
@@ -200,7 +206,9 @@ func (d *Display) Stage(name, unit string, p *shard.Progress) *Stage {
 				decor.Percentage(decor.WCSyncSpace),
 			),
 			mpb.AppendDecorators(
-				decor.Any(func(decor.Statistics) string { return s.counts().rateText() }, decor.WCSyncSpace),
+				// The counts the bar was last set to, so that rows and
+				// percent agree.
+				decor.Any(func(decor.Statistics) string { return s.shown.Load().rateText() }, decor.WCSyncSpace),
 				decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncSpace), "done"),
 			),
 		)
@@ -275,6 +283,7 @@ func (s *Stage) show() {
 	n := s.counts()
 	f, known := n.fraction()
 	if s.bar != nil {
+		s.shown.Store(&n)
 		s.bar.SetCurrent(int64(f * 1000))
 		return
 	}
@@ -301,6 +310,7 @@ func (s *Stage) Stop(err error) {
 			n.total, n.shardsDone = n.done, n.shardsTotal
 		}
 		if s.bar != nil {
+			s.shown.Store(&n)
 			if err == nil {
 				s.bar.SetCurrent(1000)
 			} else {

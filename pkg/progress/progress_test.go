@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -174,10 +179,47 @@ func TestBarsOnTerminal(t *testing.T) {
 	}
 }
 
-// The mode follows the writer: a buffer is not a terminal.
+// The mode follows the writer: a buffer or a file is not a terminal; a
+// pseudo-terminal is one once it has a width (mpb draws nothing at width
+// 0); --json wins over all.
 func TestModeFor(t *testing.T) {
 	var b bytes.Buffer
 	if progress.ModeFor(&b, false) != progress.Lines || progress.ModeFor(&b, true) != progress.JSON {
 		t.Fatal("a buffer must get plain lines, or JSON when asked")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if progress.ModeFor(f, false) != progress.Lines {
+		t.Fatal("a file must get plain lines")
+	}
+
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pts.Close()
+	if progress.ModeFor(pts, false) != progress.Lines {
+		t.Fatal("a pseudo-terminal without a size must get plain lines")
+	}
+	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if progress.ModeFor(pts, false) != progress.Bars || progress.ModeFor(pts, true) != progress.JSON {
+		t.Fatal("a terminal 100 columns wide must get bars, or JSON when asked")
 	}
 }
