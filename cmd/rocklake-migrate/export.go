@@ -27,7 +27,7 @@ func newExportCmd(e *env) *cobra.Command {
 	cp := fs.String("checkpoint", "", "read this SlateDB checkpoint (default: create one for a consistent view, delete it after)")
 	compression := fs.String("compression", "zst", "compression of shard files in a directory: none, gz or zst")
 	concurrency := fs.Int("concurrency", 2, "shards exported at once")
-	asJSON := jsonFlag(fs, "print the report as JSON")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err

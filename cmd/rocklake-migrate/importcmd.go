@@ -22,7 +22,7 @@ func newImportCmd(e *env) *cobra.Command {
 	url := catalogFlag(fs)
 	fv := fs.String("format", "", "format of the shards and of the new catalog (v1, v2)")
 	input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
-	asJSON := jsonFlag(fs, "print the report as JSON")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err

@@ -61,7 +61,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
 	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
 	topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
-	asJSON := jsonFlag(fs, "print the report as JSON")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {

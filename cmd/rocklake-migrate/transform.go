@@ -38,7 +38,7 @@ func newTransformCmd(e *env) *cobra.Command {
 	to := fs.String("to", "", "target format (v2)")
 	unknown := fs.String("unknown-tags", "fail", "records of tags this binary does not know: fail (list them), carry (byte for byte) or drop")
 	concurrency := fs.Int("concurrency", 2, "shards transformed at once")
-	asJSON := jsonFlag(fs, "print the report as JSON")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if *input == "" || *output == "" || *to == "" {
 			return usagef("--input, --output and --to are required")

@@ -22,7 +22,7 @@ func newVerifyCmd(e *env) *cobra.Command {
 	fs := c.Flags()
 	url := catalogFlag(fs)
 	input := fs.String("input", "", "the shard files the catalog should hold")
-	asJSON := jsonFlag(fs, "print the report as JSON")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err
