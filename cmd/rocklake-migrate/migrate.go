@@ -106,12 +106,19 @@ func newMigrateCmd(e *env) *cobra.Command {
 		// Known as soon as Check is done, so that every report names the
 		// migration, a failed one too.
 		var checked workflow.Migration
-		// Progress: a line per top-level state as it starts and ends, the
-		// Shards map (export and transform, by shard, with rows) and the
-		// Import loop (by shard) as stages.
+		// Progress: a line per top-level state as it starts and ends, and
+		// the long steps as stages: export and transform (the Shards map,
+		// by shard: their totals are not known up front), import and
+		// verify (by rows, totals from the shards).
 		d := e.progress(*asJSON)
-		var shardsP, importP shard.Progress
-		var shardsStage, importStage *progress.Stage
+		var exportP, transformP, importP, verifyP shard.Progress
+		env.Progress = workflow.Progress{Export: &exportP, Transform: &transformP, Import: &importP, Verify: &verifyP}
+		stages := map[string]*progress.Stage{}
+		start := func(name string, p *shard.Progress) {
+			if stages[name] == nil { // Import loops until done: one stage
+				stages[name] = d.Stage(name, "rows", p)
+			}
+		}
 		failed := func(ev asl.StateEvent) error {
 			if ev.Output != nil {
 				return nil
@@ -126,12 +133,16 @@ func newMigrateCmd(e *env) *cobra.Command {
 				d.State(ev.Name, false, ev.Time, 0)
 				mu.Lock()
 				defer mu.Unlock()
-				switch {
-				case ev.Name == "Shards":
-					shardsP.ShardsTotal.Store(int64(*shards))
-					shardsStage = d.Stage("export+transform", "rows", &shardsP)
-				case ev.Name == "Import" && importStage == nil: // it loops until done
-					importStage = d.Stage("import", "shards", &importP)
+				switch ev.Name {
+				case "Shards":
+					exportP.ShardsTotal.Store(int64(*shards))
+					transformP.ShardsTotal.Store(int64(*shards))
+					start("export", &exportP)
+					start("transform", &transformP)
+				case "Import":
+					start("import", &importP)
+				case "Verify":
+					start("verify", &verifyP)
 				}
 			},
 			Exited: func(ev asl.StateEvent) {
@@ -140,13 +151,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 				times[ev.Name] += ev.Duration.Seconds()
 				switch {
 				case ev.Name == "TransformShard" && ev.Output != nil:
-					var st struct {
-						Transform workflow.ShardOutput `json:"transform"`
-					}
-					if json.Unmarshal(ev.Output, &st) == nil {
-						shardsP.Records.Add(st.Transform.Records)
-					}
-					shardsP.ShardsDone.Add(1)
+					transformP.ShardsDone.Add(1)
 				case len(ev.MapIndex) > 0:
 					return
 				case ev.Name == "Check" && ev.Output != nil:
@@ -157,18 +162,17 @@ func newMigrateCmd(e *env) *cobra.Command {
 						checked = st.Migration
 					}
 				case ev.Name == "Shards":
-					shardsStage.Stop(failed(ev))
+					stages["export"].Stop(failed(ev))
+					stages["transform"].Stop(failed(ev))
 				case ev.Name == "Import":
 					var st struct {
 						Import workflow.ImportOutput `json:"import"`
 					}
-					if ev.Output != nil && json.Unmarshal(ev.Output, &st) == nil {
-						importP.Records.Store(uint64(st.Import.ShardsDone))
-						importP.RecordsTotal.Store(uint64(st.Import.ShardsTotal))
+					if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
+						stages["import"].Stop(failed(ev))
 					}
-					if ev.Output == nil || st.Import.Done {
-						importStage.Stop(failed(ev))
-					}
+				case ev.Name == "Verify":
+					stages["verify"].Stop(failed(ev))
 				}
 				if len(ev.MapIndex) == 0 {
 					d.State(ev.Name, true, ev.Time, ev.Duration)
@@ -176,8 +180,9 @@ func newMigrateCmd(e *env) *cobra.Command {
 			},
 		}
 		out, runErr := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(env, publish), Observer: obs, MaxConcurrency: *concurrency})
-		shardsStage.Stop(runErr) // a no-op for a stage already ended
-		importStage.Stop(runErr)
+		for _, st := range stages {
+			st.Stop(runErr) // a no-op for a stage already ended
+		}
 		d.Close()
 		rep := migrateReport{StateSeconds: times, Outcome: "migrated"}
 		if runErr != nil && ctx.Err() != nil && checked.NeedsMigration {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
+	"github.com/rocklake/rocklake-migrate/pkg/progress"
 )
 
 // The operator's loop: migrate behind a pointer, status, rollback, drift with
@@ -45,6 +46,7 @@ func TestMigrateRollbackDrift(t *testing.T) {
 	if rep.Outcome != "migrated" || rep.PointerVersionID == "" || rep.Counts["ducklake_data_file"] == 0 || rep.StateSeconds["Verify"] == 0 {
 		t.Fatalf("report = %+v", rep)
 	}
+	migrateEvents(t, r.stderr, rep)
 	cli(t, "check", "--catalog", rep.Target, "--expect", "v2").want(t, exitOK)
 	st := cli(t, "status", "--pointer", ptr)
 	st.want(t, exitOK)
@@ -239,4 +241,45 @@ func TestInterruptedMigrateCleansUp(t *testing.T) {
 		}
 	}
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
+}
+
+// migrateEvents checks migrate's --json progress on stderr: every line one
+// event; each top-level state's start and end; the export, transform,
+// import and verify stages each ending with a final event whose done equals
+// its total, the catalog's rows.
+func migrateEvents(t *testing.T, stderr string, rep migrateReport) {
+	t.Helper()
+	var rows uint64
+	for _, n := range rep.Counts {
+		rows += n
+	}
+	phases := map[string]string{}
+	final := map[string]progress.Event{}
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var ev struct {
+			progress.Event
+			State string `json:"state"`
+			Phase string `json:"phase"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stderr line %q: %v", line, err)
+		}
+		switch {
+		case ev.Event.Event == "state":
+			phases[ev.State] += ev.Phase + " "
+		case ev.Final:
+			final[ev.Stage] = ev.Event
+		}
+	}
+	for _, st := range []string{"Check", "Freeze", "Shards", "Import", "Finalize", "Verify", "Flip"} {
+		if !strings.HasPrefix(phases[st], "start end ") {
+			t.Errorf("state %s: events %q", st, phases[st])
+		}
+	}
+	for _, stage := range []string{"export", "transform", "import", "verify"} {
+		ev := final[stage]
+		if ev.Event != "done" || ev.Done != rows || ev.Total != rows {
+			t.Errorf("stage %s: final event %+v, want done = total = %d rows", stage, ev, rows)
+		}
+	}
 }

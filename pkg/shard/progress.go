@@ -67,9 +67,11 @@ func (p *Progress) shardExported(records uint64) {
 		return
 	}
 	p.mu.Lock()
-	p.finished += records
-	p.remaining--
-	p.RecordsTotal.Store(p.finished + uint64(p.perShard*float64(max(p.remaining, 0))))
+	if p.remaining > 0 { // an estimate to refine (Export made one)
+		p.finished += records
+		p.remaining--
+		p.RecordsTotal.Store(p.finished + uint64(p.perShard*float64(p.remaining)))
+	}
 	p.mu.Unlock()
 	p.shardDone()
 }

@@ -26,12 +26,9 @@ type VerifyResult struct {
 	Diff []string `json:"diff,omitempty"`
 }
 
-// DigestCatalog reads every key of an open catalog into a Digest.
-func DigestCatalog(ctx context.Context, c *catalog.Catalog) (ndjson.Digest, error) {
-	return digestCatalog(ctx, c, nil)
-}
-
-func digestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson.Digest, error) {
+// DigestCatalog reads every key of an open catalog into a Digest, counting
+// them in p (nil counts nothing).
+func DigestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson.Digest, error) {
 	var d ndjson.Digest
 	var n uint64
 	for e, err := range c.ScanRaw(ctx, nil, nil) {
@@ -120,7 +117,7 @@ func Verify(ctx context.Context, store *blob.Store, url, input string, opts Veri
 		return res, err
 	}
 	defer c.Close()
-	cd, err := digestCatalog(ctx, c, opts.Progress)
+	cd, err := DigestCatalog(ctx, c, opts.Progress)
 	if err != nil {
 		return res, err
 	}
