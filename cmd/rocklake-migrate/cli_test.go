@@ -110,11 +110,22 @@ func TestCompletionScripts(t *testing.T) {
 			t.Errorf("completion %s: no %q in %.200q", shell, marker, r.stdout)
 		}
 	}
-	// What the scripts call: the commands, completed from a prefix.
+	// What the scripts call: the commands, completed from a prefix, and
+	// the values of flags that take a fixed set.
 	r := cli(t, "__complete", "mi")
 	r.want(t, exitOK)
 	if !strings.Contains(r.stdout, "migrate\t") {
 		t.Fatalf("__complete mi = %q", r.stdout)
+	}
+	for args, want := range map[[3]string]string{
+		{"export", "--format", ""}:          "v1\nv2\n:4\n",
+		{"transform", "--unknown-tags", ""}: "fail\ncarry\ndrop\n:4\n",
+	} {
+		r := cli(t, "__complete", args[0], args[1], args[2])
+		r.want(t, exitOK)
+		if !strings.HasPrefix(r.stdout, want) {
+			t.Errorf("__complete %v = %q, want %q", args, r.stdout, want)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
@@ -45,6 +46,11 @@ func setup(e *env, c *cobra.Command, timeout time.Duration, nargs int, run runFu
 		}
 		return usagef("%s takes %d argument(s), got %d: %q", name, nargs, len(args), args)
 	}
+	for name, values := range flagValues {
+		if c.Flags().Lookup(name) != nil {
+			_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp)) // fails only for a missing flag
+		}
+	}
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		e.ran = true
 		if *d <= 0 {
@@ -66,6 +72,16 @@ func setup(e *env, c *cobra.Command, timeout time.Duration, nargs int, run runFu
 		return err
 	}
 	return c
+}
+
+// flagValues are the values shell completion offers for the flags of these
+// names, in every command that has them.
+var flagValues = map[string][]string{
+	"format":       {format.V1.String(), format.V2.String()},
+	"to":           {format.V2.String()},
+	"expect":       {format.V1.String(), format.V2.String()},
+	"unknown-tags": {"fail", "carry", "drop"},
+	"compression":  {"none", "gz", "zst"},
 }
 
 // jsonFlag adds --json: the command's report as JSON on stdout, and its
