@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build test test-go test-native lint check-glibc bench demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint check-glibc bench demo clean infra-tools test-infra synth
 
 all: build
 
@@ -45,8 +45,11 @@ tools:
 # The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
 # x86_64, no RPC) zipped into dist/<function>.zip for the CDK app.
 FUNCTIONS := check export transform import
+# The tool's version, printed by --version (a build without it falls back to
+# what Go recorded).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 build: native
-	go build -o bin/ ./cmd/...
+	go build -ldflags "-X main.version=$(VERSION)" -o bin/ ./cmd/...
 	@for f in $(FUNCTIONS); do \
 		GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
 		rm -f dist/$$f.zip; (cd dist/$$f && python3 -m zipfile -c ../$$f.zip bootstrap) || exit 1; \
@@ -90,6 +93,10 @@ synth: build infra-tools
 	rm -rf infra/cdk.out
 	cd infra && $(INFRA_ENV) go run .
 	$(ROCKLAKE_CACHE)/cfn-lint/bin/cfn-lint --non-zero-exit-code error -- infra/cdk.out/*.template.json
+
+# Man pages, generated from the commands, into dist/man/man1.
+man: build
+	bin/rocklake-migrate man --dir dist/man/man1
 
 bench: build tools
 	scripts/install-gnu-time.sh

@@ -228,7 +228,7 @@ func catalogState(t *testing.T, ctx context.Context, url string, expect format.V
 		t.Fatalf("open %s: %v", url, err)
 	}
 	defer c.Close()
-	d, err := shard.DigestCatalog(ctx, c)
+	d, err := shard.DigestCatalog(ctx, c, nil)
 	if err != nil {
 		t.Fatalf("digest %s: %v", url, err)
 	}

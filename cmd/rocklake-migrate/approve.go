@@ -1,47 +1,57 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"fmt"
 	"os"
 	"os/user"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-func init() {
-	register("approve", "flip a migration waiting at the gate (migrate --postpone-flip): Flip, then the success message", func(ctx context.Context, e *env, args []string) error {
-		return gateCommand(ctx, e, "approve", args, workflow.Approve)
-	})
+func newApproveCmd(e *env) *cobra.Command {
+	return gateCommand(e, "approve", "flip a migration waiting at the gate (migrate --postpone-flip): Flip, then the success message", `  rocklake-migrate approve m-20261202T101500Z-1a2b3c4d --pointer s3://b/rocklake/CURRENT`, workflow.Approve)
 }
 
 // gateCommand is approve and abort: MIGRATION-ID --pointer … [--staging …].
-func gateCommand(ctx context.Context, e *env, name string, args []string,
-	complete func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error)) error {
-	fs := flags(e, name, "MIGRATION-ID --pointer s3://… [--staging s3://…] [--json]")
+func gateCommand(e *env, name, summary, example string,
+	complete func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error)) *cobra.Command {
+	c := &cobra.Command{
+		Use:     name + " MIGRATION-ID --pointer s3://… [--staging s3://…] [--json]",
+		Short:   summary,
+		Example: example,
+	}
+	fs := c.Flags()
 	ptr := pointerFlag(fs)
 	staging := fs.String("staging", "", "staging prefix of the run (default: beside the pointer, …/migrations; on AWS the stack's)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := parseArgs(fs, args, 1)
-	if err != nil {
+	asJSON := jsonFlag(fs, "print the result as JSON")
+	// Flip or Abort with their retries, then the outcome message.
+	return setup(e, c, 30*time.Minute, 1, func(ctx context.Context, pos []string) error {
+		return completeGate(ctx, e, name, pos[0], *ptr, *staging, *asJSON, complete)
+	})
+}
+
+func completeGate(ctx context.Context, e *env, name, id, ptr, staging string, asJSON bool,
+	complete func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error)) error {
+	if err := needPointer(ptr); err != nil {
 		return err
 	}
-	if err := needPointer(*ptr); err != nil {
-		return err
-	}
-	if *staging == "" {
-		*staging = defaultStaging(*ptr)
+	if staging == "" {
+		staging = defaultStaging(ptr)
 	}
 	store, err := blob.New(ctx)
 	if err != nil {
 		return err
 	}
-	env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+	env := workflow.Env{Store: store, Staging: staging, CreatedBy: createdBy()}
 	obs := asl.ObserverFuncs{Entered: announceState(e)}
-	res, err := complete(ctx, env, pos[0], workflow.GateOptions{By: operator(), Pointer: *ptr, Observer: obs})
-	if *asJSON && (err == nil || res.Gate.Migration.MigrationID != "") {
+	res, err := complete(ctx, env, id, workflow.GateOptions{By: operator(), Pointer: ptr, Observer: obs})
+	if asJSON && (err == nil || res.Gate.Migration.MigrationID != "") {
 		if perr := printJSON(e.stdout, res); perr != nil {
 			return perr
 		}
@@ -49,7 +59,7 @@ func gateCommand(ctx context.Context, e *env, name string, args []string,
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	if asJSON {
 		return nil
 	}
 	m := res.Gate.Migration

@@ -1,9 +1,9 @@
 package main
 
-import "flag"
+import "github.com/spf13/pflag"
 
 // catalogFlag adds the --catalog flag every catalog command takes.
-func catalogFlag(fs *flag.FlagSet) *string {
+func catalogFlag(fs *pflag.FlagSet) *string {
 	return fs.String("catalog", "", "catalog URL: file:///absolute/path or s3://bucket/prefix (the SlateDB root)")
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -21,15 +23,18 @@ type checkResult struct {
 	Error         string   `json:"error,omitempty"`
 }
 
-func init() {
-	register("check", "run the startup check: print the catalog's format version, exit 3 on a mismatch", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "check", "--catalog URL [--expect V] [--json]")
-		url := catalogFlag(fs)
-		expect := fs.String("expect", "", "format the catalog must be in (v1, v2); default: any this binary supports")
-		asJSON := fs.Bool("json", false, "print a JSON object, also on a mismatch")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newCheckCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "check --catalog URL [--expect V] [--json]",
+		Short: "run the startup check: print the catalog's format version, exit 3 on a mismatch",
+		Example: `  rocklake-migrate check --catalog s3://b/catalogs/prod --expect v1
+  rocklake-migrate check --catalog file:///data/catalog --json`,
+	}
+	fs := c.Flags()
+	url := catalogFlag(fs)
+	expect := fs.String("expect", "", "format the catalog must be in (v1, v2); default: any this binary supports")
+	asJSON := jsonFlag(fs, "print a JSON object, also on a mismatch")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"fmt"
 
@@ -8,16 +10,19 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-func init() {
-	register("cleanup", "remove what migrations left behind (the drift check's checkpoints, staging, unclaimed targets); a dry run unless --apply", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "cleanup", "--pointer s3://… [--staging s3://…] [--apply] [--json]")
-		ptr := pointerFlag(fs)
-		staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
-		apply := fs.Bool("apply", false, "delete (holding the migration lock); without it, only say what would be deleted")
-		asJSON := fs.Bool("json", false, "print the outcome as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newCleanupCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "cleanup --pointer s3://… [--staging s3://…] [--apply] [--json]",
+		Short: "remove what migrations left behind (the drift check's checkpoints, staging, unclaimed targets); a dry run unless --apply",
+		Example: `  rocklake-migrate cleanup --pointer s3://b/rocklake/CURRENT            # what would go
+  rocklake-migrate cleanup --pointer s3://b/rocklake/CURRENT --apply    # remove it`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
+	apply := fs.Bool("apply", false, "delete (holding the migration lock); without it, only say what would be deleted")
+	asJSON := jsonFlag(fs, "print the outcome as JSON")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"fmt"
 
@@ -9,17 +11,19 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-func init() {
-	register("drift", "check the pointer's catalog against the expected format; exit 4 on drift", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "drift", "--pointer s3://… --expect vN [--staging s3://…] [--sns-topic ARN] [--json]")
-		ptr := pointerFlag(fs)
-		expect := fs.String("expect", "", "the format the deployed release expects")
-		staging := fs.String("staging", "", "staging prefix to look for leftovers (default: beside the pointer)")
-		topic := fs.String("sns-topic", "", "publish one SNS message when there are findings")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newDriftCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "drift --pointer s3://… --expect vN [--staging s3://…] [--sns-topic ARN] [--json]",
+		Short:   "check the pointer's catalog against the expected format; exit 4 on drift",
+		Example: `  rocklake-migrate drift --pointer s3://b/rocklake/CURRENT --expect v2 --sns-topic arn:aws:sns:us-east-1:123456789012:alerts`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	expect := fs.String("expect", "", "the format the deployed release expects")
+	staging := fs.String("staging", "", "staging prefix to look for leftovers (default: beside the pointer)")
+	topic := fs.String("sns-topic", "", "publish one SNS message when there are findings")
+	asJSON := jsonFlag(fs, "print the report as JSON")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

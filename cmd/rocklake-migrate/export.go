@@ -5,25 +5,30 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
-func init() {
-	register("export", "export a catalog to NDJSON shard files (a file, a directory or an s3:// prefix)", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "export", "--catalog URL --format vN --output FILE|DIR|s3://… [--shards N] [--checkpoint ID]")
-		url := catalogFlag(fs)
-		fv := fs.String("format", "", "format the catalog is in (v1, v2): anything else is refused")
-		output := fs.String("output", "", "a .ndjson[.gz|.zst] file, or a directory or s3:// prefix for shard files")
-		shards := fs.Int("shards", 1, "number of shard files; their key ranges partition the whole key space")
-		cp := fs.String("checkpoint", "", "read this SlateDB checkpoint (default: create one for a consistent view, delete it after)")
-		compression := fs.String("compression", "zst", "compression of shard files in a directory: none, gz or zst")
-		concurrency := fs.Int("concurrency", 2, "shards exported at once")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newExportCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "export --catalog URL --format vN --output FILE|DIR|s3://… [--shards N] [--checkpoint ID]",
+		Short: "export a catalog to NDJSON shard files (a file, a directory or an s3:// prefix)",
+		Example: `  rocklake-migrate export --catalog s3://b/catalogs/prod --format v1 --output s3://staging/m1/v1 --shards 16
+  rocklake-migrate export --catalog file:///data/catalog --format v1 --output catalog-v1.ndjson`,
+	}
+	fs := c.Flags()
+	url := catalogFlag(fs)
+	fv := fs.String("format", "", "format the catalog is in (v1, v2): anything else is refused")
+	output := fs.String("output", "", "a .ndjson[.gz|.zst] file, or a directory or s3:// prefix for shard files")
+	shards := fs.Int("shards", 1, "number of shard files; their key ranges partition the whole key space")
+	cp := fs.String("checkpoint", "", "read this SlateDB checkpoint (default: create one for a consistent view, delete it after)")
+	compression := fs.String("compression", "zst", "compression of shard files in a directory: none, gz or zst")
+	concurrency := fs.Int("concurrency", 2, "shards exported at once")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
+	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err
 		}
@@ -42,13 +47,13 @@ func init() {
 			return err
 		}
 		var p shard.Progress
-		stop := showProgress(ctx, e, "export", &p)
+		stop := e.stage("export", *asJSON, &p)
 		start := time.Now()
 		res, err := shard.Export(ctx, store, *url, *output, shard.ExportOptions{
 			Format: v, Shards: *shards, Checkpoint: *cp, Compression: *compression,
 			Concurrency: *concurrency, CreatedBy: createdBy(), Progress: &p,
 		})
-		stop()
+		stop(err)
 		if err != nil {
 			return err
 		}

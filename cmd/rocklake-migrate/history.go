@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"fmt"
 	"sort"
@@ -11,15 +13,17 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 )
 
-func init() {
-	register("history", "list the runs recorded beside the pointer (migrations, dry runs, rollbacks, ...), newest first", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "history", "--pointer s3://… [--json] [--limit N]")
-		ptr := pointerFlag(fs)
-		asJSON := fs.Bool("json", false, "print as JSON")
-		limit := fs.Int("limit", 20, "at most this many runs (0: all)")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newHistoryCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "history --pointer s3://… [--json] [--limit N]",
+		Short:   "list the runs recorded beside the pointer (migrations, dry runs, rollbacks, ...), newest first",
+		Example: `  rocklake-migrate history --pointer s3://b/rocklake/CURRENT --limit 10`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	asJSON := jsonFlag(fs, "print as JSON")
+	limit := fs.Int("limit", 20, "at most this many runs (0: all)")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

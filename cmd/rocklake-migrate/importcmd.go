@@ -5,21 +5,25 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
-func init() {
-	register("import", "import shard files into a new, empty catalog (resumable)", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "import", "--format vM --input FILE|DIR|s3://… --catalog URL")
-		url := catalogFlag(fs)
-		fv := fs.String("format", "", "format of the shards and of the new catalog (v1, v2)")
-		input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newImportCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "import --format vM --input FILE|DIR|s3://… --catalog URL",
+		Short:   "import shard files into a new, empty catalog (resumable)",
+		Example: `  rocklake-migrate import --format v2 --input s3://staging/m1/v2 --catalog s3://b/catalogs/prod-v2`,
+	}
+	fs := c.Flags()
+	url := catalogFlag(fs)
+	fv := fs.String("format", "", "format of the shards and of the new catalog (v1, v2)")
+	input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
+	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err
 		}
@@ -35,10 +39,10 @@ func init() {
 			return err
 		}
 		var p shard.Progress
-		stop := showProgress(ctx, e, "import", &p)
+		stop := e.stage("import", *asJSON, &p)
 		start := time.Now()
 		res, err := shard.Import(ctx, store, *input, *url, shard.ImportOptions{Format: v, Progress: &p})
-		stop()
+		stop(err)
 		if err != nil {
 			return err
 		}

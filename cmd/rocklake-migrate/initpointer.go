@@ -4,19 +4,23 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
-func init() {
-	register("init-pointer", "create the first pointer to a catalog (the bucket must be versioned)", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "init-pointer", "--pointer s3://… --catalog URL")
-		ptr := pointerFlag(fs)
-		url := catalogFlag(fs)
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newInitPointerCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "init-pointer --pointer s3://… --catalog URL",
+		Short:   "create the first pointer to a catalog (the bucket must be versioned)",
+		Example: `  rocklake-migrate init-pointer --pointer s3://b/rocklake/CURRENT --catalog s3://b/catalogs/prod`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	url := catalogFlag(fs)
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

@@ -7,20 +7,26 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
-func init() {
-	register("inspect", "print a catalog's row counts per table, counters and system keys, or a table's rows", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "inspect", "--catalog URL [--table NAME[,NAME...]|all] [--json]")
-		url := catalogFlag(fs)
-		table := fs.String("table", "", "print these tables' decoded rows, one JSON object per line: NAME[,NAME...] (e.g. ducklake_data_file), or all")
-		asJSON := fs.Bool("json", false, "print one JSON document that depends only on the catalog's contents")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newInspectCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "inspect --catalog URL [--table NAME[,NAME...]|all] [--json]",
+		Short: "print a catalog's row counts per table, counters and system keys, or a table's rows",
+		Example: `  rocklake-migrate inspect --catalog s3://b/catalogs/prod
+  rocklake-migrate inspect --catalog s3://b/catalogs/prod --table ducklake_data_file,ducklake_snapshot`,
+	}
+	fs := c.Flags()
+	url := catalogFlag(fs)
+	table := fs.String("table", "", "print these tables' decoded rows, one JSON object per line: NAME[,NAME...] (e.g. ducklake_data_file), or all")
+	asJSON := jsonFlag(fs, "print one JSON document that depends only on the catalog's contents")
+	return setup(e, c, time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err
 		}

@@ -6,8 +6,11 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -18,24 +21,28 @@ import (
 // hex. Every subcommand runs the startup check first, like every other
 // command; --skip-version-check exists for the one repair the check itself
 // prevents: fixing a missing, corrupt or wrong catalog-format-version key.
-func init() {
-	register("kv", "raw key-value access in hex, for experts and repair: get, scan, put, delete", func(ctx context.Context, e *env, args []string) error {
-		if len(args) == 0 {
-			return usagef("usage: rocklake-migrate kv get|scan|put|delete --catalog URL ...")
-		}
-		sub, args := args[0], args[1:]
-		switch sub {
-		case "get":
-			return kvGet(ctx, e, args)
-		case "scan":
-			return kvScan(ctx, e, args)
-		case "put":
-			return kvWrite(ctx, e, "put", "--catalog URL --force KEY VALUE", 2, args)
-		case "delete":
-			return kvWrite(ctx, e, "delete", "--catalog URL --force KEY", 1, args)
-		}
-		return usagef("kv: unknown subcommand %q (get, scan, put, delete)", sub)
-	})
+func newKVCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "kv get|scan|put|delete --catalog URL ...",
+		Short: "raw key-value access in hex, for experts and repair: get, scan, put, delete",
+		Example: `  rocklake-migrate kv scan --catalog s3://b/catalogs/prod --prefix fe
+  rocklake-migrate kv get --catalog s3://b/catalogs/prod ff636174616c6f672d666f726d61742d76657273696f6e`,
+		Args: cobra.ArbitraryArgs,
+		// Without a known subcommand: a usage error naming them.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("kv needs a subcommand: get, scan, put or delete")
+			}
+			msg := fmt.Sprintf("kv: unknown subcommand %q (get, scan, put, delete)", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+			}
+			return usageError{msg}
+		},
+	}
+	c.SuggestionsMinimumDistance = 2
+	c.AddCommand(newKVGetCmd(e), newKVScanCmd(e), newKVWriteCmd(e, "put", 2), newKVWriteCmd(e, "delete", 1))
+	return c
 }
 
 type kvFlags struct {
@@ -43,7 +50,7 @@ type kvFlags struct {
 	skipCheck *bool
 }
 
-func newKVFlags(fs *flag.FlagSet) kvFlags {
+func newKVFlags(fs *pflag.FlagSet) kvFlags {
 	return kvFlags{
 		url: catalogFlag(fs),
 		skipCheck: fs.Bool("skip-version-check", false,
@@ -70,13 +77,19 @@ func hexArg(what, s string) ([]byte, error) {
 	return b, nil
 }
 
-func kvGet(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "kv get", "--catalog URL [--skip-version-check] KEY")
-	kf := newKVFlags(fs)
-	pos, err := parseArgs(fs, args, 1)
-	if err != nil {
-		return err
+func newKVGetCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "get --catalog URL [--skip-version-check] KEY",
+		Short:   "print the value of KEY (hex)",
+		Example: `  rocklake-migrate kv get --catalog s3://b/catalogs/prod ff636174616c6f672d666f726d61742d76657273696f6e`,
 	}
+	kf := newKVFlags(c.Flags())
+	return setup(e, c, defaultTimeout, 1, func(ctx context.Context, pos []string) error {
+		return kvGet(ctx, e, kf, pos)
+	})
+}
+
+func kvGet(ctx context.Context, e *env, kf kvFlags, pos []string) error {
 	if err := needCatalog(*kf.url); err != nil {
 		return err
 	}
@@ -97,17 +110,24 @@ func kvGet(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func kvScan(ctx context.Context, e *env, args []string) error {
-	fs := flags(e, "kv scan", "--catalog URL [--prefix HEX] [--skip-version-check]")
-	kf := newKVFlags(fs)
-	prefixArg := fs.String("prefix", "", "scan only keys starting with these bytes (hex)")
-	if err := parse(fs, args); err != nil {
-		return err
+func newKVScanCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "scan --catalog URL [--prefix HEX] [--skip-version-check]",
+		Short:   "print every key and value (hex), or those under a prefix",
+		Example: `  rocklake-migrate kv scan --catalog s3://b/catalogs/prod --prefix fe`,
 	}
+	kf := newKVFlags(c.Flags())
+	prefixArg := c.Flags().String("prefix", "", "scan only keys starting with these bytes (hex)")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, _ []string) error {
+		return kvScan(ctx, e, kf, *prefixArg)
+	})
+}
+
+func kvScan(ctx context.Context, e *env, kf kvFlags, prefixArg string) error {
 	if err := needCatalog(*kf.url); err != nil {
 		return err
 	}
-	prefix, err := hexArg("--prefix", *prefixArg)
+	prefix, err := hexArg("--prefix", prefixArg)
 	if err != nil {
 		return err
 	}
@@ -139,17 +159,31 @@ func prefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-// kvWrite is put (nargs 2) and delete (nargs 1). They open the catalog as
-// its writer, which fences a running RockLake writer: hence --force.
-func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []string) error {
-	fs := flags(e, "kv "+name, usage+" [--skip-version-check]")
+// newKVWriteCmd is put (nargs 2) and delete (nargs 1). They open the
+// catalog as its writer, which fences a running RockLake writer: hence
+// --force.
+func newKVWriteCmd(e *env, name string, nargs int) *cobra.Command {
+	c := &cobra.Command{
+		Use:     name + " --catalog URL --force [--skip-version-check] [--version-key] KEY VALUE",
+		Short:   "write VALUE under KEY (hex), checked against the key's shape and the catalog's format",
+		Example: `  rocklake-migrate kv put --catalog file:///data/catalog --force fe01 0102`,
+	}
+	if nargs == 1 {
+		c.Use = name + " --catalog URL --force [--skip-version-check] KEY"
+		c.Short = "delete KEY (hex); never the catalog-format-version key"
+		c.Example = `  rocklake-migrate kv delete --catalog file:///data/catalog --force fe01`
+	}
+	fs := c.Flags()
 	kf := newKVFlags(fs)
 	force := fs.Bool("force", false, "really write: opening the catalog's writer fences a running RockLake writer")
 	versionKey := fs.Bool("version-key", false, "the KEY is catalog-format-version: change it (repair only; every binary reads the catalog by it)")
-	pos, err := parseArgs(fs, args, nargs)
-	if err != nil {
-		return err
-	}
+	return setup(e, c, defaultTimeout, nargs, func(ctx context.Context, pos []string) error {
+		return kvWrite(ctx, e, name, kf, *force, *versionKey, pos)
+	})
+}
+
+func kvWrite(ctx context.Context, e *env, name string, kf kvFlags, force, versionKey bool, pos []string) error {
+	nargs := len(pos)
 	if err := needCatalog(*kf.url); err != nil {
 		return err
 	}
@@ -158,7 +192,7 @@ func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []
 		return err
 	}
 	isVersion := bytes.Equal(key, format.FormatVersionKey())
-	if isVersion != *versionKey {
+	if isVersion != versionKey {
 		if isVersion {
 			return usagef("kv %s of the catalog-format-version key needs --version-key: every binary reads the catalog by it", name)
 		}
@@ -177,7 +211,7 @@ func kvWrite(ctx context.Context, e *env, name, usage string, nargs int, args []
 		}
 		b.Delete(key)
 	}
-	if !*force {
+	if !force {
 		return usagef("kv %s writes to the catalog as its writer, fencing a running RockLake writer: pass --force", name)
 	}
 	opts := kf.options(e)

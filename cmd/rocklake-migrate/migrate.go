@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +14,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/progress"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -48,25 +52,29 @@ type migrateReport struct {
 	InPlace *inplace.Result `json:"in_place,omitempty"`
 }
 
-func init() {
-	register("migrate", "run the migration workflow (statemachine/migration.asl.json) locally", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "migrate", "--pointer s3://… --to vN [--dry-run | --postpone-flip] [--shards N] [--concurrency K] [--in-place [--in-place-max-bytes N]]")
-		ptr := pointerFlag(fs)
-		to := fs.String("to", "", "target format (v2)")
-		dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
-		postpone := fs.Bool("postpone-flip", false, "stop after Verify at the gate, the source frozen and the lock held, until `approve ID` flips or `abort ID` cleans up")
-		shards := fs.Int("shards", 8, "shards to export, transform and import")
-		concurrency := fs.Int("concurrency", 2, "shards worked on at once")
-		staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
-		unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
-		topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
-		inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, with a checkpoint as the way back (small catalogs)")
-		maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newMigrateCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "migrate --pointer s3://… --to vN [--dry-run | --postpone-flip] [--shards N] [--concurrency K] [--in-place [--in-place-max-bytes N]]",
+		Short: "run the migration workflow (statemachine/migration.asl.json) locally",
+		Example: `  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --dry-run
+  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --postpone-flip
+  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --in-place`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	to := fs.String("to", "", "target format (v2)")
+	dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
+	postpone := fs.Bool("postpone-flip", false, "stop after Verify at the gate, the source frozen and the lock held, until `approve ID` flips or `abort ID` cleans up")
+	shards := fs.Int("shards", 8, "shards to export, transform and import")
+	concurrency := fs.Int("concurrency", 2, "shards worked on at once")
+	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
+	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
+	topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
+	id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
+	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, with a checkpoint as the way back (small catalogs)")
+	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes")
+	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}
@@ -116,39 +124,85 @@ func init() {
 		// migration, a failed one too.
 		var checked workflow.Migration
 		var verified json.RawMessage // the state after Verify, for a run that stops at the gate
-		shardsDone := 0
-		live := isTerminal(e.stderr)
+		// Progress: a line per top-level state as it starts and ends, and
+		// the long steps as stages: export and transform (the Shards map,
+		// by shard: their totals are not known up front), import and
+		// verify (by rows, totals from the shards).
+		d := e.progress(*asJSON)
+		var exportP, transformP, importP, verifyP shard.Progress
+		env.Progress = workflow.Progress{Export: &exportP, Transform: &transformP, Import: &importP, Verify: &verifyP}
+		stages := map[string]*progress.Stage{}
+		start := func(name string, p *shard.Progress) {
+			if stages[name] == nil { // Import loops until done: one stage
+				stages[name] = d.Stage(name, "rows", p)
+			}
+		}
+		failed := func(ev asl.StateEvent) error {
+			if ev.Output != nil {
+				return nil
+			}
+			return fmt.Errorf("%s: %s", ev.Error, ev.Cause)
+		}
 		obs := asl.ObserverFuncs{
-			Entered: announceState(e),
+			Entered: func(ev asl.StateEvent) {
+				if len(ev.MapIndex) > 0 {
+					return
+				}
+				d.State(ev.Name, false, ev.Time, 0)
+				mu.Lock()
+				defer mu.Unlock()
+				switch ev.Name {
+				case "Shards":
+					exportP.ShardsTotal.Store(int64(*shards))
+					transformP.ShardsTotal.Store(int64(*shards))
+					start("export", &exportP)
+					start("transform", &transformP)
+				case "Import":
+					start("import", &importP)
+				case "Verify":
+					start("verify", &verifyP)
+				}
+			},
 			Exited: func(ev asl.StateEvent) {
 				mu.Lock()
 				defer mu.Unlock()
 				times[ev.Name] += ev.Duration.Seconds()
-				if ev.Name == "Check" && len(ev.MapIndex) == 0 && ev.Output != nil {
+				switch {
+				case ev.Name == "TransformShard" && ev.Output != nil:
+					transformP.ShardsDone.Add(1)
+				case len(ev.MapIndex) > 0:
+					return
+				case ev.Name == "Check" && ev.Output != nil:
 					var st struct {
 						Migration workflow.Migration `json:"migration"`
 					}
 					if json.Unmarshal(ev.Output, &st) == nil {
 						checked = st.Migration
 					}
-				}
-				if ev.Name == "Verify" && len(ev.MapIndex) == 0 && ev.Output != nil {
-					verified = ev.Output
-				}
-				if ev.Name == "TransformShard" && ev.Output != nil {
-					shardsDone++
-					if live {
-						fmt.Fprintf(e.stderr, "\r\033[K  shards %d/%d", shardsDone, *shards)
-					} else {
-						fmt.Fprintf(e.stderr, "  shard %d done (%d/%d)\n", ev.MapIndex[len(ev.MapIndex)-1], shardsDone, *shards)
+				case ev.Name == "Shards":
+					stages["export"].Stop(failed(ev))
+					stages["transform"].Stop(failed(ev))
+				case ev.Name == "Import":
+					var st struct {
+						Import workflow.ImportOutput `json:"import"`
 					}
+					if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
+						stages["import"].Stop(failed(ev))
+					}
+				case ev.Name == "Verify":
+					stages["verify"].Stop(failed(ev))
+					verified = ev.Output // the state after Verify, for a run that stops at the gate
 				}
-				if ev.Name == "Shards" && live {
-					fmt.Fprint(e.stderr, "\r\033[K")
+				if len(ev.MapIndex) == 0 {
+					d.State(ev.Name, true, ev.Time, ev.Duration)
 				}
 			},
 		}
 		out, runErr := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(env, publish), Observer: obs, MaxConcurrency: *concurrency})
+		for _, st := range stages {
+			st.Stop(runErr) // a no-op for a stage already ended
+		}
+		d.Close()
 		rep := migrateReport{StateSeconds: times, Outcome: "migrated"}
 		if runErr != nil && ctx.Err() != nil && checked.NeedsMigration {
 			// Interrupted (a signal, the deadline): the state machine's own

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"fmt"
 	"strings"
@@ -11,21 +13,23 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-func init() {
-	register("plan", "read-only preflight of a migration: every check migrate makes before Freeze, the shards, and the run's duration and AWS cost; writes nothing", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "plan", "--pointer s3://… --to vN [--shards N] [--concurrency K] [--staging s3://…] [--migration-id ID] [--json]")
-		ptr := pointerFlag(fs)
-		to := fs.String("to", "", "target format (v2)")
-		dryRun := fs.Bool("dry-run", false, "plan a dry run")
-		shards := fs.Int("shards", 8, "shards to plan")
-		concurrency := fs.Int("concurrency", 2, "shards worked on at once (on AWS: the Map's MaxConcurrency)")
-		staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
-		unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
-		id := fs.String("migration-id", "", "the id migrate will be given (its target path is checked); default: a new one, printed")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newPlanCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "plan --pointer s3://… --to vN [--shards N] [--concurrency K] [--staging s3://…] [--migration-id ID] [--json]",
+		Short:   "read-only preflight of a migration: every check migrate makes before Freeze, the shards, and the run's duration and AWS cost; writes nothing",
+		Example: `  rocklake-migrate plan --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --concurrency 40`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	to := fs.String("to", "", "target format (v2)")
+	dryRun := fs.Bool("dry-run", false, "plan a dry run")
+	shards := fs.Int("shards", 8, "shards to plan")
+	concurrency := fs.Int("concurrency", 2, "shards worked on at once (on AWS: the Map's MaxConcurrency)")
+	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
+	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
+	id := fs.String("migration-id", "", "the id migrate will be given (its target path is checked); default: a new one, printed")
+	asJSON := jsonFlag(fs, "print the report as JSON")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

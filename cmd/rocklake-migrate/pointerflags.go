@@ -1,12 +1,13 @@
 package main
 
 import (
-	"flag"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // pointerFlag adds the --pointer flag of the pointer commands.
-func pointerFlag(fs *flag.FlagSet) *string {
+func pointerFlag(fs *pflag.FlagSet) *string {
 	return fs.String("pointer", "", "the pointer object: s3://bucket/key (versioned bucket)")
 }
 

@@ -4,20 +4,25 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-func init() {
-	register("rollback", "make the pointer's previous version current again, and check the restored catalog", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "rollback", "--pointer s3://… [--dry-run] [--discard-newer-commits]")
-		ptr := pointerFlag(fs)
-		asJSON := fs.Bool("json", false, "print the result as JSON")
-		dryRun := fs.Bool("dry-run", false, "check and say what would happen; write nothing")
-		discard := fs.Bool("discard-newer-commits", false, "roll back even though the current catalog took commits after the flip (they are left behind)")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newRollbackCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "rollback --pointer s3://… [--dry-run] [--discard-newer-commits]",
+		Short: "make the pointer's previous version current again, and check the restored catalog",
+		Example: `  rocklake-migrate rollback --pointer s3://b/rocklake/CURRENT --dry-run
+  rocklake-migrate rollback --pointer s3://b/rocklake/CURRENT`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	asJSON := jsonFlag(fs, "print the result as JSON")
+	dryRun := fs.Bool("dry-run", false, "check and say what would happen; write nothing")
+	discard := fs.Bool("discard-newer-commits", false, "roll back even though the current catalog took commits after the flip (they are left behind)")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

@@ -6,19 +6,23 @@ import (
 	"sort"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 )
 
-func init() {
-	register("seed", "write a deterministic test catalog of N rows into an empty location", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "seed", "--catalog URL --rows N [--seed S]")
-		url := catalogFlag(fs)
-		rows := fs.Int("rows", -1, "number of keys, at least (the last commit is written whole); required")
-		s := fs.Int64("seed", 1, "seed: the same seed gives the same catalog")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newSeedCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "seed --catalog URL --rows N [--seed S]",
+		Short:   "write a deterministic test catalog of N rows into an empty location",
+		Example: `  rocklake-migrate seed --catalog file:///tmp/test-catalog --rows 100000 --seed 7`,
+	}
+	fs := c.Flags()
+	url := catalogFlag(fs)
+	rows := fs.Int("rows", -1, "number of keys, at least (the last commit is written whole); required")
+	s := fs.Int64("seed", 1, "seed: the same seed gives the same catalog")
+	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/spf13/cobra"
+
 	"context"
 	"fmt"
 	"time"
@@ -11,15 +13,17 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-func init() {
-	register("status", "show the pointer, the catalog it names, the pointer's versions and the migration in progress", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "status", "--pointer s3://… [--staging s3://…]")
-		ptr := pointerFlag(fs)
-		asJSON := fs.Bool("json", false, "print as JSON")
-		staging := fs.String("staging", "", "the migrations' staging prefix (default: beside the pointer, …/migrations)")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newStatusCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "status --pointer s3://… [--staging s3://…]",
+		Short:   "show the pointer, the catalog it names, the pointer's versions and the migration in progress",
+		Example: `  rocklake-migrate status --pointer s3://b/rocklake/CURRENT`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	asJSON := jsonFlag(fs, "print as JSON")
+	staging := fs.String("staging", "", "the migrations' staging prefix (default: beside the pointer, …/migrations)")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"path"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -23,18 +25,21 @@ type transformReport struct {
 	Digest  ndjson.Digest     `json:"digest"`
 }
 
-func init() {
-	register("transform", "transform shard files to another catalog format (e.g. v1 → v2)", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "transform", "--input FILE|DIR|s3://… --output FILE|DIR|s3://… --to vM [--unknown-tags fail|carry|drop]")
-		input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
-		output := fs.String("output", "", "where the transformed shards go: a file for a file input, else a directory or s3:// prefix")
-		to := fs.String("to", "", "target format (v2)")
-		unknown := fs.String("unknown-tags", "fail", "records of tags this binary does not know: fail (list them), carry (byte for byte) or drop")
-		concurrency := fs.Int("concurrency", 2, "shards transformed at once")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newTransformCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "transform --input FILE|DIR|s3://… --output FILE|DIR|s3://… --to vM [--unknown-tags fail|carry|drop]",
+		Short: "transform shard files to another catalog format (e.g. v1 → v2)",
+		Example: `  rocklake-migrate transform --input s3://staging/m1/v1 --output s3://staging/m1/v2 --to v2
+  rocklake-migrate transform --input catalog-v1.ndjson --output catalog-v2.ndjson --to v2 --unknown-tags carry`,
+	}
+	fs := c.Flags()
+	input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
+	output := fs.String("output", "", "where the transformed shards go: a file for a file input, else a directory or s3:// prefix")
+	to := fs.String("to", "", "target format (v2)")
+	unknown := fs.String("unknown-tags", "fail", "records of tags this binary does not know: fail (list them), carry (byte for byte) or drop")
+	concurrency := fs.Int("concurrency", 2, "shards transformed at once")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
+	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if *input == "" || *output == "" || *to == "" {
 			return usagef("--input, --output and --to are required")
 		}
@@ -57,12 +62,17 @@ func init() {
 		if shard.IsFile(*input) != shard.IsFile(*output) {
 			return usagef("--input and --output must both be files, or both directories or prefixes")
 		}
+		var p shard.Progress
+		p.ShardsTotal.Store(int64(len(urls)))
 		if policy == migration.UnknownFail {
 			// Refuse before writing any shard, not after the others.
-			if err := migration.CheckUnknownTags(ctx, store, urls); err != nil {
+			records, err := migration.CheckUnknownTags(ctx, store, urls)
+			if err != nil {
 				return err
 			}
+			p.SetRecordsTotal(records) // the other policies read no trailer up front
 		}
+		stop := e.stage("transform", *asJSON, &p)
 		start := time.Now()
 		rep := transformReport{Input: *input, Output: *output, To: v, Shards: len(urls), Stats: make([]migration.Stats, len(urls))}
 		err = shard.ForEach(ctx, len(urls), *concurrency, func(ctx context.Context, i int) error {
@@ -70,10 +80,14 @@ func init() {
 			if !shard.IsFile(*output) {
 				out = shard.Join(*output, path.Base(urls[i]))
 			}
-			st, err := migration.TransformFile(ctx, store, urls[i], out, v, createdBy(), migration.Options{UnknownTags: policy})
+			st, err := migration.TransformFile(ctx, store, urls[i], out, v, createdBy(), migration.Options{UnknownTags: policy, Read: &p.Records})
 			rep.Stats[i] = st
+			if err == nil {
+				p.ShardsDone.Add(1)
+			}
 			return err
 		})
+		stop(err)
 		if err != nil {
 			return err
 		}

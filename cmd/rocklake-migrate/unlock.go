@@ -4,18 +4,22 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-func init() {
-	register("unlock", "break the lock of a migration that died holding it (one migration at a time per pointer)", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "unlock", "--pointer s3://… --migration-id ID")
-		ptr := pointerFlag(fs)
-		id := fs.String("migration-id", "", "the migration that holds the lock (required: check with status first)")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newUnlockCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "unlock --pointer s3://… --migration-id ID",
+		Short:   "break the lock of a migration that died holding it (one migration at a time per pointer)",
+		Example: `  rocklake-migrate unlock --pointer s3://b/rocklake/CURRENT --migration-id m-20261202T130000Z-3f2a9c01`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	id := fs.String("migration-id", "", "the migration that holds the lock (required: check with status first)")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}

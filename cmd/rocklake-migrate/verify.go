@@ -5,21 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
-func init() {
-	register("verify", "compare a catalog with shard files: per-table counts and an order-independent digest", func(ctx context.Context, e *env, args []string) error {
-		fs := flags(e, "verify", "--catalog URL --input FILE|DIR|s3://…")
-		url := catalogFlag(fs)
-		input := fs.String("input", "", "the shard files the catalog should hold")
-		asJSON := fs.Bool("json", false, "print the report as JSON")
-		if err := parse(fs, args); err != nil {
-			return err
-		}
+func newVerifyCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "verify --catalog URL --input FILE|DIR|s3://…",
+		Short:   "compare a catalog with shard files: per-table counts and an order-independent digest",
+		Example: `  rocklake-migrate verify --catalog s3://b/catalogs/prod-v2 --input s3://staging/m1/v2`,
+	}
+	fs := c.Flags()
+	url := catalogFlag(fs)
+	input := fs.String("input", "", "the shard files the catalog should hold")
+	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
+	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needCatalog(*url); err != nil {
 			return err
 		}
@@ -30,7 +34,10 @@ func init() {
 		if err != nil {
 			return err
 		}
-		res, err := shard.Verify(ctx, store, *url, *input, slatedb.Options{})
+		var p shard.Progress
+		stop := e.stage("verify", *asJSON, &p)
+		res, err := shard.Verify(ctx, store, *url, *input, shard.VerifyOptions{Progress: &p})
+		stop(err)
 		if err != nil && !errors.Is(err, shard.ErrMismatch) {
 			return err
 		}

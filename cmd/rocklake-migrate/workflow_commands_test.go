@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
+	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -48,6 +49,7 @@ func TestMigrateRollbackDrift(t *testing.T) {
 	if rep.Outcome != "migrated" || rep.PointerVersionID == "" || rep.Counts["ducklake_data_file"] == 0 || rep.StateSeconds["Verify"] == 0 {
 		t.Fatalf("report = %+v", rep)
 	}
+	migrateEvents(t, r.stderr, rep)
 	cli(t, "check", "--catalog", rep.Target, "--expect", "v2").want(t, exitOK)
 	st := cli(t, "status", "--pointer", ptr)
 	st.want(t, exitOK)
@@ -86,15 +88,15 @@ func TestMigrateRollbackDrift(t *testing.T) {
 func TestStrayArgumentsRefused(t *testing.T) {
 	r := cli(t, "migrate", "--pointer", "s3://nowhere/CURRENT", "--to", "v2", "now", "--dry-run")
 	r.want(t, exitUsage, "takes no arguments", `"now"`)
-	for name := range commands {
-		switch name {
-		case "kv":
-			continue // subcommands, below
+	for _, c := range newRoot(&env{}).Commands() {
+		switch name := c.Name(); name {
+		case "kv", "help", "completion":
+			continue // kv: subcommands, below; help and completion take command and shell names
 		case "approve", "abort":
 			cli(t, name, "m-1", "stray").want(t, exitUsage, "stray") // MIGRATION-ID, then a stray word
-			continue
+		default:
+			cli(t, name, "stray").want(t, exitUsage, "stray")
 		}
-		cli(t, name, "stray").want(t, exitUsage, "stray")
 	}
 	for _, sub := range [][]string{{"kv", "scan", "x"}, {"kv", "get", "00", "11"}, {"kv", "put", "00"}, {"kv", "delete", "00", "11"}} {
 		cli(t, sub...).want(t, exitUsage)
@@ -224,7 +226,7 @@ func TestInterruptedMigrateCleansUp(t *testing.T) {
 	runCtx, interrupt := context.WithCancel(ctx)
 	stderr := &cancelOn{state: "Import", cancel: interrupt}
 	var stdout bytes.Buffer
-	code := run(runCtx, &env{stdout: &stdout, stderr: stderr}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--migration-id", "m-interrupted", "--json"})
+	code := run(runCtx, &env{stdout: &stdout, stderr: stderr}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--migration-id", "m-interrupted"})
 	if code == exitOK || !strings.Contains(stderr.buf.String(), "cleaned up after the interruption") {
 		t.Fatalf("interrupted migrate: exit %d\n%s", code, stderr.buf.String())
 	}
@@ -286,4 +288,45 @@ func TestProfileOnlyRollbackAndExport(t *testing.T) {
 	}
 	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitOK)
 	cli(t, "export", "--catalog", src, "--format", "v1", "--output", "s3://rocklake/staging/profile", "--shards", "2").want(t, exitOK)
+}
+
+// migrateEvents checks migrate's --json progress on stderr: every line one
+// event; each top-level state's start and end; the export, transform,
+// import and verify stages each ending with a final event whose done equals
+// its total, the catalog's rows.
+func migrateEvents(t *testing.T, stderr string, rep migrateReport) {
+	t.Helper()
+	var rows uint64
+	for _, n := range rep.Counts {
+		rows += n
+	}
+	phases := map[string]string{}
+	final := map[string]progress.Event{}
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var ev struct {
+			progress.Event
+			State string `json:"state"`
+			Phase string `json:"phase"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("stderr line %q: %v", line, err)
+		}
+		switch {
+		case ev.Event.Event == "state":
+			phases[ev.State] += ev.Phase + " "
+		case ev.Final:
+			final[ev.Stage] = ev.Event
+		}
+	}
+	for _, st := range []string{"Check", "Freeze", "Shards", "Import", "Finalize", "Verify", "Flip"} {
+		if !strings.HasPrefix(phases[st], "start end ") {
+			t.Errorf("state %s: events %q", st, phases[st])
+		}
+	}
+	for _, stage := range []string{"export", "transform", "import", "verify"} {
+		ev := final[stage]
+		if ev.Event != "done" || ev.Done != rows || ev.Total != rows {
+			t.Errorf("stage %s: final event %+v, want done = total = %d rows", stage, ev, rows)
+		}
+	}
 }

@@ -176,7 +176,7 @@ func strategyB(t *testing.T, src string, policy migration.UnknownTags) ndjson.Di
 	if _, err := shard.Import(ctx, store, v2, dst, shard.ImportOptions{Format: format.V2}); err != nil {
 		t.Fatalf("strategy B import: %v", err)
 	}
-	if _, err := shard.Verify(ctx, store, dst, v2, slatedb.Options{}); err != nil {
+	if _, err := shard.Verify(ctx, store, dst, v2, shard.VerifyOptions{}); err != nil {
 		t.Fatalf("strategy B verify: %v", err)
 	}
 	return digestOf(t, dst, format.V2)

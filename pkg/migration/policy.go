@@ -103,27 +103,29 @@ func (e *FieldCollisionError) Is(target error) bool { return target == ErrFieldC
 // Each file's framing, record count and SHA-256 are checked (ndjson.SkimFile,
 // at hashing speed, files in parallel), not its records: the transform that
 // follows decodes them, checks the per-table counts and fails a shard whose
-// records hold an unknown tag whatever its trailer says.
-func CheckUnknownTags(ctx context.Context, store *blob.Store, urls []string) error {
+// records hold an unknown tag whatever its trailer says. records is what the
+// trailers count in all.
+func CheckUnknownTags(ctx context.Context, store *blob.Store, urls []string) (records uint64, err error) {
 	trailers, err := ndjson.SkimFiles(ctx, store, urls)
 	if err != nil {
-		return fmt.Errorf("migration: %w", err)
+		return 0, fmt.Errorf("migration: %w", err)
 	}
 	counts := map[format.Tag]uint64{}
 	for i, u := range urls {
+		records += trailers[i].Records
 		for name, n := range trailers[i].Counts {
 			if _, ok := format.TagByName(name); ok {
 				continue
 			}
 			var b byte
 			if _, err := fmt.Sscanf(name, "tag 0x%02X", &b); err != nil {
-				return fmt.Errorf("migration: %s: trailer counts a table %q this binary cannot name", u, name)
+				return records, fmt.Errorf("migration: %s: trailer counts a table %q this binary cannot name", u, name)
 			}
 			counts[format.Tag(b)] += n
 		}
 	}
 	if len(counts) > 0 {
-		return &UnknownTagsError{Counts: counts}
+		return records, &UnknownTagsError{Counts: counts}
 	}
-	return nil
+	return records, nil
 }

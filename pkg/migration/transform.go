@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -14,6 +15,9 @@ import (
 // Options tune a transform.
 type Options struct {
 	UnknownTags UnknownTags
+	// Read, when set, counts the records read as they go (for a progress
+	// display).
+	Read *atomic.Uint64
 }
 
 // Stats report what a transform read and wrote.
@@ -80,9 +84,15 @@ func Transform(ctx context.Context, r *ndjson.Reader, w *ndjson.Writer, path []M
 			if err := ctx.Err(); err != nil {
 				return st, err
 			}
+			if opts.Read != nil && st.RecordsIn > 0 {
+				opts.Read.Add(4096)
+			}
 		}
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
+			if opts.Read != nil {
+				opts.Read.Add(st.RecordsIn % 4096)
+			}
 			break
 		}
 		if err != nil {

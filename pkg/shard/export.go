@@ -127,6 +127,13 @@ func Export(ctx context.Context, store *blob.Store, url, output string, opts Exp
 		return ExportResult{}, err
 	}
 	opts.Progress.total(n)
+	if opts.Progress != nil {
+		est, err := EstimateKeys(ctx, c)
+		if err != nil {
+			return ExportResult{}, err
+		}
+		opts.Progress.estimate(est, n)
+	}
 	res := ExportResult{Source: url, Format: c.Version(), Checkpoint: cp, Shards: make([]ShardResult, n)}
 	err = ForEach(ctx, n, opts.Concurrency, func(ctx context.Context, i int) error {
 		out := output
@@ -186,7 +193,7 @@ func ExportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h n
 	if err := fw.Close(); err != nil {
 		return res, fmt.Errorf("shard: export shard %d: publish %s: %w", h.ShardIndex, out, err)
 	}
-	p.shardDone()
+	p.shardExported(res.Records)
 	return res, nil
 }
 

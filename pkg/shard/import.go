@@ -130,9 +130,11 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	// Check every remaining shard's framing and checksum before writing
 	// anything: a damaged or cut-short shard found midway would otherwise
 	// leave part of itself behind.
-	if err := skimShards(ctx, store, urls, prog.Done); err != nil {
+	todo, err := skimShards(ctx, store, urls, prog.Done)
+	if err != nil {
 		return res, err
 	}
+	opts.Progress.SetRecordsTotal(todo)
 
 	so := opts.Store
 	so.BulkLoad = true
@@ -236,25 +238,28 @@ const (
 // not yet done (ndjson.SkimFiles, in parallel). A shard whose records do not
 // match its trailer is read once more, decoding, so that the error names the
 // line that is bad where one is.
-func skimShards(ctx context.Context, store *blob.Store, urls []string, done []bool) error {
+func skimShards(ctx context.Context, store *blob.Store, urls []string, done []bool) (records uint64, err error) {
 	var todo []string
 	for i, u := range urls {
 		if !done[i] {
 			todo = append(todo, u)
 		}
 	}
-	_, err := ndjson.SkimFiles(ctx, store, todo)
+	trailers, err := ndjson.SkimFiles(ctx, store, todo)
 	if errors.Is(err, ndjson.ErrTrailerMismatch) {
 		for _, u := range todo {
 			if _, _, verr := ndjson.VerifyFile(ctx, store, u); verr != nil {
-				return fmt.Errorf("shard: import: %w", verr)
+				return 0, fmt.Errorf("shard: import: %w", verr)
 			}
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("shard: import: %w", err)
+		return 0, fmt.Errorf("shard: import: %w", err)
 	}
-	return nil
+	for _, t := range trailers {
+		records += t.Records
+	}
+	return records, nil
 }
 
 // part is what the decoding goroutine hands the writer: a batch of shard

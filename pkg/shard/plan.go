@@ -107,6 +107,61 @@ var volumes = map[format.Tag]volume{
 	format.TagSnapshotChanges:    {format.NameNextSnapshotID, 1, false, ""},
 }
 
+// segment is one weighed tag of a plan.
+type segment struct {
+	tag    format.Tag
+	vol    volume
+	bound  uint64
+	weight float64
+}
+
+func planCounter(ctx context.Context, c *catalog.Catalog, name string, tableID ...uint64) (uint64, error) {
+	x, err := c.Counter(ctx, name, tableID...)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("shard: plan: counter %s%v: %w", name, tableID, err)
+	}
+	return x, nil
+}
+
+// weigh estimates, from the catalog's counters, how many keys each bulk tag
+// holds.
+func weigh(ctx context.Context, c *catalog.Catalog) ([]segment, float64, error) {
+	var segs []segment
+	total := 0.0
+	files, err := planCounter(ctx, c, format.NameNextFileID)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, t := range format.KnownTags() {
+		vol, ok := volumes[t]
+		if !ok {
+			continue
+		}
+		bound, err := planCounter(ctx, c, vol.bound)
+		if err != nil {
+			return nil, 0, err
+		}
+		w := vol.perID * float64(bound)
+		if vol.byFile {
+			w = vol.perID * float64(files)
+		}
+		segs = append(segs, segment{t, vol, bound, w})
+		total += w
+	}
+	return segs, total, nil
+}
+
+// EstimateKeys is how many keys the catalog holds, as estimated from its
+// counters without a scan (what Plan balances shards by): a progress
+// display's total, never a count to check anything against.
+func EstimateKeys(ctx context.Context, c *catalog.Catalog) (uint64, error) {
+	_, total, err := weigh(ctx, c)
+	return uint64(total), err
+}
+
 // Plan cuts the key space into n ranges of roughly equal size, estimated from
 // the catalog's counters (no scan): within a tag, keys are taken to spread
 // evenly over their first component's id range, and within one first
@@ -119,45 +174,12 @@ func Plan(ctx context.Context, c *catalog.Catalog, n int) ([]Range, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("shard: plan: %d shards: need at least 1", n)
 	}
-	type segment struct {
-		tag    format.Tag
-		vol    volume
-		bound  uint64
-		weight float64
-	}
-	var segs []segment
-	total := 0.0
-	v := c.Version()
-	counter := func(name string, tableID ...uint64) (uint64, error) {
-		x, err := c.Counter(ctx, name, tableID...)
-		if errors.Is(err, catalog.ErrNotFound) {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, fmt.Errorf("shard: plan: counter %s%v: %w", name, tableID, err)
-		}
-		return x, nil
-	}
-	files, err := counter(format.NameNextFileID)
+	segs, total, err := weigh(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range format.KnownTags() {
-		vol, ok := volumes[t]
-		if !ok {
-			continue
-		}
-		bound, err := counter(vol.bound)
-		if err != nil {
-			return nil, err
-		}
-		w := vol.perID * float64(bound)
-		if vol.byFile {
-			w = vol.perID * float64(files)
-		}
-		segs = append(segs, segment{t, vol, bound, w})
-		total += w
-	}
+	v := c.Version()
+	counter := func(name string, tableID ...uint64) (uint64, error) { return planCounter(ctx, c, name, tableID...) }
 	// cutIn returns the key prefix at fraction f of segment s: the first
 	// component at f of its range, the second (if bounded) at what is left.
 	cutIn := func(s segment, f float64) ([]byte, error) {

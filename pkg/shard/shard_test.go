@@ -153,7 +153,7 @@ func TestExportImportV1IsIdentical(t *testing.T) {
 	if err != nil || !proto.Equal(got, row) {
 		t.Fatalf("row with an unknown field came back as %v, %v", got, err)
 	}
-	if _, err := shard.Verify(ctxFor(t), store, dst, out, slatedb.Options{}); err != nil {
+	if _, err := shard.Verify(ctxFor(t), store, dst, out, shard.VerifyOptions{}); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 	// The export left no checkpoint behind on the source.
@@ -258,7 +258,7 @@ func TestV1ToV2KeepsEveryRowAndField(t *testing.T) {
 		}
 	}
 	importFrom(t, store, v2dir, dst, format.V2)
-	if _, err := shard.Verify(ctxFor(t), store, dst, v2dir, slatedb.Options{}); err != nil {
+	if _, err := shard.Verify(ctxFor(t), store, dst, v2dir, shard.VerifyOptions{}); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 	c, err := catalog.Open(ctxFor(t), dst, catalog.Options{Expect: format.V2})
@@ -387,7 +387,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	res, err := shard.Verify(ctxFor(t), store, dst, out, slatedb.Options{})
+	res, err := shard.Verify(ctxFor(t), store, dst, out, shard.VerifyOptions{})
 	if !errors.Is(err, shard.ErrMismatch) || res.Match || len(res.Diff) != 1 || !strings.Contains(res.Diff[0], "ducklake_table_stats") {
 		t.Fatalf("verify after tampering: %+v, %v", res, err)
 	}
@@ -508,7 +508,7 @@ func TestOnS3(t *testing.T) {
 	exportTo(t, store, src, out, 5, "zst")
 	importFrom(t, store, out, dst, format.V1)
 	sameKV(t, "s3 round trip", dump(t, src), dump(t, dst))
-	if _, err := shard.Verify(ctx, store, dst, out, slatedb.Options{}); err != nil {
+	if _, err := shard.Verify(ctx, store, dst, out, shard.VerifyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -768,11 +768,62 @@ func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
 		}
 		want.Add(rec)
 	}
-	got, err := shard.DigestCatalog(ctxFor(t), c)
+	got, err := shard.DigestCatalog(ctxFor(t), c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != want || got.Counts()["tag 0x30"] != 1 {
 		t.Fatalf("DigestCatalog %s %v, records %s %v", got.Sum(), got.Counts(), want.Sum(), want.Counts())
+	}
+}
+
+// Every stage's progress ends with its total known and reached: export's
+// estimate (from the counters) is replaced by the real counts as shards
+// finish, import's comes from the shard trailers, verify's is both passes.
+func TestProgressTotals(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	ctx := ctxFor(t)
+	c, err := catalog.Open(ctx, src, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := shard.EstimateKeys(ctx, c)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var ep shard.Progress
+	exp, err := shard.Export(ctx, store, src, dir, shard.ExportOptions{Format: format.V1, Shards: 3, Progress: &ep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("estimated %d keys, exported %d", est, exp.Records)
+	// The estimate only has to be of the right size for a progress bar.
+	if est < exp.Records/2 || est > exp.Records*2 {
+		t.Errorf("estimate %d keys for a catalog of %d", est, exp.Records)
+	}
+	if ep.Records.Load() != exp.Records || ep.RecordsTotal.Load() != exp.Records || ep.ShardsDone.Load() != 3 {
+		t.Fatalf("export progress: %d of %d records, %d shards; exported %d", ep.Records.Load(), ep.RecordsTotal.Load(), ep.ShardsDone.Load(), exp.Records)
+	}
+
+	dst := fileURL(t, "dst")
+	var ip shard.Progress
+	imp, err := shard.Import(ctx, store, dir, dst, shard.ImportOptions{Format: format.V1, Progress: &ip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip.Records.Load() != imp.Records || ip.RecordsTotal.Load() != imp.Records || imp.Records != exp.Records {
+		t.Fatalf("import progress: %d of %d records; imported %d", ip.Records.Load(), ip.RecordsTotal.Load(), imp.Records)
+	}
+
+	var vp shard.Progress
+	if _, err := shard.Verify(ctx, store, dst, dir, shard.VerifyOptions{Progress: &vp}); err != nil {
+		t.Fatal(err)
+	}
+	if vp.Records.Load() != 2*exp.Records || vp.RecordsTotal.Load() != 2*exp.Records {
+		t.Fatalf("verify progress: %d of %d records; the catalog holds %d", vp.Records.Load(), vp.RecordsTotal.Load(), exp.Records)
 	}
 }

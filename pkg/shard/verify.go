@@ -28,10 +28,13 @@ type VerifyResult struct {
 	Diff []string `json:"diff,omitempty"`
 }
 
-// DigestCatalog reads every key of an open catalog into a Digest. The
-// digest is of the raw bytes (ndjson.Digest.AddRaw), so no record is decoded;
-// the scan runs on this goroutine and the hashing on one per CPU.
-func DigestCatalog(ctx context.Context, c *catalog.Catalog) (ndjson.Digest, error) {
+// DigestCatalog reads every key of an open catalog into a Digest, counting
+// them in p (nil counts nothing). The digest is of the raw bytes
+// (ndjson.Digest.AddRaw), so no record is decoded; the scan runs on this
+// goroutine and the hashing on one per CPU.
+func DigestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson.Digest, error) {
+	var n uint64
+	defer func() { p.addRecords(n % progressStep) }()
 	return digestParallel(func(emit func(key, value []byte) error) error {
 		for e, err := range c.ScanRaw(ctx, nil, nil) {
 			if err != nil {
@@ -40,10 +43,16 @@ func DigestCatalog(ctx context.Context, c *catalog.Catalog) (ndjson.Digest, erro
 			if err := emit(e.Key, e.Value); err != nil {
 				return err
 			}
+			if n++; n%progressStep == 0 {
+				p.addRecords(progressStep)
+			}
 		}
 		return nil
 	})
 }
+
+// progressStep is how many records a digest counts in its Progress at once.
+const progressStep = 4096
 
 // digestBatch is how many entries a hashing goroutine takes at a time.
 const digestBatch = 256
@@ -90,6 +99,10 @@ func digestParallel(scan func(emit func(key, value []byte) error) error) (ndjson
 // DigestShards reads every record of the shard set at input into a Digest,
 // decoding the shards on one goroutine per CPU.
 func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.Digest, format.Version, error) {
+	return digestShards(ctx, store, input, nil)
+}
+
+func digestShards(ctx context.Context, store *blob.Store, input string, p *Progress) (ndjson.Digest, format.Version, error) {
 	var d ndjson.Digest
 	urls, err := List(ctx, store, input)
 	if err != nil {
@@ -102,7 +115,7 @@ func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.
 	digests := make([]ndjson.Digest, len(urls))
 	err = ForEach(ctx, len(urls), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
 		var err error
-		digests[i], err = digestShard(ctx, store, urls[i])
+		digests[i], err = digestShard(ctx, store, urls[i], p)
 		return err
 	})
 	if err != nil {
@@ -114,8 +127,10 @@ func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.
 	return d, hs[0].CatalogFormat, nil
 }
 
-func digestShard(ctx context.Context, store *blob.Store, url string) (ndjson.Digest, error) {
+func digestShard(ctx context.Context, store *blob.Store, url string, p *Progress) (ndjson.Digest, error) {
 	var d ndjson.Digest
+	var n uint64
+	defer func() { p.addRecords(n % progressStep) }()
 	fr, err := ndjson.Open(ctx, store, url)
 	if err != nil {
 		return d, err
@@ -130,24 +145,41 @@ func digestShard(ctx context.Context, store *blob.Store, url string) (ndjson.Dig
 			return d, fmt.Errorf("shard: digest %s: %w", url, err)
 		}
 		d.Add(rec)
+		if n++; n%progressStep == 0 {
+			p.addRecords(progressStep)
+		}
 	}
+}
+
+// VerifyOptions tune a verify.
+type VerifyOptions struct {
+	Store slatedb.Options
+	// Progress counts the shards' records, then the catalog's keys: its
+	// total, twice the shards' records, is known once they are read.
+	Progress *Progress
 }
 
 // Verify compares the catalog at url with the shards at input: per-table
 // counts and the order-independent digest of every record, system keys
 // included. A difference is ErrMismatch, with the result saying where.
-func Verify(ctx context.Context, store *blob.Store, url, input string, so slatedb.Options) (VerifyResult, error) {
+func Verify(ctx context.Context, store *blob.Store, url, input string, opts VerifyOptions) (VerifyResult, error) {
 	var res VerifyResult
-	sd, v, err := DigestShards(ctx, store, input)
+	sd, v, err := digestShards(ctx, store, input, opts.Progress)
 	if err != nil {
 		return res, err
 	}
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v, Store: so})
+	// The catalog should hold as many keys as the shards hold records.
+	var records uint64
+	for _, n := range sd.Counts() {
+		records += n
+	}
+	opts.Progress.SetRecordsTotal(2 * records)
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v, Store: opts.Store})
 	if err != nil {
 		return res, err
 	}
 	defer c.Close()
-	cd, err := DigestCatalog(ctx, c)
+	cd, err := DigestCatalog(ctx, c, opts.Progress)
 	if err != nil {
 		return res, err
 	}

@@ -43,9 +43,19 @@ type Env struct {
 	// (the SSM parameter the release pipeline sets), for a Check or Drift
 	// input that names none; nil: the input must name it.
 	ExpectedVersion func(ctx context.Context) (string, error)
+	// Progress counts what the long steps do as they go, for the CLI's
+	// display of a local run; its nil counts count nothing.
+	Progress Progress
 }
 
 func (e Env) staging(id string) Staging { return Staging{Root: e.Staging, MigrationID: id} }
+
+// Progress counts the long steps of a local run: the Map's export and
+// transform shards (each count shared by the shards running at once), the
+// import and the verify.
+type Progress struct {
+	Export, Transform, Import, Verify *shard.Progress
+}
 
 // Migration is the state payload every step after Check takes and returns:
 // a few hundred bytes, whatever the shard count.
@@ -388,7 +398,7 @@ func ExportShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, erro
 	h := ndjson.Header{CatalogFormat: p.From, ShardIndex: in.Index, ShardCount: n, KeyStart: r.Start, KeyEnd: r.End,
 		CheckpointID: p.Checkpoint, Source: p.Source, CreatedBy: env.CreatedBy}
 	st := env.staging(in.MigrationID)
-	res, err := shard.ExportShard(ctx, env.Store, c, h, st.ShardURL(p.From, in.Index, n), nil)
+	res, err := shard.ExportShard(ctx, env.Store, c, h, st.ShardURL(p.From, in.Index, n), env.Progress.Export)
 	if err != nil {
 		return ShardOutput{}, err
 	}
@@ -409,7 +419,11 @@ func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, e
 		return ShardOutput{}, err
 	}
 	st, n := env.staging(in.MigrationID), len(p.Ranges)
-	stats, err := migration.TransformFile(ctx, env.Store, st.ShardURL(p.From, in.Index, n), st.ShardURL(p.To, in.Index, n), p.To, env.CreatedBy, migration.Options{UnknownTags: policy})
+	opts := migration.Options{UnknownTags: policy}
+	if env.Progress.Transform != nil {
+		opts.Read = &env.Progress.Transform.Records
+	}
+	stats, err := migration.TransformFile(ctx, env.Store, st.ShardURL(p.From, in.Index, n), st.ShardURL(p.To, in.Index, n), p.To, env.CreatedBy, opts)
 	if err != nil {
 		return ShardOutput{}, err
 	}
@@ -437,8 +451,13 @@ func (o ImportOutput) stepRows() uint64 { return o.Rows }
 // are in or its deadline nears, keeping its progress in the target itself
 // and its last state in staging.
 func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
-	var prog shard.Progress
-	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true, Progress: &prog}
+	// Rows come from the shard counter, which the CLI's display shares
+	// when it gives one.
+	prog := env.Progress.Import
+	if prog == nil {
+		prog = new(shard.Progress)
+	}
+	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true, Progress: prog}
 	if dl, ok := ctx.Deadline(); ok {
 		margin := env.ImportMargin
 		if margin == 0 {
@@ -528,12 +547,17 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 			dropped[t.String()] += n
 		}
 	}
+	var records uint64
+	for _, n := range want.Counts() {
+		records += n
+	}
+	env.Progress.Verify.SetRecordsTotal(records)
 	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
 	defer c.Close()
-	got, err := shard.DigestCatalog(ctx, c)
+	got, err := shard.DigestCatalog(ctx, c, env.Progress.Verify)
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
