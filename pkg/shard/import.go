@@ -352,6 +352,9 @@ func shardWritten(ctx context.Context, w *slatedb.Writer, urls []string, prog *p
 	if err := saveProgress(ctx, w, prog); err != nil {
 		return false, err
 	}
+	// The counter and system keys held back for the end count as done now,
+	// so that a finished import's count reaches the trailers' total.
+	opts.Progress.addRecords(uint64(len(pt.end.system)))
 	opts.Progress.shardDone()
 	if opts.AfterShard != nil {
 		opts.AfterShard(pt.index)
