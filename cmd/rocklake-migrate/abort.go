@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
