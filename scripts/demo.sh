@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo: a format-1 catalog on a local S3 (versitygw on 127.0.0.1) migrated
-# to format 2 by hand, Strategy B: export, transform, import, verify, check.
+# to format 2: plan, a dry run, a gated migration and its approval, rollback,
+# history and cleanup, Strategy A in place, and Strategy B by hand.
 # Starts the stack itself and stops it on exit, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,12 +41,19 @@ step "a format-2 binary refuses it (exit 3)"
 printf '$ %s\n' "$M check --catalog $SRC --expect v2"
 if "$M" check --catalog "$SRC" --expect v2; then echo "expected a refusal" >&2; exit 1; fi
 
+step "plan: the preflight migrate runs before Freeze, the shards, duration and AWS cost; writes nothing"
+run "$M" plan --pointer "$POINTER" --to v2 --shards 8
+
 step "dry run of the workflow (statemachine/migration.asl.json, run locally): verify, pointer untouched"
 run "$M" migrate --pointer "$POINTER" --to v2 --shards 8 --dry-run
 run "$M" status --pointer "$POINTER"
 
-step "migrate to format 2: Check, Freeze, Shards (export+transform), Import, Finalize, Verify, Flip"
-run "$M" migrate --pointer "$POINTER" --to v2 --shards 8
+step "migrate to format 2 with a gated cut-over: Check, Freeze, Shards (export+transform), Import, Finalize, Verify, then wait"
+run "$M" migrate --pointer "$POINTER" --to v2 --shards 8 --postpone-flip --migration-id m-demo
+run "$M" status --pointer "$POINTER"
+
+step "approve: Flip (the pointer names the new catalog), the lock released"
+run "$M" approve m-demo --pointer "$POINTER"
 run "$M" status --pointer "$POINTER"
 NEW=$("$M" status --pointer "$POINTER" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pointer"]["catalog"])')
 run "$M" check --catalog "$NEW" --expect v2
@@ -56,6 +64,16 @@ run "$M" rollback --pointer "$POINTER"
 run "$M" check --catalog "$SRC" --expect v1
 printf '$ %s\n' "$M drift --pointer $POINTER --expect v2   # the release expects v2: drift (exit 4)"
 if "$M" drift --pointer "$POINTER" --expect v2; then echo "expected drift" >&2; exit 1; fi
+run "$M" history --pointer "$POINTER"
+run "$M" cleanup --pointer "$POINTER"
+
+step "Strategy A on a small catalog: migrate in place (one atomic batch), then roll back from its checkpoint"
+run "$M" seed --catalog s3://rocklake/catalogs/small --rows 2000 --seed 2
+run "$M" init-pointer --pointer s3://rocklake/SMALL --catalog s3://rocklake/catalogs/small
+run "$M" migrate --pointer s3://rocklake/SMALL --to v2 --in-place
+run "$M" check --catalog s3://rocklake/catalogs/small --expect v2
+run "$M" rollback --pointer s3://rocklake/SMALL
+run "$M" check --catalog s3://rocklake/catalogs/small --expect v1
 
 step "Strategy B by hand, the same pieces: export, transform, import, verify"
 run "$M" export --catalog "$SRC" --format v1 --output "$STAGING/v1" --shards 4

@@ -26,7 +26,9 @@
 //     LeftoverCheckpoint; a by-hand export's checkpoint is left to expire;
 //   - OrphanStaging: <staging>/<id>/ of any age, not yet a LeftoverStaging,
 //     of a migration that is neither the active one nor the current or
-//     previous pointer's (so a rollback keeps its audit trail);
+//     previous pointer's, nor that of the pointer version the current one
+//     replaced (so a rollback keeps its audit trail, and so does the run it
+//     rolled back);
 //   - UnclaimedTarget: a directory <v N>-<id> beside a catalog the pointer
 //     ever named (where migrations make their targets, TargetURL) that no
 //     pointer version named and the active migration is not making;

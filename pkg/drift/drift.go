@@ -216,6 +216,10 @@ type checker struct {
 	// decided: the pointer, its history and the lock were read, so what
 	// is in use is known and orphans can be told from it.
 	decided bool
+	// replaced is the migration of the pointer version the current one
+	// replaced: after a rollback, the migration rolled back, whose staging
+	// is its audit trail.
+	replaced string
 }
 
 func (c *checker) add(f Finding) { c.r.Findings = append(c.r.Findings, f) }
@@ -288,6 +292,9 @@ func (c *checker) named(ctx context.Context, p pointer.Pointer) ([]string, error
 	for _, v := range hist {
 		if v.DeleteMarker {
 			continue
+		}
+		if v.Pointer != nil && !v.Current && c.replaced == "" {
+			c.replaced = v.Pointer.MigrationID // newest first
 		}
 		if v.Pointer == nil {
 			c.undecided(fmt.Sprintf("version %s of the pointer is not a valid pointer (%s), so what it named is unknown", v.VersionID, v.Problem))
@@ -427,7 +434,8 @@ func orNone(id string) string {
 }
 
 // staging reports the migrations' staging directories, <staging>/<id>/,
-// except those of the current and previous pointer's migrations (p nil:
+// except those of the current and previous pointer's migrations and of the
+// pointer version the current one replaced (a rolled-back run's) (p nil:
 // none is excepted) and never decisions/: untouched for longer than
 // StagingMaxAge, LeftoverStaging (as always); younger, and not the active
 // migration's, OrphanStaging.
@@ -443,7 +451,7 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 	}
 	keep := map[string]bool{DecisionsDir: true}
 	if p != nil {
-		for _, id := range []string{p.MigrationID, p.PreviousMigrationID} {
+		for _, id := range []string{p.MigrationID, p.PreviousMigrationID, c.replaced} {
 			if id != "" {
 				keep[id] = true
 			}
