@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/user"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
@@ -86,10 +85,6 @@ func announceState(e *env) func(asl.StateEvent) {
 
 // operator names who approves or aborts, for the record and the messages.
 func operator() string {
-	name := os.Getenv("USER")
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
 	host, _ := os.Hostname()
-	return name + "@" + host
+	return userName() + "@" + host
 }

@@ -6,7 +6,10 @@ import (
 )
 
 // trigger names the operator for a run's record: "cli:<user>".
-func trigger() string {
+func trigger() string { return "cli:" + userName() }
+
+// userName is the operator's login name, "unknown" if none can be found.
+func userName() string {
 	name := os.Getenv("USER")
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
@@ -14,5 +17,5 @@ func trigger() string {
 	if name == "" {
 		name = "unknown"
 	}
-	return "cli:" + name
+	return name
 }

@@ -178,7 +178,7 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("inplace: migrate %s: the batch landed; reading it back: %w (the way back is checkpoint %s)", url, err, cp.ID)
 	}
-	if cmp := shard.Compare(got, t.digest); !cmp.Match {
+	if cmp := shard.Compare(got, t.stats.Digest); !cmp.Match {
 		return res, fmt.Errorf("%w: %s after the batch: %v (the way back is checkpoint %s: roll back)", shard.ErrMismatch, url, cmp.Diff, cp.ID)
 	}
 	res.Digest = got
@@ -188,8 +188,8 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 }
 
 func (r *Result) fill(t tally) {
-	r.Records, r.Deleted, r.Bytes, r.Digest = t.records, t.keys, t.bytes, t.digest
-	r.Carried, r.Dropped = t.carried, t.dropped
+	r.Records, r.Deleted, r.Bytes, r.Digest = t.stats.RecordsOut, t.keys, t.bytes, t.stats.Digest
+	r.Carried, r.Dropped = t.stats.Carried, t.stats.Dropped
 }
 
 // outcome is what became of a batch.
@@ -255,21 +255,13 @@ func dropCheckpoint(url, id string, so slatedb.Options, cause error) error {
 	return cause
 }
 
-// readBack is the digest of the catalog at url, opened expecting format v.
-// It digests the raw keys and values, which is what ndjson.Digest.Add does
-// with a decoded record, without decoding them.
+// readBack is the digest of the catalog at url, opened expecting format v
+// (shard.DigestCatalog: raw keys and values, hashed on every CPU).
 func readBack(ctx context.Context, url string, v format.Version, so slatedb.Options) (ndjson.Digest, error) {
-	var d ndjson.Digest
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v, Store: so})
 	if err != nil {
-		return d, err
+		return ndjson.Digest{}, err
 	}
 	defer c.Close()
-	for e, err := range c.ScanRaw(ctx, nil, nil) {
-		if err != nil {
-			return d, err
-		}
-		d.AddRaw(e.Key, e.Value)
-	}
-	return d, nil
+	return shard.DigestCatalog(ctx, c, nil)
 }

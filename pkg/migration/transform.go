@@ -72,73 +72,109 @@ func carry(rec ndjson.Record, path []Migration) ([]ndjson.Record, error) {
 	return []ndjson.Record{out}, nil
 }
 
+// A Stream transforms records one at a time along path under the
+// unknown-tag policy, keeping Stats: the one loop behind Transform (shard
+// files) and in-place migration (a whole catalog). With the fail policy it
+// reads on past the first unknown tag, to list every unknown tag and its
+// count, and makes no more records; Err then says so.
+type Stream struct {
+	Stats   Stats
+	path    []Migration
+	opts    Options
+	unknown *UnknownTagsError
+}
+
+// NewStream starts a stream along path.
+func NewStream(path []Migration, opts Options) *Stream {
+	return &Stream{path: path, opts: opts}
+}
+
+// Next returns the records that replace rec: none for a dropped one, and
+// none once the fail policy met an unknown tag.
+func (s *Stream) Next(rec ndjson.Record) ([]ndjson.Record, error) {
+	s.Stats.RecordsIn++
+	if tag := rec.Tag(); !tag.Known() {
+		switch s.opts.UnknownTags {
+		case UnknownFail:
+			if s.unknown == nil {
+				s.unknown = &UnknownTagsError{Counts: map[format.Tag]uint64{}}
+			}
+			s.unknown.Counts[tag]++
+			return nil, nil
+		case UnknownDrop:
+			s.Stats.Dropped = countTag(s.Stats.Dropped, tag)
+			return nil, nil
+		case UnknownCarry:
+			s.Stats.Carried = countTag(s.Stats.Carried, tag)
+		}
+	}
+	if s.unknown != nil {
+		return nil, nil // only counting now
+	}
+	out, err := Records(rec, s.path, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range out {
+		s.Stats.Digest.Add(o)
+		s.Stats.RecordsOut++
+	}
+	return out, nil
+}
+
+// Err is the fail policy's *UnknownTagsError, with every unknown tag seen
+// and its count, or nil.
+func (s *Stream) Err() error {
+	if s.unknown != nil {
+		return s.unknown
+	}
+	return nil
+}
+
+func countTag(m map[format.Tag]uint64, t format.Tag) map[format.Tag]uint64 {
+	if m == nil {
+		m = map[format.Tag]uint64{}
+	}
+	m[t]++
+	return m
+}
+
 // Transform streams every record of r through path into w (whose header the
 // caller made for the target format). With the fail policy it reads on past
 // the first unknown tag, to list every unknown tag and its count, and writes
 // nothing more; the caller then aborts w, so nothing is published.
 func Transform(ctx context.Context, r *ndjson.Reader, w *ndjson.Writer, path []Migration, opts Options) (Stats, error) {
-	st := Stats{}
-	var unknown *UnknownTagsError
+	s := NewStream(path, opts)
 	for {
-		if st.RecordsIn%4096 == 0 {
+		if n := s.Stats.RecordsIn; n%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return st, err
+				return s.Stats, err
 			}
-			if opts.Read != nil && st.RecordsIn > 0 {
+			if opts.Read != nil && n > 0 {
 				opts.Read.Add(4096)
 			}
 		}
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			if opts.Read != nil {
-				opts.Read.Add(st.RecordsIn % 4096)
+				opts.Read.Add(s.Stats.RecordsIn % 4096)
 			}
 			break
 		}
 		if err != nil {
-			return st, err
+			return s.Stats, err
 		}
-		st.RecordsIn++
-		if !rec.Tag().Known() {
-			switch opts.UnknownTags {
-			case UnknownFail:
-				if unknown == nil {
-					unknown = &UnknownTagsError{Counts: map[format.Tag]uint64{}}
-				}
-				unknown.Counts[rec.Tag()]++
-				continue
-			case UnknownDrop:
-				if st.Dropped == nil {
-					st.Dropped = map[format.Tag]uint64{}
-				}
-				st.Dropped[rec.Tag()]++
-				continue
-			case UnknownCarry:
-				if st.Carried == nil {
-					st.Carried = map[format.Tag]uint64{}
-				}
-				st.Carried[rec.Tag()]++
-			}
-		}
-		if unknown != nil {
-			continue // only counting now
-		}
-		out, err := Records(rec, path, opts)
+		out, err := s.Next(rec)
 		if err != nil {
-			return st, err
+			return s.Stats, err
 		}
 		for _, o := range out {
 			if err := w.Write(o); err != nil {
-				return st, err
+				return s.Stats, err
 			}
-			st.Digest.Add(o)
-			st.RecordsOut++
 		}
 	}
-	if unknown != nil {
-		return st, unknown
-	}
-	return st, nil
+	return s.Stats, s.Err()
 }
 
 // TargetHeader is the header of a shard transformed into format to: the same

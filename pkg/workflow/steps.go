@@ -457,6 +457,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	if prog == nil {
 		prog = new(shard.Progress)
 	}
+	before := prog.Records.Load() // a shared counter spans the Import loop's calls
 	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true, Progress: prog}
 	if dl, ok := ctx.Deadline(); ok {
 		margin := env.ImportMargin
@@ -473,7 +474,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	if err != nil {
 		return ImportOutput{Migration: m}, err
 	}
-	out := ImportOutput{Migration: m, Done: res.ShardsDone == res.ShardsTotal, ShardsDone: res.ShardsDone, ShardsTotal: res.ShardsTotal, Rows: prog.Records.Load()}
+	out := ImportOutput{Migration: m, Done: res.ShardsDone == res.ShardsTotal, ShardsDone: res.ShardsDone, ShardsTotal: res.ShardsTotal, Rows: prog.Records.Load() - before}
 	if err := putJSON(ctx, env.Store, st.StepURL("import"), out); err != nil {
 		return out, err
 	}
