@@ -71,6 +71,9 @@ int32_t rl_checkpoint_list(const char *url, const char *opts_json, uint64_t time
                            const rl_cancel *cancel, char **out, char **err_out);
 int32_t rl_checkpoint_delete(const char *url, const char *opts_json, const char *checkpoint_id,
                              uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
+int32_t rl_checkpoint_copy(const char *url, const char *opts_json, const char *checkpoint_id,
+                           const char *dest_url, uint64_t timeout_ms, const rl_cancel *cancel,
+                           char **out, char **err_out);
 
 rl_cancel *rl_cancel_new(void);
 void rl_cancel_fire(const rl_cancel *c);

@@ -20,6 +20,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod aws;
+mod copy;
 mod guard;
 mod store;
 
@@ -918,6 +919,41 @@ pub extern "C" fn rl_checkpoint_delete(
                 .await
                 .map_err(|e| from_slate("delete checkpoint", e))
         })
+    })
+}
+
+/// Copies checkpoint `checkpoint_id` of the database at `url` to a database
+/// of its own at `dest_url` (empty, in the same bucket or file system): see
+/// copy.rs. Returns `{"manifest_id":N,"objects":N,"bytes":N,"checkpoints_dropped":N}`.
+/// On error, objects may be left under `dest_url`; the caller deletes them.
+#[no_mangle]
+pub extern "C" fn rl_checkpoint_copy(
+    url: *const c_char,
+    opts_json: *const c_char,
+    checkpoint_id: *const c_char,
+    dest_url: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut c_char,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let dest = cstr(dest_url, "destination url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let src = store::resolve(url, &opts)?;
+        let dst = store::resolve(dest, &opts)?;
+        let raw = cstr(checkpoint_id, "checkpoint id")?;
+        let id = Uuid::parse_str(raw)
+            .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?;
+        let c = block(timeout_ms, cancel, copy::checkpoint(&src, url, id, &dst, dest))?;
+        out_string(
+            format!(
+                r#"{{"manifest_id":{},"objects":{},"bytes":{},"checkpoints_dropped":{}}}"#,
+                c.manifest_id, c.objects, c.bytes, c.checkpoints_dropped
+            ),
+            out,
+        )
     })
 }
 

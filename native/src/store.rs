@@ -149,6 +149,8 @@ pub struct Location {
     /// Set for S3: existence of the bucket is checked before SlateDB runs,
     /// so a missing bucket gets a clear error instead of a retry loop.
     bucket: Option<String>,
+    /// Which store: "file", "memory://<name>" or "s3://<bucket>".
+    store_id: String,
 }
 
 impl Location {
@@ -159,6 +161,12 @@ impl Location {
     /// The store as a reader sees it: what the reader writes (SlateDB 0.13.1
     /// readers write checkpoints of their own into the manifest) stays in
     /// process memory. See guard::Overlay.
+    /// Whether two locations are in one store (one bucket, the file system,
+    /// one memory store), so that the store's own copy goes from one to the other.
+    pub fn same_store(&self, other: &Location) -> bool {
+        self.store_id == other.store_id
+    }
+
     pub fn read_only_store(&self) -> Arc<dyn ObjectStore> {
         Arc::new(Overlay::new(self.store.clone()))
     }
@@ -189,10 +197,12 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 store: Arc::new(Bounded::new(Arc::new(LocalFileSystem::new()), opts.max_retries)),
                 path: db_path,
                 bucket: None,
+                store_id: "file".into(),
             })
         }
         "memory" => {
             let name = u.host_str().unwrap_or("").to_string();
+            let store_id = format!("memory://{name}");
             let mut stores = MEMORY
                 .lock()
                 .map_err(|_| fail(crate::RL_ERR_INTERNAL, "memory store registry poisoned"))?;
@@ -204,6 +214,7 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 store: Arc::new(Bounded::new(store, opts.max_retries)),
                 path: db_path,
                 bucket: None,
+                store_id,
             })
         }
         "s3" => {
@@ -250,6 +261,7 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 store: Arc::new(Bounded::new(Arc::new(store), opts.max_retries)),
                 path: db_path,
                 bucket: Some(bucket.to_string()),
+                store_id: format!("s3://{bucket}"),
             })
         }
         other => Err(bad(&format!(
@@ -285,7 +297,7 @@ pub async fn require_manifest(loc: &Location, url: &str) -> Res<()> {
     }
 }
 
-fn store_error(loc: &Location, e: slatedb::object_store::Error) -> crate::Fail {
+pub(crate) fn store_error(loc: &Location, e: slatedb::object_store::Error) -> crate::Fail {
     let text = crate::describe(&e);
     if text.contains(aws::NO_CREDENTIALS) {
         return fail(RL_ERR_NO_CREDENTIALS, format!("object store: {text}"));

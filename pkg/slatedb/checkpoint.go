@@ -139,3 +139,47 @@ func DeleteCheckpoint(ctx context.Context, url, id string, opts Options) error {
 		return C.rl_checkpoint_delete(curl, copts, cid, t, c, e)
 	})
 }
+
+// Copied is what CopyCheckpoint made.
+type Copied struct {
+	// ManifestID is the checkpoint's manifest, the copy's first.
+	ManifestID uint64 `json:"manifest_id"`
+	// Objects and Bytes: the SSTs, WAL files and manifest copied.
+	Objects int   `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+	// CheckpointsDropped: the source's checkpoints, which the copied
+	// manifest listed, removed from the copy.
+	CheckpointsDropped int `json:"checkpoints_dropped"`
+}
+
+// CopyCheckpoint makes a database of its own at dest (an empty place in the
+// same bucket or file system as url) holding exactly what checkpoint id of
+// the database at url holds: the objects the checkpoint's manifest needs are
+// copied by the store (S3 CopyObject, server side), the manifest last, and
+// the source's checkpoints are dropped from the copy. Unlike a SlateDB clone
+// the copy shares nothing with url, so any reader, RockLake's included,
+// opens it. On error, objects may be left under dest: the caller removes
+// them (until the manifest lands, nothing there is a database).
+func CopyCheckpoint(ctx context.Context, url, id, dest string, opts Options) (Copied, error) {
+	if err := useS3(ctx, "copy checkpoint", url); err != nil {
+		return Copied{}, err
+	}
+	curl, copts, cid, cdest := C.CString(url), C.CString(opts.json()), C.CString(id), C.CString(dest)
+	defer C.free(unsafe.Pointer(curl))
+	defer C.free(unsafe.Pointer(copts))
+	defer C.free(unsafe.Pointer(cid))
+	defer C.free(unsafe.Pointer(cdest))
+	var out *C.char
+	err := native(ctx, "copy checkpoint", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_checkpoint_copy(curl, copts, cid, cdest, t, c, &out, e)
+	})
+	if err != nil {
+		return Copied{}, err
+	}
+	s := takeString(out)
+	var r Copied
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return Copied{}, fmt.Errorf("slatedb: copy result %q: %w", s, err)
+	}
+	return r, nil
+}
