@@ -76,8 +76,8 @@ func migrateInPlace(ctx context.Context, e *env, env workflow.Env, in workflow.C
 	printMigrateReport(e, rep)
 	if r := rep.InPlace; r != nil && r.Records > 0 {
 		fmt.Fprintf(e.stdout, "in place: %d keys in format %s (%d bytes), %d format-%s keys deleted, one batch of %d bytes", r.Records, r.To, r.Bytes, r.Deleted, r.From, r.BatchBytes)
-		if r.Checkpoint != "" {
-			fmt.Fprintf(e.stdout, "; the way back is checkpoint %s (rocklake-migrate rollback --pointer %s)", r.Checkpoint, in.Pointer)
+		if wb := r.WayBack; wb != nil {
+			fmt.Fprintf(e.stdout, "; the way back is %s, the format-%s catalog as it was (%d objects, %d bytes copied; rocklake-migrate rollback --pointer %s names it)", wb.Catalog, r.From, wb.Objects, wb.Bytes, in.Pointer)
 		}
 		fmt.Fprintln(e.stdout)
 	}

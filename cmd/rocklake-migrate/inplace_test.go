@@ -56,9 +56,10 @@ func strategyBDigest(t *testing.T, src string) string {
 }
 
 // migrate --in-place behind a pointer on S3: the dry run and the refusal over
-// the limit write nothing; the run gives Strategy B's digest and moves the
-// pointer; rollback puts format 1 back at the same URL and frees the way for
-// the next migration.
+// the limit write nothing; the run gives Strategy B's digest, copies the
+// catalog as it was beside it (the way back) and moves the pointer; rollback
+// is a pointer flip to the way back, which drift takes for a catalog the
+// pointer names, and the next migration goes through from there.
 func TestMigrateInPlace(t *testing.T) {
 	s := localstacktest.Start(t)
 	localstacktest.SetEnv(t, s)
@@ -93,9 +94,15 @@ func TestMigrateInPlace(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("migrate --in-place --json: %q: %v", r.stdout, err)
 	}
-	if rep.Outcome != "migrated in place" || rep.Target != src || rep.PointerVersionID == "" || rep.InPlace.Checkpoint == "" || rep.Digest != wantDigest {
-		t.Fatalf("report %+v, want migrated in place at %s with Strategy B's digest %s", rep, src, wantDigest)
+	wayBack := "s3://rocklake/catalogs/v1-" + rep.MigrationID
+	if rep.Outcome != "migrated in place" || rep.Target != src || rep.PointerVersionID == "" || rep.Digest != wantDigest ||
+		rep.InPlace == nil || rep.InPlace.WayBack == nil || rep.InPlace.WayBack.Catalog != wayBack {
+		t.Fatalf("report %+v, want migrated in place at %s with Strategy B's digest %s and the way back %s", rep, src, wantDigest, wayBack)
 	}
+	if got := strategyBDigest(t, wayBack); got != wantDigest {
+		t.Fatalf("the way back migrates to %s, the catalog before the migration to %s", got, wantDigest)
+	}
+	cli(t, "drift", "--pointer", ptr, "--expect", "v2").want(t, exitOK)
 	cli(t, "check", "--catalog", src, "--expect", "v2").want(t, exitOK)
 	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitMismatch, "FormatVersionMismatch")
 	if st := cli(t, "status", "--pointer", ptr); !strings.Contains(st.stdout, rep.MigrationID) {
@@ -108,22 +115,29 @@ func TestMigrateInPlace(t *testing.T) {
 	cli(t, "check", "--catalog", src, "--expect", "v2").want(t, exitOK)
 	rb := cli(t, "rollback", "--pointer", ptr)
 	rb.want(t, exitOK)
-	if !strings.Contains(rb.stdout, "in place") || !strings.Contains(rb.stdout, rep.InPlace.Checkpoint) {
+	if !strings.Contains(rb.stdout, "in place") || !strings.Contains(rb.stdout, wayBack) {
 		t.Fatalf("rollback printed %s", rb.stdout)
 	}
-	cli(t, "check", "--catalog", src, "--expect", "v1").want(t, exitOK)
-	if got := strategyBDigest(t, src); got != wantDigest {
-		t.Fatalf("after the rollback a Strategy B run gives %s, before the migration %s", got, wantDigest)
+	if st := cli(t, "status", "--pointer", ptr); !strings.Contains(st.stdout, wayBack) {
+		t.Fatalf("status after the rollback names no way back %s: %s", wayBack, st.stdout)
 	}
+	cli(t, "check", "--catalog", wayBack, "--expect", "v1").want(t, exitOK)
+	cli(t, "check", "--catalog", src, "--expect", "v2").want(t, exitOK) // the flip left it alone
+	cli(t, "drift", "--pointer", ptr, "--expect", "v1").want(t, exitOK)
 	// The lock is free and the pointer consistent: the next run goes through.
-	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place").want(t, exitOK)
-	cli(t, "check", "--catalog", src, "--expect", "v2").want(t, exitOK)
+	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
+	r.want(t, exitOK)
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Target != wayBack || rep.Digest != wantDigest {
+		t.Fatalf("the migration after the rollback: %s (%v)", r.stdout, err)
+	}
+	cli(t, "check", "--catalog", wayBack, "--expect", "v2").want(t, exitOK)
 }
 
 // Strategy A on a catalog the real RockLake wrote: RockLake refuses the
 // migrated catalog (format 2, FormatVersionMismatch), our digest equals a
-// Strategy B run's, and after the rollback RockLake serves the catalog,
-// takes a write, verifies it, and DuckDB's queries answer as before.
+// Strategy B run's, and after the rollback (the pointer names the way back)
+// RockLake serves the way back, takes a write, verifies it, and DuckDB's
+// queries answer as before.
 func TestRealRockLakeInPlace(t *testing.T) {
 	s := localstacktest.Start(t)
 	localstacktest.SetEnv(t, s)
@@ -153,10 +167,14 @@ func TestRealRockLakeInPlace(t *testing.T) {
 	}
 
 	cli(t, "rollback", "--pointer", ptr).want(t, exitOK)
-	if got := duckdbAnswers(t, ctx, src, data, nil); got != baseline {
+	wayBack := filepath.Join(dir, "catalogs", "v1-"+rep.MigrationID)
+	if st := cli(t, "status", "--pointer", ptr); !strings.Contains(st.stdout, "file://"+wayBack) {
+		t.Fatalf("status after the rollback names no way back %s: %s", wayBack, st.stdout)
+	}
+	if got := duckdbAnswers(t, ctx, wayBack, data, nil); got != baseline {
 		t.Fatalf("DuckDB answers differ after the rollback:\nbefore: %s\nafter:  %s", baseline, got)
 	}
-	srv, err := rocklake.Serve(ctx, src)
+	srv, err := rocklake.Serve(ctx, wayBack)
 	if err != nil {
 		t.Fatalf("rocklake serve after the rollback: %v", err)
 	}
@@ -167,7 +185,7 @@ func TestRealRockLakeInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("write after the rollback: %v\n%s", err, srv.Logs())
 	}
-	if out, err := rocklake.Verify(ctx, src); err != nil {
+	if out, err := rocklake.Verify(ctx, wayBack); err != nil {
 		t.Fatalf("rocklake verify catalog after the rollback: %v\n%s", err, out)
 	}
 }

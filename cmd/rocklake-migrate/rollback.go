@@ -47,12 +47,9 @@ func newRollbackCmd(e *env) *cobra.Command {
 		if out.HistoryError != "" {
 			fmt.Fprintf(e.stdout, "WARNING: the rollback's record was not written (the rollback stands): %s\n", out.HistoryError)
 		}
-		if ip := out.InPlace; ip != nil {
-			fmt.Fprintf(e.stdout, "in place: %s went back from format %s to the format-%s catalog its checkpoint %s held (%d keys, %d bytes, one batch; %d keys deleted)\n",
-				ip.Catalog, ip.From, ip.To, ip.Checkpoint, ip.Records, ip.Bytes, ip.Deleted)
-			if ip.CheckpointError != "" {
-				fmt.Fprintf(e.stdout, "warning: the used checkpoint was not deleted: %s\n", ip.CheckpointError)
-			}
+		if out.InPlace {
+			fmt.Fprintf(e.stdout, "in place: %s is the way back of the in-place migration of %s, the catalog as it was before it; RockLake serves it from there\n",
+				out.Catalog, out.From)
 		}
 		if out.Newer != "" {
 			fmt.Fprintf(e.stdout, "left behind in %s: %s\n", out.From, out.Newer)

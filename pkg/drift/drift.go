@@ -265,7 +265,7 @@ func (c *checker) run(ctx context.Context) error {
 		if i > 0 && !c.decided {
 			break
 		}
-		if err := c.checkpoints(ctx, url, i == 0, wayBack(p)); err != nil {
+		if err := c.checkpoints(ctx, url, i == 0); err != nil {
 			return err
 		}
 	}
@@ -275,8 +275,9 @@ func (c *checker) run(ctx context.Context) error {
 	return c.targets(ctx, named)
 }
 
-// named lists every catalog the pointer ever named (each version's catalog
-// and previous catalog), without a trailing slash, the current one first.
+// named lists every catalog the pointer ever named (each version's catalog,
+// previous catalog and in-place way back), without a trailing slash, the
+// current one first.
 // If the history cannot be read, that is an Undecided finding and only the
 // current catalog is named.
 func (c *checker) named(ctx context.Context, p pointer.Pointer) ([]string, error) {
@@ -300,7 +301,8 @@ func (c *checker) named(ctx context.Context, p pointer.Pointer) ([]string, error
 			c.undecided(fmt.Sprintf("version %s of the pointer is not a valid pointer (%s), so what it named is unknown", v.VersionID, v.Problem))
 			continue
 		}
-		for _, u := range []string{v.Pointer.Catalog, v.Pointer.PreviousCatalog} {
+		wb, _ := WayBack(*v.Pointer)
+		for _, u := range []string{v.Pointer.Catalog, v.Pointer.PreviousCatalog, wb} {
 			if u = strings.TrimSuffix(u, "/"); u != "" && !slices.Contains(named, u) {
 				named = append(named, u)
 			}
@@ -359,23 +361,25 @@ func isStoreError(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// wayBack is the checkpoint an in-place migration keeps as its way back
-// (pkg/inplace) if one wrote p, the pointer naming the same catalog as the
-// one before it: while p is current that checkpoint is not a leftover.
-func wayBack(p pointer.Pointer) string {
-	if p.MigrationID == "" || p.Catalog != p.PreviousCatalog {
-		return ""
+// WayBack is where the in-place migration that wrote p keeps the catalog
+// as it was (pkg/inplace), if an in-place migration wrote p (p names the
+// same catalog as the pointer before it): beside the catalog, the target
+// name of a migration of that id to the format before p's,
+// <dir>/v<N-1>-<id>.
+func WayBack(p pointer.Pointer) (string, bool) {
+	if p.MigrationID == "" || p.Catalog != p.PreviousCatalog || p.FormatVersion < 2 {
+		return "", false
 	}
-	return inplace.CheckpointName(p.MigrationID)
+	u, err := TargetURL(p.Catalog, p.FormatVersion-1, p.MigrationID)
+	return u, err == nil
 }
 
 // checkpoints reports this tool's checkpoints on catalog url: on the current
 // catalog, those older than CheckpointMaxAge (LeftoverCheckpoint, as
 // always); on any catalog, those of a migration other than the active one
-// (OrphanCheckpoint). keep (an in-place migration's way back while its
-// pointer is current) is never reported. Expired ones are left to garbage collection, and a
+// (OrphanCheckpoint). Expired ones are left to garbage collection, and a
 // by-hand export's to its own expiry (it may be running).
-func (c *checker) checkpoints(ctx context.Context, url string, current bool, keep string) error {
+func (c *checker) checkpoints(ctx context.Context, url string, current bool) error {
 	maxAge := cmp.Or(c.opts.CheckpointMaxAge, DefaultCheckpointMaxAge)
 	cps, err := slatedb.ListCheckpoints(ctx, url, c.opts.Store)
 	if !current && (errors.Is(err, slatedb.ErrNoDatabase) || errors.Is(err, slatedb.ErrNoSuchBucket)) {
@@ -390,9 +394,6 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool, kee
 	for _, cp := range cps {
 		if !strings.HasPrefix(cp.Name, CheckpointPrefix) {
 			continue // someone else's
-		}
-		if keep != "" && cp.Name == keep {
-			continue // the current in-place migration's way back
 		}
 		if cp.ExpireTime != nil && !cp.ExpireTime.After(c.now) {
 			continue // expired: garbage collection removes it

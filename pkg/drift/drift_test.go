@@ -14,7 +14,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -312,23 +311,28 @@ func TestLeftoverCheckpoint(t *testing.T) {
 	wantKinds(t, e.check(drift.Options{Expect: format.V2, Active: "mig-aborted", Now: time.Now().Add(2 * time.Hour)}))
 }
 
-// The checkpoint an in-place migration keeps as its way back is not a
-// leftover while the pointer that migration wrote is current; a way back of
-// another migration is.
-func TestInPlaceWayBackIsNoLeftover(t *testing.T) {
+// The way back an in-place migration keeps beside its catalog (the catalog
+// as it was, a v<N>-<id> directory) is a catalog the pointer names, not an
+// unclaimed target, while and after its pointer is current; another
+// migration's directory of that shape is unclaimed.
+func TestInPlaceWayBackIsNamed(t *testing.T) {
 	e := newEnv(t)
-	cat := e.seedCatalog("cat-v2", format.V2)
-	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-ip", PreviousCatalog: cat, PreviousMigrationID: "initial"})
-	ctx := testCtx(t)
-	for _, id := range []string{"m-ip", "m-old"} {
-		if _, err := slatedb.CreateCheckpoint(ctx, cat, slatedb.CheckpointOptions{Name: inplace.CheckpointName(id)}, slatedb.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	cat := e.seedCatalog("cat", format.V2)
+	wb := e.seedCatalog("v1-m-ip", format.V1)
+	e.seedCatalog("v1-m-old", format.V1)
+	p := pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-ip", PreviousCatalog: cat, PreviousMigrationID: "initial"}
+	if got, ok := drift.WayBack(p); !ok || got != wb {
+		t.Fatalf("WayBack(%+v) = %q, %v; want %s", p, got, ok, wb)
 	}
+	e.point(p)
 	r := e.check(drift.Options{Expect: format.V2, Now: time.Now().Add(48 * time.Hour)})
-	wantKinds(t, r, drift.KindLeftoverCheckpoint)
-	if r.Findings[0].CheckpointName != inplace.CheckpointName("m-old") {
-		t.Fatalf("finding %+v, want only the way back of m-old", r.Findings[0])
+	wantKinds(t, r, drift.KindUnclaimedTarget)
+	if f := r.Findings[0]; f.MigrationID != "m-old" {
+		t.Fatalf("finding %+v, want only m-old's directory", f)
+	}
+	// A pointer that is not in place has no way back.
+	if _, ok := drift.WayBack(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-b", PreviousCatalog: e.base + "/old"}); ok {
+		t.Fatal("a Strategy B pointer has a way back")
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 
 // The catalogs the real RockLake v0.47.11 wrote (pkg/catalog/testdata, through
 // psql and through DuckDB): migrated in place, each equals a Strategy B
-// migration of it, and its rollback gives back every key and value RockLake
-// wrote. (cmd/rocklake-migrate's TestRealRockLakeInPlace runs the rocklake
+// migration of it, and its way back holds every key and value RockLake
+// wrote, as does the catalog restored from it. (cmd/rocklake-migrate's TestRealRockLakeInPlace runs the rocklake
 // binary itself against the result.)
 func TestRockLakeFixtures(t *testing.T) {
 	for _, fx := range []string{"rocklake-v0.47.11", "rocklake-v0.47.11/duckdb"} {
@@ -24,17 +24,18 @@ func TestRockLakeFixtures(t *testing.T) {
 			url := "file://" + dir
 			before := dump(t, url)
 			want := strategyB(t, url, migration.UnknownFail)
-			res, err := Migrate(testCtx(t), url, Options{To: format.V2, MigrationID: "m-fx"})
+			res, err := Migrate(testCtx(t), url, opts(t, url, "m-fx"))
 			if err != nil {
 				t.Fatalf("migrate in place: %v", err)
 			}
 			if res.Digest != want || res.Records == 0 {
 				t.Fatalf("in place: %d records, digest %s; Strategy B's %s", res.Records, res.Digest.Sum(), want.Sum())
 			}
-			if _, err := Rollback(testCtx(t), url, RollbackOptions{MigrationID: "m-fx", Current: format.V2}); err != nil {
-				t.Fatalf("rollback: %v", err)
+			sameKV(t, "the way back", before, dump(t, res.WayBack.Catalog))
+			if _, err := Restore(testCtx(t), url, res.WayBack.Catalog, RestoreOptions{Current: format.V2}); err != nil {
+				t.Fatalf("restore: %v", err)
 			}
-			sameKV(t, "after the rollback", before, dump(t, url))
+			sameKV(t, "after the restore", before, dump(t, url))
 		})
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -27,9 +29,11 @@ var (
 	// ErrTooLarge: the catalog is too big for one batch; nothing was
 	// written. Use Strategy B.
 	ErrTooLarge = errors.New("InPlaceTooLarge")
-	// ErrNoWayBack: the catalog has no checkpoint of the migration to roll
-	// back to.
+	// ErrNoWayBack: the migration has no way back (its copy is gone).
 	ErrNoWayBack = errors.New("InPlaceNoWayBack")
+	// ErrWayBackTaken: the place where the way back is copied holds
+	// something already.
+	ErrWayBackTaken = errors.New("InPlaceWayBackTaken")
 	// ErrOutcomeUnknown: the batch's write failed and whether it landed
 	// could not be read back; the checkpoint is kept.
 	ErrOutcomeUnknown = errors.New("InPlaceOutcomeUnknown")
@@ -48,9 +52,15 @@ type Options struct {
 	// DryRun transforms and measures the catalog through a reader and
 	// writes nothing anywhere: no fence, no checkpoint, no batch.
 	DryRun bool
-	// MigrationID names the checkpoint (CheckpointName), so that Rollback
-	// finds it.
+	// MigrationID names the checkpoint the way back is copied from
+	// (CheckpointName).
 	MigrationID string
+	// WayBack is where the catalog as it was is copied before the batch:
+	// an empty place in the same bucket or file system (the workflow puts
+	// it beside the catalog, drift.WayBackURL). Required unless DryRun.
+	WayBack string
+	// Blob deletes a way back that could not be completed.
+	Blob *blob.Store
 	// Store tunes SlateDB's object-store access.
 	Store slatedb.Options
 }
@@ -73,15 +83,16 @@ type Result struct {
 	// dry run, that of the records a real run would write); it equals the
 	// digest of a Strategy B migration of the same source.
 	Digest ndjson.Digest `json:"digest"`
-	// Checkpoint is the way back: the SlateDB checkpoint of the catalog as
-	// it was before the batch (kept until a rollback or a cleanup deletes it).
-	Checkpoint string `json:"checkpoint,omitempty"`
+	// WayBack is the catalog as it was before the batch, copied: rolling
+	// back makes the pointer name it.
+	WayBack *WayBack `json:"way_back,omitempty"`
 	// Carried and Dropped count the records of unknown tags, by tag.
 	Carried map[format.Tag]uint64 `json:"carried,omitempty"`
 	Dropped map[format.Tag]uint64 `json:"dropped,omitempty"`
 }
 
-// CheckpointName is the name of migration id's checkpoint, the way back.
+// CheckpointName is the name of the checkpoint migration id's way back is
+// copied from; it lives only while the copy is made.
 func CheckpointName(migrationID string) string { return "rocklake-migrate-inplace-" + migrationID }
 
 // beforeCommit, when set (by tests), runs after the batch is built and
@@ -102,8 +113,8 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 	if !format.Supported(opts.To) || opts.To < 2 {
 		return res, fmt.Errorf("inplace: migrate %s: target %w %d", url, format.ErrUnsupportedVersion, uint64(opts.To))
 	}
-	if opts.MigrationID == "" && !opts.DryRun {
-		return res, fmt.Errorf("inplace: migrate %s: a migration id is needed to name the way back", url)
+	if !opts.DryRun && (opts.MigrationID == "" || opts.WayBack == "" || opts.Blob == nil) {
+		return res, fmt.Errorf("inplace: migrate %s: a migration id, a place for the way back and a blob store are needed", url)
 	}
 	res.From = opts.To - 1
 	path, err := migration.Path(res.From, opts.To)
@@ -122,6 +133,9 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 		return res, err
 	}
 	res.fill(t)
+	if err := wayBackFree(ctx, opts); err != nil {
+		return res, fmt.Errorf("inplace: migrate %s: %w", url, err)
+	}
 	if opts.DryRun {
 		return res, nil
 	}
@@ -133,16 +147,13 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 		return res, fmt.Errorf("inplace: migrate %s: %w", url, err)
 	}
 	defer w.Close()
-	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Name: CheckpointName(opts.MigrationID)})
-	if err != nil {
-		return res, fmt.Errorf("inplace: migrate %s: the way back: %w", url, err)
-	}
-	res.Checkpoint = cp.ID
 	// The second pass, through the writer, sees everything, RockLake's last
 	// WAL writes included; nobody writes now.
 	var dels, puts, version slatedb.Batch
-	t, err = transformAll(ctx, w.Catalog, path, opts, func(old []byte, recs []ndjson.Record) {
-		dels.Delete(old)
+	var before ndjson.Digest
+	t, err = transformAll(ctx, w.Catalog, path, opts, func(oldKey, oldValue []byte, recs []ndjson.Record) {
+		before.AddRaw(oldKey, oldValue)
+		dels.Delete(oldKey)
 		for _, r := range recs {
 			k, v := r.Raw()
 			if string(k) == string(format.FormatVersionKey()) {
@@ -153,9 +164,14 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 		}
 	})
 	if err != nil {
-		return res, dropCheckpoint(url, cp.ID, so, err)
+		return res, err
 	}
 	res.fill(t)
+	wb, err := makeWayBack(ctx, w, url, before, opts)
+	res.WayBack = wb
+	if err != nil {
+		return res, err
+	}
 	dels.Append(&puts)
 	puts = slatedb.Batch{}
 	dels.Append(&version)
@@ -164,27 +180,82 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 		beforeCommit()
 	}
 	if err := ctx.Err(); err != nil {
-		return res, dropCheckpoint(url, cp.ID, so, fmt.Errorf("inplace: migrate %s: interrupted before the batch: %w", url, err))
+		return res, dropWayBack(url, opts, fmt.Errorf("inplace: migrate %s: interrupted before the batch: %w", url, err))
 	}
 	switch o, err := write(ctx, w, &dels, url, res.From, opts.To, so); {
 	case o == unchanged && err != nil:
-		return res, dropCheckpoint(url, cp.ID, so, err)
+		return res, dropWayBack(url, opts, err)
 	case o == unknown:
-		return res, fmt.Errorf("%w (the way back is checkpoint %s)", err, cp.ID)
+		return res, fmt.Errorf("%w (the way back is %s)", err, opts.WayBack)
 	case err != nil: // it landed all the same: the read-back decides
 		slog.WarnContext(ctx, "the batch landed although its write failed", "catalog", url, "error", err)
 	}
 	got, err := readBack(ctx, url, opts.To, opts.Store)
 	if err != nil {
-		return res, fmt.Errorf("inplace: migrate %s: the batch landed; reading it back: %w (the way back is checkpoint %s)", url, err, cp.ID)
+		return res, fmt.Errorf("inplace: migrate %s: the batch landed; reading it back: %w (the way back is %s)", url, err, opts.WayBack)
 	}
 	if cmp := shard.Compare(got, t.stats.Digest); !cmp.Match {
-		return res, fmt.Errorf("%w: %s after the batch: %v (the way back is checkpoint %s: roll back)", shard.ErrMismatch, url, cmp.Diff, cp.ID)
+		return res, fmt.Errorf("%w: %s after the batch: %v (the way back is %s: roll back)", shard.ErrMismatch, url, cmp.Diff, opts.WayBack)
 	}
 	res.Digest = got
 	slog.InfoContext(ctx, "migrated in place", "catalog", url, "from", res.From, "to", opts.To,
-		"records", res.Records, "bytes", res.Bytes, "checkpoint", cp.ID)
+		"records", res.Records, "bytes", res.Bytes, "way_back", opts.WayBack)
 	return res, nil
+}
+
+// WayBack is the catalog as it was before the migration, copied.
+type WayBack struct {
+	// Catalog is the copy's URL (Options.WayBack).
+	Catalog string `json:"catalog"`
+	// Objects and Bytes: what was copied (SSTs, WAL files, the manifest).
+	Objects int   `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+	// Digest is the copy's, read back; it equals the source's before the
+	// batch.
+	Digest ndjson.Digest `json:"digest"`
+}
+
+// makeWayBack copies the catalog, as w (which fenced every other writer)
+// sees it, to opts.WayBack: a checkpoint of it, the checkpoint copied to a
+// database of its own (slatedb.CopyCheckpoint, server side), the copy read
+// back (its digest must be want, the source's), and the checkpoint deleted
+// (the copy holds all it held). On failure nothing of it is left: the copy's
+// objects are deleted, and so is the checkpoint.
+func makeWayBack(ctx context.Context, w *catalog.Writer, url string, want ndjson.Digest, opts Options) (*WayBack, error) {
+	made := false // whether the copy wrote anything: only then is it deleted
+	fail := func(err error) (*WayBack, error) {
+		if !made {
+			opts.WayBack = ""
+		}
+		return nil, dropWayBack(url, opts, fmt.Errorf("inplace: migrate %s: the way back %s: %w; nothing was migrated", url, opts.WayBack, err))
+	}
+	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Name: CheckpointName(opts.MigrationID)})
+	if err != nil {
+		return fail(err)
+	}
+	copied, err := slatedb.CopyCheckpoint(ctx, url, cp.ID, opts.WayBack, opts.Store)
+	// Its refusals (a destination that is not empty, say) write nothing.
+	made = !errors.Is(err, slatedb.ErrInvalid)
+	if err != nil {
+		return fail(err)
+	}
+	wb := &WayBack{Catalog: opts.WayBack, Objects: copied.Objects, Bytes: copied.Bytes}
+	c, err := catalog.Open(ctx, opts.WayBack, catalog.Options{Expect: opts.To - 1, Store: opts.Store})
+	if err != nil {
+		return fail(err)
+	}
+	wb.Digest, err = shard.DigestCatalog(ctx, c, nil)
+	c.Close()
+	if err != nil {
+		return fail(err)
+	}
+	if cmp := shard.Compare(wb.Digest, want); !cmp.Match {
+		return fail(fmt.Errorf("%w: the copy differs from the catalog: %v", shard.ErrMismatch, cmp.Diff))
+	}
+	if err := slatedb.DeleteCheckpoint(ctx, url, cp.ID, opts.Store); err != nil {
+		return fail(fmt.Errorf("delete the checkpoint it was copied from: %w", err))
+	}
+	return wb, nil
 }
 
 func (r *Result) fill(t tally) {
@@ -243,16 +314,58 @@ func versionOf(ctx context.Context, url string, so slatedb.Options) (format.Vers
 	return c.Version(), nil
 }
 
-// dropCheckpoint deletes the way back of a migration that changed nothing,
-// on a fresh context (the caller's may be what failed), and returns cause
-// with what became of the checkpoint.
-func dropCheckpoint(url, id string, so slatedb.Options, cause error) error {
+// wayBackFree refuses a way back whose place holds anything (ErrWayBackTaken):
+// it is never written over, nor deleted after a failure.
+func wayBackFree(ctx context.Context, opts Options) error {
+	if opts.WayBack == "" || opts.Blob == nil {
+		return nil // a dry run told no place
+	}
+	objs, err := opts.Blob.List(ctx, strings.TrimSuffix(opts.WayBack, "/")+"/")
+	if err != nil {
+		return fmt.Errorf("the way back's place %s: %w", opts.WayBack, err)
+	}
+	if len(objs) > 0 {
+		return fmt.Errorf("%w: %s holds %d objects (%s first); nothing was written", ErrWayBackTaken, opts.WayBack, len(objs), objs[0].URL)
+	}
+	return nil
+}
+
+// dropWayBack deletes what a migration that changed nothing made of its way
+// back (the copy's objects, the checkpoint it was copied from), on a fresh
+// context (the caller's may be what failed), and returns cause with what it
+// could not delete.
+func dropWayBack(url string, opts Options, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
-	if err := slatedb.DeleteCheckpoint(ctx, url, id, so); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-		return fmt.Errorf("%w; its checkpoint %s is left (delete it with cleanup): %w", cause, id, err)
+	var left []string
+	if opts.WayBack != "" {
+		if _, err := opts.Blob.DeletePrefix(ctx, strings.TrimSuffix(opts.WayBack, "/")+"/"); err != nil {
+			left = append(left, fmt.Sprintf("the copy %s (%v)", opts.WayBack, err))
+		}
+	}
+	if err := dropCheckpoint(ctx, url, opts); err != nil {
+		left = append(left, err.Error())
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("%w; left (cleanup deletes them): %s", cause, strings.Join(left, "; "))
 	}
 	return cause
+}
+
+// dropCheckpoint deletes the migration's checkpoint on the catalog at url,
+// if there is one.
+func dropCheckpoint(ctx context.Context, url string, opts Options) error {
+	cp, err := FindCheckpoint(ctx, url, opts.MigrationID, opts.Store)
+	switch {
+	case errors.Is(err, ErrNoWayBack):
+		return nil
+	case err != nil:
+		return err
+	}
+	if err := slatedb.DeleteCheckpoint(ctx, url, cp.ID, opts.Store); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
+		return fmt.Errorf("checkpoint %s (%w)", cp.ID, err)
+	}
+	return nil
 }
 
 // readBack is the digest of the catalog at url, opened expecting format v

@@ -191,17 +191,48 @@ func checkpointsOf(t *testing.T, url string) []slatedb.Checkpoint {
 	return cps
 }
 
+// wayBackOf is where the way back of migration id goes: beside the catalog,
+// as the workflow puts it.
+func wayBackOf(url, id string) string {
+	return url[:strings.LastIndex(url, "/")+1] + "v1-" + id
+}
+
+// opts are a real run's options for migration id of the catalog at url.
+func opts(t *testing.T, url, id string) Options {
+	t.Helper()
+	store, err := blob.New(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{To: format.V2, MigrationID: id, WayBack: wayBackOf(url, id), Blob: store}
+}
+
+// objectsUnder counts the objects under url/.
+func objectsUnder(t *testing.T, url string) int {
+	t.Helper()
+	store, err := blob.New(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := store.List(testCtx(t), url+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(infos)
+}
+
 // The whole round: the in-place migration gives the very catalog Strategy B
-// gives (digest and counts), the old format is refused, and the rollback
-// puts back every key and value as they were.
-func TestMigrateEqualsStrategyBAndRollsBack(t *testing.T) {
+// gives (digest and counts), the old format is refused, the way back is the
+// catalog as it was (every key and value), a catalog of its own with no
+// checkpoint left on either, and restoring from it puts the catalog back.
+func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		ctx := testCtx(t)
 		seeded(t, url, 2000)
 		before := dump(t, url)
 		wantB := strategyB(t, url, migration.UnknownFail)
 
-		res, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-1"})
+		res, err := Migrate(ctx, url, opts(t, url, "m-1"))
 		if err != nil {
 			t.Fatalf("migrate in place: %v", err)
 		}
@@ -218,36 +249,57 @@ func TestMigrateEqualsStrategyBAndRollsBack(t *testing.T) {
 		if _, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1}); !errors.As(err, &mismatch) || mismatch.Found != 2 {
 			t.Fatalf("open the migrated catalog as format 1: err = %v, want FormatVersionMismatch found 2", err)
 		}
-		cps := checkpointsOf(t, url)
-		if len(cps) != 1 || cps[0].ID != res.Checkpoint || cps[0].Name != CheckpointName("m-1") || cps[0].ExpireTime != nil {
-			t.Fatalf("checkpoints %+v, want the way back %s, named, never expiring", cps, res.Checkpoint)
+		wb := wayBackOf(url, "m-1")
+		if res.WayBack == nil || res.WayBack.Catalog != wb || res.WayBack.Objects < 2 || res.WayBack.Bytes <= 0 {
+			t.Fatalf("way back %+v, want a copy at %s", res.WayBack, wb)
+		}
+		sameKV(t, "the way back", before, dump(t, wb))
+		if _, err := catalog.Open(ctx, wb, catalog.Options{Expect: format.V1}); err != nil {
+			t.Fatalf("the way back as a format-1 catalog: %v", err)
+		}
+		if cps := append(checkpointsOf(t, url), checkpointsOf(t, wb)...); len(cps) != 0 {
+			t.Fatalf("checkpoints left: %+v, want none (the copy is the way back)", cps)
 		}
 		// Again: the catalog is format 2 now, refused with nothing written.
-		if _, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-2"}); !errors.As(err, &mismatch) {
+		if _, err := Migrate(ctx, url, opts(t, url, "m-2")); !errors.As(err, &mismatch) {
 			t.Fatalf("migrate a migrated catalog: err = %v, want FormatVersionMismatch", err)
 		}
-
-		// A dry run of the rollback writes nothing.
-		list := listing(t, url)
-		dry, err := Rollback(ctx, url, RollbackOptions{MigrationID: "m-1", Current: format.V2, DryRun: true})
-		if err != nil || dry.Records != uint64(len(before)) || dry.To != format.V1 {
-			t.Fatalf("rollback dry run: %+v, %v", dry, err)
+		if n := objectsUnder(t, wayBackOf(url, "m-2")); n != 0 {
+			t.Fatalf("a refused migration left %d objects of a way back", n)
 		}
-		sameListing(t, "a rollback dry run", list, listing(t, url))
 
-		back, err := Rollback(ctx, url, RollbackOptions{MigrationID: "m-1", Current: format.V2})
+		// The workflow's undo: the catalog restored where it lies.
+		back, err := Restore(ctx, url, wb, RestoreOptions{Current: format.V2})
 		if err != nil {
-			t.Fatalf("rollback: %v", err)
+			t.Fatalf("restore: %v", err)
 		}
-		if back.To != format.V1 || back.CheckpointError != "" {
-			t.Fatalf("rollback result %+v", back)
+		if back.To != format.V1 || back.Records != uint64(len(before)) || back.Deleted != uint64(len(before)) {
+			t.Fatalf("restore result %+v", back)
 		}
-		sameKV(t, "after the rollback", before, dump(t, url))
-		if cps := checkpointsOf(t, url); len(cps) != 0 {
-			t.Fatalf("checkpoints after the rollback: %+v, want the used one deleted", cps)
+		sameKV(t, "after the restore", before, dump(t, url))
+		if _, err := Restore(ctx, url, wb, RestoreOptions{Current: format.V2}); !errors.As(err, &mismatch) {
+			t.Fatalf("second restore: err = %v, want FormatVersionMismatch (the catalog is format 1 again)", err)
 		}
-		if _, err := Rollback(ctx, url, RollbackOptions{MigrationID: "m-1", Current: format.V2}); !errors.Is(err, ErrNoWayBack) {
-			t.Fatalf("second rollback: err = %v, want ErrNoWayBack", err)
+	})
+}
+
+// A way back's place that holds anything is refused before the fence: not
+// written over, not deleted, the catalog untouched.
+func TestWayBackPlaceTakenRefused(t *testing.T) {
+	eachPlace(t, func(t *testing.T, url string) {
+		ctx := testCtx(t)
+		seeded(t, url, 200)
+		o := opts(t, url, "m-taken")
+		if _, err := o.Blob.Put(ctx, o.WayBack+"/someone-elses", []byte("keep me")); err != nil {
+			t.Fatal(err)
+		}
+		list := listing(t, url)
+		if _, err := Migrate(ctx, url, o); !errors.Is(err, ErrWayBackTaken) {
+			t.Fatalf("migrate: err = %v, want ErrWayBackTaken", err)
+		}
+		sameListing(t, "a refused migration", list, listing(t, url))
+		if body, _, err := o.Blob.Get(ctx, o.WayBack+"/someone-elses"); err != nil || string(body) != "keep me" {
+			t.Fatalf("the object in the way back's place: %q, %v", body, err)
 		}
 	})
 }
@@ -258,12 +310,17 @@ func TestDryRunWritesNothing(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		seeded(t, url, 500)
 		list := listing(t, url)
-		res, err := Migrate(testCtx(t), url, Options{To: format.V2, DryRun: true})
+		o := opts(t, url, "m-dry")
+		o.DryRun = true
+		res, err := Migrate(testCtx(t), url, o)
 		if err != nil {
 			t.Fatalf("dry run: %v", err)
 		}
 		sameListing(t, "a dry run", list, listing(t, url))
-		if res.Checkpoint != "" || res.Records == 0 || res.Bytes == 0 || res.Digest != strategyB(t, url, migration.UnknownFail) {
+		if n := objectsUnder(t, o.WayBack); n != 0 {
+			t.Fatalf("a dry run wrote %d objects of a way back", n)
+		}
+		if res.WayBack != nil || res.Records == 0 || res.Bytes == 0 || res.Digest != strategyB(t, url, migration.UnknownFail) {
 			t.Fatalf("dry run result %+v, want the records Strategy B would write", res)
 		}
 	})
@@ -274,7 +331,9 @@ func TestTooLargeRefusedWritingNothing(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		seeded(t, url, 500)
 		list := listing(t, url)
-		_, err := Migrate(testCtx(t), url, Options{To: format.V2, MigrationID: "m-big", MaxBytes: 4096})
+		o := opts(t, url, "m-big")
+		o.MaxBytes = 4096
+		_, err := Migrate(testCtx(t), url, o)
 		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "Strategy B") {
 			t.Fatalf("migrate over the limit: err = %v, want ErrTooLarge naming Strategy B", err)
 		}
@@ -282,8 +341,8 @@ func TestTooLargeRefusedWritingNothing(t *testing.T) {
 	})
 }
 
-// An interruption after the fence and the checkpoint, before the batch,
-// leaves the catalog entirely format 1, and no checkpoint behind.
+// An interruption after the fence and the way back, before the batch,
+// leaves the catalog entirely format 1, and no checkpoint or copy behind.
 func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		seeded(t, url, 500)
@@ -291,7 +350,7 @@ func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 		ctx, cancel := context.WithCancel(testCtx(t))
 		beforeCommit = cancel
 		defer func() { beforeCommit = nil }()
-		_, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-int"})
+		_, err := Migrate(ctx, url, opts(t, url, "m-int"))
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("interrupted migration: err = %v, want context.Canceled", err)
 		}
@@ -301,6 +360,9 @@ func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 		}
 		if cps := checkpointsOf(t, url); len(cps) != 0 {
 			t.Fatalf("checkpoints after the interruption: %+v", cps)
+		}
+		if n := objectsUnder(t, wayBackOf(url, "m-int")); n != 0 {
+			t.Fatalf("the interruption left %d objects of the way back", n)
 		}
 	})
 }
@@ -331,7 +393,7 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 	t.Run("fail", func(t *testing.T) {
 		url := mk(t)
 		list := listing(t, url)
-		_, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-u"})
+		_, err := Migrate(ctx, url, opts(t, url, "m-u"))
 		if !errors.Is(err, migration.ErrUnknownTags) || !strings.Contains(err.Error(), "0x30: 1") {
 			t.Fatalf("default policy: err = %v, want UnknownTags listing 0x30: 1", err)
 		}
@@ -340,7 +402,9 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 	t.Run("carry", func(t *testing.T) {
 		url := mk(t)
 		want := strategyB(t, url, migration.UnknownCarry)
-		res, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-c", UnknownTags: migration.UnknownCarry})
+		o := opts(t, url, "m-c")
+		o.UnknownTags = migration.UnknownCarry
+		res, err := Migrate(ctx, url, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +416,9 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 	t.Run("drop", func(t *testing.T) {
 		url := mk(t)
 		want := strategyB(t, url, migration.UnknownDrop)
-		res, err := Migrate(ctx, url, Options{To: format.V2, MigrationID: "m-d", UnknownTags: migration.UnknownDrop})
+		o := opts(t, url, "m-d")
+		o.UnknownTags = migration.UnknownDrop
+		res, err := Migrate(ctx, url, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -368,16 +434,19 @@ func TestBadInputRefused(t *testing.T) {
 	url := places[0].url(t)
 	seeded(t, url, 100)
 	list := listing(t, url)
-	if _, err := Migrate(ctx, url, Options{To: format.V1, MigrationID: "x"}); !errors.Is(err, format.ErrUnsupportedVersion) {
+	o := opts(t, url, "x")
+	o.To = format.V1
+	if _, err := Migrate(ctx, url, o); !errors.Is(err, format.ErrUnsupportedVersion) {
 		t.Fatalf("to v1: err = %v", err)
 	}
 	if _, err := Migrate(ctx, url, Options{To: format.V2}); err == nil || !strings.Contains(err.Error(), "migration id") {
 		t.Fatalf("no migration id: err = %v", err)
 	}
-	if _, err := Rollback(ctx, url, RollbackOptions{MigrationID: "never", Current: format.V2}); !errors.Is(err, ErrNoWayBack) {
-		t.Fatalf("rollback of a migration that never ran: err = %v, want ErrNoWayBack", err)
+	if _, err := Restore(ctx, url, wayBackOf(url, "never"), RestoreOptions{Current: format.V2}); !errors.Is(err, ErrNoWayBack) {
+		t.Fatalf("restore from a way back that was never made: err = %v, want ErrNoWayBack", err)
 	}
-	if _, err := Migrate(ctx, places[0].url(t), Options{To: format.V2, MigrationID: "x"}); !errors.Is(err, catalog.ErrNoCatalog) {
+	other := places[0].url(t)
+	if _, err := Migrate(ctx, other, opts(t, other, "x")); !errors.Is(err, catalog.ErrNoCatalog) {
 		t.Fatalf("no catalog: err = %v, want ErrNoCatalog", err)
 	}
 	sameListing(t, "refused calls", list, listing(t, url))

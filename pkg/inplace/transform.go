@@ -20,11 +20,11 @@ type tally struct {
 
 // transformAll transforms every entry of c along path with a
 // migration.Stream, as Strategy B's transform does record by record, and
-// hands each old key with the records that replace it to emit (nil: only
+// hands each old key and value with the records that replace it to emit (nil: only
 // measure). Under the fail policy it reads on past the first unknown tag,
 // to list every unknown tag and its count, and emits nothing more. Past
 // opts.MaxBytes it stops: ErrTooLarge.
-func transformAll(ctx context.Context, c *catalog.Catalog, path []migration.Migration, opts Options, emit func(old []byte, recs []ndjson.Record)) (t tally, err error) {
+func transformAll(ctx context.Context, c *catalog.Catalog, path []migration.Migration, opts Options, emit func(oldKey, oldValue []byte, recs []ndjson.Record)) (t tally, err error) {
 	st := migration.NewStream(path, migration.Options{UnknownTags: opts.UnknownTags})
 	defer func() { t.stats = st.Stats }()
 	for e, err := range c.ScanRaw(ctx, nil, nil) {
@@ -54,7 +54,7 @@ func transformAll(ctx context.Context, c *catalog.Catalog, path []migration.Migr
 				ErrTooLarge, c.URL(), opts.MaxBytes, t.keys)
 		}
 		if emit != nil && st.Err() == nil {
-			emit(e.Key, out)
+			emit(e.Key, e.Value, out)
 		}
 	}
 	return t, st.Err()

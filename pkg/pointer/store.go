@@ -244,6 +244,12 @@ type RollbackOptions struct {
 	// rollback never points RockLake at a catalog that is gone, and never
 	// drops commits unasked.
 	Check func(ctx context.Context, current, restore Pointer) error
+	// Relocate, when not nil, is given the current pointer and the one to
+	// be restored, before Check, and names where the restored pointer's
+	// catalog lives now ("": where it did). An in-place migration changed
+	// its catalog where it lies and kept the catalog as it was elsewhere
+	// (its way back): the restored pointer names that.
+	Relocate func(current, restore Pointer) string
 	// DryRun stops before writing: Rollback returns what it would restore.
 	DryRun bool
 }
@@ -321,6 +327,11 @@ func Rollback(ctx context.Context, store *blob.Store, url string, opts RollbackO
 		return Pointer{}, Ref{}, &Error{Name: NameNoPreviousVersion, Op: op, URL: url, Detail: detail}
 	}
 
+	if opts.Relocate != nil {
+		if u := opts.Relocate(cur, target); u != "" {
+			target.Catalog = u
+		}
+	}
 	if opts.Check != nil {
 		if err := opts.Check(ctx, cur, target); err != nil {
 			return Pointer{}, Ref{}, fmt.Errorf("pointer: %s %s to version %s (%s): the pointer was left as it is: %w", op, url, targetID, target.Catalog, err)

@@ -28,8 +28,9 @@ type InPlaceOutput struct {
 // pointer's lock, refused unknown tags under the fail policy and probed
 // staging): the catalog the pointer names is migrated where it lies
 // (pkg/inplace), then the pointer names it again, in its new format, with
-// the migration's id; the way back is the checkpoint inplace.Migrate keeps,
-// which Rollback restores. If anything fails once the batch has landed (the
+// the migration's id; the way back is the copy of the catalog as it was that
+// inplace.Migrate makes beside it (drift.WayBack names it), to which
+// Rollback moves the pointer. If anything fails once the batch has landed (the
 // read-back, the pointer that someone else moved, S3, the caller's context),
 // the catalog is rolled back at once, so that the pointer and the catalog
 // agree. A dry run writes nothing but the lock. The lock is released in every
@@ -68,9 +69,13 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err != nil {
 		return out, err
 	}
+	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	if err != nil {
+		return out, err
+	}
 	res, err := inplace.Migrate(ctx, m.Source, inplace.Options{
 		To: m.To, UnknownTags: policy, MaxBytes: m.InPlaceMaxBytes, DryRun: m.DryRun,
-		MigrationID: m.MigrationID, Store: env.SlateDB,
+		MigrationID: m.MigrationID, WayBack: wayBack, Blob: env.Store, Store: env.SlateDB,
 	})
 	out.InPlace = res
 	if m.DryRun {
@@ -90,21 +95,30 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 // undo puts back a catalog that a failed in-place migration left in the new
 // format (its batch landed, then the read-back, the pointer or the caller's
 // context failed), on a fresh context, so that a failed run leaves the
-// catalog as the pointer says; cause is returned with what undo did.
+// catalog as the pointer says: restored where it lies from its way back
+// (the pointer still names it there), then the way back deleted. cause is
+// returned with what undo did.
 func undo(ctx context.Context, env Env, m Migration, cause error) error {
 	fresh, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
+	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	if err != nil {
+		return fmt.Errorf("workflow: in place: %w; %w", cause, err)
+	}
 	v, err := catalogVersion(fresh, env, m.Source)
 	switch {
 	case err != nil:
-		return fmt.Errorf("workflow: in place: %w; the catalog %s could not be read after it (%w): check it, and roll back with its checkpoint %s if it is format %s", cause, m.Source, err, inplace.CheckpointName(m.MigrationID), m.To)
+		return fmt.Errorf("workflow: in place: %w; the catalog %s could not be read after it (%w): check it; if it is format %s, its way back is %s", cause, m.Source, err, m.To, wayBack)
 	case v != m.To:
-		return cause // the batch did not land: nothing to undo
+		return cause // the batch did not land: Migrate dropped the way back
 	}
-	if _, err := inplace.Rollback(fresh, m.Source, inplace.RollbackOptions{MigrationID: m.MigrationID, Current: m.To, Store: env.SlateDB}); err != nil {
-		return fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and rolling it back failed too: %w", cause, m.Source, m.To, err)
+	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Store: env.SlateDB}); err != nil {
+		return fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
 	}
-	return fmt.Errorf("workflow: in place: %w; the catalog %s was rolled back to format %s", cause, m.Source, m.From)
+	if _, err := env.Store.DeletePrefix(fresh, wayBack+"/"); err != nil {
+		return fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s; its way back %s is left (cleanup deletes it): %w", cause, m.Source, m.From, wayBack, err)
+	}
+	return fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s", cause, m.Source, m.From)
 }
 
 // flipInPlace moves the pointer from the catalog in its old format to the
@@ -125,46 +139,6 @@ func flipInPlace(ctx context.Context, env Env, m Migration) (pointer.Ref, error)
 		return pointer.Ref{}, err
 	}
 	return pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
-}
-
-// inPlacePointer: the pointer to restore names the current pointer's very
-// catalog, in another format; an in-place migration wrote the current one.
-func inPlacePointer(cur, restore pointer.Pointer) bool {
-	return cur.Catalog == restore.Catalog && cur.FormatVersion != restore.FormatVersion
-}
-
-// rollbackInPlace is Rollback's check for an in-place migration: the catalog
-// goes back to the migration's checkpoint (inplace.Rollback), unless it
-// already has the format of the pointer to restore (a rerun after a pointer
-// write that failed). Commits made since the flip are refused first, as
-// Rollback refuses them.
-func rollbackInPlace(ctx context.Context, env Env, in RollbackInput, cur, restore pointer.Pointer, out *RollbackOutput) error {
-	v, err := catalogVersion(ctx, env, cur.Catalog)
-	if err != nil {
-		return fmt.Errorf("workflow: rollback in place: %w", err)
-	}
-	if v == restore.FormatVersion {
-		return nil
-	}
-	newer, err := newerCommits(ctx, env, cur)
-	if err != nil && !in.DiscardNewerCommits {
-		return fmt.Errorf("%w: cannot tell what %s took since the migration (pass --discard-newer-commits to roll back anyway): %w", ErrRollbackLosesCommits, cur.Catalog, err)
-	}
-	out.Newer = newer
-	if newer != "" && !in.DiscardNewerCommits {
-		return fmt.Errorf("%w: %s; rolling back would drop them (pass --discard-newer-commits to roll back anyway)", ErrRollbackLosesCommits, newer)
-	}
-	res, err := inplace.Rollback(ctx, cur.Catalog, inplace.RollbackOptions{
-		MigrationID: cur.MigrationID, Current: cur.FormatVersion, DryRun: in.DryRun, Store: env.SlateDB,
-	})
-	out.InPlace = &res
-	if err != nil {
-		return err
-	}
-	if res.To != restore.FormatVersion {
-		return fmt.Errorf("workflow: rollback in place: the checkpoint of %s held format %s, the pointer to restore says %s", cur.Catalog, res.To, restore.FormatVersion)
-	}
-	return nil
 }
 
 // catalogVersion is the format of the catalog at url, whichever it is.

@@ -64,7 +64,8 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 
 // A pointer moved by someone else between Check and the in-place step: the
 // batch lands, the pointer write fails with PointerConflict, and the catalog
-// is rolled back at once (format 1, as the pointer says), the lock freed.
+// is restored at once from its way back (format 1, as the pointer says), the
+// way back deleted, the lock freed.
 func TestInPlacePointerConflictUndoes(t *testing.T) {
 	ctx, f := setup(t, 500)
 	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-conflict"})
@@ -79,8 +80,11 @@ func TestInPlacePointerConflictUndoes(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = workflow.MigrateInPlace(ctx, f.env, m)
-	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "rolled back to format v1") {
-		t.Fatalf("in place with a moved pointer: err = %v, want PointerConflict and the catalog rolled back", err)
+	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "restored to format v1") {
+		t.Fatalf("in place with a moved pointer: err = %v, want PointerConflict and the catalog restored", err)
+	}
+	if left, err := f.env.Store.List(ctx, strings.TrimSuffix(f.source, "prod")+"v1-m-conflict/"); err != nil || len(left) != 0 {
+		t.Fatalf("the way back after the undo: %d objects (%v), want it deleted", len(left), err)
 	}
 	c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
-	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -884,9 +883,9 @@ type RollbackOutput struct {
 	// be written (the rollback stands).
 	RunID        string `json:"run_id"`
 	HistoryError string `json:"history_error,omitempty"`
-	// InPlace: the rollback of an in-place migration put the catalog's
-	// checkpoint back (in a dry run, what it would put back).
-	InPlace *inplace.RollbackResult `json:"in_place,omitempty"`
+	// InPlace: the rollback undid an in-place migration; Catalog is its
+	// way back, the catalog as it was, copied before the migration.
+	InPlace bool `json:"in_place,omitempty"`
 }
 
 // ErrRollbackLosesCommits: the catalog the pointer names took commits after
@@ -928,9 +927,8 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 	check := func(ctx context.Context, cur, p pointer.Pointer) error {
 		out.From = cur.Catalog
 		rec.Source, rec.From, rec.Target, rec.To = cur.Catalog, cur.FormatVersion, p.Catalog, p.FormatVersion
-		if inPlacePointer(cur, p) {
-			return rollbackInPlace(ctx, env, in, cur, p, &out)
-		}
+		wb, ok := drift.WayBack(cur)
+		out.InPlace = ok && p.Catalog == wb
 		c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
 		if err != nil {
 			return fmt.Errorf("workflow: rollback: check %s: %w", p.Catalog, err)
@@ -948,13 +946,23 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 		}
 		return nil
 	}
-	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{Check: check, DryRun: in.DryRun})
+	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{Check: check, Relocate: relocate, DryRun: in.DryRun})
 	if err != nil {
 		return RollbackOutput{RunID: out.RunID}, err
 	}
 	out.DryRun = in.DryRun
 	out.Catalog, out.FormatVersion, out.PointerVersionID = p.Catalog, p.FormatVersion, ref.VersionID
 	return out, nil
+}
+
+// relocate sends the rollback of an in-place migration to its way back: the
+// catalog as it was, copied before the migration changed it where it lies.
+func relocate(cur, restore pointer.Pointer) string {
+	wb, ok := drift.WayBack(cur)
+	if !ok || restore.Catalog != cur.Catalog {
+		return ""
+	}
+	return wb
 }
 
 // newerCommits says what cur's catalog took since cur was written ("" for

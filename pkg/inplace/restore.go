@@ -1,0 +1,113 @@
+package inplace
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// FindCheckpoint returns the checkpoint of in-place migration id on the
+// catalog at url (it lives while the way back is copied), or ErrNoWayBack.
+func FindCheckpoint(ctx context.Context, url, migrationID string, so slatedb.Options) (slatedb.Checkpoint, error) {
+	cps, err := slatedb.ListCheckpoints(ctx, url, so)
+	if err != nil {
+		return slatedb.Checkpoint{}, fmt.Errorf("inplace: checkpoints of %s: %w", url, err)
+	}
+	for _, cp := range cps {
+		if cp.Name == CheckpointName(migrationID) {
+			return cp, nil
+		}
+	}
+	return slatedb.Checkpoint{}, fmt.Errorf("%w: %s holds no checkpoint %q of migration %s", ErrNoWayBack, url, CheckpointName(migrationID), migrationID)
+}
+
+// RestoreOptions say what Restore does.
+type RestoreOptions struct {
+	// Current is the format the catalog has now (the migration's target);
+	// a catalog in another format is refused, having written nothing.
+	Current format.Version
+	Store   slatedb.Options
+}
+
+// RestoreResult is what Restore did.
+type RestoreResult struct {
+	Catalog string         `json:"catalog"`
+	WayBack string         `json:"way_back"`
+	From    format.Version `json:"from"` // the format restored from
+	To      format.Version `json:"to"`   // the way back's, restored
+	Records uint64         `json:"records"`
+	Deleted uint64         `json:"deleted"`
+	Bytes   int64          `json:"bytes"`
+	Digest  ndjson.Digest  `json:"digest"`
+}
+
+// Restore makes the catalog at url what the way back at wayBack holds again,
+// where it lies, in one atomic batch through a passive writer (which fences
+// any writer, RockLake's included): every key the catalog holds deleted,
+// every key of the way back put, byte for byte. It then reads the catalog
+// back (its digest must equal the way back's). The workflow restores a
+// catalog whose batch landed when the pointer could not follow (the
+// pointer still names the catalog in its old format); an operator's
+// rollback moves the pointer to the way back instead, at once. Commits made
+// to the catalog since the migration are lost: the caller checks for them.
+func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (RestoreResult, error) {
+	res := RestoreResult{Catalog: url, WayBack: wayBack, From: opts.Current}
+	old, err := catalog.Open(ctx, wayBack, catalog.Options{Store: opts.Store})
+	if err != nil {
+		return res, fmt.Errorf("%w: inplace: restore %s from %s: %w", ErrNoWayBack, url, wayBack, err)
+	}
+	defer old.Close()
+	res.To = old.Version()
+	if res.To >= opts.Current {
+		return res, fmt.Errorf("inplace: restore %s: the way back %s holds format %s, not one before %s", url, wayBack, res.To, opts.Current)
+	}
+	so := opts.Store
+	so.Passive = true
+	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: opts.Current, Store: so})
+	if err != nil {
+		return res, fmt.Errorf("inplace: restore %s: %w", url, err)
+	}
+	defer w.Close()
+	var b, puts slatedb.Batch
+	for e, err := range w.ScanRaw(ctx, nil, nil) {
+		if err != nil {
+			return res, fmt.Errorf("inplace: restore %s: %w", url, err)
+		}
+		b.Delete(e.Key)
+		res.Deleted++
+	}
+	var want ndjson.Digest
+	for e, err := range old.ScanRaw(ctx, nil, nil) {
+		if err != nil {
+			return res, fmt.Errorf("inplace: restore %s: read the way back %s: %w", url, wayBack, err)
+		}
+		want.AddRaw(e.Key, e.Value)
+		res.Records++
+		res.Bytes += int64(len(e.Key) + len(e.Value))
+		puts.Put(e.Key, e.Value)
+	}
+	b.Append(&puts)
+	puts = slatedb.Batch{}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("inplace: restore %s: interrupted before the batch, nothing changed: %w", url, err)
+	}
+	if _, err := write(ctx, w, &b, url, opts.Current, res.To, so); err != nil {
+		return res, fmt.Errorf("inplace: restore %s: %w", url, err)
+	}
+	got, err := readBack(ctx, url, res.To, opts.Store)
+	if err != nil {
+		return res, fmt.Errorf("inplace: restore %s: the batch landed; reading it back: %w", url, err)
+	}
+	if cmp := shard.Compare(got, want); !cmp.Match {
+		return res, fmt.Errorf("%w: %s after the restore differs from its way back %s: %v", shard.ErrMismatch, url, wayBack, cmp.Diff)
+	}
+	res.Digest = got
+	slog.InfoContext(ctx, "restored in place", "catalog", url, "from", opts.Current, "to", res.To, "records", res.Records, "way_back", wayBack)
+	return res, nil
+}
