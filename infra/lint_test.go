@@ -74,6 +74,7 @@ func TestASLValidator(t *testing.T) {
 		"ExportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-export",
 		"TransformFunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:rlm-transform",
 		"ImportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
+		"InPlaceFunctionArn":   "arn:aws:lambda:eu-west-1:123456789012:function:rlm-inplace",
 		"TopicArn":             "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
 		"Region":               "eu-west-1",
 	}

@@ -33,6 +33,7 @@ var Functions = []struct{ Name, Placeholder string }{
 	{"export", "ExportFunctionArn"},
 	{"transform", "TransformFunctionArn"},
 	{"import", "ImportFunctionArn"},
+	{"inplace", "InPlaceFunctionArn"},
 }
 
 // ExpectedVersionParameterEnv is pkg/workflow.ExpectedVersionParameterEnv
@@ -143,6 +144,15 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		"import": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true,
 			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: 2,
 			description: "rocklake-migrate steps Import, Finalize, Verify (the one writer of the target)"},
+		// Strategy A writes the catalog where it lies (its way back copied
+		// beside it, deleted again if the run fails) and moves the pointer,
+		// so it holds the catalogs' and the pointer's rights that no other
+		// step combines; no staging, no topic. Its batch is held in memory:
+		// about 60 MiB + 33x the catalog's transformed bytes (README), 1.1 GiB
+		// at the default in_place_max_bytes of 32 MiB.
+		"inplace": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true,
+			memoryMB: 2048, ephemeralMB: 512, timeout: shardTimeout, concurrency: 2,
+			description: "rocklake-migrate step InPlace (Strategy A: catalog and pointer)"},
 	}
 
 	for _, f := range Functions {
@@ -241,7 +251,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	}
 	logs := map[string]awslogs.ILogGroup{}
 	s.Migration, logs["Migration"], err = newStateMachine(stack, "Migration", cfg.Name+"-migration", cfg, migration, subs,
-		[]awslambda.Function{s.Functions["check"], s.Functions["export"], s.Functions["transform"], s.Functions["import"]}, s.Topic, true)
+		[]awslambda.Function{s.Functions["check"], s.Functions["export"], s.Functions["transform"], s.Functions["import"], s.Functions["inplace"]}, s.Topic, true)
 	if err != nil {
 		return nil, err
 	}

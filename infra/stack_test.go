@@ -228,7 +228,7 @@ func fnByName(t *testing.T, name string) (string, map[string]any) {
 }
 
 func TestFunctions(t *testing.T) {
-	tmpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(4))
+	tmpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(len(Functions))))
 	timeouts := stepTimeouts(t)
 	mapConcurrency := mapMaxConcurrency(t)
 	roles := map[string]bool{}
@@ -372,6 +372,12 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 			if strings.Contains(all, "rocklake/CURRENT") || has("sns:Publish") {
 				t.Errorf("import may touch the pointer or publish: %s", all)
 			}
+		case "inplace":
+			// The catalog where it lies and the pointer's flip; no staging, no topic.
+			if !strings.Contains(all, "rocklake/CURRENT") || !strings.Contains(all, "/catalogs/*") || !has("s3:DeleteObject") ||
+				strings.Contains(all, "/migrations/*") || has("sns:Publish") {
+				t.Errorf("inplace cannot migrate and flip, or reaches beyond: %s", all)
+			}
 		case "check":
 			if !has("s3:GetObjectVersion") || !has("s3:ListBucketVersions") || !has("s3:GetBucketVersioning") || !has("sns:Publish") {
 				t.Errorf("check cannot flip, roll back or alert: %v", acts)
@@ -381,19 +387,25 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 			t.Errorf("%s: cannot log or trace: %v", f.Name, acts)
 		}
 	}
-	// Only check writes the pointer, and takes its lock.
-	lock, history := false, false
-	for _, s := range policiesOf(t, "CheckRole") {
-		lock = lock || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.lock")
-		history = history || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.history/*")
-	}
-	if !lock {
-		t.Error("check cannot take the pointer's lock (workflow.LockURL)")
-	}
-	if !history {
-		t.Error("check cannot write the run records (history.Dir)")
+	// Only check and inplace write the pointer, take or free its lock and
+	// write run records.
+	for _, role := range []string{"CheckRole", "InplaceRole"} {
+		lock, history := false, false
+		for _, s := range policiesOf(t, role) {
+			lock = lock || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.lock")
+			history = history || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.history/*")
+		}
+		if !lock {
+			t.Errorf("%s cannot take the pointer's lock (workflow.LockURL)", role)
+		}
+		if !history {
+			t.Errorf("%s cannot write the run records (history.Dir)", role)
+		}
 	}
 	for _, f := range Functions[1:] {
+		if f.Name == "inplace" {
+			continue
+		}
 		for _, s := range policiesOf(t, title(f.Name)+"Role") {
 			if strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT") {
 				t.Errorf("%s may access the pointer", f.Name)

@@ -50,6 +50,7 @@ func substitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": functionARN("check"), "ExportFunctionArn": functionARN("export"),
 		"TransformFunctionArn": functionARN("transform"), "ImportFunctionArn": functionARN("import"),
+		"InPlaceFunctionArn": functionARN("inplace"),
 		"TopicArn": topic, "Region": "us-east-1",
 	}
 }

@@ -52,7 +52,10 @@ var Functions = map[string][]string{
 	"check":     {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
 	"export":    {"Freeze", "ExportShard"},
 	"transform": {"TransformShard"},
-	"import":    {"Import", "Finalize", "Verify", "InPlace"},
+	"import":    {"Import", "Finalize", "Verify"},
+	// Strategy A: the catalog's writer, and the pointer's (its flip), in
+	// one step.
+	"inplace": {"InPlace"},
 }
 
 // Steps lists every step's name.

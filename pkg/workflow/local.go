@@ -20,6 +20,7 @@ func LocalSubstitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": "check", "ExportFunctionArn": "export",
 		"TransformFunctionArn": "transform", "ImportFunctionArn": "import",
+		"InPlaceFunctionArn": "inplace",
 		"TopicArn": topic, "Region": LocalRegion,
 	}
 }
