@@ -51,7 +51,7 @@ func substitutions(topic string) map[string]string {
 		"CheckFunctionArn": functionARN("check"), "ExportFunctionArn": functionARN("export"),
 		"TransformFunctionArn": functionARN("transform"), "ImportFunctionArn": functionARN("import"),
 		"InPlaceFunctionArn": functionARN("inplace"),
-		"TopicArn": topic, "Region": "us-east-1",
+		"TopicArn":           topic, "Region": "us-east-1",
 	}
 }
 

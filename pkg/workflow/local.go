@@ -21,7 +21,7 @@ func LocalSubstitutions(topic string) map[string]string {
 		"CheckFunctionArn": "check", "ExportFunctionArn": "export",
 		"TransformFunctionArn": "transform", "ImportFunctionArn": "import",
 		"InPlaceFunctionArn": "inplace",
-		"TopicArn": topic, "Region": LocalRegion,
+		"TopicArn":           topic, "Region": LocalRegion,
 	}
 }
 
