@@ -35,7 +35,7 @@ const (
 
 // poolSizes is how many emulators (Lambda sandboxes) each function gets:
 // the Map's ExportShard and TransformShard run two at a time, the rest one.
-var poolSizes = map[string]int{"check": 1, "export": 2, "transform": 2, "import": 1}
+var poolSizes = map[string]int{"check": 1, "export": 2, "transform": 2, "import": 1, "inplace": 1}
 
 // functionName is the deployed name of a function; its ARN ends in it.
 func functionName(fn string) string { return "rocklake-" + fn }

@@ -92,6 +92,37 @@ func TestIntegration(t *testing.T) {
 			t.Fatalf("the old catalog after rollback: %v, want %v", st.Counts, baseline.Counts)
 		}
 	})
+	// Strategy A through the Lambdas (the inplace function under its
+	// emulator), then its rollback (check's Rollback step): a pointer flip
+	// to the way back the migration copied beside the catalog.
+	t.Run("in-place-and-rollback", func(t *testing.T) {
+		f := h.seed(t, ctx, "inplace", caseRows, seedN)
+		src := catalogState(t, ctx, f.Source, format.V1)
+		o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, InPlace: true})
+		if o.Status != "SUCCEEDED" {
+			t.Fatalf("in-place run: %s", o)
+		}
+		p, _, err := pointer.Read(ctx, h.Store, f.Pointer)
+		if err != nil || p.Catalog != f.Source || p.FormatVersion != format.V2 {
+			t.Fatalf("pointer after the in-place run = %+v (%v), want %s as v2", p, err, f.Source)
+		}
+		if got := catalogState(t, ctx, f.Source, format.V2); !maps.Equal(got.Counts, src.Counts) {
+			t.Fatalf("the catalog migrated in place: %v, want %v", got.Counts, src.Counts)
+		}
+		in, _ := json.Marshal(map[string]any{"step": "Rollback", "input": workflow.RollbackInput{Pointer: f.Pointer}})
+		out, err := h.invoker().RunTask(ctx, functionARN("check"), in)
+		if err != nil {
+			t.Fatalf("rollback: %v", err)
+		}
+		wayBack := "s3://rocklake/inplace/catalogs/v1-" + p.MigrationID
+		var r workflow.RollbackOutput
+		if err := json.Unmarshal(out, &r); err != nil || r.Catalog != wayBack || !r.InPlace || r.FormatVersion != format.V1 {
+			t.Fatalf("rollback = %s (%v), want the way back %s as v1", out, err, wayBack)
+		}
+		if st := catalogState(t, ctx, wayBack, format.V1); !maps.Equal(st.Counts, src.Counts) {
+			t.Fatalf("the way back: %v, want %v", st.Counts, src.Counts)
+		}
+	})
 	t.Run("target-not-empty", func(t *testing.T) {
 		f := h.seed(t, ctx, "notempty", caseRows, seedN)
 		id := "m-occupied"
