@@ -67,13 +67,14 @@ if "$M" drift --pointer "$POINTER" --expect v2; then echo "expected drift" >&2; 
 run "$M" history --pointer "$POINTER"
 run "$M" cleanup --pointer "$POINTER"
 
-step "Strategy A on a small catalog: migrate in place (one atomic batch), then roll back from its checkpoint"
+step "Strategy A on a small catalog: migrate in place (one atomic batch, the catalog as it was copied beside it), then roll back: a pointer flip to that copy"
 run "$M" seed --catalog s3://rocklake/catalogs/small --rows 2000 --seed 2
 run "$M" init-pointer --pointer s3://rocklake/SMALL --catalog s3://rocklake/catalogs/small
 run "$M" migrate --pointer s3://rocklake/SMALL --to v2 --in-place
 run "$M" check --catalog s3://rocklake/catalogs/small --expect v2
 run "$M" rollback --pointer s3://rocklake/SMALL
-run "$M" check --catalog s3://rocklake/catalogs/small --expect v1
+run "$M" status --pointer s3://rocklake/SMALL
+run "$M" drift --pointer s3://rocklake/SMALL --expect v1
 
 step "Strategy B by hand, the same pieces: export, transform, import, verify"
 run "$M" export --catalog "$SRC" --format v1 --output "$STAGING/v1" --shards 4
