@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench-inplace.sh [ROWS...]: Strategy A (migrate --in-place) against Strategy
 # B (the workflow: export, transform, import, verify, flip) on the same seeded
-# catalogs on versitygw (127.0.0.1), and A's rollback: wall time, peak RSS
+# catalogs on versitygw (127.0.0.1), and A's rollback (a pointer flip to the
+# way back A copied beside the catalog): wall time, peak RSS
 # (GNU time) and the bytes each run wrote to S3 (new or rewritten objects in
 # the gateway's data directory: catalog, staging, pointer and lock). Prints a
 # Markdown table.
@@ -34,7 +35,7 @@ run() {
 }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
-echo "| rows | catalog (v2 keys+values) | A: migrate --in-place | A: rollback | B: migrate ($SHARDS shards) |"
+echo "| rows | catalog (v2 keys+values) | A: migrate --in-place (way back copied) | A: rollback (pointer flip) | B: migrate ($SHARDS shards) |"
 echo "|---|---|---|---|---|"
 for n in "${sizes[@]}"; do
   for s in a b; do
@@ -42,8 +43,8 @@ for n in "${sizes[@]}"; do
     $M init-pointer --pointer "s3://rocklake/$s-$n/CURRENT" --catalog "s3://rocklake/$s-$n/prod" >/dev/null
   done
   read -r a_s a_m a_w < <(run "a-$n" $M migrate --pointer "s3://rocklake/a-$n/CURRENT" --to v2 --in-place --in-place-max-bytes 8589934592 --json)
-  bytes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["in_place"]["bytes"])' "$work/a-$n.json")
+  read -r bytes wb < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["in_place"]; print(r["bytes"], r["way_back"]["bytes"])' "$work/a-$n.json")
   read -r r_s r_m r_w < <(run "r-$n" $M rollback --pointer "s3://rocklake/a-$n/CURRENT" --json)
   read -r b_s b_m b_w < <(run "b-$n" $M migrate --pointer "s3://rocklake/b-$n/CURRENT" --to v2 --shards "$SHARDS" --json)
-  echo "| $n | $(mib "$bytes") MiB | $a_s s, $a_m MiB RSS, $(mib "$a_w") MiB written | $r_s s, $r_m MiB RSS, $(mib "$r_w") MiB written | $b_s s, $b_m MiB RSS, $(mib "$b_w") MiB written |"
+  echo "| $n | $(mib "$bytes") MiB | $a_s s, $a_m MiB RSS, $(mib "$a_w") MiB written ($(mib "$wb") MiB of it the way back) | $r_s s, $r_m MiB RSS, $(mib "$r_w") MiB written | $b_s s, $b_m MiB RSS, $(mib "$b_w") MiB written |"
 done

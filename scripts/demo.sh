@@ -68,13 +68,13 @@ run "$M" history --pointer "$POINTER"
 run "$M" cleanup --pointer "$POINTER"
 
 step "Strategy A on a small catalog: migrate in place (one atomic batch, the catalog as it was copied beside it), then roll back: a pointer flip to that copy"
-run "$M" seed --catalog s3://rocklake/catalogs/small --rows 2000 --seed 2
-run "$M" init-pointer --pointer s3://rocklake/SMALL --catalog s3://rocklake/catalogs/small
-run "$M" migrate --pointer s3://rocklake/SMALL --to v2 --in-place
-run "$M" check --catalog s3://rocklake/catalogs/small --expect v2
-run "$M" rollback --pointer s3://rocklake/SMALL
-run "$M" status --pointer s3://rocklake/SMALL
-run "$M" drift --pointer s3://rocklake/SMALL --expect v1
+run "$M" seed --catalog s3://rocklake/small/catalogs/prod --rows 2000 --seed 2
+run "$M" init-pointer --pointer s3://rocklake/small/CURRENT --catalog s3://rocklake/small/catalogs/prod
+run "$M" migrate --pointer s3://rocklake/small/CURRENT --to v2 --in-place
+run "$M" check --catalog s3://rocklake/small/catalogs/prod --expect v2
+run "$M" rollback --pointer s3://rocklake/small/CURRENT
+run "$M" status --pointer s3://rocklake/small/CURRENT
+run "$M" drift --pointer s3://rocklake/small/CURRENT --expect v1
 
 step "Strategy B by hand, the same pieces: export, transform, import, verify"
 run "$M" export --catalog "$SRC" --format v1 --output "$STAGING/v1" --shards 4

@@ -72,7 +72,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	topic := fs.String("sns-topic", "", "SNS topic ARN for the outcome message")
 	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
-	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, with a checkpoint as the way back (small catalogs)")
+	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, after copying it as it was beside it (the way back rollback flips to; small catalogs)")
 	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes")
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {

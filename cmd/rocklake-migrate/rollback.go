@@ -41,8 +41,12 @@ func newRollbackCmd(e *env) *cobra.Command {
 			fmt.Fprintf(e.stdout, "dry run: the pointer would go from %s back to %s (format %s); startup check ok; nothing written\n",
 				out.From, out.Catalog, out.FormatVersion)
 		} else {
-			fmt.Fprintf(e.stdout, "rolled back: the pointer names %s (format %s) again, pointer version %s; startup check ok\n",
-				out.Catalog, out.FormatVersion, out.PointerVersionID)
+			again := " again"
+			if out.InPlace {
+				again = "" // a way back: a URL the pointer never named
+			}
+			fmt.Fprintf(e.stdout, "rolled back: the pointer names %s (format %s)%s, pointer version %s; startup check ok\n",
+				out.Catalog, out.FormatVersion, again, out.PointerVersionID)
 		}
 		if out.HistoryError != "" {
 			fmt.Fprintf(e.stdout, "WARNING: the rollback's record was not written (the rollback stands): %s\n", out.HistoryError)

@@ -90,6 +90,12 @@ pub async fn checkpoint(
                 ),
             )
         })?;
+    if let Some(wal) = m.wal_object_store_uri() {
+        return Err(fail(
+            RL_ERR_INVALID,
+            format!("copy {src_url}: the database keeps its WAL in another store ({wal}); it cannot be copied by itself"),
+        ));
+    }
     if !m.external_dbs().is_empty() {
         return Err(fail(
             RL_ERR_INVALID,

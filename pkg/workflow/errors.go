@@ -42,6 +42,7 @@ const (
 	NameNoCatalog             = "NoCatalog"
 	NameInPlaceTooLarge       = "InPlaceTooLarge"
 	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
+	NameInPlaceWayBackTaken   = "InPlaceWayBackTaken"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -95,6 +96,8 @@ func ErrorName(err error) string {
 		return NameInPlaceTooLarge
 	case errors.Is(err, inplace.ErrNoWayBack):
 		return NameInPlaceNoWayBack
+	case errors.Is(err, inplace.ErrWayBackTaken):
+		return NameInPlaceWayBackTaken
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),
