@@ -38,10 +38,14 @@ type Config struct {
 	ExecutionTimeoutHours int
 	DriftSchedule         string // "driftSchedule": EventBridge Scheduler expression
 	DefaultShards         int    // "shards": shard count for release-started migrations
-	ShardMemoryMB         int    // "shardMemoryMb": export, transform, import
-	ShardConcurrency      int    // "shardConcurrency": reserved concurrency of export and transform, and the Map's MaxConcurrency
-	DistDir               string // "distDir": where `make build` wrote <function>.zip
-	LogRetentionDays      int    // "logRetentionDays"
+	// "inPlaceAuto": release-started migrations take Strategy A (in place,
+	// the way back copied beside the catalog) when the catalog's transformed
+	// keys and values fit the in-place limit (32 MiB), Strategy B otherwise.
+	InPlaceAuto      bool
+	ShardMemoryMB    int    // "shardMemoryMb": export, transform, import
+	ShardConcurrency int    // "shardConcurrency": reserved concurrency of export and transform, and the Map's MaxConcurrency
+	DistDir          string // "distDir": where `make build` wrote <function>.zip
+	LogRetentionDays int    // "logRetentionDays"
 }
 
 // DefaultConfig is the configuration without any context.
@@ -110,6 +114,7 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	}
 	flag("existingCatalogBucket", &c.ExistingCatalogBucket)
 	flag("existingStagingBucket", &c.ExistingStagingBucket)
+	flag("inPlaceAuto", &c.InPlaceAuto)
 	num("executionTimeoutHours", &c.ExecutionTimeoutHours, 1)
 	num("stagingExpireDays", &c.StagingExpireDays, 1)
 	num("pointerNoncurrentDays", &c.PointerNoncurrentDays, 1)

@@ -189,3 +189,36 @@ func TestRealRockLakeInPlace(t *testing.T) {
 		t.Fatalf("rocklake verify catalog after the rollback: %v\n%s", err, out)
 	}
 }
+
+// migrate --in-place-auto: a catalog within the limit goes in place, one
+// over it through export/import, each said on stderr; forcing and choosing
+// at once is a usage error.
+func TestMigrateInPlaceAuto(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, "migrate", "--pointer", "s3://rocklake/x/CURRENT", "--to", "v2", "--in-place", "--in-place-auto").want(t, exitUsage)
+	for _, c := range []struct {
+		name, max, outcome, strategy string
+	}{
+		{"small", "33554432", "migrated in place", "in place (Strategy A)"},
+		{"large", "5000", "migrated", "export/import (Strategy B)"},
+	} {
+		src, ptr := "s3://rocklake/"+c.name+"/catalogs/prod", "s3://rocklake/"+c.name+"/CURRENT"
+		cli(t, "seed", "--catalog", src, "--rows", "1500").want(t, exitOK)
+		cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+		r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place-auto", "--in-place-max-bytes", c.max, "--shards", "2", "--json")
+		r.want(t, exitOK)
+		var rep migrateReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != c.outcome || (rep.Target == src) != (c.name == "small") {
+			t.Fatalf("%s: report %s (%v), want %q", c.name, r.stdout, err, c.outcome)
+		}
+		if !strings.Contains(r.stderr, "strategy: "+c.strategy) {
+			t.Fatalf("%s: stderr does not say the strategy %q: %s", c.name, c.strategy, r.stderr)
+		}
+	}
+}

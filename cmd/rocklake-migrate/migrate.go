@@ -73,7 +73,8 @@ func newMigrateCmd(e *env) *cobra.Command {
 	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	id := fs.String("migration-id", "", "the migration's id (default: a new one); reusing one resumes or repeats that migration")
 	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, after copying it as it was beside it (the way back rollback flips to; small catalogs)")
-	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes")
+	auto := fs.Bool("in-place-auto", false, "Strategy A if the catalog's transformed keys and values fit --in-place-max-bytes, else Strategy B (measured first, read-only)")
+	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes; with --in-place-auto: the size up to which A is chosen")
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
@@ -84,6 +85,9 @@ func newMigrateCmd(e *env) *cobra.Command {
 		v, err := format.ParseVersion(*to)
 		if err != nil {
 			return usagef("--to: %v", err)
+		}
+		if *inPlace && *auto {
+			return usagef("--in-place and --in-place-auto exclude each other: one forces Strategy A, the other chooses")
 		}
 		if *dryRun && *postpone {
 			return usagef("--dry-run and --postpone-flip exclude each other: a dry run never flips")
@@ -112,6 +116,16 @@ func newMigrateCmd(e *env) *cobra.Command {
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		check := workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger()}
+		if *auto {
+			// Chosen here, read-only, since the CLI runs A and B differently;
+			// Check then runs with the choice made.
+			a, why, err := workflow.ChooseInPlace(ctx, env, workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), UnknownTags: *unknown, InPlaceMaxBytes: *maxBytes})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "strategy: %s\n", why)
+			*inPlace = a
+		}
 		if *inPlace {
 			check.InPlace, check.InPlaceMaxBytes = true, *maxBytes
 			return migrateInPlace(ctx, e, env, check, publish, *topic, *asJSON)

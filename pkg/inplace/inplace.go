@@ -123,12 +123,7 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 	}
 	// The first pass, through a reader: the refusals, before anything is
 	// fenced or written.
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: res.From, Store: opts.Store})
-	if err != nil {
-		return res, fmt.Errorf("inplace: migrate %s: %w", url, err)
-	}
-	t, err := transformAll(ctx, c, path, opts, nil)
-	c.Close()
+	t, err := measure(ctx, url, res.From, path, opts)
 	if err != nil {
 		return res, err
 	}
@@ -256,6 +251,40 @@ func makeWayBack(ctx context.Context, w *catalog.Writer, url string, want ndjson
 		return fail(fmt.Errorf("delete the checkpoint it was copied from: %w", err))
 	}
 	return wb, nil
+}
+
+// measure is the first pass: the catalog at url (format from) transformed
+// along path through a reader, measured, nothing written; past
+// opts.MaxBytes, ErrTooLarge.
+func measure(ctx context.Context, url string, from format.Version, path []migration.Migration, opts Options) (tally, error) {
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: from, Store: opts.Store})
+	if err != nil {
+		return tally{}, fmt.Errorf("inplace: migrate %s: %w", url, err)
+	}
+	defer c.Close()
+	return transformAll(ctx, c, path, opts, nil)
+}
+
+// Fits says whether the catalog at url, migrated to opts.To, stays within
+// opts.MaxBytes (0: DefaultMaxBytes), and how many bytes it measured (at
+// most a key's worth past the limit: the pass stops there). It reads
+// through a reader and writes nothing: the workflow's choice of strategy.
+func Fits(ctx context.Context, url string, opts Options) (fits bool, bytes int64, err error) {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	path, err := migration.Path(opts.To-1, opts.To)
+	if err != nil {
+		return false, 0, fmt.Errorf("inplace: %s: %w", url, err)
+	}
+	t, err := measure(ctx, url, opts.To-1, path, opts)
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return false, t.bytes, nil
+	case err != nil:
+		return false, t.bytes, err
+	}
+	return true, t.bytes, nil
 }
 
 func (r *Result) fill(t tally) {

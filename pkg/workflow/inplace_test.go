@@ -95,3 +95,40 @@ func TestInPlacePointerConflictUndoes(t *testing.T) {
 		t.Fatalf("the lock after the conflict: %v", err)
 	}
 }
+
+// in_place_auto: Check measures the catalog (read-only) and takes the
+// in-place branch when its transformed keys and values fit the limit, the
+// export/import one when they do not; either way the run ends with the
+// pointer on a format-2 catalog.
+func TestDefinitionInPlaceAuto(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		maxBytes int64
+		inPlace  bool
+	}{
+		{"fits", 0, true},
+		{"too large", 2000, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, f := setup(t, 1000)
+			var states []string
+			onExit := func(ev asl.StateEvent) { states = append(states, ev.Name) }
+			in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: c.maxBytes, Shards: 2}
+			rep, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: in})
+			if err != nil || (rep.Target == f.source) != c.inPlace {
+				t.Fatalf("preflight: target %s (%v), want in place %v; checks %+v", rep.Target, err, c.inPlace, rep.Checks)
+			}
+			if _, _, err := runDefinition(t, ctx, f, in, onExit); err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+			if err != nil || p.FormatVersion != format.V2 || (p.Catalog == f.source) != c.inPlace {
+				t.Fatalf("pointer = %+v (%v), want format 2, in place %v", p, err, c.inPlace)
+			}
+			went := strings.Join(states, " ")
+			if strings.Contains(went, "InPlace") != c.inPlace || strings.Contains(went, "Freeze") == c.inPlace {
+				t.Fatalf("states %s, want in place %v", went, c.inPlace)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -135,9 +136,20 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		return m, found, nil
 	}
 
+	if in.InPlaceAuto && !in.InPlace && c != nil && m.NeedsMigration && first == nil {
+		fits, detail, err := chooseInPlace(ctx, env, p.Catalog, m.From, to, policy, in.InPlaceMaxBytes)
+		if err != nil {
+			if !fail("strategy", err) {
+				return m, found, first
+			}
+		} else {
+			m.InPlace = fits
+			ok("strategy", detail)
+		}
+	}
 	target, err := targetURL(p.Catalog, to, id)
 	switch {
-	case in.InPlace:
+	case m.InPlace:
 		// Strategy A writes where the source lies: there is no new catalog.
 		m.Target = p.Catalog
 		ok("target", "in place: "+p.Catalog+" itself (Strategy A)")
@@ -220,4 +232,57 @@ func lockState(ctx context.Context, env Env, pointerURL, id string, now time.Tim
 		return fmt.Sprintf("held by migration %s, whose lease ran out at %s: the next run takes it over", held.MigrationID, held.ExpiresAt.Format(time.RFC3339)), nil
 	}
 	return "", inProgress(held, pointerURL)
+}
+
+// chooseInPlace is an in_place_auto run's choice: Strategy A when the
+// catalog at url (format from) goes to format to in one step and its
+// transformed keys and values fit maxBytes (0: inplace.DefaultMaxBytes),
+// measured by a read-only transform pass that stops at the limit; else B.
+// detail says why, for the run's checks.
+func chooseInPlace(ctx context.Context, env Env, url string, from, to format.Version, policy migration.UnknownTags, maxBytes int64) (bool, string, error) {
+	if maxBytes <= 0 {
+		maxBytes = inplace.DefaultMaxBytes
+	}
+	if to != from+1 {
+		return false, fmt.Sprintf("export/import (Strategy B): %s to %s is more than one step, which in place does not take", from, to), nil
+	}
+	fits, n, err := inplace.Fits(ctx, url, inplace.Options{To: to, UnknownTags: policy, MaxBytes: maxBytes, Store: env.SlateDB})
+	switch {
+	case err != nil:
+		return false, "", fmt.Errorf("workflow: choose a strategy for %s: %w", url, err)
+	case fits:
+		return true, fmt.Sprintf("in place (Strategy A): the catalog's %d transformed bytes fit the in-place limit of %d", n, maxBytes), nil
+	default:
+		return false, fmt.Sprintf("export/import (Strategy B): the catalog passes the in-place limit of %d bytes", maxBytes), nil
+	}
+}
+
+// ChooseInPlace is the choice an in_place_auto Check makes, for a caller
+// that must know it before the run (the CLI runs A and B differently): the
+// pointer read, its catalog opened, chooseInPlace. It writes nothing.
+func ChooseInPlace(ctx context.Context, env Env, in CheckInput) (bool, string, error) {
+	policy, err := migration.ParseUnknownTags(in.UnknownTags)
+	if err != nil {
+		return false, "", err
+	}
+	to, err := resolveVersion(ctx, env, in.TargetVersion)
+	if err != nil {
+		return false, "", err
+	}
+	p, _, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return false, "", err
+	}
+	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
+	if err != nil {
+		return false, "", fmt.Errorf("workflow: choose a strategy: %w", err)
+	}
+	from := c.Version()
+	if err := c.Close(); err != nil {
+		return false, "", err
+	}
+	if from == to {
+		return false, "the catalog is at " + to.String() + " already", nil
+	}
+	return chooseInPlace(ctx, env, p.Catalog, from, to, policy, in.InPlaceMaxBytes)
 }

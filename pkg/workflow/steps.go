@@ -103,6 +103,10 @@ type CheckInput struct {
 	// InPlace and InPlaceMaxBytes choose Strategy A (MigrateInPlace).
 	InPlace         bool  `json:"in_place,omitempty"`
 	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
+	// InPlaceAuto lets Check choose: Strategy A when the catalog's
+	// transformed keys and values fit InPlaceMaxBytes (0: the default
+	// limit), else Strategy B (ChooseInPlace).
+	InPlaceAuto bool `json:"in_place_auto,omitempty"`
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names
