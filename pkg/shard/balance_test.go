@@ -85,3 +85,39 @@ func TestByteBalancedShards(t *testing.T) {
 		t.Fatalf("200 shards of a tiny catalog: %v", err)
 	}
 }
+
+// Measure scans in parts at once, and counts every key and byte exactly
+// once: its totals, overall and by tag, are a plain scan's.
+func TestMeasureCountsEveryKeyOnce(t *testing.T) {
+	ctx := ctxFor(t)
+	url := fileURL(t, "c")
+	seeded(t, url, 5000)
+	c, err := catalog.Open(ctx, url, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := shard.Measure(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys uint64
+	var size int64
+	perTag := map[byte]int64{}
+	for e, err := range c.ScanRaw(ctx, nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys++
+		size += int64(len(e.Key) + len(e.Value))
+		perTag[e.Key[0]] += int64(len(e.Key) + len(e.Value))
+	}
+	if p.Keys != keys || p.Bytes != size || len(p.PerTag) != len(perTag) {
+		t.Fatalf("profile: %d keys, %d bytes, %d tags; scan: %d, %d, %d", p.Keys, p.Bytes, len(p.PerTag), keys, size, len(perTag))
+	}
+	for tag, b := range p.PerTag {
+		if perTag[byte(tag)] != b.Bytes {
+			t.Errorf("tag %s: %d bytes, scan %d", tag, b.Bytes, perTag[byte(tag)])
+		}
+	}
+}

@@ -18,8 +18,7 @@ const LocalRegion = "us-east-1"
 // each function's name stands for its ARN.
 func LocalSubstitutions(topic string) map[string]string {
 	return map[string]string{
-		"CheckFunctionArn": "check", "ExportFunctionArn": "export",
-		"TransformFunctionArn": "transform", "ImportFunctionArn": "import",
+		"CheckFunctionArn": "check", "ExportFunctionArn": "export", "ImportFunctionArn": "import",
 		"TopicArn": topic, "Region": LocalRegion,
 	}
 }
