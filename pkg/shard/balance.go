@@ -46,7 +46,8 @@ const maxSamples = 8192
 // its profile. It scans in parts cut by the counters' estimate (Plan), as
 // many at once as there are CPUs, and more parts than CPUs, so that the
 // estimate's imbalance evens out: the scan, not the profile, is the work.
-func Measure(ctx context.Context, c *catalog.Catalog) (*Profile, error) {
+// prog, if not nil, counts the keys scanned as they go.
+func Measure(ctx context.Context, c *catalog.Catalog, prog *Progress) (*Profile, error) {
 	k := runtime.GOMAXPROCS(0)
 	parts := []Range{{}}
 	if k > 1 {
@@ -58,7 +59,7 @@ func Measure(ctx context.Context, c *catalog.Catalog) (*Profile, error) {
 	profs := make([]*Profile, len(parts))
 	err := ForEach(ctx, len(parts), k, func(ctx context.Context, i int) error {
 		var err error
-		profs[i], err = measure(ctx, c, parts[i])
+		profs[i], err = measure(ctx, c, parts[i], prog)
 		return err
 	})
 	if err != nil {
@@ -71,9 +72,10 @@ func Measure(ctx context.Context, c *catalog.Catalog) (*Profile, error) {
 const measureParts = 4
 
 // measure profiles the keys of one range.
-func measure(ctx context.Context, c *catalog.Catalog, r Range) (*Profile, error) {
+func measure(ctx context.Context, c *catalog.Catalog, r Range, prog *Progress) (*Profile, error) {
 	p := &Profile{PerTag: map[format.Tag]TagBytes{}, step: 1024}
 	next := int64(0)
+	defer func() { prog.addRecords(p.Keys % 4096) }()
 	for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
 		if err != nil {
 			return nil, fmt.Errorf("shard: measure %s: %w", c.URL(), err)
@@ -84,7 +86,9 @@ func measure(ctx context.Context, c *catalog.Catalog, r Range) (*Profile, error)
 			p.bound()
 			next = p.Bytes + p.step
 		}
-		p.Keys++
+		if p.Keys++; p.Keys%4096 == 0 {
+			prog.addRecords(4096)
+		}
 		p.Bytes += size
 		if len(e.Key) > 0 {
 			t := p.PerTag[format.Tag(e.Key[0])]
@@ -214,9 +218,10 @@ func Imbalance(sizes []int64) float64 {
 	return float64(largest) * float64(len(sizes)) / float64(total)
 }
 
-// PlanByBytes plans n ranges of about equal bytes, from a scan of c.
-func PlanByBytes(ctx context.Context, c *catalog.Catalog, n int) ([]Range, error) {
-	p, err := Measure(ctx, c)
+// PlanByBytes plans n ranges of about equal bytes, from a scan of c (prog,
+// if not nil, counts the keys scanned).
+func PlanByBytes(ctx context.Context, c *catalog.Catalog, n int, prog *Progress) ([]Range, error) {
+	p, err := Measure(ctx, c, prog)
 	if err != nil {
 		return nil, err
 	}

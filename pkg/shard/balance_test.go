@@ -34,7 +34,7 @@ func TestByteBalancedShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, err := shard.Measure(ctx, c)
+	p, err := shard.Measure(ctx, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestByteBalancedShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byBytes, err := shard.PlanByBytes(ctx, c, n)
+	byBytes, err := shard.PlanByBytes(ctx, c, n, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestByteBalancedShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	if _, err := shard.PlanByBytes(ctx, sc, 200); err != nil {
+	if _, err := shard.PlanByBytes(ctx, sc, 200, nil); err != nil {
 		t.Fatalf("200 shards of a tiny catalog: %v", err)
 	}
 }
@@ -97,7 +97,8 @@ func TestMeasureCountsEveryKeyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, err := shard.Measure(ctx, c)
+	var prog shard.Progress
+	p, err := shard.Measure(ctx, c, &prog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +113,8 @@ func TestMeasureCountsEveryKeyOnce(t *testing.T) {
 		size += int64(len(e.Key) + len(e.Value))
 		perTag[e.Key[0]] += int64(len(e.Key) + len(e.Value))
 	}
-	if p.Keys != keys || p.Bytes != size || len(p.PerTag) != len(perTag) {
-		t.Fatalf("profile: %d keys, %d bytes, %d tags; scan: %d, %d, %d", p.Keys, p.Bytes, len(p.PerTag), keys, size, len(perTag))
+	if p.Keys != keys || p.Bytes != size || len(p.PerTag) != len(perTag) || prog.Records.Load() != keys {
+		t.Fatalf("profile: %d keys (progress %d), %d bytes, %d tags; scan: %d, %d, %d", p.Keys, prog.Records.Load(), p.Bytes, len(p.PerTag), keys, size, len(perTag))
 	}
 	for tag, b := range p.PerTag {
 		if perTag[byte(tag)] != b.Bytes {

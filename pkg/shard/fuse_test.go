@@ -92,7 +92,7 @@ func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
 	store := newStore(t)
 	c := openV1(t, fuseSource(t))
 	const n = 3
-	ranges, err := shard.PlanByBytes(ctxFor(t), c, n)
+	ranges, err := shard.PlanByBytes(ctxFor(t), c, n, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
