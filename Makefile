@@ -44,7 +44,7 @@ tools:
 
 # The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
 # x86_64, no RPC) zipped into dist/<function>.zip for the CDK app.
-FUNCTIONS := check export transform import inplace
+FUNCTIONS := check export import inplace
 # The tool's version, printed by --version (a build without it falls back to
 # what Go recorded).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)

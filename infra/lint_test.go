@@ -70,13 +70,12 @@ func TestCfnLint(t *testing.T) {
 func TestASLValidator(t *testing.T) {
 	bin := tool(t, "asl-validator/node_modules/.bin/asl-validator")
 	dummy := map[string]string{
-		"CheckFunctionArn":     "arn:aws:lambda:eu-west-1:123456789012:function:rlm-check",
-		"ExportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-export",
-		"TransformFunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:rlm-transform",
-		"ImportFunctionArn":    "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
-		"InPlaceFunctionArn":   "arn:aws:lambda:eu-west-1:123456789012:function:rlm-inplace",
-		"TopicArn":             "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
-		"Region":               "eu-west-1",
+		"CheckFunctionArn":   "arn:aws:lambda:eu-west-1:123456789012:function:rlm-check",
+		"ExportFunctionArn":  "arn:aws:lambda:eu-west-1:123456789012:function:rlm-export",
+		"ImportFunctionArn":  "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
+		"InPlaceFunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:rlm-inplace",
+		"TopicArn":           "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
+		"Region":             "eu-west-1",
 	}
 	migration, err := MigrationDefinition(testCfg)
 	if err != nil {

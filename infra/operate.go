@@ -191,9 +191,9 @@ func (s *MigrateStack) dashboard(cfg Config) awscloudwatch.Dashboard {
 	d.AddWidgets(
 		graph("Migration executions", executions(s.Migration)...),
 		graph("Shards (Map progress): shard steps done",
-			step("Rows", "SampleCount", "ExportShard"), step("Rows", "SampleCount", "TransformShard"),
+			step("Rows", "SampleCount", "ExportTransformShard"),
 			s.Functions["export"].MetricInvocations(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum"), Label: jsii.String("export invocations")})),
-		graph("Rows per second", rate("Import"), rate("ExportShard"), rate("TransformShard")),
+		graph("Rows per second", rate("Import"), rate("ExportTransformShard")),
 	)
 	d.AddWidgets(
 		graph("Lambda errors", errs...),

@@ -26,12 +26,11 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-// Functions are the four Lambdas (pkg/workflow.Functions) in a fixed order,
-// with the definition placeholder each one fills.
+// Functions are the three Lambdas (pkg/workflow.Functions) in a fixed
+// order, with the definition placeholder each one fills.
 var Functions = []struct{ Name, Placeholder string }{
 	{"check", "CheckFunctionArn"},
 	{"export", "ExportFunctionArn"},
-	{"transform", "TransformFunctionArn"},
 	{"import", "ImportFunctionArn"},
 	{"inplace", "InPlaceFunctionArn"},
 }
@@ -137,10 +136,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		// writes under catalogs/ but deletes nothing there.
 		"export": {catalogRead: true, catalogWrite: true, stagingWrite: true,
 			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: cfg.ShardConcurrency,
-			description: "rocklake-migrate steps Freeze, ExportShard"},
-		"transform": {stagingWrite: true,
-			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: cfg.ShardConcurrency,
-			description: "rocklake-migrate step TransformShard"},
+			description: "rocklake-migrate steps Freeze, ExportTransformShard (the Map), ExportShard, TransformShard"},
 		"import": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true,
 			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: 2,
 			description: "rocklake-migrate steps Import, Finalize, Verify (the one writer of the target)"},
@@ -251,7 +247,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	}
 	logs := map[string]awslogs.ILogGroup{}
 	s.Migration, logs["Migration"], err = newStateMachine(stack, "Migration", cfg.Name+"-migration", cfg, migration, subs,
-		[]awslambda.Function{s.Functions["check"], s.Functions["export"], s.Functions["transform"], s.Functions["import"], s.Functions["inplace"]}, s.Topic, true)
+		[]awslambda.Function{s.Functions["check"], s.Functions["export"], s.Functions["import"], s.Functions["inplace"]}, s.Topic, true)
 	if err != nil {
 		return nil, err
 	}

@@ -253,7 +253,7 @@ func TestFunctions(t *testing.T) {
 		if !ok || rc < 1 || rc > 100 {
 			t.Errorf("%s: reserved concurrency %v", f.Name, p["ReservedConcurrentExecutions"])
 		}
-		if (f.Name == "export" || f.Name == "transform") && rc < mapConcurrency {
+		if f.Name == "export" && rc < mapConcurrency {
 			t.Errorf("%s: reserved concurrency %v below the Map's MaxConcurrency %v", f.Name, rc, mapConcurrency)
 		}
 		if f.Name == "import" && rc > 2 {
@@ -359,10 +359,6 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 		has := func(a string) bool { return slices.Contains(acts, a) }
 		all := asJSON(sts)
 		switch f.Name {
-		case "transform":
-			if strings.Contains(all, "/catalogs/") || strings.Contains(all, "rocklake/CURRENT") || has("s3:DeleteObject") || has("sns:Publish") {
-				t.Errorf("transform reaches beyond staging: %s", all)
-			}
 		case "export":
 			// Freeze's writer is passive: it deletes nothing, anywhere.
 			if strings.Contains(all, "rocklake/CURRENT") || has("sns:Publish") || has("s3:DeleteObject") {
@@ -515,10 +511,8 @@ func TestMigrationDefinitionSettings(t *testing.T) {
 	if got := mapMaxConcurrency(t); got != 24 {
 		t.Errorf("the Map's MaxConcurrency %v, want shardConcurrency 24", got)
 	}
-	for _, f := range []string{"export", "transform"} {
-		if _, p := fnByName(t, f); p["ReservedConcurrentExecutions"] != float64(24) {
-			t.Errorf("%s: reserved concurrency %v, want 24", f, p["ReservedConcurrentExecutions"])
-		}
+	if _, p := fnByName(t, "export"); p["ReservedConcurrentExecutions"] != float64(24) {
+		t.Errorf("export: reserved concurrency %v, want 24", p["ReservedConcurrentExecutions"])
 	}
 	// Nothing else differs.
 	delete(file, "TimeoutSeconds")
@@ -842,7 +836,7 @@ func TestDashboard(t *testing.T) {
 		body := asJSON(p["DashboardBody"])
 		for _, want := range []string{
 			`\"AWS/States\",\"ExecutionsStarted\"`, "ExecutionsSucceeded", "ExecutionsFailed",
-			`\"RockLakeMigrate\",\"Rows\",\"Step\",\"Import\"`, "rowsimport / PERIOD(rowsimport)", "TransformShard", "SampleCount",
+			`\"RockLakeMigrate\",\"Rows\",\"Step\",\"Import\"`, "rowsimport / PERIOD(rowsimport)", "ExportTransformShard", "SampleCount",
 			`\"AWS/Lambda\",\"Errors\"`, `\"AWS/Lambda\",\"Duration\"`, "alarms", "step failed", "migration_id",
 		} {
 			if !strings.Contains(body, want) {

@@ -96,14 +96,14 @@ func TestFaults(t *testing.T) {
 		})
 		t.Cleanup(func() { h.Front.SetHook(nil) })
 	}
-	t.Run("corrupted-shard-before-transform", func(t *testing.T) {
+	t.Run("corrupted-shard-before-import", func(t *testing.T) {
 		f := h.seed(t, ctx, "badshard", caseRows, seedN)
-		damage(t, "TransformShard", "v1", func(b []byte) []byte {
+		damage(t, "Import", "v2", func(b []byte) []byte {
 			b = bytes.Clone(b)
 			b[len(b)/2] ^= 0xFF
 			return b
 		})
-		h.failsCleanly(t, ctx, f, in(f), mapFailed, "ShardCorrupt")
+		h.failsCleanly(t, ctx, f, in(f), "ShardCorrupt", "")
 	})
 	t.Run("truncated-shard-before-import", func(t *testing.T) {
 		f := h.seed(t, ctx, "shortshard", caseRows, seedN)
@@ -140,7 +140,7 @@ func TestFaults(t *testing.T) {
 		f := h.seed(t, ctx, "writer", caseRows, seedN)
 		var once sync.Once
 		h.Front.SetHook(func(c Call, _ *emulator) {
-			if c.Step == "ExportShard" {
+			if c.Step == "ExportTransformShard" {
 				once.Do(func() {
 					w, err := slatedb.OpenWriter(ctx, f.Source, slatedb.Options{})
 					if err != nil {

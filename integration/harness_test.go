@@ -34,8 +34,8 @@ const (
 )
 
 // poolSizes is how many emulators (Lambda sandboxes) each function gets:
-// the Map's ExportShard and TransformShard run two at a time, the rest one.
-var poolSizes = map[string]int{"check": 1, "export": 2, "transform": 2, "import": 1, "inplace": 1}
+// the Map's ExportTransformShard runs two at a time, the rest one.
+var poolSizes = map[string]int{"check": 1, "export": 2, "import": 1, "inplace": 1}
 
 // functionName is the deployed name of a function; its ARN ends in it.
 func functionName(fn string) string { return "rocklake-" + fn }
@@ -49,9 +49,8 @@ func functionARN(fn string) string {
 func substitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": functionARN("check"), "ExportFunctionArn": functionARN("export"),
-		"TransformFunctionArn": functionARN("transform"), "ImportFunctionArn": functionARN("import"),
-		"InPlaceFunctionArn": functionARN("inplace"),
-		"TopicArn":           topic, "Region": "us-east-1",
+		"ImportFunctionArn": functionARN("import"), "InPlaceFunctionArn": functionARN("inplace"),
+		"TopicArn": topic, "Region": "us-east-1",
 	}
 }
 

@@ -24,9 +24,9 @@ var Drift []byte
 var Rollback []byte
 
 // Placeholders are the DefinitionSubstitutions the migration definition
-// needs: one per Lambda function (check, export, transform, import), the SNS
+// needs: one per Lambda function (check, export, import, inplace), the SNS
 // topic, and the Region (of the console links in its notices).
-var Placeholders = []string{"CheckFunctionArn", "ExportFunctionArn", "TransformFunctionArn", "ImportFunctionArn", "InPlaceFunctionArn", "TopicArn", "Region"}
+var Placeholders = []string{"CheckFunctionArn", "ExportFunctionArn", "ImportFunctionArn", "InPlaceFunctionArn", "TopicArn", "Region"}
 
 // SNSPublish is the Step Functions service integration the definition uses
 // to notify.

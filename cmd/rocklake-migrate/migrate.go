@@ -182,7 +182,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 				defer mu.Unlock()
 				times[ev.Name] += ev.Duration.Seconds()
 				switch {
-				case ev.Name == "TransformShard" && ev.Output != nil:
+				case (ev.Name == "ExportTransformShard" || ev.Name == "TransformShard") && ev.Output != nil:
 					transformP.ShardsDone.Add(1)
 				case len(ev.MapIndex) > 0:
 					return

@@ -12,23 +12,29 @@ import (
 )
 
 // Stage rates, per worker (a Lambda, or one of the CLI's --concurrency), from
-// the README's end-to-end measurement (scripts/bench-migrate.sh, 2026-12-02:
-// 1 000 000 rows, 16 shards, versitygw, 2 cores; time per state with Map
-// items summed): ExportShard 8.6 s, TransformShard 10.7 s, Import 12.7 s,
-// Verify 4.0 s, Freeze 0.4 s, Finalize 0.1 s, Flip 0.1 s, Check 0.05 s.
+// the README's measurements of 2026-12-02 (1 000 000 rows, 16 shards,
+// versitygw, 2 cores): Import 9.1 s and Verify 2.3 s on a quiet machine
+// (scripts/bench-migrate.sh), Check 0.05 s, Finalize 0.1 s, Flip 0.1 s, and
+// Freeze 0.4 s besides its scan.
 const (
-	ExportRowsPerSec    = 116_000
-	TransformRowsPerSec = 93_000
-	ImportRowsPerSec    = 79_000
-	VerifyRowsPerSec    = 250_000
+	// ShardRowsPerSec is ExportTransformShard's rate (export and
+	// transform in one pass, both shard files written) on one core:
+	// BenchmarkShardStep/fused, 15.1 CPU-seconds per 1 000 000 rows.
+	ShardRowsPerSec  = 66_000
+	ImportRowsPerSec = 110_000
+	VerifyRowsPerSec = 435_000
 	// ScanRowsPerSec is SlateDB 0.13.1's full scan on versitygw (README,
-	// SlateDB binding table): Freeze's byte-balancing scan.
-	ScanRowsPerSec  = 286_000
-	CheckSeconds    = 0.05
-	FreezeSeconds   = 0.4
-	FinalizeSeconds = 0.1
-	FlipSeconds     = 0.1
-	// ShardStepSeconds is what an ExportShard or TransformShard costs
+	// SlateDB binding table): Freeze's byte-balancing scan, which gives up
+	// after ScanGiveUpSeconds when its rate says it would not end within
+	// ScanBudgetSeconds (pkg/workflow's byteScanBudget and projection).
+	ScanRowsPerSec    = 286_000
+	ScanBudgetSeconds = 120
+	ScanGiveUpSeconds = 6
+	CheckSeconds      = 0.05
+	FreezeSeconds     = 0.4
+	FinalizeSeconds   = 0.1
+	FlipSeconds       = 0.1
+	// ShardStepSeconds is what an ExportTransformShard costs
 	// whatever its rows (opening the source or shard, the plan, the
 	// results). Measured 2026-12-02 on the 2-core machine under heavy load:
 	// 16 shards instead of 1 of the same 100 097-key catalog added 0.36 s of
@@ -142,21 +148,24 @@ func Run(in Input) (Estimate, error) {
 	shardRows := rows / float64(in.Shards)
 	e.PricesDate = PricesDate
 	e.Assumptions = []string{
-		"stage rates from the README's 1 000 000-row run on 2 cores (scripts/bench-migrate.sh, 2026-12-02), per worker, plus 0.2 s per shard step; a Lambda of 3008 MB has about 2 vCPUs",
+		"stage rates from the README's 1 000 000-row runs on 2 cores (scripts/bench-migrate.sh and BenchmarkShardStep, 2026-12-02), per worker on one core, plus 0.2 s per shard step; a Lambda of 3008 MB has about 1.7 vCPUs",
 		fmt.Sprintf("shard files %.0f%% of the catalog's bytes (zstd NDJSON)", ratio*100),
-		fmt.Sprintf("Lambda memory from infra's defaults: check %d MB, export/transform %d MB, import %d MB", CheckMemoryMB, ShardMemoryMB, ImportMemoryMB),
+		fmt.Sprintf("Lambda memory from infra's defaults: check %d MB, export %d MB, import %d MB", CheckMemoryMB, ShardMemoryMB, ImportMemoryMB),
 		"AWS list prices for us-east-1 as checked " + PricesDate + " (no free tier), not fetched; cold starts, retries and the drift schedule left out",
 	}
 
-	export := ShardStepSeconds + shardRows*imb/ExportRowsPerSec
-	transform := ShardStepSeconds + shardRows*imb/TransformRowsPerSec
+	shardStep := ShardStepSeconds + shardRows*imb/ShardRowsPerSec
 	waves := math.Ceil(float64(in.Shards) / float64(conc))
 	importSec := rows / ImportRowsPerSec
 	importCalls := max(1, int(math.Ceil(importSec/ImportCallSeconds)))
 	verify := rows / VerifyRowsPerSec
-	freeze := FreezeSeconds + rows/ScanRowsPerSec
+	scan := rows / ScanRowsPerSec
+	if scan > ScanBudgetSeconds {
+		scan = ScanGiveUpSeconds // then cut by the counters' estimate
+	}
+	freeze := FreezeSeconds + scan
 	e.Seconds = map[string]float64{
-		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * (export + transform),
+		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * shardStep,
 		"Import": importSec, "Finalize": FinalizeSeconds, "Verify": verify, "Flip": FlipSeconds,
 	}
 	if in.DryRun {
@@ -169,9 +178,9 @@ func Run(in Input) (Estimate, error) {
 
 	// Lambda: every step's own time, at its function's memory.
 	gb := func(mb int) float64 { return float64(mb) / 1024 }
-	e.Lambda.Invocations = 1 + 1 + 2*in.Shards + importCalls + 1 + 1 + 1
+	e.Lambda.Invocations = 1 + 1 + in.Shards + importCalls + 1 + 1 + 1
 	e.Lambda.GBSeconds = gb(CheckMemoryMB)*(CheckSeconds+FlipSeconds) +
-		gb(ShardMemoryMB)*(freeze+float64(in.Shards)*(2*ShardStepSeconds+shardRows/ExportRowsPerSec+shardRows/TransformRowsPerSec)) +
+		gb(ShardMemoryMB)*(freeze+float64(in.Shards)*ShardStepSeconds+rows/ShardRowsPerSec) +
 		gb(ImportMemoryMB)*(importSec+FinalizeSeconds+verify)
 	e.Lambda.USD = e.Lambda.GBSeconds*LambdaGBSecondUSD + float64(e.Lambda.Invocations)*LambdaRequestUSD
 
@@ -184,15 +193,15 @@ func Run(in Input) (Estimate, error) {
 		e.StepFunctions.USD = float64(n) * TransitionUSD
 	}
 
-	// S3: shard files written twice (export, transform) and read twice
-	// (transform, import; verify reads only the results), the source read
-	// once by the exports, the target written by L0 flushes and one
-	// compaction's rewrite.
+	// S3: shard files written in both formats and read once (the
+	// target-format ones, by import; verify reads only the results), the
+	// source read once by the shard steps, the target written by L0 flushes
+	// and one compaction's rewrite.
 	shardBytes := float64(in.Bytes) * ratio
 	parts := int(math.Ceil(shardBytes/PartBytes)) + in.Shards
 	targetObjects := int(math.Ceil(float64(in.StoredBytes) / L0Bytes))
 	e.S3.WriteRequests = 2*(parts+2*in.Shards) + in.Shards*perShardSmallPuts + 2*targetObjects + 20
-	e.S3.ReadRequests = in.Objects + 2*parts + in.Shards*(perShardSmallPuts+2) + targetObjects + 20
+	e.S3.ReadRequests = in.Objects + parts + in.Shards*(perShardSmallPuts+2) + targetObjects + 20
 	e.S3.StagingGB = 2 * shardBytes / (1 << 30)
 	e.S3.TargetGB = float64(in.StoredBytes) / (1 << 30)
 	e.S3.TargetUSDPerMonth = e.S3.TargetGB * S3StorageGBMonthUSD

@@ -20,8 +20,8 @@ func TestTransitionsFollowTheDefinition(t *testing.T) {
 		return n
 	}
 	one := count(1, 1, false)
-	if per := count(9, 1, false) - one; per != 8*2 {
-		t.Fatalf("8 more shards add %d transitions, want 16 (ExportShard, TransformShard each)", per)
+	if per := count(9, 1, false) - one; per != 8 {
+		t.Fatalf("8 more shards add %d transitions, want 8 (one ExportTransformShard each)", per)
 	}
 	if loop := count(1, 3, false) - one; loop != 4 {
 		t.Fatalf("2 more Import calls add %d transitions, want 4", loop)

@@ -2,7 +2,8 @@
 // per-record transforms between adjacent format versions (v1→v2 today),
 // chained so that a caller asks for any from→to and gets the path, the
 // unknown-tag policy (DESIGN 2.3), and the streaming shard transform that the
-// CLI's `transform` and the workflow's TransformShard both run.
+// CLI's `transform`, the workflow's TransformShard and, one record at a time,
+// its ExportTransformShard (pkg/shard) run.
 //
 // A migration is a pure function of one record: it never looks at other
 // records, so shards transform independently and in parallel, and re-running

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -42,28 +43,52 @@ type sample struct {
 const maxSamples = 8192
 
 // Measure scans the whole catalog (a read; nothing is written) and returns
-// its profile.
-func Measure(ctx context.Context, c *catalog.Catalog) (*Profile, error) {
+// its profile. It scans in parts cut by the counters' estimate (Plan), as
+// many at once as there are CPUs, and more parts than CPUs, so that the
+// estimate's imbalance evens out: the scan, not the profile, is the work.
+// prog, if not nil, counts the keys scanned as they go.
+func Measure(ctx context.Context, c *catalog.Catalog, prog *Progress) (*Profile, error) {
+	k := runtime.GOMAXPROCS(0)
+	parts := []Range{{}}
+	if k > 1 {
+		var err error
+		if parts, err = Plan(ctx, c, measureParts*k); err != nil {
+			return nil, fmt.Errorf("shard: measure %s: %w", c.URL(), err)
+		}
+	}
+	profs := make([]*Profile, len(parts))
+	err := ForEach(ctx, len(parts), k, func(ctx context.Context, i int) error {
+		var err error
+		profs[i], err = measure(ctx, c, parts[i], prog)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return merge(profs), nil
+}
+
+// measureParts is how many parts per CPU Measure scans.
+const measureParts = 4
+
+// measure profiles the keys of one range.
+func measure(ctx context.Context, c *catalog.Catalog, r Range, prog *Progress) (*Profile, error) {
 	p := &Profile{PerTag: map[format.Tag]TagBytes{}, step: 1024}
 	next := int64(0)
-	for e, err := range c.ScanRaw(ctx, nil, nil) {
+	defer func() { prog.addRecords(p.Keys % 4096) }()
+	for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
 		if err != nil {
 			return nil, fmt.Errorf("shard: measure %s: %w", c.URL(), err)
 		}
 		size := int64(len(e.Key) + len(e.Value))
 		if p.Bytes >= next {
 			p.samples = append(p.samples, sample{bytes.Clone(e.Key), p.Bytes})
-			if len(p.samples) > maxSamples {
-				// Halve: keep every other sample, and sample half as often.
-				kept := p.samples[:0]
-				for i := 0; i < len(p.samples); i += 2 {
-					kept = append(kept, p.samples[i])
-				}
-				p.samples, p.step = kept, p.step*2
-			}
+			p.bound()
 			next = p.Bytes + p.step
 		}
-		p.Keys++
+		if p.Keys++; p.Keys%4096 == 0 {
+			prog.addRecords(4096)
+		}
 		p.Bytes += size
 		if len(e.Key) > 0 {
 			t := p.PerTag[format.Tag(e.Key[0])]
@@ -73,6 +98,40 @@ func Measure(ctx context.Context, c *catalog.Catalog) (*Profile, error) {
 		}
 	}
 	return p, nil
+}
+
+// bound halves the samples while there are more than maxSamples: every
+// other one kept, and the step doubled.
+func (p *Profile) bound() {
+	for len(p.samples) > maxSamples {
+		kept := p.samples[:0]
+		for i := 0; i < len(p.samples); i += 2 {
+			kept = append(kept, p.samples[i])
+		}
+		p.samples, p.step = kept, p.step*2
+	}
+}
+
+// merge joins the profiles of consecutive ranges, in key order, into the
+// profile of the whole.
+func merge(profs []*Profile) *Profile {
+	out := &Profile{PerTag: map[format.Tag]TagBytes{}}
+	for _, p := range profs {
+		for _, s := range p.samples {
+			out.samples = append(out.samples, sample{s.key, out.Bytes + s.before})
+		}
+		out.Keys += p.Keys
+		out.Bytes += p.Bytes
+		out.step = max(out.step, p.step)
+		for t, b := range p.PerTag {
+			o := out.PerTag[t]
+			o.Keys += b.Keys
+			o.Bytes += b.Bytes
+			out.PerTag[t] = o
+		}
+	}
+	out.bound()
+	return out
 }
 
 // Ranges cuts the key space into n ranges of about equal bytes (within
@@ -159,9 +218,10 @@ func Imbalance(sizes []int64) float64 {
 	return float64(largest) * float64(len(sizes)) / float64(total)
 }
 
-// PlanByBytes plans n ranges of about equal bytes, from a scan of c.
-func PlanByBytes(ctx context.Context, c *catalog.Catalog, n int) ([]Range, error) {
-	p, err := Measure(ctx, c)
+// PlanByBytes plans n ranges of about equal bytes, from a scan of c (prog,
+// if not nil, counts the keys scanned).
+func PlanByBytes(ctx context.Context, c *catalog.Catalog, n int, prog *Progress) ([]Range, error) {
+	p, err := Measure(ctx, c, prog)
 	if err != nil {
 		return nil, err
 	}

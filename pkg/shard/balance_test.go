@@ -34,7 +34,7 @@ func TestByteBalancedShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, err := shard.Measure(ctx, c)
+	p, err := shard.Measure(ctx, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestByteBalancedShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byBytes, err := shard.PlanByBytes(ctx, c, n)
+	byBytes, err := shard.PlanByBytes(ctx, c, n, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,44 @@ func TestByteBalancedShards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	if _, err := shard.PlanByBytes(ctx, sc, 200); err != nil {
+	if _, err := shard.PlanByBytes(ctx, sc, 200, nil); err != nil {
 		t.Fatalf("200 shards of a tiny catalog: %v", err)
+	}
+}
+
+// Measure scans in parts at once, and counts every key and byte exactly
+// once: its totals, overall and by tag, are a plain scan's.
+func TestMeasureCountsEveryKeyOnce(t *testing.T) {
+	ctx := ctxFor(t)
+	url := fileURL(t, "c")
+	seeded(t, url, 5000)
+	c, err := catalog.Open(ctx, url, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var prog shard.Progress
+	p, err := shard.Measure(ctx, c, &prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys uint64
+	var size int64
+	perTag := map[byte]int64{}
+	for e, err := range c.ScanRaw(ctx, nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys++
+		size += int64(len(e.Key) + len(e.Value))
+		perTag[e.Key[0]] += int64(len(e.Key) + len(e.Value))
+	}
+	if p.Keys != keys || p.Bytes != size || len(p.PerTag) != len(perTag) || prog.Records.Load() != keys {
+		t.Fatalf("profile: %d keys (progress %d), %d bytes, %d tags; scan: %d, %d, %d", p.Keys, prog.Records.Load(), p.Bytes, len(p.PerTag), keys, size, len(perTag))
+	}
+	for tag, b := range p.PerTag {
+		if perTag[byte(tag)] != b.Bytes {
+			t.Errorf("tag %s: %d bytes, scan %d", tag, b.Bytes, perTag[byte(tag)])
+		}
 	}
 }

@@ -3,9 +3,12 @@
 // hand and the workflow runs one shard at a time:
 //
 //   - plan.go: key ranges that partition the whole key space, so every key
-//     (unknown tags included) is exported exactly once;
+//     (unknown tags included) is exported exactly once; balance.go: ranges
+//     of about equal bytes, from one scan in parts on every CPU;
 //   - export.go: one shard per range, read through a reader pinned to a
-//     checkpoint (a consistent view that never writes to the source);
+//     checkpoint (a consistent view that never writes to the source), and,
+//     in the same pass, the shard transformed to another format
+//     (ExportTransformShard: the workflow's Map reads each range once);
 //   - files.go: shard file names, and checking that a set of shards is whole;
 //   - import.go: the one writer of a fresh target, shard after shard (every
 //     shard's checksum checked before the first write, each decoded on a

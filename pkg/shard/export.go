@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -162,27 +163,80 @@ func Export(ctx context.Context, store *blob.Store, url, output string, opts Exp
 // ExportShard writes the keys in [h.KeyStart, h.KeyEnd) of an open catalog
 // into one shard file. The file appears only if every record made it.
 func ExportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h ndjson.Header, out string, p *Progress) (ShardResult, error) {
-	res := ShardResult{Index: h.ShardIndex, URL: out}
+	res, _, err := exportShard(ctx, store, c, h, out, p, nil)
+	return res, err
+}
+
+// Transformed is the second shard ExportTransformShard writes: the exported
+// records transformed along Path (migration.Stream, the loop
+// migration.TransformFile runs), into Out.
+type Transformed struct {
+	Out       string
+	To        format.Version
+	Path      []migration.Migration
+	Options   migration.Options
+	CreatedBy string
+	// Progress counts the records transformed.
+	Progress *Progress
+}
+
+// ExportTransformShard is ExportShard and migration.TransformFile of its
+// output in one read of the source: the shard at out is byte for byte what
+// ExportShard writes, the one at t.Out what TransformFile makes of it. The
+// transform runs on its own goroutine, one batch of records behind the
+// export, and each file compresses on its own encoders. Neither file
+// appears unless both got every record (on any error, the fail policy's
+// unknown tags included, neither is published), and the transformed one
+// appears after the exported one.
+func ExportTransformShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h ndjson.Header, out string, t Transformed, p *Progress) (ShardResult, migration.Stats, error) {
+	return exportShard(ctx, store, c, h, out, p, &t)
+}
+
+// fuseBatch is how many records the export hands the transform at a time:
+// enough to keep channel operations off the profile, few enough to bound
+// the records in flight (fuseBatch x fuseDepth).
+const (
+	fuseBatch = 512
+	fuseDepth = 4
+)
+
+func exportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h ndjson.Header, out string, p *Progress, t *Transformed) (res ShardResult, stats migration.Stats, err error) {
+	res = ShardResult{Index: h.ShardIndex, URL: out}
 	fw, err := ndjson.Create(ctx, store, out, h)
 	if err != nil {
-		return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+		return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 	}
 	defer fw.Abort() // no-op after a successful Close
+	var tw *transformWriter
+	if t != nil {
+		ctx, tw, err = startTransform(ctx, store, h, t)
+		if err != nil {
+			return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+		}
+		defer tw.abort() // no-op after a successful close
+	}
 	if len(h.KeyEnd) == 0 || string(h.KeyStart) < string(h.KeyEnd) {
 		var pending uint64
 		for e, err := range c.ScanRaw(ctx, h.KeyStart, h.KeyEnd) {
 			if err != nil {
-				return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+				if cause := context.Cause(ctx); cause != nil {
+					err = cause // the transform's failure, which stopped the scan
+				}
+				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 			}
 			rec, err := ndjson.NewRecord(c.Version(), e.Key, e.Value)
 			if err != nil {
-				return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 			}
 			if err := fw.Write(rec); err != nil {
-				return res, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 			}
 			res.Digest.Add(rec)
 			res.Records++
+			// After the export's last use of rec: the transform owns it now.
+			if err := tw.add(rec); err != nil {
+				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
+			}
 			if pending++; pending == 4096 {
 				p.addRecords(pending)
 				pending = 0
@@ -190,11 +244,134 @@ func ExportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h n
 		}
 		p.addRecords(pending)
 	}
+	if tw != nil {
+		// The transform's last records and its trailer first: a transform
+		// error (the fail policy's unknown tags) publishes neither file.
+		if stats, err = tw.finish(); err != nil {
+			return res, stats, fmt.Errorf("shard: export shard %d: transform: %w", h.ShardIndex, err)
+		}
+	}
 	if err := fw.Close(); err != nil {
-		return res, fmt.Errorf("shard: export shard %d: publish %s: %w", h.ShardIndex, out, err)
+		return res, stats, fmt.Errorf("shard: export shard %d: publish %s: %w", h.ShardIndex, out, err)
+	}
+	if tw != nil {
+		if err := tw.publish(); err != nil {
+			return res, stats, fmt.Errorf("shard: export shard %d: publish %s: %w", h.ShardIndex, t.Out, err)
+		}
 	}
 	p.shardExported(res.Records)
-	return res, nil
+	return res, stats, nil
+}
+
+// transformWriter transforms and writes batches of exported records on its
+// own goroutine.
+type transformWriter struct {
+	fw     *ndjson.FileWriter
+	t      *Transformed
+	stream *migration.Stream
+	batch  []ndjson.Record
+	ch     chan []ndjson.Record
+	done   chan struct{}
+	err    error // the goroutine's, read after done
+	cancel context.CancelCauseFunc
+	closed bool
+}
+
+func startTransform(ctx context.Context, store *blob.Store, h ndjson.Header, t *Transformed) (context.Context, *transformWriter, error) {
+	fw, err := ndjson.Create(ctx, store, t.Out, migration.TargetHeader(h, t.To, t.CreatedBy))
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	tw := &transformWriter{
+		fw: fw, t: t, stream: migration.NewStream(t.Path, t.Options),
+		batch: make([]ndjson.Record, 0, fuseBatch), ch: make(chan []ndjson.Record, fuseDepth),
+		done: make(chan struct{}), cancel: cancel,
+	}
+	go tw.run()
+	return ctx, tw, nil
+}
+
+func (tw *transformWriter) run() {
+	defer close(tw.done)
+	for batch := range tw.ch {
+		if tw.err != nil {
+			continue // drain: the export stops at the canceled context
+		}
+		for _, rec := range batch {
+			out, err := tw.stream.Next(rec)
+			for _, o := range out {
+				if err == nil {
+					err = tw.fw.Write(o)
+				}
+			}
+			if err != nil {
+				tw.err = err
+				tw.cancel(err)
+				break
+			}
+		}
+		tw.t.Progress.addRecords(uint64(len(batch)))
+	}
+}
+
+// add queues rec; nil tw (a plain export) does nothing.
+func (tw *transformWriter) add(rec ndjson.Record) error {
+	if tw == nil {
+		return nil
+	}
+	tw.batch = append(tw.batch, rec)
+	if len(tw.batch) < fuseBatch {
+		return nil
+	}
+	return tw.flush()
+}
+
+func (tw *transformWriter) flush() error {
+	if len(tw.batch) == 0 {
+		return nil
+	}
+	select {
+	case tw.ch <- tw.batch:
+	case <-tw.done:
+		return tw.err
+	}
+	tw.batch = make([]ndjson.Record, 0, fuseBatch)
+	return nil
+}
+
+// stop ends the goroutine and waits for it.
+func (tw *transformWriter) stop() {
+	if !tw.closed {
+		tw.closed = true
+		close(tw.ch)
+		<-tw.done
+	}
+}
+
+// finish transforms the last batch, publishing nothing yet.
+func (tw *transformWriter) finish() (migration.Stats, error) {
+	err := tw.flush()
+	tw.stop()
+	tw.cancel(nil)
+	if err == nil {
+		err = tw.err
+	}
+	if err == nil {
+		err = tw.stream.Err()
+	}
+	return tw.stream.Stats, err
+}
+
+// publish writes the trailer, finishes the compressed stream and makes the
+// file appear.
+func (tw *transformWriter) publish() error { return tw.fw.Close() }
+
+// abort stops the goroutine and leaves nothing at the output.
+func (tw *transformWriter) abort() {
+	tw.stop()
+	tw.cancel(nil)
+	tw.fw.Abort()
 }
 
 // ForEach runs f for 0..n-1 with at most k at once (default 2), stopping at

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -33,5 +34,37 @@ func TestPlanShardsFallsBackWithinItsBudget(t *testing.T) {
 	rs, balance, err = planShards(ctx, c, 4, time.Nanosecond)
 	if err != nil || !strings.HasPrefix(balance, "key ranges") || shard.CheckRanges(rs) != nil || len(rs) != 4 {
 		t.Fatalf("past the budget: %d ranges, %q, %v", len(rs), balance, err)
+	}
+}
+
+// The scan's watch stops a scan whose rate so far says it would not end
+// within its budget, as soon as it can tell, and leaves one that will.
+func TestWatchScanStopsAScanThatWouldNotEndInTime(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		estimate uint64
+		stopped  bool
+	}{
+		{"too slow", 1 << 40, true}, // 1 000 keys in 0.2 s: 35 years to go
+		{"in time", 1500, false},    // 500 keys to go at 5 000 keys/s
+	} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		var prog shard.Progress
+		prog.Records.Store(1000)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			watchScan(ctx, cancel, &prog, tc.estimate, 2*time.Second, time.Now().Add(-200*time.Millisecond))
+		}()
+		select {
+		case <-ctx.Done():
+		case <-time.After(4 * projectEvery):
+		}
+		stopped := errors.Is(context.Cause(ctx), errScanPastBudget)
+		cancel(nil)
+		<-done
+		if stopped != tc.stopped {
+			t.Errorf("%s: stopped %v, want %v", tc.name, stopped, tc.stopped)
+		}
 	}
 }

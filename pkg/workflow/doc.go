@@ -1,5 +1,6 @@
 // Package workflow owns the steps of the migration workflow (DESIGN 3):
-// Check, Freeze, ExportShard, TransformShard, Import, Finalize, Verify, Gate,
+// Check, Freeze, ExportTransformShard (the Map's; ExportShard and
+// TransformShard are its two halves, for by hand), Import, Finalize, Verify, Gate,
 // Flip, Abort and Rollback, and completing the gate (gate.go: approve or
 // abort a migration that waits for it, on Step Functions or in the CLI). Each is a plain function from an input struct to an
 // output struct, both JSON, shared by the Lambdas (functions/), the CLI and

@@ -32,27 +32,27 @@ func step[I, O any](f func(context.Context, Env, I) (O, error)) stepFunc {
 }
 
 var steps = map[string]stepFunc{
-	"Check":          step(Check),
-	"Freeze":         step(Freeze),
-	"ExportShard":    step(ExportShard),
-	"TransformShard": step(TransformShard),
-	"Import":         step(Import),
-	"Finalize":       step(Finalize),
-	"Verify":         step(Verify),
-	"Flip":           step(Flip),
-	"Gate":           step(Gate),
-	"Abort":          step(Abort),
-	"Rollback":       step(Rollback),
-	"Drift":          step(Drift),
-	"InPlace":        step(MigrateInPlace),
+	"Check":                step(Check),
+	"Freeze":               step(Freeze),
+	"ExportShard":          step(ExportShard),
+	"TransformShard":       step(TransformShard),
+	"ExportTransformShard": step(ExportTransformShard),
+	"Import":               step(Import),
+	"Finalize":             step(Finalize),
+	"Verify":               step(Verify),
+	"Flip":                 step(Flip),
+	"Gate":                 step(Gate),
+	"Abort":                step(Abort),
+	"Rollback":             step(Rollback),
+	"Drift":                step(Drift),
+	"InPlace":              step(MigrateInPlace),
 }
 
 // Functions maps each Lambda function to the steps it hosts.
 var Functions = map[string][]string{
-	"check":     {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
-	"export":    {"Freeze", "ExportShard"},
-	"transform": {"TransformShard"},
-	"import":    {"Import", "Finalize", "Verify"},
+	"check":  {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
+	"export": {"Freeze", "ExportTransformShard", "ExportShard", "TransformShard"},
+	"import": {"Import", "Finalize", "Verify"},
 	// Strategy A: the catalog's writer, and the pointer's (its flip), in
 	// one step.
 	"inplace": {"InPlace"},

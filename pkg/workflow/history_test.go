@@ -115,7 +115,7 @@ func TestRunsAreRecorded(t *testing.T) {
 	// The runs that got past Check have their work and time per state.
 	for _, i := range []int{1, 2, 4} {
 		r := runs[i]
-		for _, s := range []string{"Freeze", "ExportShard", "TransformShard", "Import", "Finalize", "Verify"} {
+		for _, s := range []string{"Freeze", "ExportTransformShard", "Import", "Finalize", "Verify"} {
 			if r.StateSeconds[s] <= 0 {
 				t.Errorf("run %d (%s %s): no time for %s: %v", i, r.Kind, r.Outcome, s, r.StateSeconds)
 			}

@@ -18,10 +18,8 @@ const LocalRegion = "us-east-1"
 // each function's name stands for its ARN.
 func LocalSubstitutions(topic string) map[string]string {
 	return map[string]string{
-		"CheckFunctionArn": "check", "ExportFunctionArn": "export",
-		"TransformFunctionArn": "transform", "ImportFunctionArn": "import",
-		"InPlaceFunctionArn": "inplace",
-		"TopicArn":           topic, "Region": LocalRegion,
+		"CheckFunctionArn": "check", "ExportFunctionArn": "export", "ImportFunctionArn": "import",
+		"InPlaceFunctionArn": "inplace", "TopicArn": topic, "Region": LocalRegion,
 	}
 }
 

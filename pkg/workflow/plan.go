@@ -119,7 +119,7 @@ func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *Pr
 	}
 	defer c.Close()
 	began := time.Now()
-	prof, err := shard.Measure(ctx, c)
+	prof, err := shard.Measure(ctx, c, nil)
 	if err != nil {
 		return err
 	}

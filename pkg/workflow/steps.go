@@ -268,28 +268,82 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 }
 
 // byteScanBudget bounds Freeze's byte-balancing scan (about 34 million keys
-// at the README's 286 000 keys/s on S3), and never more than half the time
-// the step has left: the source is frozen meanwhile, and a Lambda has 15
-// minutes. Past it, the shards are cut by the counters' estimate.
+// at the README's 286 000 keys/s on S3, one part at a time), and never more
+// than half the time the step has left: the source is frozen meanwhile, and
+// a Lambda has 15 minutes. Past it, the shards are cut by the counters'
+// estimate.
 const byteScanBudget = 2 * time.Minute
 
+// errScanPastBudget: the byte scan's rate so far, over the counters'
+// estimate of the keys, says it would not end within its budget.
+var errScanPastBudget = errors.New("the byte scan would run past its budget")
+
 // planShards cuts n ranges balanced by bytes, from a scan of c within
-// budget, else by the counters' estimate; balance says which.
+// budget, else by the counters' estimate; balance says which. A scan whose
+// rate says early that it would not end in time is stopped then
+// (watchScan), not at the end of the budget.
 func planShards(ctx context.Context, c *catalog.Catalog, n int, budget time.Duration) (ranges []shard.Range, balance string, err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl)/2)
 	}
-	sctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	ranges, err = shard.PlanByBytes(sctx, c, n)
+	tctx, cancelT := context.WithTimeout(ctx, budget)
+	defer cancelT()
+	sctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	var prog shard.Progress
+	start := time.Now()
+	if est, err := shard.EstimateKeys(ctx, c); err == nil && est > 0 {
+		go watchScan(sctx, cancel, &prog, est, budget, start)
+	}
+	ranges, err = shard.PlanByBytes(sctx, c, n, &prog)
 	if err == nil {
 		return ranges, "bytes", nil
 	}
 	if ctx.Err() != nil || sctx.Err() == nil {
 		return nil, "", err
 	}
+	why := fmt.Sprintf("the byte scan ran past its %s budget", budget.Round(time.Second))
+	if errors.Is(context.Cause(sctx), errScanPastBudget) {
+		why = fmt.Sprintf("the byte scan, at %d keys in %s, would have run past its %s budget", prog.Records.Load(), time.Since(start).Round(time.Second), budget.Round(time.Second))
+	}
 	ranges, err = shard.Plan(ctx, c, n)
-	return ranges, fmt.Sprintf("key ranges estimated from the counters (the byte scan ran past its %s budget)", budget.Round(time.Second)), err
+	return ranges, "key ranges estimated from the counters (" + why + ")", err
+}
+
+// Projection of the byte scan: after projectAfter of its budget, every
+// projectEvery, the keys still to scan (from the counters' estimate, which
+// can be off either way: hence the margin) at the rate so far must fit in
+// what is left of the budget.
+const (
+	projectAfter  = 0.05
+	projectEvery  = 250 * time.Millisecond
+	projectMargin = 1.25
+)
+
+// watchScan stops the scan counted by prog (cancel, errScanPastBudget) as
+// soon as its rate says it would not end within budget: the source stays
+// frozen while Freeze scans, so an early fallback is time saved.
+func watchScan(ctx context.Context, cancel context.CancelCauseFunc, prog *shard.Progress, estimate uint64, budget time.Duration, start time.Time) {
+	t := time.NewTicker(projectEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			elapsed := now.Sub(start)
+			done := prog.Records.Load()
+			if elapsed < time.Duration(projectAfter*float64(budget)) || done == 0 || done >= estimate {
+				continue
+			}
+			rate := float64(done) / elapsed.Seconds()
+			left := time.Duration(float64(estimate-done) / rate * float64(time.Second))
+			if float64(elapsed+left) > projectMargin*float64(budget) {
+				cancel(errScanPastBudget)
+				return
+			}
+		}
+	}
 }
 
 // writePlan records the source's state and the shard plan in staging.
@@ -380,12 +434,30 @@ type shardResult struct {
 // ExportShard exports the plan's range Index through a reader pinned to the
 // Freeze checkpoint.
 func ExportShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
+	return exportShard(ctx, env, in, false)
+}
+
+// ExportTransformShard is ExportShard then TransformShard in one read of
+// the source, which is what the definition's Map runs: the same two shard
+// files (the source-format one is the audit copy) and the same results in
+// staging, with the transform on a second core (shard.ExportTransformShard).
+func ExportTransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
+	return exportShard(ctx, env, in, true)
+}
+
+func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (ShardOutput, error) {
 	p, err := readPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err
 	}
 	if in.Index < 0 || in.Index >= len(p.Ranges) {
 		return ShardOutput{}, fmt.Errorf("workflow: export: shard %d of %d", in.Index, len(p.Ranges))
+	}
+	var t shard.Transformed
+	if transform {
+		if t, err = transformOf(env, p, in.Index); err != nil {
+			return ShardOutput{}, err
+		}
 	}
 	view := catalog.Options{Expect: p.From, Checkpoint: p.Checkpoint, Store: env.SlateDB}
 	if p.Checkpoint == "" {
@@ -401,37 +473,74 @@ func ExportShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, erro
 	h := ndjson.Header{CatalogFormat: p.From, ShardIndex: in.Index, ShardCount: n, KeyStart: r.Start, KeyEnd: r.End,
 		CheckpointID: p.Checkpoint, Source: p.Source, CreatedBy: env.CreatedBy}
 	st := env.staging(in.MigrationID)
-	res, err := shard.ExportShard(ctx, env.Store, c, h, st.ShardURL(p.From, in.Index, n), env.Progress.Export)
+	out := st.ShardURL(p.From, in.Index, n)
+	var res shard.ShardResult
+	var stats migration.Stats
+	if transform {
+		res, stats, err = shard.ExportTransformShard(ctx, env.Store, c, h, out, t, env.Progress.Export)
+	} else {
+		res, err = shard.ExportShard(ctx, env.Store, c, h, out, env.Progress.Export)
+	}
 	if err != nil {
 		return ShardOutput{}, err
 	}
 	if err := putJSON(ctx, env.Store, st.ResultURL("export", in.Index), shardResult{Records: res.Records, Digest: res.Digest}); err != nil {
 		return ShardOutput{}, err
 	}
+	if transform {
+		if err := putTransformResult(ctx, env, in, stats); err != nil {
+			return ShardOutput{}, err
+		}
+	}
 	return ShardOutput{Index: in.Index, Records: res.Records}, nil
 }
 
-// TransformShard transforms shard Index from the source format to the target's.
+// transformOf is how shard i of plan p is transformed, with the CLI's
+// display counting it.
+func transformOf(env Env, p Plan, i int) (shard.Transformed, error) {
+	policy, err := migration.ParseUnknownTags(p.UnknownTags)
+	if err != nil {
+		return shard.Transformed{}, err
+	}
+	path, err := migration.Path(p.From, p.To)
+	if err != nil {
+		return shard.Transformed{}, fmt.Errorf("workflow: transform: %w", err)
+	}
+	n := len(p.Ranges)
+	return shard.Transformed{
+		Out: env.staging(p.MigrationID).ShardURL(p.To, i, n), To: p.To, Path: path,
+		Options: migration.Options{UnknownTags: policy}, CreatedBy: env.CreatedBy, Progress: env.Progress.Transform,
+	}, nil
+}
+
+func putTransformResult(ctx context.Context, env Env, in ShardInput, stats migration.Stats) error {
+	res := shardResult{Records: stats.RecordsOut, Digest: stats.Digest, Carried: stats.Carried, Dropped: stats.Dropped}
+	return putJSON(ctx, env.Store, env.staging(in.MigrationID).ResultURL("transform", in.Index), res)
+}
+
+// TransformShard transforms shard Index from the source format to the
+// target's, reading the shard ExportShard wrote.
 func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
 	p, err := readPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err
 	}
-	policy, err := migration.ParseUnknownTags(p.UnknownTags)
+	if in.Index < 0 || in.Index >= len(p.Ranges) {
+		return ShardOutput{}, fmt.Errorf("workflow: transform: shard %d of %d", in.Index, len(p.Ranges))
+	}
+	t, err := transformOf(env, p, in.Index)
 	if err != nil {
 		return ShardOutput{}, err
 	}
-	st, n := env.staging(in.MigrationID), len(p.Ranges)
-	opts := migration.Options{UnknownTags: policy}
-	if env.Progress.Transform != nil {
-		opts.Read = &env.Progress.Transform.Records
+	if t.Progress != nil {
+		t.Options.Read = &t.Progress.Records
 	}
-	stats, err := migration.TransformFile(ctx, env.Store, st.ShardURL(p.From, in.Index, n), st.ShardURL(p.To, in.Index, n), p.To, env.CreatedBy, opts)
+	in1 := env.staging(in.MigrationID).ShardURL(p.From, in.Index, len(p.Ranges))
+	stats, err := migration.TransformFile(ctx, env.Store, in1, t.Out, p.To, env.CreatedBy, t.Options)
 	if err != nil {
 		return ShardOutput{}, err
 	}
-	res := shardResult{Records: stats.RecordsOut, Digest: stats.Digest, Carried: stats.Carried, Dropped: stats.Dropped}
-	if err := putJSON(ctx, env.Store, st.ResultURL("transform", in.Index), res); err != nil {
+	if err := putTransformResult(ctx, env, in, stats); err != nil {
 		return ShardOutput{}, err
 	}
 	return ShardOutput{Index: in.Index, Records: stats.RecordsOut}, nil

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,11 +77,8 @@ func runUntilVerify(t *testing.T, ctx context.Context, f fixture, shards int) wo
 		t.Fatalf("freeze: %v", err)
 	}
 	for i := 0; i < shards; i++ {
-		if _, err := workflow.ExportShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
-			t.Fatalf("export %d: %v", i, err)
-		}
-		if _, err := workflow.TransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
-			t.Fatalf("transform %d: %v", i, err)
+		if _, err := workflow.ExportTransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
+			t.Fatalf("export and transform %d: %v", i, err)
 		}
 	}
 	for i := 0; ; i++ {
@@ -579,5 +577,63 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 	}
 	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
 		t.Fatalf("checkpoints: %v, %v", cps, err)
+	}
+}
+
+// The definition's ExportTransformShard leaves in staging what ExportShard
+// then TransformShard leave, byte for byte: both shard files and both
+// results, for every shard, on S3.
+func TestExportTransformShardIsExportThenTransform(t *testing.T) {
+	ctx, f := setup(t, 1500)
+	const shards = 3
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	objects := func(i int) [][]byte {
+		var got [][]byte
+		for _, url := range []string{st.ShardURL(format.V1, i, shards), st.ShardURL(format.V2, i, shards), st.ResultURL("export", i), st.ResultURL("transform", i)} {
+			b, _, err := f.env.Store.Get(ctx, url)
+			if err != nil {
+				t.Fatalf("shard %d: %v", i, err)
+			}
+			got = append(got, b)
+		}
+		return got
+	}
+	for i := range shards {
+		in := workflow.ShardInput{MigrationID: m.MigrationID, Index: i}
+		if _, err := workflow.ExportShard(ctx, f.env, in); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := workflow.TransformShard(ctx, f.env, in); err != nil {
+			t.Fatal(err)
+		}
+		want := objects(i)
+		if _, err := f.env.Store.DeletePrefix(ctx, st.ShardDir(format.V1)+"/"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.env.Store.DeletePrefix(ctx, st.ShardDir(format.V2)+"/"); err != nil {
+			t.Fatal(err)
+		}
+		out, err := workflow.ExportTransformShard(ctx, f.env, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Records == 0 || out.Index != i {
+			t.Fatalf("shard %d: %+v", i, out)
+		}
+		for j, got := range objects(i) {
+			if !bytes.Equal(got, want[j]) {
+				t.Errorf("shard %d: object %d differs from the separate steps'", i, j)
+			}
+		}
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+		t.Fatal(err)
 	}
 }

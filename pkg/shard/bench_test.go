@@ -1,0 +1,140 @@
+package shard_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+)
+
+// benchCatalog is the catalog the shard benchmarks read (BENCH_ROWS, default
+// 200 000), one zstd shard of all of it per op, file://.
+func benchCatalog(b *testing.B) (*blob.Store, *catalog.Catalog, uint64) {
+	b.Helper()
+	rows := 200_000
+	if s := os.Getenv("BENCH_ROWS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatalf("BENCH_ROWS=%q: %v", s, err)
+		}
+		rows = n
+	}
+	ctx := context.Background()
+	url := "file://" + filepath.Join(b.TempDir(), "src")
+	res, err := seed.Seed(ctx, url, seed.Options{Rows: rows, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var keys uint64
+	for _, n := range res.Keys {
+		keys += n
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return store, c, keys
+}
+
+func benchPath(b *testing.B) []migration.Migration {
+	path, err := migration.Path(format.V1, format.V2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// The Map's shard step: ExportShard then TransformFile of its output, as
+// two steps did, against ExportTransformShard in one pass.
+func BenchmarkShardStep(b *testing.B) {
+	store, c, keys := benchCatalog(b)
+	h := header(c, shard.Range{}, 1)
+	dir := b.TempDir()
+	v1, v2 := filepath.Join(dir, "v1.ndjson.zst"), filepath.Join(dir, "v2.ndjson.zst")
+	// CPU time as well as wall: on a shared machine, wall time says how
+	// many cores the benchmark got as much as what it costs.
+	var cpu0 time.Duration
+	rate := func(b *testing.B) {
+		b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	}
+	start := func(b *testing.B) { cpu0 = cpuTime(b) }
+	b.Run("separate", func(b *testing.B) {
+		start(b)
+		for b.Loop() {
+			if _, err := shard.ExportShard(context.Background(), store, c, h, v1, nil); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := migration.TransformFile(context.Background(), store, v1, v2, format.V2, "bench", migration.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rate(b)
+	})
+	b.Run("fused", func(b *testing.B) {
+		start(b)
+		t := shard.Transformed{Out: v2, To: format.V2, Path: benchPath(b), CreatedBy: "bench"}
+		for b.Loop() {
+			if _, _, err := shard.ExportTransformShard(context.Background(), store, c, h, v1, t, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rate(b)
+	})
+	b.Run("transform", func(b *testing.B) {
+		if _, err := shard.ExportShard(context.Background(), store, c, h, v1, nil); err != nil {
+			b.Fatal(err)
+		}
+		start(b)
+		for b.Loop() {
+			if _, err := migration.TransformFile(context.Background(), store, v1, v2, format.V2, "bench", migration.Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rate(b)
+	})
+	b.Run("export", func(b *testing.B) {
+		start(b)
+		for b.Loop() {
+			if _, err := shard.ExportShard(context.Background(), store, c, h, v1, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rate(b)
+	})
+	b.Run("scan", func(b *testing.B) {
+		start(b)
+		for b.Loop() {
+			for _, err := range c.ScanRaw(context.Background(), nil, nil) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		rate(b)
+	})
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
