@@ -320,6 +320,9 @@ pub extern "C" fn rl_aws_set(settings_json: *const c_char, err_out: *mut *mut c_
 
 pub struct Writer {
     db: Db,
+    /// False for a writer without a WAL (bulk loads): its writes are durable
+    /// only once their memtable is in L0.
+    wal: bool,
 }
 
 /// Opens the database at `url` as its writer, fencing any earlier writer.
@@ -358,13 +361,16 @@ pub extern "C" fn rl_writer_open(
                 ..defaults
             };
             let settings = store::profiles(settings, &opts);
+            let wal = settings.wal_enabled;
             Db::builder(loc.path.clone(), loc.store.clone())
                 .with_settings(settings)
                 .build()
                 .await
+                .map(|db| (db, wal))
                 .map_err(|e| from_slate(&format!("open writer {url}"), e))
         })?;
-        out_handle(Writer { db }, out)
+        let (db, wal) = db;
+        out_handle(Writer { db, wal }, out)
     })
 }
 
@@ -385,14 +391,20 @@ pub extern "C" fn rl_writer_write(
         let wb = decode_batch(bytes(batch, batch_len))?;
         // SlateDB 0.13.1 waits for durability inside the write call
         // (WriteOptions::await_durable); 0.18 returned a handle to await.
+        // Without a WAL a write is durable once its memtable is in L0, which
+        // the engine does only when the memtable is full: a durable write
+        // moves it there itself rather than wait for that.
         let options = WriteOptions {
-            await_durable: durable != 0,
+            await_durable: durable != 0 && w.wal,
             ..WriteOptions::default()
         };
         block(timeout_ms, cancel, async {
             w.db.write_with_options(wb, &options)
                 .await
                 .map_err(|e| from_slate("write batch", e))?;
+            if durable != 0 && !w.wal {
+                flush_memtables(&w.db).await?;
+            }
             Ok(())
         })
     })
