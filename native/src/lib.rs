@@ -410,33 +410,38 @@ pub extern "C" fn rl_writer_write(
     })
 }
 
-fn decode_batch(mut b: &[u8]) -> Res<WriteBatch> {
-    fn take<'a>(b: &mut &'a [u8], n: usize) -> Res<&'a [u8]> {
-        if b.len() < n {
+/// Decodes a batch from Go's encoding (batch.go). The batch is copied once,
+/// and keys and values are slices of that copy: two allocations and copies
+/// per entry cost the writer more than the memtable insert. The copy lives
+/// as long as the memtable that holds its entries.
+fn decode_batch(raw: &[u8]) -> Res<WriteBatch> {
+    fn take(all: &Bytes, at: &mut usize, n: usize) -> Res<Bytes> {
+        if all.len() - *at < n {
             return Err(fail(RL_ERR_INVALID, "write batch is truncated"));
         }
-        let (head, rest) = b.split_at(n);
-        *b = rest;
-        Ok(head)
+        *at += n;
+        Ok(all.slice(*at - n..*at))
     }
-    fn len(b: &mut &[u8]) -> Res<usize> {
-        let raw = take(b, 4)?;
-        Ok(u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize)
+    fn len(all: &Bytes, at: &mut usize) -> Res<usize> {
+        let b = take(all, at, 4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     }
+    let all = Bytes::copy_from_slice(raw);
+    let at = &mut 0usize;
     let mut wb = WriteBatch::new();
     let mut ops = 0usize;
-    while !b.is_empty() {
-        let op = take(&mut b, 1)?[0];
-        let klen = len(&mut b)?;
-        let key = take(&mut b, klen)?;
+    while *at < all.len() {
+        let op = take(&all, at, 1)?[0];
+        let klen = len(&all, at)?;
+        let key = take(&all, at, klen)?;
         if key.is_empty() {
             return Err(fail(RL_ERR_INVALID, "write batch holds an empty key"));
         }
         match op {
             0 => {
-                let vlen = len(&mut b)?;
-                let value = take(&mut b, vlen)?;
-                wb.put_bytes(Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+                let vlen = len(&all, at)?;
+                let value = take(&all, at, vlen)?;
+                wb.put_bytes(key, value);
             }
             1 => wb.delete(key),
             _ => return Err(fail(RL_ERR_INVALID, format!("write batch op {op} is unknown"))),
