@@ -102,7 +102,11 @@ func (w *Writer) write(ctx context.Context, b *Batch, durable bool) error {
 		return err
 	}
 	w.unflushed.Store(0)
-	return w.flushMemtable(ctx, h)
+	if err := w.flushMemtable(ctx, h); err != nil {
+		return err
+	}
+	trimMalloc()
+	return nil
 }
 
 // Flush makes every write so far durable (a BulkLoad writer, which has no
