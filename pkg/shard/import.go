@@ -273,7 +273,8 @@ type part struct {
 	end   *shardTotals
 }
 
-// shardTotals is what one shard adds to the progress record.
+// shardTotals is what one shard adds to the progress record (the decoder
+// digests the keys it holds back, the writer the rest).
 type shardTotals struct {
 	records uint64
 	digest  ndjson.Digest
@@ -298,9 +299,14 @@ func writeShards(ctx context.Context, store *blob.Store, w *slatedb.Writer, urls
 		defer close(parts)
 		failed, decodeErr = decodeShards(dctx, store, urls, prog.Done, parts, free)
 	}()
+	// The writer digests the data it writes, the decoder only the keys it
+	// holds back: decoding is the slower side of the pipeline.
+	var digest ndjson.Digest
 	stopped, werr := func() (bool, error) {
 		for pt := range parts {
 			if pt.batch == nil {
+				pt.end.digest.Merge(digest)
+				digest = ndjson.Digest{}
 				if stop, err := shardWritten(ctx, w, urls, prog, pt, opts); err != nil || stop {
 					return stop, err
 				}
@@ -309,6 +315,7 @@ func writeShards(ctx context.Context, store *blob.Store, w *slatedb.Writer, urls
 			if err := w.WriteAsync(ctx, pt.batch); err != nil {
 				return false, fmt.Errorf("shard: import %s: %w", urls[pt.index], err)
 			}
+			pt.batch.Puts(digest.AddRaw)
 			opts.Progress.addRecords(uint64(pt.batch.Len()))
 			if opts.AfterBatch != nil {
 				opts.AfterBatch(pt.index)
@@ -413,8 +420,8 @@ func decodeShard(ctx context.Context, store *blob.Store, index int, url string, 
 		}
 		key, value := rec.Raw()
 		t.records++
-		t.digest.Add(rec)
 		if tag := rec.Tag(); tag == format.TagCounter || tag == format.TagSystem {
+			t.digest.Add(rec)
 			if bytes.Equal(key, progressKey) {
 				return fmt.Errorf("shard: import %s: a shard holds the importer's own progress key", url)
 			}
