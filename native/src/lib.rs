@@ -321,6 +321,9 @@ pub extern "C" fn rl_aws_set(settings_json: *const c_char, err_out: *mut *mut c_
 
 pub struct Writer {
     db: Db,
+    /// False for a writer without a WAL (bulk loads): its writes are durable
+    /// only once their memtable is in L0.
+    wal: bool,
 }
 
 /// Opens the database at `url` as its writer, fencing any earlier writer.
@@ -359,13 +362,16 @@ pub extern "C" fn rl_writer_open(
                 ..defaults
             };
             let settings = store::profiles(settings, &opts);
+            let wal = settings.wal_enabled;
             Db::builder(loc.path.clone(), loc.store.clone())
                 .with_settings(settings)
                 .build()
                 .await
+                .map(|db| (db, wal))
                 .map_err(|e| from_slate(&format!("open writer {url}"), e))
         })?;
-        out_handle(Writer { db }, out)
+        let (db, wal) = db;
+        out_handle(Writer { db, wal }, out)
     })
 }
 
@@ -386,46 +392,57 @@ pub extern "C" fn rl_writer_write(
         let wb = decode_batch(bytes(batch, batch_len))?;
         // SlateDB 0.13.1 waits for durability inside the write call
         // (WriteOptions::await_durable); 0.18 returned a handle to await.
+        // Without a WAL a write is durable once its memtable is in L0, which
+        // the engine does only when the memtable is full: a durable write
+        // moves it there itself rather than wait for that.
         let options = WriteOptions {
-            await_durable: durable != 0,
+            await_durable: durable != 0 && w.wal,
             ..WriteOptions::default()
         };
         block(timeout_ms, cancel, async {
             w.db.write_with_options(wb, &options)
                 .await
                 .map_err(|e| from_slate("write batch", e))?;
+            if durable != 0 && !w.wal {
+                flush_memtables(&w.db).await?;
+            }
             Ok(())
         })
     })
 }
 
-fn decode_batch(mut b: &[u8]) -> Res<WriteBatch> {
-    fn take<'a>(b: &mut &'a [u8], n: usize) -> Res<&'a [u8]> {
-        if b.len() < n {
+/// Decodes a batch from Go's encoding (batch.go). The batch is copied once,
+/// and keys and values are slices of that copy: two allocations and copies
+/// per entry cost the writer more than the memtable insert. The copy lives
+/// as long as the memtable that holds its entries.
+fn decode_batch(raw: &[u8]) -> Res<WriteBatch> {
+    fn take(all: &Bytes, at: &mut usize, n: usize) -> Res<Bytes> {
+        if all.len() - *at < n {
             return Err(fail(RL_ERR_INVALID, "write batch is truncated"));
         }
-        let (head, rest) = b.split_at(n);
-        *b = rest;
-        Ok(head)
+        *at += n;
+        Ok(all.slice(*at - n..*at))
     }
-    fn len(b: &mut &[u8]) -> Res<usize> {
-        let raw = take(b, 4)?;
-        Ok(u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize)
+    fn len(all: &Bytes, at: &mut usize) -> Res<usize> {
+        let b = take(all, at, 4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
     }
+    let all = Bytes::copy_from_slice(raw);
+    let at = &mut 0usize;
     let mut wb = WriteBatch::new();
     let mut ops = 0usize;
-    while !b.is_empty() {
-        let op = take(&mut b, 1)?[0];
-        let klen = len(&mut b)?;
-        let key = take(&mut b, klen)?;
+    while *at < all.len() {
+        let op = take(&all, at, 1)?[0];
+        let klen = len(&all, at)?;
+        let key = take(&all, at, klen)?;
         if key.is_empty() {
             return Err(fail(RL_ERR_INVALID, "write batch holds an empty key"));
         }
         match op {
             0 => {
-                let vlen = len(&mut b)?;
-                let value = take(&mut b, vlen)?;
-                wb.put_bytes(Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+                let vlen = len(&all, at)?;
+                let value = take(&all, at, vlen)?;
+                wb.put_bytes(key, value);
             }
             1 => wb.delete(key),
             _ => return Err(fail(RL_ERR_INVALID, format!("write batch op {op} is unknown"))),

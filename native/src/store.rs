@@ -109,6 +109,14 @@ pub fn profiles(s: Settings, opts: &Options) -> Settings {
 /// then until the writer sees the compaction in the manifest (every 1 s).
 /// Both poll every `BULK_POLL` instead, which turned multi-second stalls into
 /// short waits; the cost is a manifest read per poll, 10 a second.
+///
+/// A bulk load writes no WAL: every byte went to object storage twice, once
+/// in the WAL and once in L0, and the WAL kept its entries in memory until
+/// their memtable was in L0. Writes are durable once their memtable is in L0
+/// (a durable write or a flush moves it there, lib.rs), and memtables enter
+/// the manifest oldest first, so what survives a crash is always a prefix of
+/// the writes: what import's resume relies on. Fencing goes through the
+/// manifest's writer epoch: a newer writer makes this one's next flush fail.
 pub fn bulk_load(mut s: Settings) -> Settings {
     s.l0_flush_parallelism = 1;
     s.manifest_poll_interval = BULK_POLL;
@@ -118,6 +126,7 @@ pub fn bulk_load(mut s: Settings) -> Settings {
         c.max_sst_size = 64 << 20;
         c.poll_interval = BULK_POLL;
     }
+    s.wal_enabled = false;
     s
 }
 
@@ -332,7 +341,14 @@ mod tests {
                 .build()
                 .await
                 .expect("the engine must take these settings");
-            db.put(b"k", b"v").await.unwrap();
+            // Not awaiting durability: without a WAL (bulk_load) a put is
+            // durable only once flush moves its memtable to L0.
+            let async_write = slatedb::config::WriteOptions {
+                await_durable: false,
+                ..Default::default()
+            };
+            let put = slatedb::config::PutOptions::default();
+            db.put_with_options(b"k", b"v", &put, &async_write).await.unwrap();
             db.flush().await.unwrap();
             assert_eq!(db.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
             db.close().await.unwrap();
@@ -348,6 +364,7 @@ mod tests {
         assert!(c.max_sst_size <= 64 << 20);
         // A full L0 must not wait for the engine's default timers (5 s, 1 s).
         assert_eq!((c.poll_interval, s.manifest_poll_interval), (BULK_POLL, BULK_POLL));
+        assert!(!s.wal_enabled, "a bulk load writes its data once: no WAL");
         engine_accepts(s);
     }
 

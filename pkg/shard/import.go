@@ -30,6 +30,9 @@ type ImportOptions struct {
 	// AfterShard, when set, is called after each shard is durable (for
 	// progress lines and tests).
 	AfterShard func(index int)
+	// AfterBatch, when set, is called after each batch of shard index's data
+	// is written, durable or not (for tests that stop an import mid-shard).
+	AfterBatch func(index int)
 	// NoFinalize leaves the final batch to Finalize (the workflow runs it as
 	// a step of its own); the target then stays unopenable after every shard.
 	NoFinalize bool
@@ -147,7 +150,7 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 		// The progress record goes in before any data: an import killed in
 		// its first shard must find its own work on the rerun, not a target
 		// that is merely "not empty".
-		if err := saveProgress(ctx, w, prog); err != nil {
+		if err := writeProgress(ctx, w, prog, true); err != nil {
 			return res, err
 		}
 	}
@@ -270,7 +273,8 @@ type part struct {
 	end   *shardTotals
 }
 
-// shardTotals is what one shard adds to the progress record.
+// shardTotals is what one shard adds to the progress record (the decoder
+// digests the keys it holds back, the writer the rest).
 type shardTotals struct {
 	records uint64
 	digest  ndjson.Digest
@@ -295,9 +299,14 @@ func writeShards(ctx context.Context, store *blob.Store, w *slatedb.Writer, urls
 		defer close(parts)
 		failed, decodeErr = decodeShards(dctx, store, urls, prog.Done, parts, free)
 	}()
+	// The writer digests the data it writes, the decoder only the keys it
+	// holds back: decoding is the slower side of the pipeline.
+	var digest ndjson.Digest
 	stopped, werr := func() (bool, error) {
 		for pt := range parts {
 			if pt.batch == nil {
+				pt.end.digest.Merge(digest)
+				digest = ndjson.Digest{}
 				if stop, err := shardWritten(ctx, w, urls, prog, pt, opts); err != nil || stop {
 					return stop, err
 				}
@@ -306,7 +315,11 @@ func writeShards(ctx context.Context, store *blob.Store, w *slatedb.Writer, urls
 			if err := w.WriteAsync(ctx, pt.batch); err != nil {
 				return false, fmt.Errorf("shard: import %s: %w", urls[pt.index], err)
 			}
+			pt.batch.Puts(digest.AddRaw)
 			opts.Progress.addRecords(uint64(pt.batch.Len()))
+			if opts.AfterBatch != nil {
+				opts.AfterBatch(pt.index)
+			}
 			pt.batch.Reset()
 			select {
 			case free <- pt.batch:
@@ -341,16 +354,19 @@ func writeShards(ctx context.Context, store *blob.Store, w *slatedb.Writer, urls
 // shardWritten makes shard pt.index durable and records it in the progress
 // record; stop reports that ImportOptions.StopAfter has passed.
 func shardWritten(ctx context.Context, w *slatedb.Writer, urls []string, prog *progress, pt part, opts ImportOptions) (stop bool, err error) {
-	// The shard's data must be durable before its progress says so.
-	if err := w.Flush(ctx); err != nil {
-		return false, fmt.Errorf("shard: import %s: flush: %w", urls[pt.index], err)
-	}
 	prog.Done[pt.index] = true
 	prog.Records += pt.end.records
 	prog.Digest.Merge(pt.end.digest)
 	prog.System = append(prog.System, pt.end.system...)
-	if err := saveProgress(ctx, w, prog); err != nil {
+	// The progress record goes in after the shard's data and one flush makes
+	// both durable: a bulk-load writer's durable state is always a prefix of
+	// its writes (slatedb.Options.BulkLoad), so the record never survives
+	// without the data it counts.
+	if err := writeProgress(ctx, w, prog, false); err != nil {
 		return false, err
+	}
+	if err := w.Flush(ctx); err != nil {
+		return false, fmt.Errorf("shard: import %s: flush: %w", urls[pt.index], err)
 	}
 	// The counter and system keys held back for the end count as done now,
 	// so that a finished import's count reaches the trailers' total.
@@ -404,8 +420,8 @@ func decodeShard(ctx context.Context, store *blob.Store, index int, url string, 
 		}
 		key, value := rec.Raw()
 		t.records++
-		t.digest.Add(rec)
 		if tag := rec.Tag(); tag == format.TagCounter || tag == format.TagSystem {
+			t.digest.Add(rec)
 			if bytes.Equal(key, progressKey) {
 				return fmt.Errorf("shard: import %s: a shard holds the importer's own progress key", url)
 			}
@@ -475,14 +491,19 @@ func clearShard(ctx context.Context, store *blob.Store, w *slatedb.Writer, url s
 	return nil
 }
 
-func saveProgress(ctx context.Context, w *slatedb.Writer, prog *progress) error {
+// writeProgress writes the progress record, durably or not.
+func writeProgress(ctx context.Context, w *slatedb.Writer, prog *progress, durable bool) error {
 	raw, err := json.Marshal(prog)
 	if err != nil {
 		return fmt.Errorf("shard: import: progress: %w", err)
 	}
 	var b slatedb.Batch
 	b.Put(progressKey, raw)
-	if err := w.Write(ctx, &b); err != nil {
+	write := w.WriteAsync
+	if durable {
+		write = w.Write
+	}
+	if err := write(ctx, &b); err != nil {
 		return fmt.Errorf("shard: import: save progress: %w", err)
 	}
 	return nil

@@ -14,8 +14,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -474,22 +476,74 @@ func TestImportKilledMidwayResumes(t *testing.T) {
 	sameKV(t, "resumed vs uninterrupted import", dump(t, clean), dump(t, dst))
 }
 
+// TestImportKilledMidShardResumes kills an import process (SIGKILL) right
+// after a batch of its second shard went to L0: that shard's data is partly
+// durable and its progress record is not. The rerun must resume to the
+// catalog, and digest, of an uninterrupted import.
+func TestImportKilledMidShardResumes(t *testing.T) {
+	store := newStore(t)
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	dir := t.TempDir()
+	exp := exportTo(t, store, src, dir, 2, "gz")
+	clean := fileURL(t, "clean")
+	want := importFrom(t, store, dir, clean, format.V1)
+
+	dst := fileURL(t, "dst")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestImportHelperProcess$")
+	cmd.Env = append(os.Environ(), "SHARD_HELPER_INPUT="+dir, "SHARD_HELPER_TARGET="+dst, "SHARD_HELPER_KILL_IN=1")
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("helper import was not killed mid-shard: %v", err)
+	}
+	// Shard 0 and at least one batch of shard 1 are durable (the helper
+	// moves every batch to L0), with the progress record saying shard 0.
+	partial := dump(t, dst)
+	if n := len(partial); n <= int(exp.Shards[0].Records)+1 || n >= len(dump(t, clean)) {
+		t.Fatalf("killed target holds %d keys: want more than shard 0's %d records and its progress record, and fewer than the catalog's", n, exp.Shards[0].Records)
+	}
+	got := importFrom(t, store, dir, dst, format.V1)
+	if !got.Resumed || got.ShardsDone != 2 {
+		t.Fatalf("rerun did not resume: %+v", got)
+	}
+	if got.Digest != want.Digest || got.Records != want.Records {
+		t.Fatalf("resumed import: %d records, digest %v; uninterrupted: %d, %v", got.Records, got.Digest, want.Records, want.Digest)
+	}
+	sameKV(t, "resumed vs uninterrupted import", dump(t, clean), dump(t, dst))
+}
+
 // TestImportHelperProcess is the import that TestImportKilledMidwayResumes
-// kills; it does nothing in a normal run.
+// and TestImportKilledMidShardResumes kill; it does nothing in a normal run.
+// With SHARD_HELPER_KILL_IN=i it moves every batch to L0 and kills itself
+// after the first batch of shard i.
 func TestImportHelperProcess(t *testing.T) {
 	in, dst := os.Getenv("SHARD_HELPER_INPUT"), os.Getenv("SHARD_HELPER_TARGET")
 	if in == "" {
 		return
 	}
 	store := newStore(t)
-	_, err := shard.Import(context.Background(), store, in, dst, shard.ImportOptions{
+	opts := shard.ImportOptions{
 		Format: format.V1,
 		AfterShard: func(i int) {
 			fmt.Printf("shard done %d\n", i)
 			time.Sleep(200 * time.Millisecond) // give the parent time to kill us mid-run
 		},
-	})
-	if err != nil {
+	}
+	if k := os.Getenv("SHARD_HELPER_KILL_IN"); k != "" {
+		kill, err := strconv.Atoi(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Store.BulkMemtableBytes = 1
+		opts.AfterBatch = func(i int) {
+			if i == kill {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // the signal ends the process
+			}
+		}
+	}
+	if _, err := shard.Import(context.Background(), store, in, dst, opts); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -43,3 +43,21 @@ func (b *Batch) Append(o *Batch) {
 	b.buf = append(b.buf, o.buf...)
 	b.n += o.n
 }
+
+// Puts calls fn with the key and value of each put in the batch, in order
+// (deletes are skipped). The slices alias the batch: valid until it changes.
+func (b *Batch) Puts(fn func(key, value []byte)) {
+	buf := b.buf
+	for len(buf) > 0 {
+		op := buf[0]
+		klen := int(binary.LittleEndian.Uint32(buf[1:]))
+		key := buf[5 : 5+klen]
+		buf = buf[5+klen:]
+		if op != 0 {
+			continue
+		}
+		vlen := int(binary.LittleEndian.Uint32(buf))
+		fn(key, buf[4:4+vlen])
+		buf = buf[4+vlen:]
+	}
+}

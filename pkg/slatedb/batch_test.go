@@ -3,6 +3,7 @@ package slatedb_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -45,4 +46,18 @@ func TestBatchLastOperationOnAKeyWins(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Puts reads back each put, in order, and skips deletes.
+func TestBatchPuts(t *testing.T) {
+	var b slatedb.Batch
+	b.Put([]byte("a"), []byte("1"))
+	b.Delete([]byte("gone"))
+	b.Put([]byte("bb"), nil)
+	b.Put([]byte("c"), []byte("333"))
+	var got []string
+	b.Puts(func(k, v []byte) { got = append(got, string(k)+"="+string(v)) })
+	if want := "a=1 bb= c=333"; strings.Join(got, " ") != want {
+		t.Fatalf("Puts gave %q, want %q", strings.Join(got, " "), want)
+	}
 }

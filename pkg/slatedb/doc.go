@@ -12,8 +12,8 @@
 // expiry (aws.go). No credentials is ErrNoCredentials, as in pkg/blob.
 //
 // Two writer profiles tune the engine for this project's writers:
-// Options.BulkLoad loads a whole database in memory that does not grow with it
-// (import, seed), and Options.Passive writes without compacting or collecting
+// Options.BulkLoad loads a whole database in memory that does not grow with it,
+// writing no WAL (import, seed), and Options.Passive writes without compacting or collecting
 // garbage (Freeze on RockLake's catalog, Finalize, kv).
 //
 // Goroutine safety: a Writer and a Reader may be used by many goroutines at

@@ -36,7 +36,13 @@ type Options struct {
 	// compaction at a time, with small read-ahead and SSTs of at most 64 MiB,
 	// and looks for compaction work and its results every 100 ms (so that a
 	// full L0 waits for a compaction, not for the engine's 5 s and 1 s polls).
+	// It writes no WAL, so its data goes to object storage once: a write is
+	// durable when its memtable is in L0 (Write and Flush move it there), and
+	// what survives a crash is always a prefix of its writes in their order.
 	BulkLoad bool
+	// BulkMemtableBytes is how many batch bytes a BulkLoad writer takes
+	// before it moves its memtable to L0 and waits for it (default 8 MiB).
+	BulkMemtableBytes int
 	// Passive: the writer runs no compactor and no garbage collector, so it
 	// changes nothing in the database but what it writes (and the fencing),
 	// and its L0 limit is lifted so that a flush never waits for a compaction.

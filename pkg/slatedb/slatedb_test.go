@@ -423,15 +423,32 @@ func TestCancelRacingCallCompletion(t *testing.T) {
 	}
 }
 
+// checkpointCount counts the keys that a detached checkpoint of url holds:
+// what the manifest records, not the WAL.
+func checkpointCount(t *testing.T, ctx context.Context, url string) int {
+	t.Helper()
+	cp, err := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
+	if err != nil {
+		t.Fatalf("detached checkpoint: %v", err)
+	}
+	defer func() { _ = slatedb.DeleteCheckpoint(ctx, url, cp.ID, slatedb.Options{}) }()
+	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Checkpoint: cp.ID})
+	if err != nil {
+		t.Fatalf("pinned reader: %v", err)
+	}
+	defer r.Close()
+	keys, _ := scanAll(t, ctx, r, nil, nil)
+	return len(keys)
+}
+
 // FlushMemtable moves what the writer holds into L0, so that a detached
 // checkpoint (which covers what the manifest records, not the WAL) sees it.
-// BulkLoad's settings are accepted by the engine and change no result.
 func TestFlushMemtableReachesTheManifest(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
 		ctx := testCtx(t)
-		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{BulkLoad: true, MaxUnflushedBytes: 8 << 20})
+		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{MaxUnflushedBytes: 8 << 20})
 		if err != nil {
-			t.Fatalf("open bulk-load writer: %v", err)
+			t.Fatalf("open writer: %v", err)
 		}
 		defer w.Close()
 		const n = 5000
@@ -442,31 +459,73 @@ func TestFlushMemtableReachesTheManifest(t *testing.T) {
 		if err := w.Write(ctx, &b); err != nil {
 			t.Fatal(err)
 		}
-		countAt := func() int {
-			t.Helper()
-			cp, err := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
-			if err != nil {
-				t.Fatalf("detached checkpoint: %v", err)
-			}
-			defer func() { _ = slatedb.DeleteCheckpoint(ctx, url, cp.ID, slatedb.Options{}) }()
-			r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Checkpoint: cp.ID})
-			if err != nil {
-				t.Fatalf("pinned reader: %v", err)
-			}
-			defer r.Close()
-			keys, _ := scanAll(t, ctx, r, nil, nil)
-			return len(keys)
-		}
-		if got := countAt(); got != 0 {
+		if got := checkpointCount(t, ctx, url); got != 0 {
 			t.Fatalf("before FlushMemtable a detached checkpoint holds %d keys; the test assumes the writes are still WAL-only", got)
 		}
 		if err := w.FlushMemtable(ctx); err != nil {
 			t.Fatalf("flush memtable: %v", err)
 		}
-		if got := countAt(); got != n {
+		if got := checkpointCount(t, ctx, url); got != n {
 			t.Fatalf("after FlushMemtable a detached checkpoint holds %d keys, want %d", got, n)
 		}
 		keys, values := scanAll(t, ctx, w, nil, nil)
+		for i := range keys {
+			if !bytes.Equal(keys[i], key(i)) || !bytes.Equal(values[i], value(i)) {
+				t.Fatalf("entry %d = %q=%q, want %q=%q", i, keys[i], values[i], key(i), value(i))
+			}
+		}
+	})
+}
+
+// A BulkLoad writer has no WAL: a durable Write is in L0 when it returns
+// (the manifest records it), a WriteAsync is not until Flush, and a reader
+// opened after Close reads every write.
+func TestBulkLoadWritesAreDurableInL0(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := testCtx(t)
+		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{BulkLoad: true})
+		if err != nil {
+			t.Fatalf("open bulk-load writer: %v", err)
+		}
+		defer w.Close()
+		const n = 5000
+		put := func(from int) *slatedb.Batch {
+			var b slatedb.Batch
+			for i := from; i < from+n; i++ {
+				b.Put(key(i), value(i))
+			}
+			return &b
+		}
+		if err := w.Write(ctx, put(0)); err != nil {
+			t.Fatal(err)
+		}
+		if got := checkpointCount(t, ctx, url); got != n {
+			t.Fatalf("after a durable write a detached checkpoint holds %d keys, want %d", got, n)
+		}
+		if err := w.WriteAsync(ctx, put(n)); err != nil {
+			t.Fatal(err)
+		}
+		if got := checkpointCount(t, ctx, url); got != n {
+			t.Fatalf("after a write not yet durable a detached checkpoint holds %d keys, want %d", got, n)
+		}
+		if err := w.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := checkpointCount(t, ctx, url); got != 2*n {
+			t.Fatalf("after Flush a detached checkpoint holds %d keys, want %d", got, 2*n)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		keys, values := scanAll(t, ctx, r, nil, nil)
+		if len(keys) != 2*n {
+			t.Fatalf("a reader after Close reads %d keys, want %d", len(keys), 2*n)
+		}
 		for i := range keys {
 			if !bytes.Equal(keys[i], key(i)) || !bytes.Equal(values[i], value(i)) {
 				t.Fatalf("entry %d = %q=%q, want %q=%q", i, keys[i], values[i], key(i), value(i))

@@ -24,14 +24,16 @@ type Writer struct {
 	url string
 	mu  sync.RWMutex // read-held by calls, write-held by Close
 	h   *C.rl_writer
-	// bulk: Options.BulkLoad; unflushed counts batch bytes written since
-	// the memtable last went to L0.
+	// bulk: Options.BulkLoad, whose memtable goes to L0 every flushAt
+	// batch bytes; unflushed counts batch bytes written since it last did.
 	bulk      bool
+	flushAt   int64
 	unflushed atomic.Int64
 }
 
-// bulkMemtableBytes is how much a BulkLoad writer takes before it moves its
-// memtable to L0 and waits for it. SlateDB's own limit (MaxUnflushedBytes)
+// bulkMemtableBytes is how much a BulkLoad writer takes, unless
+// Options.BulkMemtableBytes says otherwise, before it moves its memtable to
+// L0 and waits for it. SlateDB's own limit (MaxUnflushedBytes)
 // counts encoded bytes, and a memtable holds about three times that in
 // memory, so this, not that, is what keeps a bulk load's memory flat.
 const bulkMemtableBytes = 8 << 20
@@ -51,7 +53,11 @@ func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{url: url, h: h, bulk: opts.BulkLoad}, nil
+	flushAt := int64(opts.BulkMemtableBytes)
+	if flushAt <= 0 {
+		flushAt = bulkMemtableBytes
+	}
+	return &Writer{url: url, h: h, bulk: opts.BulkLoad, flushAt: flushAt}, nil
 }
 
 // URL is the database's URL.
@@ -92,14 +98,19 @@ func (w *Writer) write(ctx context.Context, b *Batch, durable bool) error {
 	err = native(ctx, "write", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
 		return C.rl_writer_write(h, p, n, d, t, c, e)
 	})
-	if err != nil || !w.bulk || w.unflushed.Add(int64(len(b.buf))) < bulkMemtableBytes {
+	if err != nil || !w.bulk || w.unflushed.Add(int64(len(b.buf))) < w.flushAt {
 		return err
 	}
 	w.unflushed.Store(0)
-	return w.flushMemtable(ctx, h)
+	if err := w.flushMemtable(ctx, h); err != nil {
+		return err
+	}
+	trimMalloc()
+	return nil
 }
 
-// Flush makes every write so far durable.
+// Flush makes every write so far durable (a BulkLoad writer, which has no
+// WAL, moves its memtable to L0).
 func (w *Writer) Flush(ctx context.Context) error {
 	h, done, err := w.use()
 	if err != nil {
