@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
@@ -111,8 +112,15 @@ func TestDefinitionInPlaceAuto(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, f := setup(t, 1000)
-			var states []string
-			onExit := func(ev asl.StateEvent) { states = append(states, ev.Name) }
+			var (
+				mu     sync.Mutex // the Map's items exit on goroutines of their own
+				states []string
+			)
+			onExit := func(ev asl.StateEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				states = append(states, ev.Name)
+			}
 			in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: c.maxBytes, Shards: 2}
 			rep, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: in})
 			if err != nil || (rep.Target == f.source) != c.inPlace {
