@@ -225,6 +225,11 @@ func exportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h n
 				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 			}
 			rec, err := ndjson.NewRecord(c.Version(), e.Key, e.Value)
+			if err == nil && tw != nil {
+				// Most records' transformed lines are this line
+				// (ndjson.Record.Move): built once, written twice.
+				rec, err = rec.WithLine()
+			}
 			if err != nil {
 				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 			}
