@@ -276,6 +276,7 @@ type transformWriter struct {
 	stream *migration.Stream
 	batch  []ndjson.Record
 	ch     chan []ndjson.Record
+	free   chan []ndjson.Record // batches the goroutine is done with, for reuse
 	done   chan struct{}
 	err    error // the goroutine's, read after done
 	cancel context.CancelCauseFunc
@@ -291,6 +292,7 @@ func startTransform(ctx context.Context, store *blob.Store, h ndjson.Header, t *
 	tw := &transformWriter{
 		fw: fw, t: t, stream: migration.NewStream(t.Path, t.Options),
 		batch: make([]ndjson.Record, 0, fuseBatch), ch: make(chan []ndjson.Record, fuseDepth),
+		free: make(chan []ndjson.Record, fuseDepth+1),
 		done: make(chan struct{}), cancel: cancel,
 	}
 	go tw.run()
@@ -317,6 +319,11 @@ func (tw *transformWriter) run() {
 			}
 		}
 		tw.t.Progress.addRecords(uint64(len(batch)))
+		clear(batch) // lets the records' rows go
+		select {
+		case tw.free <- batch[:0]:
+		default:
+		}
 	}
 }
 
@@ -341,7 +348,11 @@ func (tw *transformWriter) flush() error {
 	case <-tw.done:
 		return tw.err
 	}
-	tw.batch = make([]ndjson.Record, 0, fuseBatch)
+	select {
+	case tw.batch = <-tw.free:
+	default:
+		tw.batch = make([]ndjson.Record, 0, fuseBatch)
+	}
 	return nil
 }
 
