@@ -37,8 +37,9 @@ func compressionOf(url string) compression {
 // zstd settings. A 1 MiB window compresses shards as well as the default
 // 8 MiB one (their redundancy is between nearby rows) in a quarter of the
 // memory. The fastest level: the shard step is bound by CPU, and the
-// default level cost 11 % more of the fused step's CPU for shard files 2 %
-// smaller (README, issue 15); any level reads back the same. Two encoders let compression overlap record encoding (30% more
+// default level cost about 10 % more of the fused step's CPU for shard
+// files 2.6 % smaller (README, issue 15); any level reads back the same.
+// Two encoders let compression overlap record encoding (30% more
 // records/s on two cores); decoding is cheap next to record decoding, so
 // it stays on the reading goroutine. The decoder's window limit bounds its
 // memory whatever a damaged or foreign frame asks for.
