@@ -60,6 +60,7 @@ type shape struct {
 	fields []field
 	value  ValueKind
 	rows   [3]protoreflect.MessageType // by Version, for ValueRow
+	alike  [3][3]bool                  // RowsAlike by Version pair, for ValueRow
 }
 
 func u64s(names ...string) []field {

@@ -64,10 +64,11 @@ func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
 			break
 		}
 		// Every other row has the same wire encoding in both formats: move
-		// the payload as it is (unknown fields and all) into the new envelope.
+		// the payload as it is (unknown fields and all) into the new
+		// envelope, without decoding it again.
 		var payload []byte
 		if payload, err = format.DecodeEnvelope(format.V1, value); err == nil {
-			out, err = recordOf(key, format.EncodeEnvelope(format.V2, payload))
+			out, err = rec.Move(format.V2, key, format.EncodeEnvelope(format.V2, payload))
 		}
 	}
 	if err != nil {

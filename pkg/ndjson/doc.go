@@ -23,6 +23,12 @@
 // the same bytes, unknown fields and unknown tags included. The same records
 // always make the same file, whichever binary writes it.
 //
+// A migration that moves a row's protobuf payload as it is into another
+// format (Record.Move, where format.RowsAlike) neither decodes nor
+// re-encodes it, and reuses its line where the key is unchanged: the
+// result is the Record NewRecord decodes from the same bytes, line for
+// line.
+//
 // Reading is strict and streams in bounded memory: a missing or wrong
 // trailer, a bad line (named by number), a header of another export format
 // and a truncated or corrupt compressed stream are each a named error, and

@@ -36,7 +36,10 @@ func compressionOf(url string) compression {
 
 // zstd settings. A 1 MiB window compresses shards as well as the default
 // 8 MiB one (their redundancy is between nearby rows) in a quarter of the
-// memory. Two encoders let compression overlap record encoding (30% more
+// memory. The fastest level: the shard step is bound by CPU, and the
+// default level cost about 10 % more of the fused step's CPU for shard
+// files 2.6 % smaller (README, issue 15); any level reads back the same.
+// Two encoders let compression overlap record encoding (30% more
 // records/s on two cores); decoding is cheap next to record decoding, so
 // it stays on the reading goroutine. The decoder's window limit bounds its
 // memory whatever a damaged or foreign frame asks for.
@@ -44,6 +47,7 @@ const (
 	zstdWindow    = 1 << 20
 	zstdEncoders  = 2
 	zstdMaxWindow = 64 << 20
+	zstdLevel     = zstd.SpeedFastest
 )
 
 // FileWriter writes a shard file by URL (see blob.Store.Create). The file
@@ -68,7 +72,7 @@ func Create(ctx context.Context, store *blob.Store, url string, h Header) (*File
 	var w io.Writer = obj
 	switch compressionOf(url) {
 	case zstdCompressed:
-		zw, err := zstd.NewWriter(obj, zstd.WithWindowSize(zstdWindow), zstd.WithEncoderConcurrency(zstdEncoders))
+		zw, err := zstd.NewWriter(obj, zstd.WithWindowSize(zstdWindow), zstd.WithEncoderConcurrency(zstdEncoders), zstd.WithEncoderLevel(zstdLevel))
 		if err != nil {
 			obj.Abort()
 			return nil, fmt.Errorf("ndjson: %s: %w", url, err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
@@ -251,6 +253,46 @@ func TestCompressedCorrupt(t *testing.T) {
 		}
 		if corrupt == 0 {
 			t.Errorf("%s: no flipped byte reported as ErrCorrupt", sfx.name)
+		}
+	}
+}
+
+// Shards written at other zstd levels and windows (those before the
+// fastest level, or another tool's) read back the same.
+func TestZstdAnyLevelReads(t *testing.T) {
+	dir := t.TempDir()
+	store := newStore(t)
+	es := allEntries(t, format.V1)
+	plain := filepath.Join(dir, "shard.ndjson")
+	writeFile(t, store, plain, header(format.V1), records(t, format.V1, es))
+	raw, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedDefault, zstd.SpeedBetterCompression, zstd.SpeedBestCompression} {
+		var buf bytes.Buffer
+		zw, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(level), zstd.WithWindowSize(8<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := zw.Write(raw); err != nil {
+			t.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		url := filepath.Join(dir, level.String()+".ndjson.zst")
+		if err := os.WriteFile(url, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, rs, err := readFile(store, url)
+		if err != nil || len(rs) != len(es) {
+			t.Fatalf("%s: %d records, %v", level, len(rs), err)
+		}
+		for i, r := range rs {
+			if k, v := r.Raw(); !bytes.Equal(k, es[i].key) || !bytes.Equal(v, es[i].value) {
+				t.Fatalf("%s record %d: %x=%x", level, i, k, v)
+			}
 		}
 	}
 }

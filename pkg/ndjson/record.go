@@ -3,6 +3,7 @@ package ndjson
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -24,6 +25,14 @@ type Record struct {
 	// that ordered fields differently, say), so shard files carry it as it
 	// is, next to the row, to give back the stored bytes on import.
 	verbatim bool
+	// moved: row is the row of another format whose type is alike
+	// (format.RowsAlike), as Move leaves it: its JSON and unknown fields
+	// are this Record's, and Row decodes rawValue for the message of this
+	// format.
+	moved bool
+	// line is the record line, newline included, once WithLine made it:
+	// Writer.Write writes it as it is.
+	line []byte
 }
 
 // NewRecord decodes the raw key and value of a format-v catalog entry. Keys
@@ -88,6 +97,61 @@ func NewRowRecord(v format.Version, k format.Key, row proto.Message) (Record, er
 	return Record{version: v, key: k, row: row, rawKey: rawKey, rawValue: value}, nil
 }
 
+// Move returns r's row as the format-v Record of key k stored as value: for
+// a migration that moves a row's protobuf payload as it is into another
+// format's key and envelope. Where r's value is its row's canonical
+// encoding and the row's type is alike in both formats
+// (format.RowsAlike), nothing is decoded or re-encoded, so nothing can be
+// lost: the Record keeps r's row for its line and unknown fields, its line
+// too where k is r's key (WithLine), and Row decodes value on demand. Any
+// other record is decoded from its bytes as NewRecord does. Either way the
+// Record is the one NewRecord makes of k's encoding and value, and its
+// line the same bytes. value's payload must be r's: Move refuses another.
+func (r Record) Move(v format.Version, k format.Key, value []byte) (Record, error) {
+	rawKey, err := format.EncodeKey(v, k)
+	if err != nil {
+		return Record{}, fmt.Errorf("ndjson: move: %w", err)
+	}
+	if r.row == nil || r.verbatim || k.Tag != r.key.Tag || k.Name != r.key.Name || !format.RowsAlike(r.version, v, k) {
+		return NewRecord(v, rawKey, value)
+	}
+	to, err := format.DecodeEnvelope(v, value)
+	if err != nil {
+		return Record{}, fmt.Errorf("ndjson: move: key %x: %w", rawKey, err)
+	}
+	from, err := format.DecodeEnvelope(r.version, r.rawValue)
+	if err != nil || !bytes.Equal(from, to) {
+		return Record{}, fmt.Errorf("ndjson: move: key %x: the value's payload is not the row's", rawKey)
+	}
+	out := Record{version: v, key: k, row: r.row, rawKey: rawKey, rawValue: value, moved: true}
+	if sameKey(k, r.key) {
+		out.line = r.line
+	}
+	return out, nil
+}
+
+func sameKey(a, b format.Key) bool {
+	return a.Tag == b.Tag && a.Name == b.Name && a.Raw == nil && b.Raw == nil &&
+		slices.Equal(a.Parts, b.Parts) && slices.Equal(a.Strs, b.Strs)
+}
+
+// WithLine returns r with its record line made, so that a record written
+// into two shards, as ExportTransformShard writes it and what Move makes of
+// it, builds its line once. The line is what Writer.Write would write.
+func (r Record) WithLine() (Record, error) {
+	if r.line != nil {
+		return r, nil
+	}
+	// Room for the usual line (the row's JSON is at most about twice its
+	// bytes): one allocation, not a growth per member.
+	line, err := appendRecordLine(make([]byte, 0, 96+len(r.rawKey)+2*len(r.rawValue)), r)
+	if err != nil {
+		return Record{}, err
+	}
+	r.line = line
+	return r, nil
+}
+
 // Version returns the catalog format the Record is in.
 func (r Record) Version() format.Version { return r.version }
 
@@ -99,8 +163,19 @@ func (r Record) Key() format.Key { return r.key }
 
 // Row returns the decoded row, a message of format.NewRow's type for the
 // Record's version and key, with the unknown fields in it; nil for a raw
-// key.
-func (r Record) Row() proto.Message { return r.row }
+// key. A Record made by Move decodes it from its value at each call.
+func (r Record) Row() proto.Message {
+	if !r.moved {
+		return r.row
+	}
+	row, err := format.DecodeValue(r.version, r.key, r.rawValue)
+	if err != nil {
+		// Move checked that the value holds the payload a row of an
+		// alike type decoded from: this cannot fail.
+		panic(fmt.Sprintf("ndjson: moved record %x does not decode: %v", r.rawKey, err))
+	}
+	return row
+}
 
 // Unknown returns the row's unknown fields as raw protobuf wire bytes (what
 // a newer binary added), nil if there are none or the tag is unknown.

@@ -59,20 +59,23 @@ func (w *Writer) Write(r Record) error {
 	var err error
 	if r.version != w.header.CatalogFormat {
 		err = fmt.Errorf("ndjson: a %s record in a %s shard", r.version, w.header.CatalogFormat)
-	} else {
-		w.line, err = appendRecordLine(w.line[:0], r)
 	}
-	if err == nil && len(w.line) > MaxLineBytes {
-		err = fmt.Errorf("ndjson: key %x: record line of %d bytes exceeds %d", r.rawKey, len(w.line), MaxLineBytes)
+	line := r.line
+	if err == nil && line == nil {
+		w.line, err = appendRecordLine(w.line[:0], r)
+		line = w.line
+	}
+	if err == nil && len(line) > MaxLineBytes {
+		err = fmt.Errorf("ndjson: key %x: record line of %d bytes exceeds %d", r.rawKey, len(line), MaxLineBytes)
 	}
 	if err == nil {
-		_, err = w.bw.Write(w.line)
+		_, err = w.bw.Write(line)
 	}
 	if err != nil {
 		w.err = err
 		return err
 	}
-	w.sum.Write(w.line)
+	w.sum.Write(line)
 	w.counts[r.key.Tag]++
 	w.records++
 	return nil

@@ -72,6 +72,12 @@ func BenchmarkShardStep(b *testing.B) {
 	rate := func(b *testing.B) {
 		b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 		b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+		// What zstd's level costs in size: both shard files as written.
+		for name, f := range map[string]string{"v1-bytes": v1, "v2-bytes": v2} {
+			if fi, err := os.Stat(f); err == nil {
+				b.ReportMetric(float64(fi.Size()), name)
+			}
+		}
 	}
 	start := func(b *testing.B) { cpu0 = cpuTime(b) }
 	b.Run("separate", func(b *testing.B) {

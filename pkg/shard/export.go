@@ -225,6 +225,11 @@ func exportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h n
 				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 			}
 			rec, err := ndjson.NewRecord(c.Version(), e.Key, e.Value)
+			if err == nil && tw != nil {
+				// Most records' transformed lines are this line
+				// (ndjson.Record.Move): built once, written twice.
+				rec, err = rec.WithLine()
+			}
 			if err != nil {
 				return res, stats, fmt.Errorf("shard: export shard %d: %w", h.ShardIndex, err)
 			}
@@ -271,6 +276,7 @@ type transformWriter struct {
 	stream *migration.Stream
 	batch  []ndjson.Record
 	ch     chan []ndjson.Record
+	free   chan []ndjson.Record // batches the goroutine is done with, for reuse
 	done   chan struct{}
 	err    error // the goroutine's, read after done
 	cancel context.CancelCauseFunc
@@ -286,6 +292,7 @@ func startTransform(ctx context.Context, store *blob.Store, h ndjson.Header, t *
 	tw := &transformWriter{
 		fw: fw, t: t, stream: migration.NewStream(t.Path, t.Options),
 		batch: make([]ndjson.Record, 0, fuseBatch), ch: make(chan []ndjson.Record, fuseDepth),
+		free: make(chan []ndjson.Record, fuseDepth+1),
 		done: make(chan struct{}), cancel: cancel,
 	}
 	go tw.run()
@@ -312,6 +319,11 @@ func (tw *transformWriter) run() {
 			}
 		}
 		tw.t.Progress.addRecords(uint64(len(batch)))
+		clear(batch) // lets the records' rows go
+		select {
+		case tw.free <- batch[:0]:
+		default:
+		}
 	}
 }
 
@@ -336,7 +348,11 @@ func (tw *transformWriter) flush() error {
 	case <-tw.done:
 		return tw.err
 	}
-	tw.batch = make([]ndjson.Record, 0, fuseBatch)
+	select {
+	case tw.batch = <-tw.free:
+	default:
+		tw.batch = make([]ndjson.Record, 0, fuseBatch)
+	}
 	return nil
 }
 
