@@ -13,15 +13,17 @@ import (
 
 // Stage rates, per worker (a Lambda, or one of the CLI's --concurrency), from
 // the README's measurements of 2026-12-02 (1 000 000 rows, 16 shards,
-// versitygw, 2 cores): Import 9.1 s and Verify 2.3 s on a quiet machine
+// versitygw, 2 cores): Import 5.2 s (bench-pipeline, the WAL-less bulk
+// writer, under load; 9.1 s before it) and Verify 2.3 s
 // (scripts/bench-migrate.sh), Check 0.05 s, Finalize 0.1 s, Flip 0.1 s, and
 // Freeze 0.4 s besides its scan.
 const (
 	// ShardRowsPerSec is ExportTransformShard's rate (export and
 	// transform in one pass, both shard files written) on one core:
-	// BenchmarkShardStep/fused, 15.1 CPU-seconds per 1 000 000 rows.
-	ShardRowsPerSec  = 66_000
-	ImportRowsPerSec = 110_000
+	// BenchmarkShardStep/fused, 9.6 CPU-seconds per 1 000 000 rows (median
+	// after the raw-bytes path and zstd's fastest level; 15.1 before).
+	ShardRowsPerSec  = 104_000
+	ImportRowsPerSec = 190_000
 	VerifyRowsPerSec = 435_000
 	// ScanRowsPerSec is SlateDB 0.13.1's full scan on versitygw (README,
 	// SlateDB binding table): Freeze's byte-balancing scan, which gives up
