@@ -175,11 +175,11 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 		beforeCommit()
 	}
 	if err := ctx.Err(); err != nil {
-		return res, dropWayBack(url, opts, fmt.Errorf("inplace: migrate %s: interrupted before the batch: %w", url, err))
+		return res, dropWayBack(url, opts, "", fmt.Errorf("inplace: migrate %s: interrupted before the batch: %w", url, err))
 	}
 	switch o, err := write(ctx, w, &dels, url, res.From, opts.To, so); {
 	case o == unchanged && err != nil:
-		return res, dropWayBack(url, opts, err)
+		return res, dropWayBack(url, opts, "", err)
 	case o == unknown:
 		return res, fmt.Errorf("%w (the way back is %s)", err, opts.WayBack)
 	case err != nil: // it landed all the same: the read-back decides
@@ -218,16 +218,18 @@ type WayBack struct {
 // objects are deleted, and so is the checkpoint.
 func makeWayBack(ctx context.Context, w *catalog.Writer, url string, want ndjson.Digest, opts Options) (*WayBack, error) {
 	made := false // whether the copy wrote anything: only then is it deleted
+	var checkpoint string
 	fail := func(err error) (*WayBack, error) {
 		if !made {
 			opts.WayBack = ""
 		}
-		return nil, dropWayBack(url, opts, fmt.Errorf("inplace: migrate %s: the way back %s: %w; nothing was migrated", url, opts.WayBack, err))
+		return nil, dropWayBack(url, opts, checkpoint, fmt.Errorf("inplace: migrate %s: the way back %s: %w; nothing was migrated", url, opts.WayBack, err))
 	}
 	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Name: CheckpointName(opts.MigrationID)})
 	if err != nil {
 		return fail(err)
 	}
+	checkpoint = cp.ID
 	copied, err := slatedb.CopyCheckpoint(ctx, url, cp.ID, opts.WayBack, opts.Store)
 	// Its refusals (a destination that is not empty, say) write nothing.
 	made = !errors.Is(err, slatedb.ErrInvalid)
@@ -360,10 +362,11 @@ func wayBackFree(ctx context.Context, opts Options) error {
 }
 
 // dropWayBack deletes what a migration that changed nothing made of its way
-// back (the copy's objects, the checkpoint it was copied from), on a fresh
-// context (the caller's may be what failed), and returns cause with what it
-// could not delete.
-func dropWayBack(url string, opts Options, cause error) error {
+// back (the copy's objects, unless opts.WayBack is empty; the checkpoint it
+// was copied from, unless checkpoint is empty: after the copy it is gone
+// already), on a fresh context (the caller's may be what failed), and
+// returns cause with what it could not delete.
+func dropWayBack(url string, opts Options, checkpoint string, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	var left []string
@@ -372,29 +375,15 @@ func dropWayBack(url string, opts Options, cause error) error {
 			left = append(left, fmt.Sprintf("the copy %s (%v)", opts.WayBack, err))
 		}
 	}
-	if err := dropCheckpoint(ctx, url, opts); err != nil {
-		left = append(left, err.Error())
+	if checkpoint != "" {
+		if err := slatedb.DeleteCheckpoint(ctx, url, checkpoint, opts.Store); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
+			left = append(left, fmt.Sprintf("checkpoint %s (%v)", checkpoint, err))
+		}
 	}
 	if len(left) > 0 {
 		return fmt.Errorf("%w; left (cleanup deletes them): %s", cause, strings.Join(left, "; "))
 	}
 	return cause
-}
-
-// dropCheckpoint deletes the migration's checkpoint on the catalog at url,
-// if there is one.
-func dropCheckpoint(ctx context.Context, url string, opts Options) error {
-	cp, err := FindCheckpoint(ctx, url, opts.MigrationID, opts.Store)
-	switch {
-	case errors.Is(err, ErrNoWayBack):
-		return nil
-	case err != nil:
-		return err
-	}
-	if err := slatedb.DeleteCheckpoint(ctx, url, cp.ID, opts.Store); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-		return fmt.Errorf("checkpoint %s (%w)", cp.ID, err)
-	}
-	return nil
 }
 
 // readBack is the digest of the catalog at url, opened expecting format v

@@ -451,3 +451,26 @@ func TestBadInputRefused(t *testing.T) {
 	}
 	sameListing(t, "refused calls", list, listing(t, url))
 }
+
+// A way back the copy refuses once the checkpoint is taken (here, a place
+// inside the catalog) fails the migration with nothing left: no checkpoint,
+// the catalog as it was, nothing deleted inside it.
+func TestWayBackRefusedByTheCopyLeavesNothing(t *testing.T) {
+	eachPlace(t, func(t *testing.T, url string) {
+		ctx := testCtx(t)
+		seeded(t, url, 200)
+		before := dump(t, url)
+		o := opts(t, url, "m-inside")
+		o.WayBack = url + "/inside"
+		if _, err := Migrate(ctx, url, o); !errors.Is(err, slatedb.ErrInvalid) || !strings.Contains(err.Error(), "nothing was migrated") {
+			t.Fatalf("migrate: err = %v, want the copy's refusal and nothing migrated", err)
+		}
+		if cps := checkpointsOf(t, url); len(cps) != 0 {
+			t.Fatalf("checkpoints after the refusal: %+v", cps)
+		}
+		sameKV(t, "after the refusal", before, dump(t, url))
+		if _, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1}); err != nil {
+			t.Fatalf("the catalog after the refusal: %v", err)
+		}
+	})
+}

@@ -12,21 +12,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
-// FindCheckpoint returns the checkpoint of in-place migration id on the
-// catalog at url (it lives while the way back is copied), or ErrNoWayBack.
-func FindCheckpoint(ctx context.Context, url, migrationID string, so slatedb.Options) (slatedb.Checkpoint, error) {
-	cps, err := slatedb.ListCheckpoints(ctx, url, so)
-	if err != nil {
-		return slatedb.Checkpoint{}, fmt.Errorf("inplace: checkpoints of %s: %w", url, err)
-	}
-	for _, cp := range cps {
-		if cp.Name == CheckpointName(migrationID) {
-			return cp, nil
-		}
-	}
-	return slatedb.Checkpoint{}, fmt.Errorf("%w: %s holds no checkpoint %q of migration %s", ErrNoWayBack, url, CheckpointName(migrationID), migrationID)
-}
-
 // RestoreOptions say what Restore does.
 type RestoreOptions struct {
 	// Current is the format the catalog has now (the migration's target);
