@@ -41,6 +41,16 @@ if [ ! -f "$src/Cargo.toml" ] || [ ! -f "$src/Cargo.lock" ]; then
 	exit 1
 fi
 
+# What the installed binary was built from: the source's contents (not
+# its mtimes, which a fresh checkout of the same source changes, and with
+# them cargo's fingerprints: a rebuild of up to an hour for nothing) and
+# the toolchain. The same stamp beside an installed binary: nothing to do.
+stamp="$bin/.rocklake.source"
+fingerprint="$( (cd "$src" && find . -type f -not -path './target/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; cargo --version; rustc --version) | sha256sum | cut -c1-64)"
+if [ -x "$bin/rocklake" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$fingerprint" ]; then
+	exit 0
+fi
+
 built="$CARGO_TARGET_DIR/release/rocklake"
 if [ ! -x "$built" ]; then
 	echo "building rocklake from $src into $CARGO_TARGET_DIR (first time: about 15-20 minutes on 2 cores)" >&2
@@ -57,3 +67,4 @@ if ! cmp -s "$built" "$bin/rocklake"; then
 	mv -f "$bin/rocklake.tmp.$$" "$bin/rocklake"
 	echo "installed $bin/rocklake" >&2
 fi
+printf '%s\n' "$fingerprint" > "$stamp.tmp.$$" && mv -f "$stamp.tmp.$$" "$stamp"
