@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -53,9 +54,33 @@ func main() {
 	// Every catchable signal (a closed pipe included) cancels the command,
 	// which then cleans up on a fresh context (migrate runs Abort).
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	stopProfile := startProfile(os.Getenv("ROCKLAKE_MIGRATE_CPUPROFILE"))
 	code := run(ctx, &env{stdout: os.Stdout, stderr: os.Stderr}, os.Args[1:])
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// startProfile writes a CPU profile of the whole command to path, when set
+// (benchmark scripts ask for it; no flag, so that it is not part of any
+// command's interface). A profile that cannot start is said and skipped:
+// it never stops the command.
+func startProfile(path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rocklake-migrate: no CPU profile: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // run runs the CLI with args and returns its exit code.
