@@ -7,7 +7,6 @@ import (
 	"io"
 	"runtime"
 	"sort"
-	"sync"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -30,71 +29,42 @@ type VerifyResult struct {
 
 // DigestCatalog reads every key of an open catalog into a Digest, counting
 // them in p (nil counts nothing). The digest is of the raw bytes
-// (ndjson.Digest.AddRaw), so no record is decoded; the scan runs on this
-// goroutine and the hashing on one per CPU.
+// (ndjson.Digest.AddRaw), so no record is decoded; the catalog is scanned
+// and hashed in parts on every CPU (scanParts), whose digests add up to the
+// whole's in any order.
 func DigestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson.Digest, error) {
+	var d ndjson.Digest
+	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
+		return digestRange(ctx, c, r, p)
+	})
+	if err != nil {
+		return d, err
+	}
+	for _, x := range parts {
+		d.Merge(x)
+	}
+	return d, nil
+}
+
+// digestRange digests the keys of one range.
+func digestRange(ctx context.Context, c *catalog.Catalog, r Range, p *Progress) (ndjson.Digest, error) {
+	var d ndjson.Digest
 	var n uint64
 	defer func() { p.addRecords(n % progressStep) }()
-	return digestParallel(func(emit func(key, value []byte) error) error {
-		for e, err := range c.ScanRaw(ctx, nil, nil) {
-			if err != nil {
-				return err
-			}
-			if err := emit(e.Key, e.Value); err != nil {
-				return err
-			}
-			if n++; n%progressStep == 0 {
-				p.addRecords(progressStep)
-			}
+	for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
+		if err != nil {
+			return d, fmt.Errorf("shard: digest %s: %w", c.URL(), err)
 		}
-		return nil
-	})
+		d.AddRaw(e.Key, e.Value)
+		if n++; n%progressStep == 0 {
+			p.addRecords(progressStep)
+		}
+	}
+	return d, nil
 }
 
 // progressStep is how many records a digest counts in its Progress at once.
 const progressStep = 4096
-
-// digestBatch is how many entries a hashing goroutine takes at a time.
-const digestBatch = 256
-
-// digestParallel digests the entries that scan emits (whose bytes must stay
-// valid after emit returns) on one goroutine per CPU, and merges the digests:
-// the sum does not depend on which goroutine added what.
-func digestParallel(scan func(emit func(key, value []byte) error) error) (ndjson.Digest, error) {
-	type kv struct{ key, value []byte }
-	batches := make(chan []kv, runtime.GOMAXPROCS(0))
-	digests := make([]ndjson.Digest, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i := range digests {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range batches {
-				for _, e := range b {
-					digests[i].AddRaw(e.key, e.value)
-				}
-			}
-		}()
-	}
-	b := make([]kv, 0, digestBatch)
-	err := scan(func(key, value []byte) error {
-		if b = append(b, kv{key, value}); len(b) == digestBatch {
-			batches <- b
-			b = make([]kv, 0, digestBatch)
-		}
-		return nil
-	})
-	if len(b) > 0 {
-		batches <- b
-	}
-	close(batches)
-	wg.Wait()
-	var d ndjson.Digest
-	for _, x := range digests {
-		d.Merge(x)
-	}
-	return d, err
-}
 
 // DigestShards reads every record of the shard set at input into a Digest,
 // decoding the shards on one goroutine per CPU.
