@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,7 +38,7 @@ func newTransformCmd(e *env) *cobra.Command {
 	output := fs.String("output", "", "where the transformed shards go: a file for a file input, else a directory or s3:// prefix")
 	to := fs.String("to", "", "target format (v2)")
 	unknown := fs.String("unknown-tags", "fail", "records of tags this binary does not know: fail (list them), carry (byte for byte) or drop")
-	concurrency := fs.Int("concurrency", 2, "shards transformed at once")
+	concurrency := fs.Int("concurrency", runtime.NumCPU(), "shards transformed at once (largest first)")
 	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if *input == "" || *output == "" || *to == "" {
@@ -55,10 +56,16 @@ func newTransformCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		urls, err := shard.List(ctx, store, *input)
+		files, err := shard.ListSized(ctx, store, *input)
 		if err != nil {
 			return err
 		}
+		urls := make([]string, len(files))
+		for i, f := range files {
+			urls[i] = f.URL
+		}
+		// Largest first: the last shard to finish is then a small one.
+		order := shard.LargestFirst(files)
 		if shard.IsFile(*input) != shard.IsFile(*output) {
 			return usagef("--input and --output must both be files, or both directories or prefixes")
 		}
@@ -75,7 +82,8 @@ func newTransformCmd(e *env) *cobra.Command {
 		stop := e.stage("transform", *asJSON, &p)
 		start := time.Now()
 		rep := transformReport{Input: *input, Output: *output, To: v, Shards: len(urls), Stats: make([]migration.Stats, len(urls))}
-		err = shard.ForEach(ctx, len(urls), *concurrency, func(ctx context.Context, i int) error {
+		err = shard.ForEach(ctx, len(urls), *concurrency, func(ctx context.Context, next int) error {
+			i := order[next]
 			out := *output
 			if !shard.IsFile(*output) {
 				out = shard.Join(*output, path.Base(urls[i]))

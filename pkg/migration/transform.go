@@ -44,6 +44,14 @@ func Records(rec ndjson.Record, path []Migration, opts Options) ([]ndjson.Record
 			return nil, &UnknownTagsError{Counts: map[format.Tag]uint64{rec.Tag(): 1}}
 		}
 	}
+	switch len(path) {
+	case 0:
+		return []ndjson.Record{rec}, nil
+	case 1:
+		// One step (v1→v2, every migration so far): its records as it
+		// makes them, without a slice per step to copy them through.
+		return path[0].Apply(rec)
+	}
 	recs := []ndjson.Record{rec}
 	for _, m := range path {
 		var next []ndjson.Record

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"runtime"
 	"sort"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -43,33 +42,18 @@ type sample struct {
 const maxSamples = 8192
 
 // Measure scans the whole catalog (a read; nothing is written) and returns
-// its profile. It scans in parts cut by the counters' estimate (Plan), as
-// many at once as there are CPUs, and more parts than CPUs, so that the
-// estimate's imbalance evens out: the scan, not the profile, is the work.
-// prog, if not nil, counts the keys scanned as they go.
+// its profile. It scans in parts on every CPU (scanParts): the scan, not
+// the profile, is the work. prog, if not nil, counts the keys scanned as
+// they go.
 func Measure(ctx context.Context, c *catalog.Catalog, prog *Progress) (*Profile, error) {
-	k := runtime.GOMAXPROCS(0)
-	parts := []Range{{}}
-	if k > 1 {
-		var err error
-		if parts, err = Plan(ctx, c, measureParts*k); err != nil {
-			return nil, fmt.Errorf("shard: measure %s: %w", c.URL(), err)
-		}
-	}
-	profs := make([]*Profile, len(parts))
-	err := ForEach(ctx, len(parts), k, func(ctx context.Context, i int) error {
-		var err error
-		profs[i], err = measure(ctx, c, parts[i], prog)
-		return err
+	profs, err := scanParts(ctx, c, func(ctx context.Context, r Range) (*Profile, error) {
+		return measure(ctx, c, r, prog)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return merge(profs), nil
 }
-
-// measureParts is how many parts per CPU Measure scans.
-const measureParts = 4
 
 // measure profiles the keys of one range.
 func measure(ctx context.Context, c *catalog.Catalog, r Range, prog *Progress) (*Profile, error) {

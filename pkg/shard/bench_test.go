@@ -144,3 +144,56 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// Verify's two reads: the catalog's digest (DigestCatalog) and the shards'
+// (DigestShards, of BENCH_SHARDS zstd shards, default 8), each against the
+// raw scan of the same catalog in the same run.
+func BenchmarkDigest(b *testing.B) {
+	store, c, keys := benchCatalog(b)
+	var cpu0 time.Duration
+	start := func(b *testing.B) { cpu0 = cpuTime(b) }
+	rate := func(b *testing.B) {
+		b.ReportMetric(float64(keys)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+	}
+	b.Run("scan", func(b *testing.B) {
+		start(b)
+		for b.Loop() {
+			for _, err := range c.ScanRaw(context.Background(), nil, nil) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		rate(b)
+	})
+	b.Run("catalog", func(b *testing.B) {
+		start(b)
+		for b.Loop() {
+			if _, err := shard.DigestCatalog(context.Background(), c, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rate(b)
+	})
+	b.Run("shards", func(b *testing.B) {
+		n := 8
+		if s := os.Getenv("BENCH_SHARDS"); s != "" {
+			var err error
+			if n, err = strconv.Atoi(s); err != nil {
+				b.Fatalf("BENCH_SHARDS=%q: %v", s, err)
+			}
+		}
+		dir := b.TempDir()
+		if _, err := shard.Export(context.Background(), store, c.URL(), dir, shard.ExportOptions{Shards: n, Compression: "zst"}); err != nil {
+			b.Fatal(err)
+		}
+		start(b)
+		for b.Loop() {
+			if _, _, err := shard.DigestShards(context.Background(), store, dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rate(b)
+	})
+}

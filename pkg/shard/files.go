@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -53,25 +54,51 @@ func Join(dir, name string) string {
 // List finds the shard files of input: the file itself, or the shard files
 // directly under a directory or S3 prefix, in index order.
 func List(ctx context.Context, store *blob.Store, input string) ([]string, error) {
+	files, err := ListSized(ctx, store, input)
+	if err != nil {
+		return nil, err
+	}
+	urls := make([]string, len(files))
+	for i, f := range files {
+		urls[i] = f.URL
+	}
+	return urls, nil
+}
+
+// ListSized is List with each file's size (0 for a single file given as
+// input: there is nothing to order it against).
+func ListSized(ctx context.Context, store *blob.Store, input string) ([]blob.Info, error) {
 	if IsFile(input) {
-		return []string{input}, nil
+		return []blob.Info{{URL: input}}, nil
 	}
 	prefix := strings.TrimSuffix(input, "/") + "/"
 	infos, err := store.List(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("shard: list %s: %w", input, err)
 	}
-	var urls []string
+	var files []blob.Info
 	for _, in := range infos {
 		rest := strings.TrimPrefix(in.URL, prefix)
 		if !strings.Contains(rest, "/") && shardName.MatchString(rest) {
-			urls = append(urls, in.URL)
+			files = append(files, in)
 		}
 	}
-	if len(urls) == 0 {
+	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrNoShards, input)
 	}
-	return urls, nil
+	return files, nil
+}
+
+// LargestFirst orders the files' positions by size, largest first (ties in
+// the order given): the order to start work on shards of uneven size in, so
+// that the last to finish is a small one and the CPUs stay busy to the end.
+func LargestFirst(files []blob.Info) []int {
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return files[order[a]].Size > files[order[b]].Size })
+	return order
 }
 
 // Headers reads every shard's header and checks that together they are one

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -879,5 +880,13 @@ func TestProgressTotals(t *testing.T) {
 	}
 	if vp.Records.Load() != 2*exp.Records || vp.RecordsTotal.Load() != 2*exp.Records {
 		t.Fatalf("verify progress: %d of %d records; the catalog holds %d", vp.Records.Load(), vp.RecordsTotal.Load(), exp.Records)
+	}
+}
+
+// Shards start largest first, ties in the order listed (index order).
+func TestLargestFirst(t *testing.T) {
+	files := []blob.Info{{Size: 10}, {Size: 30}, {Size: 10}, {Size: 20}, {Size: 30}}
+	if got, want := shard.LargestFirst(files), []int{1, 4, 3, 0, 2}; !slices.Equal(got, want) {
+		t.Fatalf("LargestFirst = %v, want %v", got, want)
 	}
 }

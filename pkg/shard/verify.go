@@ -7,7 +7,6 @@ import (
 	"io"
 	"runtime"
 	"sort"
-	"sync"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -30,71 +29,42 @@ type VerifyResult struct {
 
 // DigestCatalog reads every key of an open catalog into a Digest, counting
 // them in p (nil counts nothing). The digest is of the raw bytes
-// (ndjson.Digest.AddRaw), so no record is decoded; the scan runs on this
-// goroutine and the hashing on one per CPU.
+// (ndjson.Digest.AddRaw), so no record is decoded; the catalog is scanned
+// and hashed in parts on every CPU (scanParts), whose digests add up to the
+// whole's in any order.
 func DigestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson.Digest, error) {
+	var d ndjson.Digest
+	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
+		return digestRange(ctx, c, r, p)
+	})
+	if err != nil {
+		return d, err
+	}
+	for _, x := range parts {
+		d.Merge(x)
+	}
+	return d, nil
+}
+
+// digestRange digests the keys of one range.
+func digestRange(ctx context.Context, c *catalog.Catalog, r Range, p *Progress) (ndjson.Digest, error) {
+	var d ndjson.Digest
 	var n uint64
 	defer func() { p.addRecords(n % progressStep) }()
-	return digestParallel(func(emit func(key, value []byte) error) error {
-		for e, err := range c.ScanRaw(ctx, nil, nil) {
-			if err != nil {
-				return err
-			}
-			if err := emit(e.Key, e.Value); err != nil {
-				return err
-			}
-			if n++; n%progressStep == 0 {
-				p.addRecords(progressStep)
-			}
+	for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
+		if err != nil {
+			return d, fmt.Errorf("shard: digest %s: %w", c.URL(), err)
 		}
-		return nil
-	})
+		d.AddRaw(e.Key, e.Value)
+		if n++; n%progressStep == 0 {
+			p.addRecords(progressStep)
+		}
+	}
+	return d, nil
 }
 
 // progressStep is how many records a digest counts in its Progress at once.
 const progressStep = 4096
-
-// digestBatch is how many entries a hashing goroutine takes at a time.
-const digestBatch = 256
-
-// digestParallel digests the entries that scan emits (whose bytes must stay
-// valid after emit returns) on one goroutine per CPU, and merges the digests:
-// the sum does not depend on which goroutine added what.
-func digestParallel(scan func(emit func(key, value []byte) error) error) (ndjson.Digest, error) {
-	type kv struct{ key, value []byte }
-	batches := make(chan []kv, runtime.GOMAXPROCS(0))
-	digests := make([]ndjson.Digest, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for i := range digests {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range batches {
-				for _, e := range b {
-					digests[i].AddRaw(e.key, e.value)
-				}
-			}
-		}()
-	}
-	b := make([]kv, 0, digestBatch)
-	err := scan(func(key, value []byte) error {
-		if b = append(b, kv{key, value}); len(b) == digestBatch {
-			batches <- b
-			b = make([]kv, 0, digestBatch)
-		}
-		return nil
-	})
-	if len(b) > 0 {
-		batches <- b
-	}
-	close(batches)
-	wg.Wait()
-	var d ndjson.Digest
-	for _, x := range digests {
-		d.Merge(x)
-	}
-	return d, err
-}
 
 // DigestShards reads every record of the shard set at input into a Digest,
 // decoding the shards on one goroutine per CPU.
@@ -103,28 +73,49 @@ func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.
 }
 
 func digestShards(ctx context.Context, store *blob.Store, input string, p *Progress) (ndjson.Digest, format.Version, error) {
+	hs, files, err := listShards(ctx, store, input)
+	if err != nil {
+		return ndjson.Digest{}, 0, err
+	}
+	d, err := digestFiles(ctx, store, files, runtime.GOMAXPROCS(0), p)
+	return d, hs[0].CatalogFormat, err
+}
+
+// listShards lists the shard set at input and checks that it is one whole
+// export (Headers).
+func listShards(ctx context.Context, store *blob.Store, input string) ([]ndjson.Header, []blob.Info, error) {
+	files, err := ListSized(ctx, store, input)
+	if err != nil {
+		return nil, nil, err
+	}
+	urls := make([]string, len(files))
+	for i, f := range files {
+		urls[i] = f.URL
+	}
+	hs, _, err := Headers(ctx, store, urls)
+	if err != nil {
+		return nil, nil, err
+	}
+	return hs, files, nil
+}
+
+// digestFiles digests the shard files, k at once, largest first.
+func digestFiles(ctx context.Context, store *blob.Store, files []blob.Info, k int, p *Progress) (ndjson.Digest, error) {
 	var d ndjson.Digest
-	urls, err := List(ctx, store, input)
-	if err != nil {
-		return d, 0, err
-	}
-	hs, urls, err := Headers(ctx, store, urls)
-	if err != nil {
-		return d, 0, err
-	}
-	digests := make([]ndjson.Digest, len(urls))
-	err = ForEach(ctx, len(urls), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
+	order := LargestFirst(files)
+	digests := make([]ndjson.Digest, len(files))
+	err := ForEach(ctx, len(files), k, func(ctx context.Context, i int) error {
 		var err error
-		digests[i], err = digestShard(ctx, store, urls[i], p)
+		digests[i], err = digestShard(ctx, store, files[order[i]].URL, p)
 		return err
 	})
 	if err != nil {
-		return d, 0, err
+		return d, err
 	}
 	for _, x := range digests {
 		d.Merge(x)
 	}
-	return d, hs[0].CatalogFormat, nil
+	return d, nil
 }
 
 func digestShard(ctx context.Context, store *blob.Store, url string, p *Progress) (ndjson.Digest, error) {
@@ -161,25 +152,39 @@ type VerifyOptions struct {
 
 // Verify compares the catalog at url with the shards at input: per-table
 // counts and the order-independent digest of every record, system keys
-// included. A difference is ErrMismatch, with the result saying where.
+// included. A difference is ErrMismatch, with the result saying where. The
+// shards and the catalog are read at the same time, each on every CPU.
 func Verify(ctx context.Context, store *blob.Store, url, input string, opts VerifyOptions) (VerifyResult, error) {
 	var res VerifyResult
-	sd, v, err := digestShards(ctx, store, input, opts.Progress)
+	// The headers first: they say which format to open the catalog in.
+	hs, files, err := listShards(ctx, store, input)
 	if err != nil {
 		return res, err
 	}
-	// The catalog should hold as many keys as the shards hold records.
-	var records uint64
-	for _, n := range sd.Counts() {
-		records += n
-	}
-	opts.Progress.SetRecordsTotal(2 * records)
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v, Store: opts.Store})
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: hs[0].CatalogFormat, Store: opts.Store})
 	if err != nil {
 		return res, err
 	}
 	defer c.Close()
-	cd, err := DigestCatalog(ctx, c, opts.Progress)
+	var sd, cd ndjson.Digest
+	err = ForEach(ctx, 2, 2, func(ctx context.Context, i int) error {
+		var err error
+		if i == 1 {
+			cd, err = DigestCatalog(ctx, c, opts.Progress)
+			return err
+		}
+		if sd, err = digestFiles(ctx, store, files, runtime.GOMAXPROCS(0), opts.Progress); err != nil {
+			return err
+		}
+		// The catalog should hold as many keys as the shards hold
+		// records: known once the shards are read.
+		var records uint64
+		for _, n := range sd.Counts() {
+			records += n
+		}
+		opts.Progress.SetRecordsTotal(2 * records)
+		return nil
+	})
 	if err != nil {
 		return res, err
 	}

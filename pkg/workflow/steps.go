@@ -637,6 +637,11 @@ type VerifyOutput struct {
 	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
 }
 
+// resultReads is how many of the shards' result objects a step reads at
+// once: each is a small GET, so the round trips, not the bytes, are the
+// time.
+const resultReads = 16
+
 // Verify rescans the new catalog: its per-table counts and digest must equal
 // what the transforms wrote, and its version the target.
 func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
@@ -645,34 +650,48 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 		return VerifyOutput{Migration: m}, err
 	}
 	st := env.staging(m.MigrationID)
-	var want ndjson.Digest
-	carried, dropped := map[string]uint64{}, map[string]uint64{}
-	for i := range p.Ranges {
-		var r shardResult
-		if err := getJSON(ctx, env.Store, st.ResultURL("transform", i), &r); err != nil {
-			return VerifyOutput{Migration: m}, err
+	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
+	if err != nil {
+		return VerifyOutput{Migration: m}, err
+	}
+	defer c.Close()
+	// The transforms' results (one small object per shard, each a round
+	// trip to S3) are read while the catalog is scanned.
+	results := make([]shardResult, len(p.Ranges))
+	var got, want ndjson.Digest
+	err = shard.ForEach(ctx, 2, 2, func(ctx context.Context, part int) error {
+		if part == 1 {
+			var err error
+			got, err = shard.DigestCatalog(ctx, c, env.Progress.Verify)
+			return err
 		}
-		want.Merge(r.Digest)
+		err := shard.ForEach(ctx, len(results), resultReads, func(ctx context.Context, i int) error {
+			return getJSON(ctx, env.Store, st.ResultURL("transform", i), &results[i])
+		})
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			want.Merge(r.Digest)
+		}
+		var records uint64
+		for _, n := range want.Counts() {
+			records += n
+		}
+		env.Progress.Verify.SetRecordsTotal(records)
+		return nil
+	})
+	if err != nil {
+		return VerifyOutput{Migration: m}, err
+	}
+	carried, dropped := map[string]uint64{}, map[string]uint64{}
+	for _, r := range results {
 		for t, n := range r.Carried {
 			carried[t.String()] += n
 		}
 		for t, n := range r.Dropped {
 			dropped[t.String()] += n
 		}
-	}
-	var records uint64
-	for _, n := range want.Counts() {
-		records += n
-	}
-	env.Progress.Verify.SetRecordsTotal(records)
-	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
-	if err != nil {
-		return VerifyOutput{Migration: m}, err
-	}
-	defer c.Close()
-	got, err := shard.DigestCatalog(ctx, c, env.Progress.Verify)
-	if err != nil {
-		return VerifyOutput{Migration: m}, err
 	}
 	cmp := shard.Compare(got, want)
 	out := VerifyOutput{Migration: m, Counts: got.Counts(), Digest: got.Sum()}
