@@ -177,7 +177,7 @@ func TestNewRowRecord(t *testing.T) {
 	}
 	wantKey, _ := format.EncodeKey(format.V2, k)
 	wantValue, _ := format.EncodeValue(format.V2, k, row)
-	if gk, gv := r.Raw(); !bytes.Equal(gk, wantKey) || !bytes.Equal(gv, wantValue) || r.Row() != row {
+	if gk, gv := r.Raw(); !bytes.Equal(gk, wantKey) || !bytes.Equal(gv, wantValue) || !proto.Equal(r.Row(), row) {
 		t.Errorf("Raw() %x=%x, want %x=%x", gk, gv, wantKey, wantValue)
 	}
 	// Counters and the version key take their wrapper rows.
