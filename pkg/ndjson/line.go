@@ -175,20 +175,30 @@ func (d *lineDecoder) decode(line []byte) (Record, error) {
 	if len(l.shape.fields) > 0 && !l.seen[mKey] {
 		return Record{}, errors.New(`no "key"`)
 	}
-	rawKey, err := format.EncodeKey(d.v, l.key)
+	// A row's raw key and value share one allocation, the key first.
+	keyLen := 16
+	for _, str := range l.key.Strs {
+		keyLen += 2 + len(str)
+	}
+	keyLen += 10 * len(l.key.Parts)
+	h := format.EnvelopeHeaderLen(d.v)
+	buf := make([]byte, 0, keyLen+h+len(l.payload)+len(l.unknown))
+	rawKey, err := format.AppendKey(buf, d.v, l.key)
 	if err != nil {
 		return Record{}, err
 	}
+	rawKey = rawKey[:len(rawKey):len(rawKey)]
 	r := Record{version: d.v, key: l.key, shape: l.shape, rawKey: rawKey}
-	// The value the line spells, in one allocation.
 	var value []byte
 	switch l.shape.value {
 	case format.ValueRow:
 		if err := l.shape.rows[d.v].checkUnknown(l.unknown); err != nil {
 			return Record{}, err
 		}
-		h := format.EnvelopeHeaderLen(d.v)
-		value = make([]byte, h, h+len(l.payload)+len(l.unknown))
+		value = buf[len(rawKey) : len(rawKey)+h]
+		if len(rawKey) > keyLen {
+			value = make([]byte, h, h+len(l.payload)+len(l.unknown))
+		}
 		value = format.SealEnvelope(d.v, append(append(value, l.payload...), l.unknown...))
 		r.payload, r.unknown = value[h:h+len(l.payload):h+len(l.payload)], value[h+len(l.payload):]
 	case format.ValueCounter:
@@ -349,6 +359,9 @@ func (s *scanner) parseKey(t format.Tag, name string) (parts []uint64, strs []st
 		return nil, nil, bad(err)
 	}
 	for i, f := range fields {
+		if i == 0 && !f.Str {
+			parts = make([]uint64, 0, len(fields))
+		}
 		if i > 0 {
 			if err := s.expect(','); err != nil {
 				return nil, nil, bad(err)

@@ -51,7 +51,9 @@ func NewRecord(v format.Version, key, value []byte) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	r := Record{version: v, key: k, rawKey: bytes.Clone(key), rawValue: bytes.Clone(value)}
+	// One allocation for both copies.
+	buf := append(append(make([]byte, 0, len(key)+len(value)), key...), value...)
+	r := Record{version: v, key: k, rawKey: buf[:len(key):len(key)], rawValue: buf[len(key):]}
 	if k.Raw != nil {
 		return r, nil
 	}

@@ -350,7 +350,7 @@ func (t *msgTable) appendJSON(dst, b []byte) []byte {
 		case protoreflect.MessageKind:
 			dst = f.msg.appendJSON(dst, v)
 		case protoreflect.StringKind:
-			dst = appendString(dst, string(v))
+			dst = appendString(dst, v)
 		default:
 			dst = appendBase64(dst, v)
 		}
@@ -398,8 +398,9 @@ func appendQuotedUint(dst []byte, x uint64) []byte {
 // appendString appends s as a JSON string escaped as protojson escapes:
 // '"', '\' and control characters only, the latter as \b \f \n \r \t or
 // \u00XX with lower-case hex. s is valid UTF-8: scan checks strings, and
-// so does a reader.
-func appendString(dst []byte, s string) []byte {
+// so does a reader. It takes bytes too, so that a row's strings are not
+// copied out of its encoding first.
+func appendString[S string | []byte](dst []byte, s S) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
