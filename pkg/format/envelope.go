@@ -21,9 +21,9 @@ var (
 // castagnoli is CRC-32C, which amd64 and arm64 compute in hardware.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// envelopeHeaderLen is the header size of format v: version byte, magic, and
-// in format 2 the CRC-32C of the payload.
-func envelopeHeaderLen(v Version) int {
+// EnvelopeHeaderLen is the header size of format v: version byte, magic, and
+// in format 2 the CRC-32C of the payload. v must be Supported.
+func EnvelopeHeaderLen(v Version) int {
 	if v == V2 {
 		return 1 + len(Magic) + 4
 	}
@@ -38,17 +38,19 @@ func envelopeHeaderLen(v Version) int {
 // ParseVersion, so another one is a programming error.
 func EncodeEnvelope(v Version, payload []byte) []byte {
 	mustSupport(v)
-	b := make([]byte, envelopeHeaderLen(v), envelopeHeaderLen(v)+len(payload))
-	return sealEnvelope(v, append(b, payload...))
+	b := make([]byte, EnvelopeHeaderLen(v), EnvelopeHeaderLen(v)+len(payload))
+	return SealEnvelope(v, append(b, payload...))
 }
 
-// sealEnvelope fills in the header of b, whose payload already follows
-// envelopeHeaderLen(v) reserved bytes, so EncodeValue marshals in place.
-func sealEnvelope(v Version, b []byte) []byte {
+// SealEnvelope fills in the header of b, whose payload already follows
+// EnvelopeHeaderLen(v) reserved bytes, and returns b: a value built in place
+// (EncodeValue marshals into it, a shard reader appends a row's encoding)
+// costs no copy. v must be Supported.
+func SealEnvelope(v Version, b []byte) []byte {
 	b[0] = byte(v)
 	copy(b[1:], Magic)
 	if v == V2 {
-		h := envelopeHeaderLen(v)
+		h := EnvelopeHeaderLen(v)
 		binary.BigEndian.PutUint32(b[1+len(Magic):], crc32.Checksum(b[h:], castagnoli))
 	}
 	return b
@@ -61,7 +63,7 @@ func DecodeEnvelope(v Version, value []byte) ([]byte, error) {
 	if !Supported(v) {
 		return nil, errUnsupported(v)
 	}
-	h := envelopeHeaderLen(v)
+	h := EnvelopeHeaderLen(v)
 	if len(value) < 1+len(Magic) {
 		return nil, fmt.Errorf("%w (%s: %d bytes)", ErrEnvelopeTruncated, v, len(value))
 	}

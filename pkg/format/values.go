@@ -113,20 +113,20 @@ func EncodeValue(v Version, k Key, msg proto.Message) ([]byte, error) {
 	// Size first, then marshal into one buffer with the header reserved in
 	// front, reusing the computed sizes: a single allocation per value.
 	size := proto.MarshalOptions{Deterministic: true}.Size(msg)
-	h := envelopeHeaderLen(v)
+	h := EnvelopeHeaderLen(v)
 	b, err := proto.MarshalOptions{Deterministic: true, UseCachedSize: true}.MarshalAppend(make([]byte, h, h+size), msg)
 	if err != nil {
 		return nil, fmt.Errorf("format: marshal %s row: %w", v, err)
 	}
-	return sealEnvelope(v, b), nil
+	return SealEnvelope(v, b), nil
 }
 
 // EncodeCounter returns a counter value in format v: the envelope, then n as
 // a big-endian u64 (RockLake's encode_counter).
 func EncodeCounter(v Version, n uint64) []byte {
 	mustSupport(v)
-	h := envelopeHeaderLen(v)
-	return sealEnvelope(v, binary.BigEndian.AppendUint64(make([]byte, h, h+8), n))
+	h := EnvelopeHeaderLen(v)
+	return SealEnvelope(v, binary.BigEndian.AppendUint64(make([]byte, h, h+8), n))
 }
 
 // DecodeCounter decodes a format-v counter value.

@@ -1,6 +1,7 @@
 package migration
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -56,16 +57,13 @@ func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
 			out, err = recordOf(key, format.EncodeEnvelope(format.V2, payload))
 		}
 	default:
-		if snap, ok := rec.Row().(*rocklakev1.Snapshot); ok {
-			var row *rocklakev2.Snapshot
-			if row, err = v2Snapshot(snap); err == nil {
-				out, err = ndjson.NewRowRecord(format.V2, key, row)
-			}
+		if key.Tag == format.TagSnapshot {
+			out, err = v2SnapshotRecord(rec, key)
 			break
 		}
 		// Every other row has the same wire encoding in both formats: move
-		// the payload as it is (unknown fields and all) into the new
-		// envelope, without decoding it again.
+		// the payload as it is (unknown fields and all, nested ones too)
+		// into the new envelope, without decoding it again.
 		var payload []byte
 		if payload, err = format.DecodeEnvelope(format.V1, value); err == nil {
 			out, err = rec.Move(format.V2, key, format.EncodeEnvelope(format.V2, payload))
@@ -75,6 +73,39 @@ func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
 		return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
 	}
 	return []ndjson.Record{out}, nil
+}
+
+// ErrNestedUnknownFields: a row the migration rebuilds from its decoded
+// message holds fields unknown to a message nested in it, which the
+// rebuilt row could not be trusted to carry: the transform refuses it
+// rather than drop them.
+var ErrNestedUnknownFields = errors.New("NestedUnknownFields")
+
+// rebuildable refuses a record whose row a migration would rebuild field by
+// field when a nested message of it holds unknown fields.
+func rebuildable(rec ndjson.Record) error {
+	if rec.NestedUnknown() {
+		key, _ := rec.Raw()
+		return fmt.Errorf("%w: %s row at key %x holds fields unknown to a nested message; this migration rebuilds the row and would lose them",
+			ErrNestedUnknownFields, rec.Tag(), key)
+	}
+	return nil
+}
+
+// v2SnapshotRecord rebuilds a snapshot row, the one row format 2 changes.
+func v2SnapshotRecord(rec ndjson.Record, key format.Key) (ndjson.Record, error) {
+	if err := rebuildable(rec); err != nil {
+		return ndjson.Record{}, err
+	}
+	snap, ok := rec.Row().(*rocklakev1.Snapshot)
+	if !ok {
+		return ndjson.Record{}, fmt.Errorf("a %s row is a %T", rec.Tag(), rec.Row())
+	}
+	row, err := v2Snapshot(snap)
+	if err != nil {
+		return ndjson.Record{}, err
+	}
+	return ndjson.NewRowRecord(format.V2, key, row)
 }
 
 func recordOf(k format.Key, value []byte) (ndjson.Record, error) {
@@ -89,6 +120,9 @@ func recordOf(k format.Key, value []byte) (ndjson.Record, error) {
 // which format 2 computes from the tag key in the row.
 func v2Key(rec ndjson.Record) (format.Key, error) {
 	k := rec.Key()
+	if k.Tag != format.TagTag && k.Tag != format.TagColumnTag {
+		return k, nil // decoding the row costs more than the rest of its move
+	}
 	var tagKey string
 	switch row := rec.Row().(type) {
 	case *rocklakev1.Tag:
@@ -96,7 +130,7 @@ func v2Key(rec ndjson.Record) (format.Key, error) {
 	case *rocklakev1.ColumnTag:
 		tagKey = row.GetTagKey()
 	default:
-		return k, nil
+		return k, fmt.Errorf("a %s row is a %T", k.Tag, row)
 	}
 	parts := slices.Clone(k.Parts)
 	for i, f := range format.Fields(k.Tag, k.Name) {
@@ -126,7 +160,11 @@ func checkCollisions(rec ndjson.Record, to format.Version) error {
 		return err
 	}
 	desc := target.ProtoReflect().Descriptor()
-	source := rec.Row().ProtoReflect().Descriptor()
+	src, err := format.NewRow(rec.Version(), rec.Key())
+	if err != nil {
+		return err
+	}
+	source := src.ProtoReflect().Descriptor()
 	for b := unknown; len(b) > 0; {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {

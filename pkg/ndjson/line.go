@@ -1,13 +1,14 @@
 package ndjson
 
 import (
-	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -46,25 +47,11 @@ const (
 // b64 is strict so that each byte string has one spelling.
 var b64 = base64.StdEncoding.Strict()
 
-type shapeID struct {
-	tag  format.Tag
-	name string
-}
-
-// keyFields caches format.Fields, which allocates, by tag and shape name.
-var keyFields = func() map[shapeID][]format.Field {
-	m := map[shapeID][]format.Field{}
-	for _, k := range format.Shapes() {
-		m[shapeID{k.Tag, k.Name}] = format.Fields(k.Tag, k.Name)
-	}
-	return m
-}()
-
 // appendRecordLine appends r's line, newline included, to dst.
 func appendRecordLine(dst []byte, r Record) ([]byte, error) {
 	t := r.key.Tag
 	dst = append(dst, `{"table":`...)
-	if r.row == nil {
+	if r.shape == nil {
 		if t.Known() {
 			dst = appendString(dst, t.Name())
 		} else {
@@ -84,7 +71,7 @@ func appendRecordLine(dst []byte, r Record) ([]byte, error) {
 		dst = append(dst, `,"name":`...)
 		dst = appendString(dst, r.key.Name)
 	}
-	if fields := keyFields[shapeID{t, r.key.Name}]; len(fields) > 0 {
+	if fields := r.shape.fields; len(fields) > 0 {
 		dst = append(dst, `,"key":{`...)
 		pi, si := 0, 0
 		for i, f := range fields {
@@ -105,12 +92,24 @@ func appendRecordLine(dst []byte, r Record) ([]byte, error) {
 		dst = append(dst, '}')
 	}
 	dst = append(dst, `,"row":`...)
-	dst, err := appendRow(dst, r.row.ProtoReflect())
-	if err != nil {
-		return dst, fmt.Errorf("ndjson: key %x: row to JSON: %w", r.rawKey, err)
+	// Values that are not rows are bare, as protojson writes the wrapper
+	// types format.NewRow gives them.
+	switch r.shape.value {
+	case format.ValueRow:
+		t := r.shape.rows[r.version]
+		if t.err != nil {
+			return dst, fmt.Errorf("ndjson: key %x: row to JSON: %w", r.rawKey, t.err)
+		}
+		dst = t.appendJSON(dst, r.payload)
+	case format.ValueCounter:
+		dst = appendQuotedUint(dst, binary.BigEndian.Uint64(r.payload))
+	case format.ValueVersion:
+		dst = strconv.AppendUint(dst, uint64(binary.BigEndian.Uint32(r.payload)), 10)
+	default:
+		dst = appendBase64(dst, r.payload)
 	}
-	if u := r.Unknown(); u != nil {
-		dst = appendBase64Member(dst, "unknown", u)
+	if len(r.unknown) > 0 {
+		dst = appendBase64Member(dst, "unknown", r.unknown)
 	}
 	if r.verbatim {
 		dst = appendBase64Member(dst, "raw_value", r.rawValue)
@@ -128,13 +127,15 @@ func appendBase64Member(dst []byte, name string, b []byte) []byte {
 
 // recordLine is what a record line holds, before it is checked.
 type recordLine struct {
-	seen                      [len(lineMembers)]bool
-	table                     []byte // nil for null; aliases the line
-	tag                       format.Tag
-	key                       format.Key
-	row                       proto.Message // empty until the payload is unmarshalled
-	payload                   []byte        // the row's encoding, from its JSON
-	unknown, rawKey, rawValue []byte
+	seen    [len(lineMembers)]bool
+	table   []byte // nil for null; aliases the line
+	tag     format.Tag
+	key     format.Key
+	shape   *shapeInfo // the key's, once "row" is read
+	payload []byte     // a row's canonical encoding, from its JSON
+	number  uint64     // a counter's or the format version's value
+	// bytes: an enveloped or raw value's bytes; the others are members.
+	bytes, unknown, rawKey, rawValue []byte
 }
 
 // lineDecoder decodes the record lines of a format-v shard, reusing its
@@ -171,46 +172,94 @@ func (d *lineDecoder) decode(line []byte) (Record, error) {
 		return Record{}, errors.New(`no "row"`)
 	}
 	l.key.Tag = l.tag
-	if fields := keyFields[shapeID{l.tag, l.key.Name}]; len(fields) > 0 && !l.seen[mKey] {
+	if len(l.shape.fields) > 0 && !l.seen[mKey] {
 		return Record{}, errors.New(`no "key"`)
 	}
-	rawKey, err := format.EncodeKey(d.v, l.key)
+	// A row's raw key and value share one allocation, the key first.
+	keyLen := 16
+	for _, str := range l.key.Strs {
+		keyLen += 2 + len(str)
+	}
+	keyLen += 10 * len(l.key.Parts)
+	h := format.EnvelopeHeaderLen(d.v)
+	buf := make([]byte, 0, keyLen+h+len(l.payload)+len(l.unknown))
+	rawKey, err := format.AppendKey(buf, d.v, l.key)
 	if err != nil {
 		return Record{}, err
 	}
-	if l.seen[mUnknown] && format.ValueKindOf(l.key) != format.ValueRow {
+	rawKey = rawKey[:len(rawKey):len(rawKey)]
+	r := Record{version: d.v, key: l.key, shape: l.shape, rawKey: rawKey}
+	var value []byte
+	switch l.shape.value {
+	case format.ValueRow:
+		if err := l.shape.rows[d.v].checkUnknown(l.unknown); err != nil {
+			return Record{}, err
+		}
+		value = buf[len(rawKey) : len(rawKey)+h]
+		if len(rawKey) > keyLen {
+			value = make([]byte, h, h+len(l.payload)+len(l.unknown))
+		}
+		value = format.SealEnvelope(d.v, append(append(value, l.payload...), l.unknown...))
+		r.payload, r.unknown = value[h:h+len(l.payload):h+len(l.payload)], value[h+len(l.payload):]
+	case format.ValueCounter:
+		value = format.EncodeCounter(d.v, l.number)
+		r.payload = value[format.EnvelopeHeaderLen(d.v):]
+	case format.ValueVersion:
+		value = format.EncodeFormatVersion(uint32(l.number))
+		r.payload = value[format.EnvelopeHeaderLen(format.V1):]
+	case format.ValueEnveloped:
+		value = format.EncodeEnvelope(d.v, l.bytes)
+		r.payload = value[format.EnvelopeHeaderLen(d.v):]
+	default:
+		value, r.payload = l.bytes, l.bytes
+	}
+	if l.seen[mUnknown] && l.shape.value != format.ValueRow {
 		// Only protobuf rows are stored with their unknown fields.
 		return Record{}, fmt.Errorf(`a %s %s record has no "unknown"`, l.tag, l.key.Name)
 	}
-	// proto.Marshal writes unknown fields after the known ones.
-	payload := append(l.payload, l.unknown...)
-	d.wire = payload
-	if err := proto.Unmarshal(payload, l.row); err != nil {
-		return Record{}, fmt.Errorf(`"unknown" is not protobuf: %w`, err)
-	}
-	if !bytes.Equal(l.row.ProtoReflect().GetUnknown(), l.unknown) {
-		// They would decode as known fields: not the same row.
-		return Record{}, errors.New(`"unknown" holds fields the row type knows`)
-	}
-	r := Record{version: d.v, key: l.key, row: l.row, rawKey: rawKey}
 	if l.rawValue == nil {
-		if format.ValueKindOf(l.key) == format.ValueRow {
-			r.rawValue = format.EncodeEnvelope(d.v, payload)
-		} else if r.rawValue, err = format.EncodeValue(d.v, l.key, l.row); err != nil {
-			return Record{}, err
-		}
+		r.rawValue = value
 		return r, nil
 	}
-	// The stored bytes rule; the row must say the same.
+	// The stored bytes rule; the row must say the same, but for the
+	// unknown fields of nested messages, which only the stored bytes hold.
 	stored, err := format.DecodeValue(d.v, l.key, l.rawValue)
 	if err != nil {
 		return Record{}, fmt.Errorf("raw_value: %w", err)
 	}
-	if !proto.Equal(stored, l.row) {
+	mine, err := format.DecodeValue(d.v, l.key, value)
+	if err != nil {
+		return Record{}, err
+	}
+	r.nested = dropNestedUnknown(stored.ProtoReflect(), 0)
+	if !proto.Equal(stored, mine) {
 		return Record{}, errors.New(`"raw_value" and "row"/"unknown" differ`)
 	}
 	r.rawValue, r.verbatim = l.rawValue, true
 	return r, nil
+}
+
+// dropNestedUnknown clears the unknown fields of the messages nested in m,
+// depth levels down, and reports whether there were any.
+func dropNestedUnknown(m protoreflect.Message, depth int) bool {
+	found := false
+	if depth > 0 && len(m.GetUnknown()) > 0 {
+		m.SetUnknown(nil)
+		found = true
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.Kind() != protoreflect.MessageKind || fd.IsMap():
+		case fd.IsList():
+			for i := range v.List().Len() {
+				found = dropNestedUnknown(v.List().Get(i).Message(), depth+1) || found
+			}
+		default:
+			found = dropNestedUnknown(v.Message(), depth+1) || found
+		}
+		return true
+	})
+	return found
 }
 
 // members reads the line's object into l.
@@ -270,11 +319,21 @@ func (s *scanner) member(v format.Version, m int, l *recordLine) error {
 	case mKey:
 		l.key.Parts, l.key.Strs, err = s.parseKey(l.tag, l.key.Name)
 	case mRow:
-		l.key.Tag = l.tag
-		if l.row, err = format.NewRow(v, l.key); err != nil {
-			return err
+		if l.shape = shapes[shapeID{l.tag, l.key.Name}]; l.shape == nil {
+			return fmt.Errorf("%w (%s %s %q)", format.ErrNoRowType, v, l.tag, l.key.Name)
 		}
-		l.payload, err = s.appendRowWire(l.payload, l.row.ProtoReflect().Descriptor())
+		switch l.shape.value {
+		case format.ValueRow:
+			l.payload, err = s.appendRowWire(l.payload, l.shape.rows[v])
+		case format.ValueCounter:
+			l.number, err = s.uintString()
+		case format.ValueVersion:
+			var n uint32
+			n, err = s.u32()
+			l.number = uint64(n)
+		default:
+			l.bytes, err = s.base64()
+		}
 	case mUnknown:
 		l.unknown, err = s.base64()
 	case mRawKey:
@@ -288,7 +347,10 @@ func (s *scanner) member(v format.Version, m int, l *recordLine) error {
 // parseKey reads the components of a key with tag t and shape name, by
 // name, in order.
 func (s *scanner) parseKey(t format.Tag, name string) (parts []uint64, strs []string, err error) {
-	fields := keyFields[shapeID{t, name}]
+	var fields []format.Field
+	if sh := shapes[shapeID{t, name}]; sh != nil {
+		fields = sh.fields
+	}
 	if len(fields) == 0 {
 		return nil, nil, fmt.Errorf(`a %s %q record has no "key"`, t, name)
 	}
@@ -297,6 +359,9 @@ func (s *scanner) parseKey(t format.Tag, name string) (parts []uint64, strs []st
 		return nil, nil, bad(err)
 	}
 	for i, f := range fields {
+		if i == 0 && !f.Str {
+			parts = make([]uint64, 0, len(fields))
+		}
 		if i > 0 {
 			if err := s.expect(','); err != nil {
 				return nil, nil, bad(err)

@@ -1,0 +1,18 @@
+package ndjson
+
+import "github.com/rocklake/rocklake-migrate/pkg/format"
+
+// The oracle and the codec's line functions, for the external tests.
+var (
+	OracleLine = oracleLine
+	OracleRead = oracleRead
+)
+
+// LineOf is r's record line, newline included.
+func LineOf(r Record) ([]byte, error) { return appendRecordLine(nil, r) }
+
+// ReadLine decodes one record line of a format-v shard.
+func ReadLine(v format.Version, line []byte) (Record, error) {
+	d := lineDecoder{v: v}
+	return d.decode(line)
+}
