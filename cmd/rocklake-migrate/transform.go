@@ -38,7 +38,7 @@ func newTransformCmd(e *env) *cobra.Command {
 	output := fs.String("output", "", "where the transformed shards go: a file for a file input, else a directory or s3:// prefix")
 	to := fs.String("to", "", "target format (v2)")
 	unknown := fs.String("unknown-tags", "fail", "records of tags this binary does not know: fail (list them), carry (byte for byte) or drop")
-	concurrency := fs.Int("concurrency", runtime.NumCPU(), "shards transformed at once (largest first)")
+	concurrency := fs.Int("concurrency", runtime.GOMAXPROCS(0), "shards transformed at once, largest first; the default is one per CPU")
 	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if *input == "" || *output == "" || *to == "" {

@@ -145,9 +145,10 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// Verify's two reads: the catalog's digest (DigestCatalog) and the shards'
-// (DigestShards, of BENCH_SHARDS zstd shards, default 8), each against the
-// raw scan of the same catalog in the same run.
+// Verify's two reads, the catalog's digest (DigestCatalog) and the shards'
+// (DigestShards, of BENCH_SHARDS zstd shards, default 8), and Verify,
+// which makes both at once, against the raw scan of the same catalog in the
+// same run.
 func BenchmarkDigest(b *testing.B) {
 	store, c, keys := benchCatalog(b)
 	var cpu0 time.Duration
@@ -176,21 +177,31 @@ func BenchmarkDigest(b *testing.B) {
 		}
 		rate(b)
 	})
+	n := 8
+	if s := os.Getenv("BENCH_SHARDS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatalf("BENCH_SHARDS=%q: %v", s, err)
+		}
+	}
+	dir := b.TempDir()
+	if _, err := shard.Export(context.Background(), store, c.URL(), dir, shard.ExportOptions{Shards: n, Compression: "zst"}); err != nil {
+		b.Fatal(err)
+	}
 	b.Run("shards", func(b *testing.B) {
-		n := 8
-		if s := os.Getenv("BENCH_SHARDS"); s != "" {
-			var err error
-			if n, err = strconv.Atoi(s); err != nil {
-				b.Fatalf("BENCH_SHARDS=%q: %v", s, err)
-			}
-		}
-		dir := b.TempDir()
-		if _, err := shard.Export(context.Background(), store, c.URL(), dir, shard.ExportOptions{Shards: n, Compression: "zst"}); err != nil {
-			b.Fatal(err)
-		}
 		start(b)
 		for b.Loop() {
 			if _, _, err := shard.DigestShards(context.Background(), store, dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rate(b)
+	})
+	// Both reads, as the verify command makes them.
+	b.Run("verify", func(b *testing.B) {
+		start(b)
+		for b.Loop() {
+			if _, err := shard.Verify(context.Background(), store, c.URL(), dir, shard.VerifyOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -904,3 +904,28 @@ func TestLargestFirst(t *testing.T) {
 		t.Fatalf("LargestFirst = %v, want %v", got, want)
 	}
 }
+
+// Verify reads the shards and the catalog at the same time: a damaged shard
+// is that shard's error, not a difference.
+func TestVerifyDamagedShard(t *testing.T) {
+	store := newStore(t)
+	src, dst := fileURL(t, "src"), fileURL(t, "dst")
+	seeded(t, src, 300)
+	dir := t.TempDir()
+	exportTo(t, store, src, dir, 3, "")
+	importFrom(t, store, dir, dst, format.V1)
+	f := filepath.Join(dir, shard.FileName(1, 3, ""))
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without its trailer: the file ends on a record.
+	lines := bytes.SplitAfter(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if err := os.WriteFile(f, bytes.Join(lines[:len(lines)-1], nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = shard.Verify(ctxFor(t), store, dst, dir, shard.VerifyOptions{})
+	if !errors.Is(err, ndjson.ErrNoTrailer) || errors.Is(err, shard.ErrMismatch) {
+		t.Fatalf("verify with a shard cut short: %v, want ErrNoTrailer", err)
+	}
+}

@@ -67,7 +67,7 @@ func digestRange(ctx context.Context, c *catalog.Catalog, r Range, p *Progress) 
 const progressStep = 4096
 
 // DigestShards reads every record of the shard set at input into a Digest,
-// decoding the shards on one goroutine per CPU.
+// decoding the shards on one goroutine per CPU, largest first.
 func DigestShards(ctx context.Context, store *blob.Store, input string) (ndjson.Digest, format.Version, error) {
 	return digestShards(ctx, store, input, nil)
 }
@@ -77,7 +77,7 @@ func digestShards(ctx context.Context, store *blob.Store, input string, p *Progr
 	if err != nil {
 		return ndjson.Digest{}, 0, err
 	}
-	d, err := digestFiles(ctx, store, files, runtime.GOMAXPROCS(0), p)
+	d, err := digestFiles(ctx, store, files, p)
 	return d, hs[0].CatalogFormat, err
 }
 
@@ -99,12 +99,12 @@ func listShards(ctx context.Context, store *blob.Store, input string) ([]ndjson.
 	return hs, files, nil
 }
 
-// digestFiles digests the shard files, k at once, largest first.
-func digestFiles(ctx context.Context, store *blob.Store, files []blob.Info, k int, p *Progress) (ndjson.Digest, error) {
+// digestFiles digests the shard files, one per CPU at once, largest first.
+func digestFiles(ctx context.Context, store *blob.Store, files []blob.Info, p *Progress) (ndjson.Digest, error) {
 	var d ndjson.Digest
 	order := LargestFirst(files)
 	digests := make([]ndjson.Digest, len(files))
-	err := ForEach(ctx, len(files), k, func(ctx context.Context, i int) error {
+	err := ForEach(ctx, len(files), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
 		var err error
 		digests[i], err = digestShard(ctx, store, files[order[i]].URL, p)
 		return err
@@ -145,8 +145,9 @@ func digestShard(ctx context.Context, store *blob.Store, url string, p *Progress
 // VerifyOptions tune a verify.
 type VerifyOptions struct {
 	Store slatedb.Options
-	// Progress counts the shards' records, then the catalog's keys: its
-	// total, twice the shards' records, is known once they are read.
+	// Progress counts the shards' records and the catalog's keys, read at
+	// the same time: its total, twice the shards' records, is known once
+	// the shards are read.
 	Progress *Progress
 }
 
@@ -173,7 +174,7 @@ func Verify(ctx context.Context, store *blob.Store, url, input string, opts Veri
 			cd, err = DigestCatalog(ctx, c, opts.Progress)
 			return err
 		}
-		if sd, err = digestFiles(ctx, store, files, runtime.GOMAXPROCS(0), opts.Progress); err != nil {
+		if sd, err = digestFiles(ctx, store, files, opts.Progress); err != nil {
 			return err
 		}
 		// The catalog should hold as many keys as the shards hold
