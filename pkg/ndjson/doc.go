@@ -14,7 +14,8 @@
 //     unknown protobuf fields as base64; the raw key and value as base64 for
 //     keys of unknown tags and counter and system keys of no known shape, and
 //     the raw value where the stored bytes are not the row's canonical
-//     encoding;
+//     encoding or a nested message holds fields its type does not know
+//     (which the row's JSON cannot show);
 //   - the last line, the trailer: the record count, per-table counts and the
 //     SHA-256 of the record lines, byte for byte (`sed '1d;$d' | sha256sum`).
 //

@@ -30,7 +30,8 @@ import (
 // past 2^53 in most parsers; string components are strings. Keys of unknown
 // tags, and counter and system keys of no known shape, travel as raw bytes.
 // "raw_value" appears on a known-shape record only when the stored value is
-// not the canonical encoding of its row (Record.verbatim).
+// not the canonical encoding of its row, or a nested message of the row
+// holds unknown fields (Record.verbatim).
 var lineMembers = [...]string{"table", "tag", "name", "key", "row", "unknown", "raw_key", "raw_value"}
 
 const (

@@ -1,6 +1,7 @@
 package ndjson
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -81,13 +82,22 @@ func (s *scanner) key() ([]byte, error) {
 		return nil, err
 	}
 	start := s.i
-	for s.i < len(s.b) && s.b[s.i] != '"' && s.b[s.i] != '\\' {
-		s.i++
+	n := bytes.IndexByte(s.b[start:], '"')
+	if n < 0 {
+		n = len(s.b) - start
 	}
+	if bs := bytes.IndexByte(s.b[start:start+n], '\\'); bs >= 0 {
+		n = bs
+	}
+	s.i = start + n
 	if err := s.expect('"'); err != nil {
 		return nil, err
 	}
 	k := s.b[start : s.i-1]
+	if s.i < len(s.b) && s.b[s.i] == ':' {
+		s.i++ // the usual spelling, without the space skipping of expect
+		return k, nil
+	}
 	return k, s.expect(':')
 }
 

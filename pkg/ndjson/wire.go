@@ -450,19 +450,16 @@ func (s *scanner) appendRowWire(dst []byte, t *msgTable) ([]byte, error) {
 		if err != nil || !more {
 			return dst, err
 		}
-		name, err := s.key()
-		if err != nil {
-			return dst, err
-		}
-		i := next
-		for i < len(t.fields) && t.fields[i].name != string(name) {
+		// Usually the member is spelled as appendJSON spells it: its name
+		// and colon match a field's key, no need to scan the name first.
+		i, rest := next, s.b[s.i:]
+		for i < len(t.fields) && !(len(rest) >= len(t.fields[i].key) && string(rest[:len(t.fields[i].key)]) == t.fields[i].key) {
 			i++
 		}
-		if i == len(t.fields) {
-			if _, ok := t.byName[string(name)]; ok {
-				return dst, s.errorf("field %q out of order or repeated", name)
-			}
-			return dst, s.errorf("%s has no field %q", t.name, name)
+		if i < len(t.fields) {
+			s.i += len(t.fields[i].key)
+		} else if i, err = s.fieldAt(t, next); err != nil {
+			return dst, err
 		}
 		next = i + 1
 		f := &t.fields[i]
@@ -475,6 +472,24 @@ func (s *scanner) appendRowWire(dst []byte, t *msgTable) ([]byte, error) {
 			return dst, fmt.Errorf("%s: %w", f.name, err)
 		}
 	}
+}
+
+// fieldAt reads a member's name, spelled otherwise (spaces, say), and
+// returns the index of its field, which must be at index from or later.
+func (s *scanner) fieldAt(t *msgTable, from int) (int, error) {
+	name, err := s.key()
+	if err != nil {
+		return 0, err
+	}
+	for i := from; i < len(t.fields); i++ {
+		if t.fields[i].name == string(name) {
+			return i, nil
+		}
+	}
+	if _, ok := t.byName[string(name)]; ok {
+		return 0, s.errorf("field %q out of order or repeated", name)
+	}
+	return 0, s.errorf("%s has no field %q", t.name, name)
 }
 
 func (s *scanner) appendListWire(dst []byte, f *fieldEntry) ([]byte, error) {
