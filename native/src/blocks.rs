@@ -50,7 +50,8 @@ pub struct Profile {
     pub manifest_id: u64,
     /// Compacted SST views profiled.
     pub ssts: u64,
-    /// WAL SSTs a reader of the manifest replays, and their bytes.
+    /// WAL SSTs a reader of the checkpoint (or of the latest state)
+    /// replays, and their bytes.
     pub wal_ssts: u64,
     pub wal_bytes: u64,
     /// How many adjacent blocks of an SST each output block stands for
@@ -84,7 +85,12 @@ pub async fn profile(
     .try_collect()
     .await?;
 
-    let wal = manifest::wal_ids(&m);
+    // A checkpoint's reader replays the WAL SSTs its manifest names; a
+    // reader of the latest state every one past the manifest's.
+    let wal = match id {
+        Some(_) => manifest::wal_ids(&m),
+        None => manifest::wal_ids(&m).start..u64::MAX,
+    };
     let (mut wal_ssts, mut wal_bytes) = (0, 0);
     if !wal.is_empty() {
         for (stem, size) in manifest::list_ssts(loc, "wal").await? {
