@@ -73,19 +73,19 @@ func FromBlocks(b slatedb.Blocks, n int) (*Profile, error) {
 // the database at url as checkpoint checkpointID holds it ("": its latest
 // state): a read of each SST's index, whatever the row count, where
 // PlanByBytes scans every key. ErrBlocksUnusable when the profile cannot
-// be trusted (FromBlocks); the profile is returned with the ranges.
-func PlanByBlocks(ctx context.Context, url, checkpointID string, opts slatedb.Options, n int) ([]Range, *Profile, error) {
+// be trusted (FromBlocks).
+func PlanByBlocks(ctx context.Context, url, checkpointID string, opts slatedb.Options, n int) ([]Range, error) {
 	b, err := slatedb.ProfileBlocks(ctx, url, checkpointID, opts, MaxBlocks)
 	if err != nil {
-		return nil, nil, fmt.Errorf("shard: plan by blocks %s: %w", url, err)
+		return nil, fmt.Errorf("shard: plan by blocks %s: %w", url, err)
 	}
 	p, err := FromBlocks(b, n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	rs, err := p.Ranges(n)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return rs, p, CheckRanges(rs)
+	return rs, CheckRanges(rs)
 }

@@ -31,7 +31,7 @@ func TestBlockPlanBalancesLikeTheByteScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{4, 16, 64} {
-		byBlocks, _, err := shard.PlanByBlocks(ctx, url, "", slatedb.Options{}, n)
+		byBlocks, err := shard.PlanByBlocks(ctx, url, "", slatedb.Options{}, n)
 		if err != nil {
 			t.Fatalf("%d shards: %v", n, err)
 		}
@@ -90,7 +90,7 @@ func TestBlocksUnusable(t *testing.T) {
 	ctx := ctxFor(t)
 	url := fileURL(t, "small")
 	seeded(t, url, 10)
-	if _, _, err := shard.PlanByBlocks(ctx, url, "", slatedb.Options{}, 4); !errors.Is(err, shard.ErrBlocksUnusable) {
+	if _, err := shard.PlanByBlocks(ctx, url, "", slatedb.Options{}, 4); !errors.Is(err, shard.ErrBlocksUnusable) {
 		t.Fatalf("tiny catalog: %v, want ErrBlocksUnusable", err)
 	}
 }
