@@ -86,9 +86,9 @@ func printPlan(e *env, r workflow.PreflightReport, staging string) {
 			r.Source, c.Objects, bytesHuman(c.StoredBytes), c.Keys, bytesHuman(c.Bytes))
 	}
 	if len(r.Shards) > 0 {
-		fmt.Fprintf(w, "shards: %d, balanced by bytes: the largest %.2f× the mean (key-range estimate: %.2f×)\n", len(r.Shards), r.Imbalance, r.KeyRangeImbalance)
+		fmt.Fprintf(w, "shards: %d, balanced by bytes: the largest %.2f× the mean (block plan: %.2f×; key-range estimate: %.2f×)\n", len(r.Shards), r.Imbalance, r.BlockImbalance, r.KeyRangeImbalance)
 		if r.Balance != "bytes" {
-			fmt.Fprintf(w, "  but Freeze would cut them by %s\n", r.Balance)
+			fmt.Fprintf(w, "  Freeze would cut them by %s\n", r.Balance)
 		}
 		for _, s := range r.Shards {
 			fmt.Fprintf(w, "  %3d  %-10s [%s, %s)\n", s.Index, bytesHuman(s.Bytes), s.Start, s.End)

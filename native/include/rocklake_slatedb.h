@@ -74,6 +74,15 @@ int32_t rl_checkpoint_delete(const char *url, const char *opts_json, const char 
 int32_t rl_checkpoint_copy(const char *url, const char *opts_json, const char *checkpoint_id,
                            const char *dest_url, uint64_t timeout_ms, const rl_cancel *cancel,
                            char **out, char **err_out);
+/* Where the database's bytes lie in key order, from its compacted SSTs'
+ * indexes (no data read, nothing written), as checkpoint_id holds it (NULL
+ * or "": the latest manifest), in at most max(max_blocks, SSTs) blocks
+ * (0: no bound). *out (free with rl_bytes_free), little-endian:
+ *   manifest_id:u64 | ssts:u64 | wal_ssts:u64 | wal_bytes:u64 | merged:u32 | n:u32
+ *   then n times klen:u32 | key | bytes:u64 | run:i64 (-1 = L0) | sst ULID:16 (big-endian) */
+int32_t rl_block_profile(const char *url, const char *opts_json, const char *checkpoint_id,
+                         size_t max_blocks, uint64_t timeout_ms, const rl_cancel *cancel,
+                         uint8_t **out, size_t *out_len, char **err_out);
 
 rl_cancel *rl_cancel_new(void);
 void rl_cancel_fire(const rl_cancel *c);

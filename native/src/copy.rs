@@ -14,12 +14,13 @@
 use std::collections::{BTreeMap, HashSet};
 
 use futures::{StreamExt, TryStreamExt};
-use slatedb::manifest::{SsTableId, SsTableView};
+use slatedb::manifest::SsTableId;
 use slatedb::object_store::path::Path;
 use uuid::Uuid;
 
+use crate::manifest;
 use crate::store::{self, Location};
-use crate::{fail, from_slate, Res, RL_ERR_CHECKPOINT_MISSING, RL_ERR_DATA, RL_ERR_INVALID};
+use crate::{fail, from_slate, Res, RL_ERR_DATA, RL_ERR_INVALID};
 
 /// How many objects are copied at once.
 const PARALLEL: usize = 8;
@@ -66,84 +67,27 @@ pub async fn checkpoint(
             ),
         ));
     }
-    let admin = src.admin();
-    let cps = admin
-        .list_checkpoints(None)
-        .await
-        .map_err(|e| from_slate("list checkpoints", e))?;
-    let cp = cps.iter().find(|c| c.id == id).ok_or_else(|| {
-        fail(
-            RL_ERR_CHECKPOINT_MISSING,
-            format!("copy {src_url}: checkpoint missing. checkpoint_id=`{id}`"),
-        )
-    })?;
-    let m = admin
-        .read_manifest(Some(cp.manifest_id))
-        .await
-        .map_err(|e| from_slate("read the checkpoint's manifest", e))?
-        .ok_or_else(|| {
-            fail(
-                RL_ERR_DATA,
-                format!(
-                    "copy {src_url}: manifest {} of checkpoint {id} is gone",
-                    cp.manifest_id
-                ),
-            )
-        })?;
-    if let Some(wal) = m.wal_object_store_uri() {
-        return Err(fail(
-            RL_ERR_INVALID,
-            format!("copy {src_url}: the database keeps its WAL in another store ({wal}); it cannot be copied by itself"),
-        ));
-    }
-    if !m.external_dbs().is_empty() {
-        return Err(fail(
-            RL_ERR_INVALID,
-            format!("copy {src_url}: the database is a SlateDB clone (it lives on another database's SSTs); it cannot be copied by itself"),
-        ));
-    }
-
-    // Compacted SSTs: every L0 view and sorted run, of the default tree and
-    // of every segment.
-    let mut ssts = HashSet::new();
-    let mut add = |views: &mut dyn Iterator<Item = &SsTableView>| {
-        for v in views {
-            if let SsTableId::Compacted(u) = v.sst.id {
-                ssts.insert(u.to_string());
-            }
-        }
-    };
-    add(&mut m.l0().iter());
-    add(&mut m.compacted().iter().flat_map(|r| r.sst_views.iter()));
-    for s in m.segments() {
-        add(&mut s.l0().iter());
-        add(&mut s.compacted().iter().flat_map(|r| r.sst_views.iter()));
-    }
-    let wal = (m.replay_after_wal_id() + 1)..m.next_wal_sst_id();
+    let m = manifest::read(&src.admin(), src_url, Some(id)).await?;
+    manifest::require_self_contained(&m, src_url, "copy")?;
+    let ssts: HashSet<String> = manifest::compacted_views(&m)
+        .into_iter()
+        .filter_map(|(_, v)| match v.sst.id {
+            SsTableId::Compacted(u) => Some(u.to_string()),
+            SsTableId::Wal(_) => None,
+        })
+        .collect();
+    let wal = manifest::wal_ids(&m);
 
     // What exists, with sizes; everything the manifest names must.
     let mut todo: BTreeMap<String, u64> = BTreeMap::new();
     for dir in ["compacted", "wal"] {
-        let prefix = src.path.child(dir);
-        let list: Vec<_> = src
-            .store
-            .list(Some(&prefix))
-            .try_collect()
-            .await
-            .map_err(|e| store::store_error(src, e))?;
-        for o in list {
-            let Some(name) = o.location.filename() else {
-                continue;
-            };
-            let Some(stem) = name.strip_suffix(".sst") else {
-                continue;
-            };
+        for (stem, size) in manifest::list_ssts(src, dir).await? {
             let wanted = match dir {
-                "compacted" => ssts.contains(stem),
+                "compacted" => ssts.contains(&stem),
                 _ => stem.parse::<u64>().is_ok_and(|n| wal.contains(&n)),
             };
             if wanted {
-                todo.insert(format!("{dir}/{name}"), o.size);
+                todo.insert(format!("{dir}/{stem}.sst"), size);
             }
         }
     }
@@ -157,7 +101,7 @@ pub async fn checkpoint(
             format!("copy {src_url}: checkpoint {id} names {} SSTs that are not in the store (first: {})", missing.len(), missing[0]),
         ));
     }
-    let manifest = format!("manifest/{:020}.manifest", cp.manifest_id);
+    let manifest = format!("manifest/{:020}.manifest", m.id());
     let bytes = todo.values().sum::<u64>();
     let objects = todo.len() + 1;
 
@@ -196,7 +140,7 @@ pub async fn checkpoint(
             .map_err(|e| from_slate("drop a checkpoint from the copy", e))?;
     }
     Ok(Copied {
-        manifest_id: cp.manifest_id,
+        manifest_id: m.id(),
         objects,
         bytes,
         checkpoints_dropped: dropped.len(),

@@ -20,8 +20,10 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod aws;
+mod blocks;
 mod copy;
 mod guard;
+mod manifest;
 mod store;
 
 use std::ffi::{c_char, CStr, CString};
@@ -971,6 +973,42 @@ pub extern "C" fn rl_checkpoint_copy(
             ),
             out,
         )
+    })
+}
+
+/// Profiles where the database's bytes lie in key order from its SSTs'
+/// indexes (blocks.rs), as checkpoint `checkpoint_id` holds it (the latest
+/// manifest when null or ""), in at most max(`max_blocks`, SSTs) blocks
+/// (`max_blocks` 0: no bound). Writes nothing. The profile is a buffer in
+/// blocks::encode's format, freed with rl_bytes_free.
+#[no_mangle]
+pub extern "C" fn rl_block_profile(
+    url: *const c_char,
+    opts_json: *const c_char,
+    checkpoint_id: *const c_char,
+    max_blocks: usize,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let id = match checkpoint_id.is_null() {
+            true => None,
+            false => match cstr(checkpoint_id, "checkpoint id")? {
+                "" => None,
+                raw => Some(
+                    Uuid::parse_str(raw)
+                        .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?,
+                ),
+            },
+        };
+        let p = block(timeout_ms, cancel, blocks::profile(&loc, url, id, max_blocks))?;
+        out_bytes(blocks::encode(&p), out, out_len)
     })
 }
 

@@ -32,10 +32,16 @@ const (
 	ScanRowsPerSec    = 286_000
 	ScanBudgetSeconds = 120
 	ScanGiveUpSeconds = 6
-	CheckSeconds      = 0.05
-	FreezeSeconds     = 0.4
-	FinalizeSeconds   = 0.1
-	FlipSeconds       = 0.1
+	// Freeze cuts the shards from the compacted SSTs' block indexes when
+	// they can be trusted (pkg/shard PlanByBlocks): BlockReadsPerSST S3
+	// reads per SST (the index, and the one the engine may add), 16 SSTs
+	// at a time, whatever the rows: BlockSSTsPerSec measured 2026-12-03.
+	BlockReadsPerSST = 2
+	BlockSSTsPerSec  = 1_000
+	CheckSeconds     = 0.05
+	FreezeSeconds    = 0.4
+	FinalizeSeconds  = 0.1
+	FlipSeconds      = 0.1
 	// ShardStepSeconds is what an ExportTransformShard costs
 	// whatever its rows (opening the source or shard, the plan, the
 	// results). Measured 2026-12-02 on the 2-core machine under heavy load:
@@ -92,7 +98,10 @@ type Input struct {
 	Shards      int     //
 	Concurrency int     // shards worked on at once (the Map's, or --concurrency)
 	Imbalance   float64 // largest shard over the mean (1 for even shards)
-	DryRun      bool
+	// SSTs is the catalog's compacted SSTs when Freeze cuts the shards by
+	// their block indexes; 0: by the byte scan.
+	SSTs   int
+	DryRun bool
 	// ShardBytesRatio is the shard files' bytes over the catalog's bytes
 	// (compressed NDJSON); 0 takes DefaultShardBytesRatio.
 	ShardBytesRatio float64
@@ -165,6 +174,9 @@ func Run(in Input) (Estimate, error) {
 	if scan > ScanBudgetSeconds {
 		scan = ScanGiveUpSeconds // then cut by the counters' estimate
 	}
+	if in.SSTs > 0 {
+		scan = float64(in.SSTs) / BlockSSTsPerSec
+	}
 	freeze := FreezeSeconds + scan
 	e.Seconds = map[string]float64{
 		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * shardStep,
@@ -203,7 +215,7 @@ func Run(in Input) (Estimate, error) {
 	parts := int(math.Ceil(shardBytes/PartBytes)) + in.Shards
 	targetObjects := int(math.Ceil(float64(in.StoredBytes) / L0Bytes))
 	e.S3.WriteRequests = 2*(parts+2*in.Shards) + in.Shards*perShardSmallPuts + 2*targetObjects + 20
-	e.S3.ReadRequests = in.Objects + parts + in.Shards*(perShardSmallPuts+2) + targetObjects + 20
+	e.S3.ReadRequests = in.Objects + parts + in.Shards*(perShardSmallPuts+2) + targetObjects + BlockReadsPerSST*in.SSTs + 20
 	e.S3.StagingGB = 2 * shardBytes / (1 << 30)
 	e.S3.TargetGB = float64(in.StoredBytes) / (1 << 30)
 	e.S3.TargetUSDPerMonth = e.S3.TargetGB * S3StorageGBMonthUSD

@@ -61,6 +61,13 @@ func TestRunScales(t *testing.T) {
 	if small.StepFunctions.Transitions == 0 || small.S3.WriteRequests == 0 || len(small.Assumptions) == 0 {
 		t.Fatalf("estimate: %+v", small)
 	}
+	// Cut by the SSTs' block indexes, Freeze costs reads per SST, not a
+	// scan of every row.
+	in.SSTs = 200
+	blocks, _ := estimate.Run(in)
+	if blocks.Seconds["Freeze"] >= big.Seconds["Freeze"] || blocks.S3.ReadRequests != big.S3.ReadRequests+estimate.BlockReadsPerSST*in.SSTs {
+		t.Fatalf("by blocks: Freeze %.2f s, %d reads; by the scan: %.2f s, %d reads", blocks.Seconds["Freeze"], blocks.S3.ReadRequests, big.Seconds["Freeze"], big.S3.ReadRequests)
+	}
 	if _, err := estimate.Run(estimate.Input{Shards: 0}); err == nil {
 		t.Fatal("0 shards estimated")
 	}

@@ -12,14 +12,15 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
-// Freeze cuts shards by bytes; a scan that would run past its budget (here
-// none at all) falls back to the counters' key ranges, which still
-// partition the key space, and says so.
+// Freeze cuts shards from the SSTs' block indexes; a profile too coarse for
+// the shards (a small catalog) falls back to the byte scan, and a scan that
+// would run past its budget (here none at all) to the counters' key ranges,
+// which still partition the key space; balance says which and why.
 func TestPlanShardsFallsBackWithinItsBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	url := "file://" + t.TempDir() + "/c"
-	if _, err := seed.Seed(ctx, url, seed.Options{Rows: 2000, Seed: 2}); err != nil {
+	if _, err := seed.Seed(ctx, url, seed.Options{Rows: 20000, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	c, err := catalog.Open(ctx, url, catalog.Options{})
@@ -27,13 +28,23 @@ func TestPlanShardsFallsBackWithinItsBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	rs, balance, err := planShards(ctx, c, 4, byteScanBudget)
-	if err != nil || balance != "bytes" || len(rs) != 4 {
-		t.Fatalf("within the budget: %d ranges, %q, %v", len(rs), balance, err)
+	src := blockSource{url: url}
+	rs, balance, err := planShards(ctx, c, src, 4, byteScanBudget)
+	if err != nil || balance != "blocks" || len(rs) != 4 {
+		t.Fatalf("by blocks: %d ranges, %q, %v", len(rs), balance, err)
 	}
-	rs, balance, err = planShards(ctx, c, 4, time.Nanosecond)
-	if err != nil || !strings.HasPrefix(balance, "key ranges") || shard.CheckRanges(rs) != nil || len(rs) != 4 {
+	rs, balance, err = planShards(ctx, c, src, 1000, byteScanBudget)
+	if err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") || !strings.Contains(balance, "a shard") || len(rs) != 1000 {
+		t.Fatalf("too few blocks a shard: %d ranges, %q, %v", len(rs), balance, err)
+	}
+	rs, balance, err = planShards(ctx, c, src, 1000, time.Nanosecond)
+	if err != nil || !strings.HasPrefix(balance, "key ranges") || !strings.Contains(balance, "blocks unusable") || shard.CheckRanges(rs) != nil || len(rs) != 1000 {
 		t.Fatalf("past the budget: %d ranges, %q, %v", len(rs), balance, err)
+	}
+	// The engine cannot profile (no checkpoint of that id): the scan.
+	bad := blockSource{url: url, checkpoint: "6f1d7c44-0000-4000-8000-000000000000"}
+	if _, balance, err = planShards(ctx, c, bad, 4, byteScanBudget); err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") {
+		t.Fatalf("no such checkpoint: %q, %v", balance, err)
 	}
 }
 

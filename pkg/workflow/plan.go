@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/estimate"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
@@ -58,11 +59,16 @@ type PreflightReport struct {
 	Cannot  []string        `json:"cannot_check_without_writing"`
 	Catalog *CatalogSize    `json:"catalog,omitempty"`
 	Shards  []ShardEstimate `json:"shards,omitempty"`
-	// Balance is how Freeze would cut the shards (planShards).
+	// Balance is how Freeze would cut the shards (planShards): "blocks"
+	// when the SSTs' block indexes can be trusted, else "bytes (why)", or
+	// by the counters' estimate.
 	Balance string `json:"balance,omitempty"`
-	// Imbalance is the largest shard's bytes over the mean: the byte
-	// plan's (what the workflow uses), and the key-range estimate's.
+	// Imbalance is the largest shard's bytes over the mean, measured by
+	// the scan: the byte plan's (the Shards listed), the block plan's
+	// (what Freeze uses when Balance is "blocks"; 0 when unusable), and
+	// the key-range estimate's.
 	Imbalance         float64            `json:"imbalance,omitempty"`
+	BlockImbalance    float64            `json:"block_imbalance,omitempty"`
 	KeyRangeImbalance float64            `json:"key_range_imbalance,omitempty"`
 	Estimate          *estimate.Estimate `json:"estimate,omitempty"`
 }
@@ -127,6 +133,25 @@ func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *Pr
 	if took := time.Since(began); took > byteScanBudget {
 		rep.Balance = fmt.Sprintf("key ranges estimated from the counters: this scan took %s, past Freeze's budget of %s", took.Round(time.Second), byteScanBudget)
 	}
+	// Freeze tries the block indexes first, of its checkpoint; here, of
+	// the latest manifest.
+	blocks, berr := slatedb.ProfileBlocks(ctx, m.Source, "", env.SlateDB, shard.MaxBlocks)
+	var byBlocks []shard.Range
+	if berr == nil {
+		var bp *shard.Profile
+		if bp, berr = shard.FromBlocks(blocks, m.Shards); berr == nil {
+			byBlocks, berr = bp.Ranges(m.Shards)
+		}
+	}
+	if berr != nil {
+		if ctx.Err() != nil {
+			return berr
+		}
+		rep.Balance += " (blocks unusable: " + strings.TrimPrefix(berr.Error(), shard.ErrBlocksUnusable.Error()+": ") + ")"
+	} else {
+		rep.Balance = "blocks"
+		rep.BlockImbalance = shard.Imbalance(prof.RangeBytes(byBlocks))
+	}
 	size.Keys, size.Bytes = prof.Keys, prof.Bytes
 	for t, tb := range prof.PerTag {
 		size.PerTag[t.String()] = tb
@@ -144,9 +169,13 @@ func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *Pr
 	if byKeys, err := shard.Plan(ctx, c, m.Shards); err == nil {
 		rep.KeyRangeImbalance = shard.Imbalance(prof.RangeBytes(byKeys))
 	}
+	imbalance, ssts := rep.Imbalance, 0
+	if rep.Balance == "blocks" {
+		imbalance, ssts = rep.BlockImbalance, blocks.SSTs
+	}
 	est, err := estimate.Run(estimate.Input{
 		Rows: prof.Keys, Bytes: prof.Bytes, StoredBytes: size.StoredBytes, Objects: size.Objects,
-		Shards: m.Shards, Concurrency: concurrency, Imbalance: rep.Imbalance, DryRun: m.DryRun,
+		Shards: m.Shards, Concurrency: concurrency, Imbalance: imbalance, SSTs: ssts, DryRun: m.DryRun,
 		Definition: statemachine.Migration,
 	})
 	if err != nil {

@@ -75,6 +75,11 @@ func TestPreflightWritesNothing(t *testing.T) {
 	if rep.Imbalance > 1.1 || rep.Imbalance < 1 {
 		t.Fatalf("shards by bytes: largest %.2f× the mean", rep.Imbalance)
 	}
+	// A catalog this small has too few SST blocks for 6 shards: Freeze
+	// would scan, and the plan says why.
+	if rep.Balance == "blocks" && (rep.BlockImbalance < 1 || rep.BlockImbalance > 1.2) || rep.Balance != "blocks" && !strings.HasPrefix(rep.Balance, "bytes (blocks unusable: ") {
+		t.Fatalf("balance %q, block plan's imbalance %.2f", rep.Balance, rep.BlockImbalance)
+	}
 	e := rep.Estimate
 	if e == nil || e.TotalSeconds <= 0 || e.Lambda.GBSeconds <= 0 || e.StepFunctions.Transitions < 6*2 || e.TotalUSD <= 0 {
 		t.Fatalf("estimate: %+v", e)

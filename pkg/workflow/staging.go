@@ -30,8 +30,9 @@ type Plan struct {
 	EngineState string        `json:"engine_state"`
 	UnknownTags string        `json:"unknown_tags"`
 	Ranges      []shard.Range `json:"ranges"`
-	// Balance says how the ranges were cut: "bytes", or by the counters'
-	// estimate when the byte scan would take too long (planShards).
+	// Balance says how the ranges were cut: "blocks" (the SSTs' block
+	// indexes), else "bytes (...)" (a byte scan) or by the counters'
+	// estimate when the scan would take too long, with why (planShards).
 	Balance string `json:"balance,omitempty"`
 }
 

@@ -230,7 +230,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	ranges, balance, err := planShards(ctx, w.Catalog, m.Shards, byteScanBudget)
+	ranges, balance, err := planShards(ctx, w.Catalog, blockSource{m.Source, cp.ID, so}, m.Shards, byteScanBudget)
 	if err != nil {
 		return m, err
 	}
@@ -255,7 +255,7 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 	if err != nil {
 		return m, err
 	}
-	ranges, balance, err := planShards(ctx, c, m.Shards, byteScanBudget)
+	ranges, balance, err := planShards(ctx, c, blockSource{url: m.Source, opts: env.SlateDB}, m.Shards, byteScanBudget)
 	if err != nil {
 		return m, err
 	}
@@ -278,11 +278,43 @@ const byteScanBudget = 2 * time.Minute
 // estimate of the keys, says it would not end within its budget.
 var errScanPastBudget = errors.New("the byte scan would run past its budget")
 
-// planShards cuts n ranges balanced by bytes, from a scan of c within
-// budget, else by the counters' estimate; balance says which. A scan whose
-// rate says early that it would not end in time is stopped then
-// (watchScan), not at the end of the budget.
-func planShards(ctx context.Context, c *catalog.Catalog, n int, budget time.Duration) (ranges []shard.Range, balance string, err error) {
+// blockSource is where planShards reads SST block indexes: the catalog's
+// URL, the checkpoint its ranges are exported from ("": the latest state,
+// a dry run's) and the engine's options.
+type blockSource struct {
+	url, checkpoint string
+	opts            slatedb.Options
+}
+
+// planShards cuts n ranges balanced by bytes: from the SSTs' block indexes
+// of src (a read of each SST's index, whatever the row count), else from a
+// scan of c within budget, else by the counters' estimate; balance says
+// which and why. A scan whose rate says early that it would not end in
+// time is stopped then (watchScan), not at the end of the budget.
+func planShards(ctx context.Context, c *catalog.Catalog, src blockSource, n int, budget time.Duration) (ranges []shard.Range, balance string, err error) {
+	ranges, err = shard.PlanByBlocks(ctx, src.url, src.checkpoint, src.opts, n)
+	if err == nil {
+		return ranges, "blocks", nil
+	}
+	if ctx.Err() != nil {
+		return nil, "", err
+	}
+	// Any failure of the block profile (unusable, or the engine could not
+	// read it) leaves the scan, which needs nothing the profile does.
+	why := "blocks unusable: " + strings.TrimPrefix(err.Error(), shard.ErrBlocksUnusable.Error()+": ")
+	ranges, balance, err = planByScan(ctx, c, n, budget)
+	if err != nil {
+		return nil, "", err
+	}
+	if balance == "bytes" {
+		return ranges, "bytes (" + why + ")", nil
+	}
+	return ranges, strings.TrimSuffix(balance, ")") + "; " + why + ")", nil
+}
+
+// planByScan cuts n ranges balanced by bytes, from a scan of c within
+// budget, else by the counters' estimate; balance says which.
+func planByScan(ctx context.Context, c *catalog.Catalog, n int, budget time.Duration) (ranges []shard.Range, balance string, err error) {
 	if dl, ok := ctx.Deadline(); ok {
 		budget = min(budget, time.Until(dl)/2)
 	}
