@@ -5,11 +5,10 @@
 //! Every compacted SST (L0 and sorted runs, default tree and segments) of a
 //! manifest carries an index: each data block's first key and offset, so
 //! the offsets' differences are the blocks' stored sizes. Reading the
-//! indexes costs a small ranged read per SST (the handle in the manifest
+//! indexes costs one small ranged read per SST (the handle in the manifest
 //! says where the index lies), whatever the row count. A view that shows
 //! only part of a shared SST (SsTableView's visible range) contributes only
-//! the blocks that overlap that range. The SST's stats (a second small
-//! read) turn stored sizes into keys' and values' bytes (to_raw). The WAL SSTs past the manifest are
+//! the blocks that overlap that range. The WAL SSTs past the manifest are
 //! not profiled (their keys are unsorted); their number and bytes are
 //! reported so the caller can judge whether the profile is whole enough.
 //!
@@ -38,8 +37,7 @@ pub struct Block {
     /// the index's separator (a key after the previous block's last and at
     /// most this block's first), raised to its view's visible range.
     pub key: Bytes,
-    /// The keys' and values' bytes, estimated from the block's stored size
-    /// and rows (to_raw); the stored size for an SST without stats.
+    /// Stored bytes (compressed, as in the SST).
     pub bytes: u64,
     /// The SST's ULID, as its 128-bit value.
     pub sst: u128,
@@ -124,8 +122,10 @@ async fn view_blocks(reader: &SstReader, level: Level, v: &SsTableView) -> Res<V
     let file = reader
         .open_with_handle(v.sst.clone())
         .map_err(|e| from_slate("open an SST", e))?;
-    let (index, stats) = futures::try_join!(file.index(), file.stats())
-        .map_err(|e| from_slate(&format!("read the index and stats of SST {ulid}"), e))?;
+    let index = file
+        .index()
+        .await
+        .map_err(|e| from_slate(&format!("read the index of SST {ulid}"), e))?;
     let end = v.sst.info.filter_offset;
     let mut sized = Vec::with_capacity(index.len());
     for (i, (off, key)) in index.iter().enumerate() {
@@ -138,9 +138,6 @@ async fn view_blocks(reader: &SstReader, level: Level, v: &SsTableView) -> Res<V
         };
         sized.push((key, next.saturating_sub(*off)));
     }
-    if let Some(st) = stats {
-        to_raw(&mut sized, &st);
-    }
     Ok(clip(sized, v.visible_range().as_ref())
         .into_iter()
         .map(|(key, bytes)| Block {
@@ -150,29 +147,6 @@ async fn view_blocks(reader: &SstReader, level: Level, v: &SsTableView) -> Res<V
             level,
         })
         .collect())
-}
-
-/// Turns the blocks' stored sizes into their keys' and values' bytes, what
-/// the work of a shard follows, from the SST's stats: each row costs the
-/// block format a fixed overhead and saves the prefix its key shares with
-/// the previous one, so a block of many small rows stores more than its
-/// keys and values hold, one of few large rows about as much. With R the
-/// SST's raw bytes, D its stored bytes and N its rows, each row is given
-/// (R - D) / N: a block of d stored bytes and n rows holds about
-/// d + n (R - D) / N. Exact over the SST; SSTs without per-block stats
-/// keep their stored sizes.
-fn to_raw(blocks: &mut [(Bytes, u64)], st: &slatedb::SstStats) {
-    let rows = st.num_rows();
-    if st.block_stats.len() != blocks.len() || rows == 0 {
-        return;
-    }
-    let stored: u64 = blocks.iter().map(|(_, b)| b).sum();
-    let raw = st.raw_key_size + st.raw_val_size;
-    let per_row = (raw as f64 - stored as f64) / rows as f64;
-    for ((_, b), bs) in blocks.iter_mut().zip(&st.block_stats) {
-        let n = f64::from(bs.num_puts) + f64::from(bs.num_deletes) + f64::from(bs.num_merges);
-        *b = (*b as f64 + n * per_row).max(0.0).round() as u64;
-    }
 }
 
 /// Keeps the blocks (first key, bytes; in key order) that overlap `range`,
@@ -291,34 +265,6 @@ mod tests {
         assert_eq!(
             clip(blocks, Some(&(..b("e")))),
             vec![(b("a"), 1), (b("c"), 2)]
-        );
-    }
-
-    #[test]
-    fn to_raw_gives_each_row_the_sst_average_and_keeps_the_total() {
-        let mut blocks = vec![(b("a"), 1000), (b("b"), 1000)];
-        let bs = |n| slatedb::BlockStats {
-            num_puts: n,
-            num_deletes: 0,
-            num_merges: 0,
-        };
-        // 10 rows of 100-odd stored bytes, then 40 of 25: 20 bytes a row
-        // more stored than held.
-        let st = slatedb::SstStats {
-            num_puts: 50,
-            raw_key_size: 500,
-            raw_val_size: 500,
-            block_stats: vec![bs(10), bs(40)],
-            ..Default::default()
-        };
-        to_raw(&mut blocks, &st);
-        assert_eq!(blocks, vec![(b("a"), 800), (b("b"), 200)]);
-        let mut other = vec![(b("a"), 7)];
-        to_raw(&mut other, &st);
-        assert_eq!(
-            other,
-            vec![(b("a"), 7)],
-            "stats of other blocks change nothing"
         );
     }
 

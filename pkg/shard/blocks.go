@@ -31,15 +31,13 @@ const (
 )
 
 // FromBlocks builds a profile from the blocks of a database's compacted
-// SSTs, for cutting it into n shards: each block's bytes counted at its
-// start key. Blocks of different SSTs overlap in key space (L0 SSTs
+// SSTs, for cutting it into n shards: each block's stored bytes counted at
+// its start key. Blocks of different SSTs overlap in key space (L0 SSTs
 // with everything, sorted runs with each other); sorted by their starts,
 // each block's bytes are where its keys begin, which is what balancing
-// needs. Bytes are the blocks' estimates of their keys' and values'
-// lengths (slatedb.Block), which Measure counts exactly: per tag they
-// differ by a few percent (how much of a key its predecessor shares
-// varies by tag), hence shards within about 3 % of the mean where a scan
-// cuts them within 1 %. Keys and PerTag are not known. The profile is ErrBlocksUnusable
+// needs. Bytes are stored bytes (the engine's encoding, compressed if the
+// database compresses), not keys' and values' lengths as Measure counts
+// them; Keys and PerTag are not known. The profile is ErrBlocksUnusable
 // when it cannot be trusted for n shards.
 func FromBlocks(b slatedb.Blocks, n int) (*Profile, error) {
 	if n < 1 {

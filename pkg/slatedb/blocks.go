@@ -23,10 +23,8 @@ type Block struct {
 	// block's last key, at most this block's first), raised to the start
 	// of the SST's visible range when a view shows only part of it.
 	Start []byte
-	// Bytes is the block's keys' and values' bytes, estimated from its
-	// stored size and its rows with the SST's stats (each row given the
-	// SST's average difference between what rows store and what they
-	// hold); the stored size for an SST without stats.
+	// Bytes is the block's stored size (as in the SST, compressed if the
+	// database compresses).
 	Bytes int64
 	// SST is the SST's ULID (hex of its 16 bytes); SortedRun is the sorted
 	// run it belongs to, -1 for L0.
@@ -55,10 +53,10 @@ type Blocks struct {
 	WALBytes int64
 }
 
-// ProfileBlocks reads the index and stats of every compacted SST of the
-// database at url, as checkpoint checkpointID holds it ("": its latest
-// manifest): the bytes of each data block in key order, at a cost of two
-// small reads per SST whatever the row count. maxBlocks bounds the blocks returned
+// ProfileBlocks reads the index of every compacted SST of the database at
+// url, as checkpoint checkpointID holds it ("": its latest manifest): the
+// stored bytes of each data block in key order, at a cost of one small read
+// per SST whatever the row count. maxBlocks bounds the blocks returned
 // (adjacent blocks of an SST are merged past it; 0: no bound), though never
 // below one block per SST. It writes nothing. A checkpoint that does not
 // exist is ErrCheckpointMissing; a database that lives partly elsewhere (a
