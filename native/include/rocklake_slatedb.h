@@ -75,7 +75,7 @@ int32_t rl_checkpoint_copy(const char *url, const char *opts_json, const char *c
                            const char *dest_url, uint64_t timeout_ms, const rl_cancel *cancel,
                            char **out, char **err_out);
 /* Where the database's bytes lie in key order, from its compacted SSTs'
- * indexes and stats (no data read, nothing written), as checkpoint_id holds it (NULL
+ * indexes (no data read, nothing written), as checkpoint_id holds it (NULL
  * or "": the latest manifest), in at most max(max_blocks, SSTs) blocks
  * (0: no bound). *out (free with rl_bytes_free), little-endian:
  *   manifest_id:u64 | ssts:u64 | wal_ssts:u64 | wal_bytes:u64 | merged:u32 | n:u32

@@ -977,7 +977,7 @@ pub extern "C" fn rl_checkpoint_copy(
 }
 
 /// Profiles where the database's bytes lie in key order from its SSTs'
-/// indexes and stats (blocks.rs), as checkpoint `checkpoint_id` holds it (the latest
+/// indexes (blocks.rs), as checkpoint `checkpoint_id` holds it (the latest
 /// manifest when null or ""), in at most max(`max_blocks`, SSTs) blocks
 /// (`max_blocks` 0: no bound). Writes nothing. The profile is a buffer in
 /// blocks::encode's format, freed with rl_bytes_free.
