@@ -100,10 +100,12 @@ man: build
 
 bench: build tools
 	scripts/install-gnu-time.sh
+	scripts/install-postgres.sh
 	go test -run '^$$' -bench . -benchmem -benchtime 100ms -timeout 60m ./pkg/format/
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/ndjson/
 	scripts/bench-pipeline.sh 100000 1000000 3000000
 	scripts/bench-migrate.sh
+	scripts/bench-pgdump.sh
 	scripts/bench-inplace.sh 10000 100000 1000000
 
 demo: build tools
