@@ -8,7 +8,8 @@
 # pg_dump -Fc of that table to a file and pg_restore of the file into a fresh
 # database are timed with GNU time, BENCH_REPS (default 1) times: best /
 # median. Client and server talk over loopback TCP, as migrate talks to S3.
-# Prints Markdown.
+# BENCH_PGDUMP_FLAGS (default none) are added to pg_dump's, e.g. -Z0 to see
+# what -Fc's compression costs. Prints Markdown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x /usr/bin/time ] || { echo "bench-pgdump: needs GNU time (scripts/install-gnu-time.sh; make bench runs it)" >&2; exit 2; }
@@ -19,6 +20,7 @@ done
 [ -n "$pgbin" ] || { echo "bench-pgdump: needs the PostgreSQL server (scripts/install-postgres.sh; make bench runs it)" >&2; exit 2; }
 ROWS=${1:-1000000}
 REPS=${BENCH_REPS:-1}
+read -r -a dump_flags <<<"${BENCH_PGDUMP_FLAGS:-}"
 M=bin/rocklake-migrate
 [ -x "$M" ] || { echo "bench-pgdump: needs $M (make build)" >&2; exit 2; }
 
@@ -87,7 +89,7 @@ read -r pg_rows pg_bytes heap total <<<"$(psql -d src -At -F ' ' -c \
 
 for rep in $(seq "$REPS"); do
   d="$work/run$rep"; mkdir -p "$d"
-  /usr/bin/time -f "%e %M %U %S" -o "$d/dump.time" "$pgbin/pg_dump" -Fc -t kv -f "$d/kv.dump" src
+  /usr/bin/time -f "%e %M %U %S" -o "$d/dump.time" "$pgbin/pg_dump" -Fc "${dump_flags[@]}" -t kv -f "$d/kv.dump" src
   psql -d postgres -c "CREATE DATABASE dst$rep"
   /usr/bin/time -f "%e %M %U %S" -o "$d/restore.time" "$pgbin/pg_restore" --exit-on-error -d "dst$rep" "$d/kv.dump"
   restored=$(psql -d "dst$rep" -At -c 'SELECT count(*) FROM kv')
@@ -100,11 +102,11 @@ done
 version=$("$pgbin/postgres" --version)
 stop_pg
 
-python3 - "$work" "$REPS" "$ROWS" "$pg_rows" "$cat_bytes" "$cat_disk" "$pg_bytes" "$heap" "$total" "$version" <<'PY'
+python3 - "$work" "$REPS" "$ROWS" "$pg_rows" "$cat_bytes" "$cat_disk" "$pg_bytes" "$heap" "$total" "$version" "${dump_flags[*]}" <<'PY'
 import os, sys
 work, reps, rows, keys = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 cat_bytes, cat_disk, pg_bytes, heap, total = map(int, sys.argv[5:10])
-version = sys.argv[10]
+version, flags = sys.argv[10], " ".join(["-Fc"] + sys.argv[11].split())
 mib = lambda b: f"{b / 1048576:.1f} MiB"
 runs = []
 for r in range(1, reps + 1):
@@ -117,7 +119,7 @@ for r in range(1, reps + 1):
                      size=int(open(os.path.join(d, "size")).read()), load=open(os.path.join(d, "load")).read().strip()))
 runs.sort(key=lambda x: x["total"])
 best, med = runs[0], runs[(len(runs) - 1) // 2]
-print(f"pg_dump -Fc + pg_restore, {rows} rows ({keys} keys), {reps} run(s), {version}: {best['total']:.1f} s best / {med['total']:.1f} s median "
+print(f"pg_dump {flags} + pg_restore, {rows} rows ({keys} keys), {reps} run(s), {version}: {best['total']:.1f} s best / {med['total']:.1f} s median "
       f"({keys / best['total']:,.0f} rows/s); load average after each run: {', '.join(r['load'] for r in runs)}")
 print("| step (best run) | seconds | client CPU s | client peak RSS |\n|---|---|---|---|")
 for step in ("dump", "restore"):
@@ -130,5 +132,5 @@ print(f"| catalog keys + values (kv scan) | {mib(cat_bytes)} |")
 print(f"| table keys + values (octet_length) | {mib(pg_bytes)} |")
 print(f"| catalog on disk (SlateDB, file://) | {mib(cat_disk)} |")
 print(f"| table on disk (heap / with primary key and TOAST) | {mib(heap)} / {mib(total)} |")
-print(f"| dump file (-Fc) | {mib(best['size'])} |")
+print(f"| dump file ({flags}) | {mib(best['size'])} |")
 PY
