@@ -33,8 +33,8 @@ if [ "$(id -u)" -eq 0 ]; then
   as_pg=(runuser -u "$PG_USER" --)
 fi
 
-work=$(mktemp -d)
-pgdir=$(mktemp -d)   # the server's: data directory, socket, log
+work=$(mktemp -d -t pgbench-work.XXXXXX)
+pgdir=$(mktemp -d -t pgbench-server.XXXXXX)   # the server's: data directory, socket, log
 [ ${#as_pg[@]} -eq 0 ] || chown "$PG_USER" "$pgdir"
 started=""
 stop_pg() {
