@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // The real RockLake writes a catalog through its PostgreSQL interface; our
@@ -156,5 +160,74 @@ func TestDuckDBAnswersTheSameAfterCopy(t *testing.T) {
 	cli(t, "import", "--format", "v1", "--input", shards, "--catalog", "file://"+dst).want(t, exitOK)
 	if after := duckdbAnswers(t, ctx, dst, data, nil); after != before {
 		t.Fatalf("DuckDB answers differ on the copy:\nsource: %s\ncopy:   %s", before, after)
+	}
+}
+
+// A bulk load whose every batch goes to L0 (as a large load's do, 8 MiB at a
+// time), over many small shards, leaves more L0 SSTs than RockLake's own
+// writer allows (8) and compacts them with a wide fan-in, while the progress
+// record, flushed after each shard, is one key in many L0 SSTs at once: the
+// import must end (a per-key L0 limit below the compaction's minimum left
+// the writer waiting for ever), and the real RockLake must verify, serve and
+// write to what it leaves, its own compactor taking over.
+func TestRealRockLakeServesABulkLoad(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if _, err := seed.Seed(ctx, "file://"+src, seed.Options{Rows: 30000, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	shards := filepath.Join(dir, "shards")
+	cli(t, "export", "--catalog", "file://"+src, "--format", "v1", "--output", shards, "--shards", "46").want(t, exitOK)
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "dst")
+	opts := shard.ImportOptions{Format: format.V1, Store: slatedb.Options{BulkMemtableBytes: 1}}
+	if res, err := shard.Import(ctx, store, shards, "file://"+dst, opts); err != nil || !res.Done {
+		t.Fatalf("bulk load: %+v, %v", res, err)
+	}
+	b, err := slatedb.ProfileBlocks(ctx, "file://"+dst, "", slatedb.Options{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l0, runs := map[string]bool{}, map[int64]bool{}
+	for _, bl := range b.Blocks {
+		if bl.SortedRun < 0 {
+			l0[bl.SST] = true
+		} else {
+			runs[bl.SortedRun] = true
+		}
+	}
+	t.Logf("the load left %d L0 SSTs and %d sorted runs", len(l0), len(runs))
+	if len(l0) <= 8 || len(runs) == 0 {
+		t.Fatalf("the load left %d L0 SSTs and %d sorted runs: not the shape this test is for", len(l0), len(runs))
+	}
+	cli(t, "verify", "--catalog", "file://"+dst, "--input", shards).want(t, exitOK)
+	want, err := rocklake.Verify(ctx, src)
+	if err != nil {
+		t.Fatalf("rocklake verify catalog (source): %v\n%s", err, want)
+	}
+	got, err := rocklake.Verify(ctx, dst)
+	if err != nil {
+		t.Fatalf("rocklake verify catalog (bulk load): %v\n%s", err, got)
+	}
+	if w, g := rocklake.Fields(want)["Rows checked"], rocklake.Fields(got)["Rows checked"]; w == "" || w != g {
+		t.Fatalf("rocklake verify checked %q rows of the bulk load, %q of its source", g, w)
+	}
+	srv, err := rocklake.Serve(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	before, err := rocklake.LatestSnapshotID(ctx, srv)
+	if err != nil {
+		t.Fatalf("serve the bulk load: %v\n%s", err, srv.Logs())
+	}
+	after, err := rocklake.AddSchema(ctx, srv, "after_bulk_load")
+	if err != nil || after <= before {
+		t.Fatalf("write to the bulk load: snapshot %d after %d, %v\n%s", after, before, err, srv.Logs())
 	}
 }

@@ -265,8 +265,7 @@ func padding(t *testing.T, ctx context.Context, w *slatedb.Writer, from, n, ever
 }
 
 // sortedRunWritten waits until the database's compactor has written an SST
-// far larger than one L0 (a bulk-load writer's L0s hold 8 MiB): the output of
-// a compaction.
+// far larger than one L0 (above, 2 MiB): the output of a compaction.
 func sortedRunWritten(t *testing.T, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -304,7 +303,8 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "imported")
 	url := "file://" + dir
 
-	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{BulkLoad: true})
+	// L0 SSTs of 2 MiB: a bulk load compacts 16 of them at a time.
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{BulkLoad: true, BulkMemtableBytes: 2 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 	if err := w.Write(ctx, &b); err != nil {
 		t.Fatal(err)
 	}
-	const half = 300_000 // ~40 MB: five L0 SSTs of 8 MiB, then a compaction
+	const half = 300_000 // ~40 MB: 20 L0 SSTs, a compaction of 16 (32 MiB)
 	padding(t, ctx, w, 0, half, 0)
 	sortedRunWritten(t, dir)
 	if err := w.Close(); err != nil {
