@@ -13,18 +13,29 @@ import (
 
 // Stage rates, per worker (a Lambda, or one of the CLI's --concurrency), from
 // the README's measurements of 2026-12-02 (1 000 000 rows, 16 shards,
-// versitygw, 2 cores): Import 5.2 s (bench-pipeline, the WAL-less bulk
-// writer, under load; 9.1 s before it) and Verify 2.3 s
-// (scripts/bench-migrate.sh), Check 0.05 s, Finalize 0.1 s, Flip 0.1 s, and
-// Freeze 0.4 s besides its scan.
+// versitygw, 2 cores): Verify 2.3 s (scripts/bench-migrate.sh), Check 0.05
+// s, Finalize 0.1 s, Flip 0.1 s, and Freeze 0.4 s besides its scan; Import's
+// from 2026-12-03 (below).
 const (
 	// ShardRowsPerSec is ExportTransformShard's rate (export and
 	// transform in one pass, both shard files written) on one core:
 	// BenchmarkShardStep/fused, 9.6 CPU-seconds per 1 000 000 rows (median
 	// after the raw-bytes path and zstd's fastest level; 15.1 before).
 	ShardRowsPerSec  = 104_000
-	ImportRowsPerSec = 190_000
 	VerifyRowsPerSec = 435_000
+	// Import's rate falls as the catalog grows: its compactions rewrite
+	// every byte once per size tier (ImportPasses). ImportRowsPerSec is
+	// measured with one pass (10 000 000 rows, 2026-12-03, file://, 2
+	// cores: 76.6 s); each further pass costs what ImportPassRowsPerSec
+	// says, from the same catalog imported with the engine's fan-in of
+	// 4-8 (three passes, 126.6 s, 52 CPU-s more).
+	ImportRowsPerSec     = 130_000
+	ImportPassRowsPerSec = 690_000
+	// The bulk load's compactions (native/src/store.rs): 16 sources at a
+	// time, from L0 SSTs of L0Bytes, so the first pass makes runs of
+	// ImportFanIn x L0Bytes and each further one runs ImportFanIn times
+	// larger.
+	ImportFanIn = 16
 	// ScanRowsPerSec is SlateDB 0.13.1's full scan on versitygw (README,
 	// SlateDB binding table): Freeze's byte-balancing scan, which gives up
 	// after ScanGiveUpSeconds when its rate says it would not end within
@@ -160,9 +171,11 @@ func Run(in Input) (Estimate, error) {
 	}
 	rows := float64(in.Rows)
 	shardRows := rows / float64(in.Shards)
+	passes := ImportPasses(in.StoredBytes)
 	e.PricesDate = PricesDate
 	e.Assumptions = []string{
 		"stage rates from the README's 1 000 000-row runs on 2 cores (scripts/bench-migrate.sh and BenchmarkShardStep, 2026-12-02), per worker on one core, plus 0.2 s per shard step; a Lambda of 3008 MB has about 1.7 vCPUs",
+		fmt.Sprintf("import as measured at 10 000 000 rows (2026-12-03), its compactions rewriting the catalog %d time(s)", passes),
 		fmt.Sprintf("shard files %.0f%% of the catalog's bytes (zstd NDJSON)", ratio*100),
 		fmt.Sprintf("Lambda memory from infra's defaults: check %d MB, export %d MB, import %d MB", CheckMemoryMB, ShardMemoryMB, ImportMemoryMB),
 		"AWS list prices for us-east-1 as checked " + PricesDate + " (no free tier), not fetched; cold starts, retries and the drift schedule left out",
@@ -170,7 +183,7 @@ func Run(in Input) (Estimate, error) {
 
 	shardStep := ShardStepSeconds + shardRows*imb/ShardRowsPerSec
 	waves := math.Ceil(float64(in.Shards) / float64(conc))
-	importSec := rows / ImportRowsPerSec
+	importSec := rows/ImportRowsPerSec + float64(passes-1)*rows/ImportPassRowsPerSec
 	importCalls := max(1, int(math.Ceil(importSec/ImportCallSeconds)))
 	verify := rows / VerifyRowsPerSec
 	scan := rows / ScanRowsPerSec
@@ -213,12 +226,13 @@ func Run(in Input) (Estimate, error) {
 	// S3: shard files written in both formats and read once (the
 	// target-format ones, by import; verify reads only the results), the
 	// source read once by the shard steps, the target written by L0 flushes
-	// and one compaction's rewrite.
+	// and rewritten once per compaction pass (counted as L0-sized objects:
+	// an upper bound).
 	shardBytes := float64(in.Bytes) * ratio
 	parts := int(math.Ceil(shardBytes/PartBytes)) + in.Shards
 	targetObjects := int(math.Ceil(float64(in.StoredBytes) / L0Bytes))
-	e.S3.WriteRequests = 2*(parts+2*in.Shards) + in.Shards*perShardSmallPuts + 2*targetObjects + 20
-	e.S3.ReadRequests = in.Objects + parts + in.Shards*(perShardSmallPuts+2) + targetObjects + BlockReadsPerSST*in.SSTs + 20
+	e.S3.WriteRequests = 2*(parts+2*in.Shards) + in.Shards*perShardSmallPuts + (1+passes)*targetObjects + 20
+	e.S3.ReadRequests = in.Objects + parts + in.Shards*(perShardSmallPuts+2) + passes*targetObjects + BlockReadsPerSST*in.SSTs + 20
 	e.S3.StagingGB = 2 * shardBytes / (1 << 30)
 	e.S3.TargetGB = float64(in.StoredBytes) / (1 << 30)
 	e.S3.TargetUSDPerMonth = e.S3.TargetGB * S3StorageGBMonthUSD
@@ -226,6 +240,18 @@ func Run(in Input) (Estimate, error) {
 		e.S3.StagingGB*S3StorageGBMonthUSD*StagingDays/30
 	e.TotalUSD = e.Lambda.USD + e.StepFunctions.USD + e.S3.USD
 	return e, nil
+}
+
+// ImportPasses is how many times the import's compactions rewrite a catalog
+// of storedBytes: once into runs of ImportFanIn L0 SSTs, and once more for
+// each ImportFanIn-fold step past that (a size-tiered LSM merges runs of one
+// size, ImportFanIn at a time).
+func ImportPasses(storedBytes int64) int {
+	passes := 1
+	for run := float64(ImportFanIn * L0Bytes); float64(storedBytes) >= run*ImportFanIn; run *= ImportFanIn {
+		passes++
+	}
+	return passes
 }
 
 // state is what Transitions reads of a state.

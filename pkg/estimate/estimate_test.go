@@ -72,3 +72,31 @@ func TestRunScales(t *testing.T) {
 		t.Fatal("0 shards estimated")
 	}
 }
+
+// Import's compactions rewrite a catalog once per size tier: one pass up to
+// ImportFanIn runs of ImportFanIn L0 SSTs, one more per ImportFanIn-fold
+// growth; and the estimate's import rate per row falls with them.
+func TestImportPassesGrowWithTheCatalog(t *testing.T) {
+	run := int64(estimate.ImportFanIn * estimate.L0Bytes) // one first-pass run
+	for _, c := range []struct {
+		stored int64
+		want   int
+	}{{0, 1}, {run, 1}, {run*estimate.ImportFanIn - 1, 1}, {run * estimate.ImportFanIn, 2}, {run * estimate.ImportFanIn * estimate.ImportFanIn, 3}} {
+		if got := estimate.ImportPasses(c.stored); got != c.want {
+			t.Errorf("ImportPasses(%d) = %d, want %d", c.stored, got, c.want)
+		}
+	}
+	in := estimate.Input{Rows: 10_000_000, StoredBytes: 900 << 20, Shards: 40, Concurrency: 40}
+	small, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Rows, in.StoredBytes = 10*in.Rows, 10*in.StoredBytes
+	big, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perRow := big.Seconds["Import"] / 10; perRow <= small.Seconds["Import"]*1.05 {
+		t.Fatalf("import of 10x the rows, one more pass: %.0f s, 1x: %.0f s", big.Seconds["Import"], small.Seconds["Import"])
+	}
+}
