@@ -175,7 +175,7 @@ func Run(in Input) (Estimate, error) {
 	e.PricesDate = PricesDate
 	e.Assumptions = []string{
 		"stage rates from the README's 1 000 000-row runs on 2 cores (scripts/bench-migrate.sh and BenchmarkShardStep, 2026-12-02), per worker on one core, plus 0.2 s per shard step; a Lambda of 3008 MB has about 1.7 vCPUs",
-		fmt.Sprintf("import as measured at 10 000 000 rows (2026-12-03), its compactions rewriting the catalog %d time(s)", passes),
+		fmt.Sprintf("import as measured at 10 000 000 rows (2026-12-03), its compactions rewriting the catalog %d time(s); RockLake's compactor merges what it leaves after the cut-over (about one more pass, in RockLake, not counted)", passes),
 		fmt.Sprintf("shard files %.0f%% of the catalog's bytes (zstd NDJSON)", ratio*100),
 		fmt.Sprintf("Lambda memory from infra's defaults: check %d MB, export %d MB, import %d MB", CheckMemoryMB, ShardMemoryMB, ImportMemoryMB),
 		"AWS list prices for us-east-1 as checked " + PricesDate + " (no free tier), not fetched; cold starts, retries and the drift schedule left out",
