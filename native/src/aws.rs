@@ -71,9 +71,13 @@ pub fn set(json: &str) -> Res<()> {
         return Err(bad("access key id and secret access key are both required"));
     }
     if !h.endpoint.is_empty() {
-        let u = url::Url::parse(&h.endpoint).map_err(|e| bad(&format!("endpoint {:?}: {e}", h.endpoint)))?;
+        let u = url::Url::parse(&h.endpoint)
+            .map_err(|e| bad(&format!("endpoint {:?}: {e}", h.endpoint)))?;
         if !matches!(u.scheme(), "http" | "https") {
-            return Err(bad(&format!("endpoint {:?}: scheme must be http or https", h.endpoint)));
+            return Err(bad(&format!(
+                "endpoint {:?}: scheme must be http or https",
+                h.endpoint
+            )));
         }
     }
     let aws = Aws {
@@ -85,7 +89,8 @@ pub fn set(json: &str) -> Res<()> {
             secret_key: h.secret_access_key,
             token: (!h.session_token.is_empty()).then_some(h.session_token),
         }),
-        expires: (h.expires_unix_ms > 0).then(|| UNIX_EPOCH + Duration::from_millis(h.expires_unix_ms)),
+        expires: (h.expires_unix_ms > 0)
+            .then(|| UNIX_EPOCH + Duration::from_millis(h.expires_unix_ms)),
     };
     *SLOT.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(aws));
     CHANGED.notify_waiters();
@@ -133,7 +138,9 @@ impl CredentialProvider for SlotCredentials {
             // Created before the check, so a renewal in between still wakes it.
             let renewed = CHANGED.notified();
             let Some(aws) = current() else {
-                return Err(error(format!("{NO_CREDENTIALS}: none were handed to the engine")));
+                return Err(error(format!(
+                    "{NO_CREDENTIALS}: none were handed to the engine"
+                )));
             };
             let expired_for = aws
                 .expires
@@ -159,7 +166,10 @@ mod tests {
     use super::*;
 
     fn now_ms(offset_ms: i64) -> u64 {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
         (now + offset_ms) as u64
     }
 
@@ -173,14 +183,23 @@ mod tests {
     /// with each other.
     #[test]
     fn slot_is_checked_set_renewed_and_expires() {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let provider = SlotCredentials { expired_wait: Duration::from_millis(300) };
-        let msg = |r: slatedb::object_store::Result<Arc<AwsCredential>>| r.map(|c| c.key_id.clone()).map_err(|e| e.to_string());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let provider = SlotCredentials {
+            expired_wait: Duration::from_millis(300),
+        };
+        let msg = |r: slatedb::object_store::Result<Arc<AwsCredential>>| {
+            r.map(|c| c.key_id.clone()).map_err(|e| e.to_string())
+        };
 
         clear();
         let r = rt.block_on(provider.get_credential());
         assert!(msg(r).unwrap_err().contains(NO_CREDENTIALS));
-        let e = crate::store::resolve("s3://b/db", &crate::store::Options::default()).err().expect("no settings: refused");
+        let e = crate::store::resolve("s3://b/db", &crate::store::Options::default())
+            .err()
+            .expect("no settings: refused");
         assert_eq!(e.code, crate::RL_ERR_NO_CREDENTIALS);
         assert!(e.msg.contains(NO_CREDENTIALS), "{}", e.msg);
 
@@ -203,7 +222,13 @@ mod tests {
         // Expired credentials: a request waits for renewed ones...
         set(&settings("k2", now_ms(-1000))).unwrap_or_else(|e| panic!("{}", e.msg));
         let got = rt.block_on(async {
-            let waiting = tokio::spawn(async move { SlotCredentials { expired_wait: Duration::from_secs(5) }.get_credential().await });
+            let waiting = tokio::spawn(async move {
+                SlotCredentials {
+                    expired_wait: Duration::from_secs(5),
+                }
+                .get_credential()
+                .await
+            });
             tokio::time::sleep(Duration::from_millis(100)).await;
             set(&settings("k3", now_ms(60_000))).unwrap_or_else(|e| panic!("{}", e.msg));
             waiting.await.unwrap()

@@ -210,7 +210,10 @@ fn ffi(err_out: *mut *mut c_char, f: impl FnOnce() -> Res<()>) -> i32 {
             .map(|s| s.to_string())
             .or_else(|| p.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "unknown panic".into());
-        Err(fail(RL_ERR_INTERNAL, format!("panic in slatedb binding: {what}")))
+        Err(fail(
+            RL_ERR_INTERNAL,
+            format!("panic in slatedb binding: {what}"),
+        ))
     });
     match result {
         Ok(()) => RL_OK,
@@ -447,7 +450,12 @@ fn decode_batch(raw: &[u8]) -> Res<WriteBatch> {
                 wb.put_bytes(key, value);
             }
             1 => wb.delete(key),
-            _ => return Err(fail(RL_ERR_INVALID, format!("write batch op {op} is unknown"))),
+            _ => {
+                return Err(fail(
+                    RL_ERR_INVALID,
+                    format!("write batch op {op} is unknown"),
+                ))
+            }
         }
         ops += 1;
     }
@@ -516,7 +524,9 @@ pub extern "C" fn rl_writer_close(
             // replay no WAL: their memory then does not grow with what the
             // writer wrote.
             flush_memtables(&w.db).await?;
-            w.db.close().await.map_err(|e| from_slate("close writer", e))
+            w.db.close()
+                .await
+                .map_err(|e| from_slate("close writer", e))
         });
         drop_in_runtime(w);
         match r {
@@ -613,9 +623,10 @@ pub extern "C" fn rl_reader_open(
             true => None,
             false => match cstr(checkpoint_id, "checkpoint id")? {
                 "" => None,
-                id => Some(Uuid::parse_str(id).map_err(|e| {
-                    fail(RL_ERR_INVALID, format!("checkpoint id {id:?}: {e}"))
-                })?),
+                id => Some(
+                    Uuid::parse_str(id)
+                        .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {id:?}: {e}")))?,
+                ),
             },
         };
         let db = block(timeout_ms, cancel, async {
@@ -636,8 +647,8 @@ pub extern "C" fn rl_reader_open(
                 checkpoint_lifetime: READER_CHECKPOINT_LIFETIME,
                 ..defaults
             };
-            let mut builder = DbReader::builder(loc.path.clone(), loc.read_only_store())
-                .with_options(options);
+            let mut builder =
+                DbReader::builder(loc.path.clone(), loc.read_only_store()).with_options(options);
             if let Some(id) = pinned {
                 builder = builder.with_checkpoint_id(id);
             }
@@ -651,13 +662,19 @@ pub extern "C" fn rl_reader_open(
 }
 
 #[no_mangle]
-pub extern "C" fn rl_reader_close(r: *mut Reader, timeout_ms: u64, err_out: *mut *mut c_char) -> i32 {
+pub extern "C" fn rl_reader_close(
+    r: *mut Reader,
+    timeout_ms: u64,
+    err_out: *mut *mut c_char,
+) -> i32 {
     ffi(err_out, || {
         let Some(r) = take_handle(r) else {
             return Err(fail(RL_ERR_INVALID, "reader handle is null"));
         };
         let res = block(timeout_ms, std::ptr::null(), async {
-            r.db.close().await.map_err(|e| from_slate("close reader", e))
+            r.db.close()
+                .await
+                .map_err(|e| from_slate("close reader", e))
         });
         drop_in_runtime(r);
         res
@@ -676,7 +693,10 @@ fn source<'a>(kind: u8, h: *mut std::ffi::c_void) -> Res<Source<'a>> {
     match kind {
         0 => Ok(Source::Writer(handle(h as *mut Writer, "writer")?)),
         1 => Ok(Source::Reader(handle(h as *mut Reader, "reader")?)),
-        _ => Err(fail(RL_ERR_INVALID, format!("handle kind {kind} is unknown"))),
+        _ => Err(fail(
+            RL_ERR_INVALID,
+            format!("handle kind {kind} is unknown"),
+        )),
     }
 }
 
@@ -965,7 +985,11 @@ pub extern "C" fn rl_checkpoint_copy(
         let raw = cstr(checkpoint_id, "checkpoint id")?;
         let id = Uuid::parse_str(raw)
             .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?;
-        let c = block(timeout_ms, cancel, copy::checkpoint(&src, url, id, &dst, dest))?;
+        let c = block(
+            timeout_ms,
+            cancel,
+            copy::checkpoint(&src, url, id, &dst, dest),
+        )?;
         out_string(
             format!(
                 r#"{{"manifest_id":{},"objects":{},"bytes":{},"checkpoints_dropped":{}}}"#,
@@ -1007,7 +1031,11 @@ pub extern "C" fn rl_block_profile(
                 ),
             },
         };
-        let p = block(timeout_ms, cancel, blocks::profile(&loc, url, id, max_blocks))?;
+        let p = block(
+            timeout_ms,
+            cancel,
+            blocks::profile(&loc, url, id, max_blocks),
+        )?;
         out_bytes(blocks::encode(&p), out, out_len)
     })
 }
@@ -1118,7 +1146,9 @@ mod describe_tests {
     }
     impl std::error::Error for E {
         fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            self.1.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+            self.1
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static))
         }
     }
 
@@ -1128,9 +1158,20 @@ mod describe_tests {
             "response body: <?xml version=\"1.0\"?><Error><Code>AccessDenied</Code><Message>no</Message><Pad>{}</Pad></Error>",
             "x".repeat(5000)
         );
-        let e = E("object store error".into(), Some(Box::new(E("request failed".into(), Some(Box::new(E(xml, None)))))));
+        let e = E(
+            "object store error".into(),
+            Some(Box::new(E(
+                "request failed".into(),
+                Some(Box::new(E(xml, None))),
+            ))),
+        );
         let d = describe(&e);
-        assert!(d.starts_with("object store error: request failed: response body: S3 error AccessDenied: no"), "{d}");
+        assert!(
+            d.starts_with(
+                "object store error: request failed: response body: S3 error AccessDenied: no"
+            ),
+            "{d}"
+        );
         assert!(d.len() <= MAX_MSG + 40, "{} bytes", d.len());
         let long = E("é".repeat(3000), None);
         assert!(describe(&long).ends_with("more bytes)"));

@@ -19,8 +19,8 @@ use slatedb::object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryCo
 
 use crate::guard::{Bounded, Overlay};
 use crate::{
-    aws, cstr, fail, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_CREDENTIALS, RL_ERR_NO_DATABASE,
-    RL_ERR_UNAVAILABLE,
+    aws, cstr, fail, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_CREDENTIALS,
+    RL_ERR_NO_DATABASE, RL_ERR_UNAVAILABLE,
 };
 
 /// The slatedb crate version pinned in Cargo.toml (a test keeps them in step).
@@ -140,8 +140,14 @@ pub fn bulk_load(mut s: Settings) -> Settings {
         c.max_sst_size = 64 << 20;
         c.poll_interval = BULK_POLL;
         c.scheduler_options = HashMap::from([
-            ("min_compaction_sources".to_string(), BULK_MIN_SOURCES.to_string()),
-            ("max_compaction_sources".to_string(), BULK_MAX_SOURCES.to_string()),
+            (
+                "min_compaction_sources".to_string(),
+                BULK_MIN_SOURCES.to_string(),
+            ),
+            (
+                "max_compaction_sources".to_string(),
+                BULK_MAX_SOURCES.to_string(),
+            ),
         ]);
     }
     s.wal_enabled = false;
@@ -228,7 +234,10 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 return Err(bad("file URL needs a directory path"));
             }
             Ok(Location {
-                store: Arc::new(Bounded::new(Arc::new(LocalFileSystem::new()), opts.max_retries)),
+                store: Arc::new(Bounded::new(
+                    Arc::new(LocalFileSystem::new()),
+                    opts.max_retries,
+                )),
                 path: db_path,
                 bucket: None,
                 store_id: "file".into(),
@@ -266,7 +275,10 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
             let aws = aws::current().ok_or_else(|| {
                 fail(
                     RL_ERR_NO_CREDENTIALS,
-                    format!("{raw}: {}: none were handed to the engine", aws::NO_CREDENTIALS),
+                    format!(
+                        "{raw}: {}: none were handed to the engine",
+                        aws::NO_CREDENTIALS
+                    ),
                 )
             })?;
             let mut builder = AmazonS3Builder::new()
@@ -337,8 +349,14 @@ pub(crate) fn store_error(loc: &Location, e: slatedb::object_store::Error) -> cr
         return fail(RL_ERR_NO_CREDENTIALS, format!("object store: {text}"));
     }
     match &loc.bucket {
-        Some(b) if text.contains("NoSuchBucket") || matches!(e, slatedb::object_store::Error::NotFound { .. }) => {
-            fail(RL_ERR_NO_BUCKET, format!("bucket {b:?} does not exist: {text}"))
+        Some(b)
+            if text.contains("NoSuchBucket")
+                || matches!(e, slatedb::object_store::Error::NotFound { .. }) =>
+        {
+            fail(
+                RL_ERR_NO_BUCKET,
+                format!("bucket {b:?} does not exist: {text}"),
+            )
         }
         _ => fail(RL_ERR_UNAVAILABLE, format!("object store: {text}")),
     }
@@ -359,7 +377,10 @@ mod tests {
     /// reads back through it and closes it: SlateDB 0.13.1 has no
     /// Settings::validate, so the engine itself is the check.
     fn engine_accepts(settings: Settings) {
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         rt.block_on(async {
             let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
             let db = slatedb::Db::builder("db", store)
@@ -374,7 +395,9 @@ mod tests {
                 ..Default::default()
             };
             let put = slatedb::config::PutOptions::default();
-            db.put_with_options(b"k", b"v", &put, &async_write).await.unwrap();
+            db.put_with_options(b"k", b"v", &put, &async_write)
+                .await
+                .unwrap();
             db.flush().await.unwrap();
             assert_eq!(db.get(b"k").await.unwrap().as_deref(), Some(&b"v"[..]));
             db.close().await.unwrap();
@@ -389,16 +412,25 @@ mod tests {
         assert_eq!((c.max_concurrent_compactions, c.max_fetch_tasks), (1, 1));
         assert!(c.max_sst_size <= 64 << 20);
         // A full L0 must not wait for the engine's default timers (5 s, 1 s).
-        assert_eq!((c.poll_interval, s.manifest_poll_interval), (BULK_POLL, BULK_POLL));
+        assert_eq!(
+            (c.poll_interval, s.manifest_poll_interval),
+            (BULK_POLL, BULK_POLL)
+        );
         assert!(!s.wal_enabled, "a bulk load writes its data once: no WAL");
         // The scheduler reads its options from strings: they must parse to
         // the fan-in asked for, and a full L0 (or one key in that many L0
         // SSTs, as the progress record is) must leave room for a compaction
         // to start, or the writer waits for ever.
         let st = SizeTieredCompactionSchedulerOptions::from(&c.scheduler_options);
-        assert_eq!((st.min_compaction_sources, st.max_compaction_sources), (BULK_MIN_SOURCES, BULK_MAX_SOURCES));
+        assert_eq!(
+            (st.min_compaction_sources, st.max_compaction_sources),
+            (BULK_MIN_SOURCES, BULK_MAX_SOURCES)
+        );
         assert!(st.min_compaction_sources <= st.max_compaction_sources);
-        assert!(s.l0_max_ssts > st.max_compaction_sources && s.l0_max_ssts_per_key > st.max_compaction_sources);
+        assert!(
+            s.l0_max_ssts > st.max_compaction_sources
+                && s.l0_max_ssts_per_key > st.max_compaction_sources
+        );
         engine_accepts(s);
     }
 
@@ -406,25 +438,44 @@ mod tests {
     fn passive_settings_run_no_background_work() {
         let s = passive(Settings::default());
         assert!(s.compactor_options.is_none() && s.garbage_collector_options.is_none());
-        assert!(s.l0_max_ssts >= 1 << 16, "a full L0 must not stall a writer that never compacts");
+        assert!(
+            s.l0_max_ssts >= 1 << 16,
+            "a full L0 must not stall a writer that never compacts"
+        );
         engine_accepts(s);
     }
 
     #[test]
     fn options_parse_strictly() {
-        let json = std::ffi::CString::new(r#"{"bulk_load":true,"max_unflushed_bytes":1024}"#).unwrap();
+        let json =
+            std::ffi::CString::new(r#"{"bulk_load":true,"max_unflushed_bytes":1024}"#).unwrap();
         let o = Options::parse(json.as_ptr()).unwrap_or_else(|e| panic!("{}", e.msg));
         assert!(o.bulk_load);
         assert_eq!(o.max_unflushed_bytes, Some(1024));
         let bad = std::ffi::CString::new(r#"{"bulk_lode":true}"#).unwrap();
-        assert!(Options::parse(bad.as_ptr()).is_err(), "an unknown option must be refused");
-        assert!(!Options::parse(std::ptr::null()).unwrap_or_else(|e| panic!("{}", e.msg)).bulk_load);
+        assert!(
+            Options::parse(bad.as_ptr()).is_err(),
+            "an unknown option must be refused"
+        );
+        assert!(
+            !Options::parse(std::ptr::null())
+                .unwrap_or_else(|e| panic!("{}", e.msg))
+                .bulk_load
+        );
     }
 
     #[test]
     fn urls_are_checked() {
         let o = Options::default();
-        for bad in ["", "nope", "ftp://x/y", "file://host/x", "file:///", "s3:///x", "s3://b/x?y=1"] {
+        for bad in [
+            "",
+            "nope",
+            "ftp://x/y",
+            "file://host/x",
+            "file:///",
+            "s3:///x",
+            "s3://b/x?y=1",
+        ] {
             assert!(resolve(bad, &o).is_err(), "{bad} should be refused");
         }
         assert!(resolve("file:///tmp/x", &o).is_ok());
