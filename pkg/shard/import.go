@@ -145,7 +145,10 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	if err != nil {
 		return res, fmt.Errorf("shard: import: open target %s: %w", url, err)
 	}
-	defer closeWriter(ctx, w)
+	// Closed within ctx: an import that failed, was canceled or ran out of
+	// time is not held past that by a flush; what the close does not flush,
+	// no progress record counts, and the rerun writes it again.
+	defer w.CloseContext(ctx)
 	if !res.Resumed {
 		// The progress record goes in before any data: an import killed in
 		// its first shard must find its own work on the rerun, not a target
@@ -160,34 +163,13 @@ func Import(ctx context.Context, store *blob.Store, input, url string, opts Impo
 	res.ShardsDone = count(prog.Done)
 	res.Records, res.Digest = prog.Records, prog.Digest
 	if res.ShardsDone < len(hs) || opts.NoFinalize {
-		return res, closeWriter(ctx, w)
+		return res, w.CloseContext(ctx)
 	}
 	if err := finalize(ctx, w, prog, opts.Format); err != nil {
 		return res, err
 	}
 	res.Done = true
-	return res, closeWriter(ctx, w)
-}
-
-// closeWait bounds closing the import's writer when ctx has no deadline.
-const closeWait = 2 * time.Minute
-
-// closeWriter closes w within ctx's deadline (and closeWait), at once when
-// ctx is done: an import that failed, was canceled or ran out of time must
-// not hold its caller past that with a close that cannot flush. What the
-// close does not flush, no progress record counts: the rerun writes it
-// again. A second call does nothing.
-func closeWriter(ctx context.Context, w *slatedb.Writer) error {
-	wait := closeWait
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl))
-	}
-	if ctx.Err() != nil {
-		wait = 0
-	}
-	cctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	return w.CloseContext(cctx)
+	return res, w.CloseContext(ctx)
 }
 
 func count(bs []bool) int {

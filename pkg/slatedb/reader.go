@@ -92,8 +92,8 @@ func (r *Reader) Close() error {
 	return r.CloseContext(ctx)
 }
 
-// CloseContext is Close bounded by ctx's deadline. The handle is freed even
-// when the close times out.
+// CloseContext is Close bounded by ctx (closeLimit). The handle is freed
+// even when the close times out.
 func (r *Reader) CloseContext(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -102,10 +102,7 @@ func (r *Reader) CloseContext(ctx context.Context) error {
 	}
 	h := r.h
 	r.h = nil
-	limit := closeTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		limit = max(time.Until(dl), time.Millisecond)
-	}
+	limit := closeLimit(ctx)
 	var msg *C.char
 	if code := C.rl_reader_close(h, C.uint64_t(limit/time.Millisecond), &msg); code != C.RL_OK {
 		return &Error{Code: Code(code), Op: "close reader", Msg: takeString(msg)}

@@ -188,8 +188,8 @@ func (w *Writer) Close() error {
 	return w.CloseContext(ctx)
 }
 
-// CloseContext is Close bounded by ctx. The handle is freed even when the
-// flush fails or ctx expires.
+// CloseContext is Close bounded by ctx (closeLimit). The handle is freed
+// even when the flush fails or ctx expires.
 func (w *Writer) CloseContext(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -198,10 +198,22 @@ func (w *Writer) CloseContext(ctx context.Context) error {
 	}
 	h := w.h
 	w.h = nil
-	return native(context.WithoutCancel(ctx), "close writer", func(t C.uint64_t, _ *C.rl_cancel, e **C.char) C.int32_t {
-		if dl, ok := ctx.Deadline(); ok {
-			t = C.uint64_t(max(time.Until(dl).Milliseconds(), 1))
-		}
-		return C.rl_writer_close(h, t, e)
+	limit := C.uint64_t(closeLimit(ctx) / time.Millisecond)
+	return native(context.Background(), "close writer", func(_ C.uint64_t, _ *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_writer_close(h, limit, e)
 	})
+}
+
+// closeLimit is how long a close may flush: until ctx's deadline, or
+// closeTimeout without one, and only a millisecond (free the handle, flush
+// nothing) once ctx is done: a caller that gave up is not held by a flush.
+func closeLimit(ctx context.Context) time.Duration {
+	limit := closeTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		limit = time.Until(dl)
+	}
+	if ctx.Err() != nil {
+		limit = 0
+	}
+	return max(limit, time.Millisecond)
 }
