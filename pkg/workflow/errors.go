@@ -20,6 +20,7 @@ const (
 	NameRollbackLosesCommits  = "RollbackLosesCommits"
 	NameAbortAfterFlip        = "AbortAfterFlip"
 	NameMigrationInProgress   = "MigrationInProgress"
+	NameLockLost              = "LockLost"
 	NameFenced                = "Fenced"
 	NameSourceAtRoot          = "SourceAtRoot"
 	NameStagingUnusable       = "StagingUnusable"
@@ -53,9 +54,9 @@ var ErrSourceChanged = errors.New(NameSourceChanged)
 // ErrorName if it has one, else a name for the error classes steps branch on,
 // else StepFailed.
 func ErrorName(err error) string {
-	if errors.Is(err, ErrAbortUndecided) {
-		// Whatever kept Abort from reading the pointer, Abort itself only
-		// waited: retry it.
+	if errors.Is(err, ErrAbortUndecided) || errors.Is(err, ErrTargetStillWritten) {
+		// Whatever kept Abort from reading the pointer, or from seeing the
+		// target stay empty, Abort itself only waited: retry it.
 		return NameTransient
 	}
 	var named interface{ ErrorName() string }
@@ -76,6 +77,8 @@ func ErrorName(err error) string {
 		return NameStagingUnusable
 	case errors.Is(err, ErrSourceAtRoot):
 		return NameSourceAtRoot
+	case errors.Is(err, ErrLockLost):
+		return NameLockLost
 	case errors.Is(err, ErrMigrationInProgress):
 		return NameMigrationInProgress
 	case errors.Is(err, ErrHistoryUnwritable):

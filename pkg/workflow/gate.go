@@ -29,9 +29,9 @@ import (
 // NotifySuccess, or Abort and NotifyFailure.
 
 // GateTimeout is how long a migration may wait at the gate: the Gate
-// state's TimeoutSeconds, after which it goes to Abort. It is shorter than
-// LockLease, which the Gate step renews on entry, so the lock outlives the
-// wait and the Flip after it.
+// state's TimeoutSeconds, after which it goes to Abort. The wait is part of
+// the execution, whose timeout the lock's lease covers (LockLease), so the
+// lock outlives the wait and the Flip after it.
 const GateTimeout = 20 * time.Hour
 
 // NameAbortedByOperator is the error an abort at the gate fails the Gate
@@ -92,10 +92,11 @@ type GateOutput struct {
 	NotifyError string    `json:"notify_error,omitempty"`
 }
 
-// Gate opens the gate: it renews the lock's lease (LockLease from now,
-// longer than GateTimeout), keeps the task token in staging and sends the
-// message saying how to approve or abort. A migration already decided is
-// refused (ErrDecided), and so is one that lost its lock.
+// Gate opens the gate: it confirms that the migration still holds its
+// lock (whose lease covers the execution, the wait included), keeps the
+// task token in staging and sends the message saying how to approve or
+// abort. A migration already decided is refused (ErrDecided), and so is one
+// that lost its lock (ErrLockLost).
 func Gate(ctx context.Context, env Env, in GateInput) (GateOutput, error) {
 	m := in.Migration
 	out := GateOutput{MigrationID: m.MigrationID}
@@ -107,10 +108,10 @@ func Gate(ctx context.Context, env Env, in GateInput) (GateOutput, error) {
 	} else if d != "" {
 		return out, fmt.Errorf("%w: migration %s decided to %s already", ErrDecided, m.MigrationID, d)
 	}
-	now := time.Now().UTC()
-	if _, err := renewLock(ctx, env, m, now); err != nil {
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return out, err
 	}
+	now := time.Now().UTC()
 	rec := GateRecord{
 		Migration: m, Staging: env.Staging, TaskToken: in.TaskToken, Execution: in.Execution, Topic: in.Topic,
 		OpenedAt: now, ExpiresAt: now.Add(GateTimeout), Local: env.Local,

@@ -18,8 +18,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-// The Gate state waits no longer than the lock's lease, and its failure
-// (abort, timeout) goes to Abort.
+// The Gate state's wait fits in the execution, whose timeout the lock's
+// lease covers, and its failure (abort, timeout) goes to Abort.
 func TestGateStateFitsTheLease(t *testing.T) {
 	var def struct {
 		States map[string]struct {
@@ -39,8 +39,16 @@ func TestGateStateFitsTheLease(t *testing.T) {
 	if !strings.HasSuffix(g.Resource, ".waitForTaskToken") || g.Next != "Flip" {
 		t.Fatalf("Gate = %+v", g)
 	}
-	if time.Duration(g.TimeoutSeconds)*time.Second != workflow.GateTimeout || workflow.GateTimeout >= workflow.LockLease {
-		t.Fatalf("the Gate's TimeoutSeconds %d, GateTimeout %v, LockLease %v: the gate must time out before the lease", g.TimeoutSeconds, workflow.GateTimeout, workflow.LockLease)
+	exec, err := workflow.DefinitionTimeout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := workflow.Env{}.LockLease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Duration(g.TimeoutSeconds)*time.Second != workflow.GateTimeout || workflow.GateTimeout >= exec || lease <= exec {
+		t.Fatalf("the Gate's TimeoutSeconds %d, GateTimeout %v, execution timeout %v, lease %v: the gate must time out within the execution, and the lease outlast it", g.TimeoutSeconds, workflow.GateTimeout, exec, lease)
 	}
 	if len(g.Catch) != 1 || g.Catch[0].ErrorEquals[0] != "States.ALL" || g.Catch[0].Next != "GateFailed" {
 		t.Fatalf("the Gate's Catch = %+v, want States.ALL → GateFailed", g.Catch)
@@ -240,7 +248,7 @@ func TestGateAbortCleansUp(t *testing.T) {
 		}
 	}
 	// The Gate step refuses a migration without its lock.
-	if _, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.pointer}, TaskToken: "t"}); !errors.Is(err, workflow.ErrMigrationInProgress) {
+	if _, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.pointer}, TaskToken: "t"}); !errors.Is(err, workflow.ErrLockLost) || workflow.ErrorName(err) != "LockLost" {
 		t.Fatalf("a gate without the lock: %v", err)
 	}
 }

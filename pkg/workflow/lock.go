@@ -9,14 +9,48 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-// LockLease is how long a migration's lock holds without its owner: past
-// it, the next migration may take the lock over (a run whose every step
-// died). No migration runs this long; Step Functions' own timeout is shorter.
-// A migration waiting at the gate renews it on entry (GateTimeout is
-// shorter), so the lease outlives the wait and the Flip after it.
-const LockLease = 24 * time.Hour
+// leaseMargin is how long a lock outlives its run's execution timeout: a
+// Lambda the execution timed out under goes on for up to 15 minutes, and
+// clocks differ.
+const leaseMargin = time.Hour
+
+// LockLease is how long the lock of a run holds without its owner: the
+// execution's timeout (Env.ExecutionTimeout: the definition's top-level
+// TimeoutSeconds, which infra sets from executionTimeoutHours) and
+// leaseMargin. One number decides both, so no step of a run can still be at
+// work when its lease runs out and the next migration (or cleanup) takes the
+// lock over; the gate's wait is inside the execution, so the lease is never
+// renewed.
+func (e Env) LockLease() (time.Duration, error) {
+	t := e.ExecutionTimeout
+	if t == 0 {
+		var err error
+		if t, err = DefinitionTimeout(); err != nil {
+			return 0, err
+		}
+	}
+	if t < 0 {
+		return 0, fmt.Errorf("workflow: execution timeout %v: want a positive duration", t)
+	}
+	return t + leaseMargin, nil
+}
+
+// DefinitionTimeout is the migration definition's top-level TimeoutSeconds:
+// the execution timeout of a local run (pkg/asl holds a run to it across the
+// gate) and of a Lambda not told another (ExecutionTimeoutEnv).
+func DefinitionTimeout() (time.Duration, error) {
+	var def struct{ TimeoutSeconds int64 }
+	if err := json.Unmarshal(statemachine.Migration, &def); err != nil {
+		return 0, fmt.Errorf("workflow: the migration definition: %w", err)
+	}
+	if def.TimeoutSeconds <= 0 {
+		return 0, errors.New("workflow: the migration definition has no top-level TimeoutSeconds")
+	}
+	return time.Duration(def.TimeoutSeconds) * time.Second, nil
+}
 
 // Lock is the object beside the pointer (<pointer>.lock) that makes one
 // migration at a time run on a pointer. Check takes it with a conditional
@@ -51,7 +85,11 @@ func inProgress(held Lock, pointerURL string) error {
 func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (time.Time, error) {
 	url := LockURL(m.Pointer)
 	now = now.UTC().Truncate(time.Millisecond)
-	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(LockLease)})
+	lease, err := env.LockLease()
+	if err != nil {
+		return time.Time{}, err
+	}
+	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease)})
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -99,15 +137,17 @@ func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error)
 	}
 	var l Lock
 	if err := json.Unmarshal(b, &l); err != nil {
-		// Unreadable: treat as held until it expires, which it never will;
-		// only unlock clears it. Fail closed.
-		return Lock{MigrationID: unreadableLock, ExpiresAt: time.Now().Add(LockLease)}, info, nil
+		// Unreadable: held for ever; only unlock clears it. Fail closed.
+		return Lock{MigrationID: unreadableLock, ExpiresAt: neverExpires}, info, nil
 	}
 	return l, info, nil
 }
 
-// unreadableLock is the holder readLock reports for a lock it cannot decode.
+// unreadableLock is the holder readLock reports for a lock it cannot decode,
+// held until neverExpires.
 const unreadableLock = "(unreadable lock)"
+
+var neverExpires = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // activeMigration is the migration holding the pointer's lock, for the drift
 // check: "" when none does (no lock, a free one, or one whose lease ran out:
@@ -127,31 +167,31 @@ func activeMigration(ctx context.Context, env Env, pointerURL string, now time.T
 	return "", ""
 }
 
-// renewLock extends the lease of the lock migration m holds to LockLease
-// from now: the Gate step's, so that the lock outlives the gate's wait. A
-// lock m no longer holds (its lease ran out and another migration took it)
-// is ErrMigrationInProgress, and nothing is written.
-func renewLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock, error) {
-	url := LockURL(m.Pointer)
-	held, info, err := readLock(ctx, env, url)
-	if err != nil {
-		return held, err
+// ErrLockLost: the pointer's lock no longer names the migration, or its
+// lease ran out: an operator broke it (unlock), or, past the lease, another
+// migration or a cleanup took it over and may be removing this run's
+// target and staging. The step wrote nothing; it is not retried, and
+// Abort removes what is this run's.
+var ErrLockLost = errors.New(NameLockLost)
+
+// confirmLock is what every step from Freeze on does before it writes:
+// migration id of pointerURL must still hold the lock, within its lease.
+// The lease covers the execution's timeout, so a run of the definition
+// meets this unless its lock was broken or taken with a shorter lease.
+func confirmLock(ctx context.Context, env Env, pointerURL, id string) error {
+	url := LockURL(pointerURL)
+	held, _, err := readLock(ctx, env, url)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return fmt.Errorf("%w: migration %s: there is no lock %s", ErrLockLost, id, url)
+	case err != nil:
+		return err
+	case held.MigrationID != id:
+		return fmt.Errorf("%w: migration %s no longer holds %s (held by %q, released by %q); nothing was written", ErrLockLost, id, url, held.MigrationID, held.ReleasedBy)
+	case !time.Now().Before(held.ExpiresAt):
+		return fmt.Errorf("%w: the lease of migration %s on %s ran out at %s; nothing was written", ErrLockLost, id, url, held.ExpiresAt.Format(time.RFC3339))
 	}
-	if held.MigrationID != m.MigrationID {
-		return held, fmt.Errorf("%w: migration %s no longer holds %s (held by %q): its lease ran out", ErrMigrationInProgress, m.MigrationID, url, held.MigrationID)
-	}
-	held.ExpiresAt = now.Add(LockLease).UTC()
-	body, err := json.Marshal(held)
-	if err != nil {
-		return held, err
-	}
-	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
-		if errors.Is(err, blob.ErrPreconditionFailed) {
-			return held, fmt.Errorf("%w: the lock %s changed while migration %s renewed it", ErrMigrationInProgress, url, m.MigrationID)
-		}
-		return held, fmt.Errorf("workflow: renew the lock %s: %w", url, err)
-	}
-	return held, nil
+	return nil
 }
 
 // releaseLock frees the pointer's lock if migration m holds it.

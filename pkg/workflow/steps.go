@@ -45,6 +45,10 @@ type Env struct {
 	// Progress counts what the long steps do as they go, for the CLI's
 	// display of a local run; its nil counts count nothing.
 	Progress Progress
+	// ExecutionTimeout is the migration execution's top-level
+	// TimeoutSeconds, which the lock's lease covers (LockLease); zero: the
+	// definition's own (DefinitionTimeout).
+	ExecutionTimeout time.Duration
 }
 
 func (e Env) staging(id string) Staging { return Staging{Root: e.Staging, MigrationID: id} }
@@ -210,6 +214,9 @@ var ErrSourceAtRoot = errors.New("SourceAtRoot")
 // RockLake writer, records writer-epoch and next_snapshot_id, takes a
 // checkpoint through that writer and writes the shard plan to staging.
 func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return m, err
+	}
 	if m.DryRun {
 		return freezeDryRun(ctx, env, m)
 	}
@@ -485,6 +492,9 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	if in.Index < 0 || in.Index >= len(p.Ranges) {
 		return ShardOutput{}, fmt.Errorf("workflow: export: shard %d of %d", in.Index, len(p.Ranges))
 	}
+	if err := confirmLock(ctx, env, p.Pointer, p.MigrationID); err != nil {
+		return ShardOutput{}, err
+	}
 	var t shard.Transformed
 	if transform {
 		if t, err = transformOf(env, p, in.Index); err != nil {
@@ -560,6 +570,9 @@ func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, e
 	if in.Index < 0 || in.Index >= len(p.Ranges) {
 		return ShardOutput{}, fmt.Errorf("workflow: transform: shard %d of %d", in.Index, len(p.Ranges))
 	}
+	if err := confirmLock(ctx, env, p.Pointer, p.MigrationID); err != nil {
+		return ShardOutput{}, err
+	}
 	t, err := transformOf(env, p, in.Index)
 	if err != nil {
 		return ShardOutput{}, err
@@ -611,6 +624,9 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 		opts.StopAfter = dl.Add(-margin)
 	}
 	st := env.staging(m.MigrationID)
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return ImportOutput{Migration: m}, err
+	}
 	if err := claimTarget(ctx, env, m); err != nil {
 		return ImportOutput{Migration: m}, err
 	}
@@ -655,6 +671,9 @@ func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
 // Finalize writes the counter and system keys and the format version in one
 // batch: only now does the new catalog open.
 func Finalize(ctx context.Context, env Env, m Migration) (Migration, error) {
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return m, err
+	}
 	return m, shard.Finalize(ctx, m.Target, m.To, env.SlateDB)
 }
 
@@ -677,6 +696,9 @@ const resultReads = 16
 // Verify rescans the new catalog: its per-table counts and digest must equal
 // what the transforms wrote, and its version the target.
 func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return VerifyOutput{Migration: m}, err
+	}
 	p, err := readPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
@@ -756,8 +778,14 @@ type FlipOutput struct {
 	HistoryError string `json:"history_error,omitempty"`
 }
 
-// Flip moves the pointer to the new catalog, if the source did not change
-// since Freeze and nobody moved the pointer since Check.
+// Flip moves the pointer to the new catalog. Every precondition is checked
+// before the decision to flip is taken, so that a Flip that refuses leaves
+// a run Abort ends (and the next migration can start at once): the lock is
+// still this run's, nobody moved the pointer since Check, the source took
+// no write since Freeze, and the target passes its startup check right
+// before the decision and the pointer's write (a target removed since
+// Verify is never pointed at). A pointer moved between the check and the
+// write refuses the write, and Flip withdraws its decision (withdrawFlip).
 func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	start := time.Now()
 	out := FlipOutput{Migration: m}
@@ -769,25 +797,20 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	if err != nil {
 		return out, err
 	}
-	// The checks gate the decision; a retry of a Flip that decided (and
-	// perhaps wrote the pointer and deleted the checkpoint, which moves the
-	// source's engine state) goes straight on to the idempotent write.
-	if decided != decisionFlip {
-		if err := sourceUnchanged(ctx, env, m, p); err != nil {
+	if decided == decisionAbort {
+		return out, fmt.Errorf("%w: migration %s decided to abort first: the pointer is left as it is", ErrDecided, m.MigrationID)
+	}
+	cur, ref, err := pointer.Read(ctx, env.Store, m.Pointer)
+	if err != nil {
+		return out, err
+	}
+	// A retry of a Flip whose write landed (its answer lost) has nothing
+	// left to check or write: the checkpoint it deleted moved the source's
+	// engine state, and the lock may be free already.
+	if decided != decisionFlip || cur.MigrationID != m.MigrationID || cur.Catalog != m.Target {
+		if ref, err = flip(ctx, env, m, p, ref); err != nil {
 			return out, err
 		}
-	}
-	next, err := flipIntent(ctx, env, m)
-	if err != nil {
-		return out, err
-	}
-	// Last, the decision: once it says flip, no Abort deletes the target.
-	if err := decide(ctx, env, m, decisionFlip); err != nil {
-		return out, err
-	}
-	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
-	if err != nil {
-		return out, err
 	}
 	out.PointerVersionID = ref.VersionID
 	var cleanup []string
@@ -808,6 +831,97 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		r.ErrorName, r.Error = "", ""
 	})
 	return out, nil
+}
+
+// flip checks Flip's preconditions against the pointer as read (cur), then
+// takes the decision and writes the pointer.
+func flip(ctx context.Context, env Env, m Migration, p Plan, cur pointer.Ref) (pointer.Ref, error) {
+	if cur.ETag != m.PointerETag {
+		moved := &pointer.Error{Name: pointer.NameConflict, Op: "flip", URL: m.Pointer, ExpectedETag: m.PointerETag, CurrentETag: cur.ETag,
+			Detail: fmt.Sprintf("the pointer was moved since Check read it (a rollback, an operator, another flip): expected ETag %s, found %s; nothing was written", m.PointerETag, cur.ETag)}
+		return pointer.Ref{}, withdrawFlip(ctx, env, m, moved)
+	}
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return pointer.Ref{}, err
+	}
+	if err := sourceUnchanged(ctx, env, m, p); err != nil {
+		return pointer.Ref{}, err
+	}
+	marks, err := targetMarks(ctx, env, m)
+	if err != nil {
+		return pointer.Ref{}, err
+	}
+	next, err := flipIntent(ctx, env, m, marks)
+	if err != nil {
+		return pointer.Ref{}, err
+	}
+	// Last, the decision: once it says flip, no Abort deletes the target.
+	if err := decide(ctx, env, m, decisionFlip); err != nil {
+		return pointer.Ref{}, err
+	}
+	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
+	if errors.Is(err, pointer.ErrPointerConflict) {
+		return ref, withdrawFlip(ctx, env, m, err)
+	}
+	return ref, err
+}
+
+// targetMarks runs the target's startup check, as Rollback does with the
+// catalog it restores, and reads the marks the pointer records for it.
+func targetMarks(ctx context.Context, env Env, m Migration) (pointer.Marks, error) {
+	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
+	if err != nil {
+		return pointer.Marks{}, fmt.Errorf("workflow: flip: check %s: %w", m.Target, err)
+	}
+	defer c.Close()
+	return catalogMarks(ctx, c)
+}
+
+// withdrawFlip takes back this migration's decision to flip when the
+// pointer moved since Check (cause): its conditional write cannot land any
+// more, so Abort may remove the target. The decision stays if a version of
+// the pointer ever named this migration (its write landed and was rolled
+// back or flipped over since): that catalog was live and may hold commits,
+// and Abort keeps it. It returns cause, with what it could not do.
+func withdrawFlip(ctx context.Context, env Env, m Migration, cause error) error {
+	url := env.staging(m.MigrationID).DecisionURL()
+	got, info, err := env.Store.Get(ctx, url)
+	switch {
+	case errors.Is(err, blob.ErrNotFound), err == nil && string(got) != decisionFlip:
+		return cause
+	case err != nil:
+		return fmt.Errorf("%w; the decision to flip stays (reading it failed: %w)", cause, err)
+	}
+	named, err := pointerNamed(ctx, env, m)
+	if err != nil {
+		return fmt.Errorf("%w; the decision to flip stays: whether the pointer ever named %s cannot be told: %w", cause, m.Target, err)
+	}
+	if named {
+		return fmt.Errorf("%w; the pointer named %s before, so the decision to flip stays and Abort keeps it", cause, m.Target)
+	}
+	if _, err := env.Store.PutIfMatch(ctx, url, []byte(decisionWithdrawn), info.ETag); err != nil {
+		return fmt.Errorf("%w; withdrawing the decision to flip failed: %w", cause, err)
+	}
+	return cause
+}
+
+// pointerNamed tells whether any kept version of the pointer names
+// migration m or its target. A version it cannot read counts as naming it.
+func pointerNamed(ctx context.Context, env Env, m Migration) (bool, error) {
+	vs, err := pointer.History(ctx, env.Store, m.Pointer)
+	if err != nil {
+		return false, err
+	}
+	for _, v := range vs {
+		switch {
+		case v.DeleteMarker:
+		case v.Pointer == nil:
+			return true, nil
+		case v.Pointer.MigrationID == m.MigrationID || v.Pointer.Catalog == m.Target:
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // sourceUnchanged refuses (ErrSourceChanged) a source that took writes
@@ -839,9 +953,10 @@ func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
 }
 
 // flipIntent is the pointer Flip writes, fixed in staging on the first
-// attempt: a retried Flip (its response lost, say) sends the very same bytes,
-// which pointer.Flip recognises as already current instead of a conflict.
-func flipIntent(ctx context.Context, env Env, m Migration) (pointer.Pointer, error) {
+// attempt (with the target's marks): a retried Flip (its response lost, say)
+// sends the very same bytes, which pointer.Flip recognises as already
+// current instead of a conflict.
+func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) (pointer.Pointer, error) {
 	url := env.staging(m.MigrationID).StepURL("flip-intent")
 	var next pointer.Pointer
 	err := getJSON(ctx, env.Store, url, &next)
@@ -857,21 +972,16 @@ func flipIntent(ctx context.Context, env Env, m Migration) (pointer.Pointer, err
 	}
 	next = cur.Next(m.Target, m.To, m.MigrationID)
 	next.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
-	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
-	if err != nil {
-		return next, fmt.Errorf("workflow: flip: read %s: %w", m.Target, err)
-	}
-	defer c.Close()
-	if next.Marks, err = catalogMarks(ctx, c); err != nil {
-		return next, err
-	}
+	next.Marks = marks
 	return next, putJSON(ctx, env.Store, url, next)
 }
 
-// The two decisions a migration can take, once.
+// The two decisions a migration can take, once, and what a Flip that did
+// not write the pointer leaves of its own (withdrawFlip): no decision.
 const (
-	decisionFlip  = "flip"
-	decisionAbort = "abort"
+	decisionFlip      = "flip"
+	decisionAbort     = "abort"
+	decisionWithdrawn = "withdrawn"
 )
 
 // ErrDecided: the other of Flip and Abort took the migration's decision
@@ -879,7 +989,8 @@ const (
 // "abort", Flip never writes the pointer (the target may be gone).
 var ErrDecided = errors.New("MigrationDecided")
 
-// decision reads the migration's decision, "" if none was taken.
+// decision reads the migration's decision, "" if none was taken (or a
+// decision to flip was withdrawn).
 func decision(ctx context.Context, env Env, m Migration) (string, error) {
 	got, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).DecisionURL())
 	if errors.Is(err, blob.ErrNotFound) {
@@ -888,32 +999,45 @@ func decision(ctx context.Context, env Env, m Migration) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("workflow: read the decision of %s: %w", m.MigrationID, err)
 	}
+	if string(got) == decisionWithdrawn {
+		return "", nil
+	}
 	return string(got), nil
 }
 
-// decide takes the migration's decision with a conditional put that only
+// decide takes the migration's decision with a conditional write that only
 // one of Flip and Abort can win, even if a state timeout lets both run at
-// once; a retry of the winner finds its own decision and goes on.
+// once; a retry of the winner finds its own decision and goes on. The
+// marker is never deleted (a withdrawn decision is overwritten, on its
+// ETag): a delete marker would defeat If-None-Match on some S3 servers.
 func decide(ctx context.Context, env Env, m Migration, want string) error {
 	url := env.staging(m.MigrationID).DecisionURL()
 	_, err := env.Store.PutIfAbsent(ctx, url, []byte(want))
-	if err == nil {
-		return nil
+	for range 3 {
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, blob.ErrPreconditionFailed) {
+			return fmt.Errorf("workflow: decide %s: %w", want, err)
+		}
+		got, info, gerr := env.Store.Get(ctx, url)
+		if gerr != nil {
+			return fmt.Errorf("workflow: decide %s: read the decision: %w", want, gerr)
+		}
+		switch string(got) {
+		case want:
+			return nil
+		case decisionWithdrawn:
+			_, err = env.Store.PutIfMatch(ctx, url, []byte(want), info.ETag)
+			continue
+		case decisionAbort:
+			return fmt.Errorf("%w: migration %s decided to abort first: the pointer is left as it is", ErrDecided, m.MigrationID)
+		case decisionFlip:
+			return fmt.Errorf("%w: migration %s decided to flip first: the target %s is kept, it may be live (%w)", ErrAbortAfterFlip, m.MigrationID, m.Target, ErrDecided)
+		}
+		return fmt.Errorf("%w: migration %s holds an unknown decision %q in %s; nothing was changed", ErrDecided, m.MigrationID, got, url)
 	}
-	if !errors.Is(err, blob.ErrPreconditionFailed) {
-		return fmt.Errorf("workflow: decide %s: %w", want, err)
-	}
-	got, _, err := env.Store.Get(ctx, url)
-	if err != nil {
-		return fmt.Errorf("workflow: decide %s: read the decision: %w", want, err)
-	}
-	if string(got) == want {
-		return nil
-	}
-	if want == decisionAbort {
-		return fmt.Errorf("%w: migration %s decided to %s first: the target %s is kept, it may be live (%w)", ErrAbortAfterFlip, m.MigrationID, got, m.Target, ErrDecided)
-	}
-	return fmt.Errorf("%w: migration %s decided to %s first: the pointer is left as it is", ErrDecided, m.MigrationID, got)
+	return fmt.Errorf("workflow: decide %s: the decision of %s kept changing: %w", want, m.MigrationID, err)
 }
 
 // AbortInput is the migration and the error that stopped it (Catch output).
@@ -963,6 +1087,14 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
 	}
 	if err := decide(ctx, env, m, decisionAbort); err != nil {
+		if errors.Is(err, ErrAbortAfterFlip) {
+			// Its Flip decided: the run is over, and its lock with it, so
+			// the next migration need not wait out the lease. The target
+			// stays; one the pointer never names, the drift check reports.
+			if lerr := releaseLock(ctx, env, m); lerr != nil {
+				err = fmt.Errorf("%w; freeing the lock failed: %w", err, lerr)
+			}
+		}
 		return out, err
 	}
 	// Decided: the run ends here, whatever the cleanup does. What staging
@@ -980,11 +1112,11 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		return out, fmt.Errorf("workflow: abort: %w", err)
 	}
 	if m.Target != "" && owned {
-		n, err := env.Store.DeletePrefix(ctx, strings.TrimSuffix(m.Target, "/")+"/")
-		if err != nil {
-			return out, fmt.Errorf("workflow: abort: delete %s: %w", m.Target, err)
-		}
+		n, err := deleteTarget(ctx, env, m.Target)
 		out.TargetObjects = n
+		if err != nil {
+			return out, fmt.Errorf("workflow: abort: %w", err)
+		}
 	}
 	cp := m.Checkpoint
 	if cp == "" { // Freeze wrote the plan but did not return
@@ -1003,6 +1135,98 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 	}
 	out.StagingObjects = n
 	return out, releaseLock(ctx, env, m)
+}
+
+// The target's removal waits for what an abandoned writer still had in
+// flight: after a fence, fenceNotice for the old writer's manifest poller
+// (every 100 ms for an import's, 1 s by default) to see it; after a
+// delete, targetSettle, and the prefix must then be empty; all within
+// targetSettleMax.
+const (
+	fenceNotice     = time.Second
+	targetSettle    = 2 * time.Second
+	targetSettleMax = time.Minute
+)
+
+// ErrTargetStillWritten: objects kept appearing under the target Abort
+// removed, for targetSettleMax; Abort is retried (Transient).
+var ErrTargetStillWritten = errors.New("TargetStillWritten")
+
+// deleteTarget removes the target this migration claimed, and reports how
+// many objects it deleted. Its writer may still be at work: an Import
+// abandoned mid-write (the CLI interrupted, whose writer's flushes and
+// compactions go on in the engine; a Lambda that gave up at its deadline,
+// frozen and thawed later). A writer opened on the target fences that one:
+// SlateDB moves the writer and compactor epochs in the manifest, so the old
+// writer and compactor fail at their next look at it and stop. What they
+// had in flight may still land after the delete, so the prefix is deleted
+// again (and fenced again if a manifest came back) until it stays empty for
+// targetSettle.
+func deleteTarget(ctx context.Context, env Env, target string) (int, error) {
+	prefix := strings.TrimSuffix(target, "/") + "/"
+	deadline := time.Now().Add(targetSettleMax)
+	n := 0
+	for {
+		// A fence that fails (a manifest half deleted by an earlier
+		// attempt) is not needed if the target settles all the same.
+		fenced, fenceErr := fenceTarget(ctx, env, prefix)
+		if fenced {
+			if err := sleepCtx(ctx, fenceNotice); err != nil {
+				return n, fmt.Errorf("delete %s: %w", target, err)
+			}
+		}
+		k, err := env.Store.DeletePrefix(ctx, prefix)
+		n += k
+		if err != nil {
+			return n, fmt.Errorf("delete %s: %w", target, err)
+		}
+		if err := sleepCtx(ctx, targetSettle); err != nil {
+			return n, fmt.Errorf("delete %s: %w", target, err)
+		}
+		left, err := env.Store.List(ctx, prefix)
+		if err != nil {
+			return n, fmt.Errorf("delete %s: %w", target, err)
+		}
+		if len(left) == 0 {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			err := fmt.Errorf("%w: %d objects appeared under %s after it was deleted, for %s", ErrTargetStillWritten, len(left), target, targetSettleMax)
+			if fenceErr != nil {
+				err = fmt.Errorf("%w (fencing its writer failed: %w)", err, fenceErr)
+			}
+			return n, err
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// fenceTarget opens and closes a writer of the catalog at prefix, if it has
+// a manifest (else opening would create one): a writer with a compactor, so
+// that both the old writer's and the old compactor's epochs move. Whatever
+// this writer starts (a compaction) ends with its close.
+func fenceTarget(ctx context.Context, env Env, prefix string) (bool, error) {
+	manifests, err := env.Store.List(ctx, prefix+"manifest/")
+	if err != nil || len(manifests) == 0 {
+		return false, err
+	}
+	so := env.SlateDB
+	so.Passive, so.BulkLoad = false, false
+	w, err := slatedb.OpenWriter(ctx, strings.TrimSuffix(prefix, "/"), so)
+	if err != nil {
+		return false, fmt.Errorf("fence the writer of %s: %w", prefix, err)
+	}
+	return true, w.CloseContext(ctx)
 }
 
 // abortOutcome is how a run Abort ended is recorded: the error that sent it

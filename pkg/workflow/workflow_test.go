@@ -442,7 +442,8 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 	}
 
 	// A Flip that decided but whose pointer write is still in flight: the
-	// pointer does not name the target yet, and Abort must keep it all the same.
+	// pointer does not name the target yet, and Abort must keep it all the
+	// same. The run is over: Abort frees its lock.
 	m = runUntilVerify(t, ctx, f, 1)
 	st = workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
 	if _, err := f.env.Store.PutIfAbsent(ctx, st.DecisionURL(), []byte("flip")); err != nil {
@@ -455,9 +456,15 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
 		t.Fatalf("the target was damaged: %v", err)
 	}
-	// The decided Flip completes.
-	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
-		t.Fatalf("the decided Flip: %v", err)
+	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+		t.Fatalf("Abort after a Flip decided kept the lock: %+v", l)
+	}
+	// A Flip of the run that starts after that writes nothing.
+	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, workflow.ErrLockLost) {
+		t.Fatalf("a Flip after the run's Abort: %v", err)
+	}
+	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
+		t.Fatalf("a Flip after Abort moved the pointer to %s", p.Catalog)
 	}
 }
 

@@ -1,0 +1,346 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// movePointer is someone else moving the pointer (an operator, a rollback)
+// while a migration runs; it stays on the source.
+func movePointer(t *testing.T, ctx context.Context, f fixture, by string) {
+	t.Helper()
+	cur, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, cur.Next(f.source, format.V1, by), ref); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// decisionOf is the migration's decision marker ("" when there is none).
+func decisionOf(t *testing.T, ctx context.Context, f fixture, id string) string {
+	t.Helper()
+	got, _, err := f.env.Store.Get(ctx, workflow.Staging{Root: f.env.Staging, MigrationID: id}.DecisionURL())
+	if errors.Is(err, blob.ErrNotFound) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(got)
+}
+
+// aborted checks that Abort ended run m: its target gone, the lock free.
+func aborted(t *testing.T, ctx context.Context, f fixture, m workflow.Migration) {
+	t.Helper()
+	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	if err != nil || out.TargetObjects == 0 {
+		t.Fatalf("abort: %+v, %v", out, err)
+	}
+	if objs, err := f.env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
+		t.Fatalf("the target after abort: %d objects, %v", len(objs), err)
+	}
+	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+		t.Fatalf("the lock after abort: %+v", l)
+	}
+}
+
+// Issue 24 item 5: a Flip refused because the pointer moved after Check
+// takes no decision (or withdraws the one an earlier attempt took), so
+// Abort ends the run and the next migration starts at once. A Flip whose
+// write had landed keeps its decision: that target was live.
+func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m := runUntilVerify(t, ctx, f, 1)
+	movePointer(t, ctx, f, "operator")
+	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) || workflow.ErrorName(err) != "PointerConflict" {
+		t.Fatalf("flip after the pointer moved: %v (%s)", err, workflow.ErrorName(err))
+	}
+	if d := decisionOf(t, ctx, f, m.MigrationID); d == "flip" {
+		t.Fatal("Flip decided to flip before it checked the pointer")
+	}
+	aborted(t, ctx, f, m)
+	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	if err != nil {
+		t.Fatalf("a migration after the abort: %v", err)
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: next}); err != nil {
+		t.Fatal(err)
+	}
+
+	// An earlier attempt decided to flip and its write did not land (an
+	// error, a lost answer); the pointer moved before the retry.
+	m = runUntilVerify(t, ctx, f, 1)
+	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	if _, err := f.env.Store.PutIfAbsent(ctx, st.DecisionURL(), []byte("flip")); err != nil {
+		t.Fatal(err)
+	}
+	movePointer(t, ctx, f, "rollback")
+	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) {
+		t.Fatalf("a retried flip after the pointer moved: %v", err)
+	}
+	if d := decisionOf(t, ctx, f, m.MigrationID); d == "flip" {
+		t.Fatal("a Flip that never wrote the pointer kept its decision")
+	}
+	aborted(t, ctx, f, m)
+	if d := decisionOf(t, ctx, f, m.MigrationID); d != "abort" {
+		t.Fatalf("the decision after abort: %q", d)
+	}
+
+	// The flip landed, then a rollback moved the pointer back; a late
+	// retry of that Flip refuses and keeps the decision, and Abort keeps
+	// the target (it was live) but frees nothing it does not hold.
+	m = runUntilVerify(t, ctx, f, 1)
+	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) {
+		t.Fatalf("a late flip after the rollback: %v", err)
+	}
+	if d := decisionOf(t, ctx, f, m.MigrationID); d != "flip" {
+		t.Fatalf("the decision of a flip that landed: %q", d)
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
+		t.Fatalf("abort of a migration that flipped: %v", err)
+	}
+	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
+		t.Fatalf("the once live target: %v", err)
+	}
+}
+
+// Issue 24 item 6: the lock's lease covers the execution's timeout (the
+// definition's, or the deployment's from the Lambda's environment), so no
+// run can outlive it.
+func TestLockLeaseCoversTheExecution(t *testing.T) {
+	ctx, f := setup(t, 50)
+	exec, err := workflow.DefinitionTimeout()
+	if err != nil || exec < 30*time.Hour {
+		t.Fatalf("the definition's TimeoutSeconds: %v, %v", exec, err)
+	}
+	for _, timeout := range []time.Duration{0, 100 * time.Hour} {
+		env := f.env
+		env.ExecutionTimeout = timeout
+		m, err := workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := timeout
+		if want == 0 {
+			want = exec
+		}
+		if l := lockHolder(t, ctx, f); l.ExpiresAt.Sub(l.AcquiredAt) <= want {
+			t.Fatalf("execution timeout %v: the lock's lease is %v", want, l.ExpiresAt.Sub(l.AcquiredAt))
+		}
+		if _, err := workflow.Abort(ctx, env, workflow.AbortInput{Migration: m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("ROCKLAKE_STAGING", f.env.Staging)
+	t.Setenv(workflow.ExecutionTimeoutEnv, "360000")
+	env, err := workflow.EnvFromEnvironment(ctx)
+	if err != nil || env.ExecutionTimeout != 100*time.Hour {
+		t.Fatalf("%s=360000: %v, %v", workflow.ExecutionTimeoutEnv, env.ExecutionTimeout, err)
+	}
+	t.Setenv(workflow.ExecutionTimeoutEnv, "36h")
+	if _, err := workflow.EnvFromEnvironment(ctx); err == nil {
+		t.Fatalf("%s=36h accepted", workflow.ExecutionTimeoutEnv)
+	}
+}
+
+// Issue 24 item 6: once a run's lock is not its own (another migration took
+// it over, an operator broke it, its lease ran out), every step from Freeze
+// on refuses with LockLost before it writes anything; Abort still removes
+// what is the run's own.
+func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	setLock := func(l workflow.Lock) {
+		t.Helper()
+		b, _ := json.Marshal(l)
+		if _, err := f.env.Store.Put(ctx, workflow.LockURL(f.pointer), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objects := func(prefix string) int {
+		t.Helper()
+		objs, err := f.env.Store.List(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(objs)
+	}
+	_, ptrBefore, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	for _, lost := range []workflow.Lock{
+		{MigrationID: "m-other", Owner: "a later run", ExpiresAt: time.Now().Add(time.Hour)},
+		{ReleasedBy: "unlock by ops"},
+		{MigrationID: m.MigrationID, Owner: "test", ExpiresAt: time.Now().Add(-time.Minute)},
+	} {
+		setLock(lost)
+		staged := objects(st.Prefix())
+		steps := map[string]func() error{
+			"Freeze": func() error { _, err := workflow.Freeze(ctx, f.env, m); return err },
+			"ExportTransformShard": func() error {
+				_, err := workflow.ExportTransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: 0})
+				return err
+			},
+			"TransformShard": func() error {
+				_, err := workflow.TransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: 0})
+				return err
+			},
+			"Import":   func() error { _, err := workflow.Import(ctx, f.env, m); return err },
+			"Finalize": func() error { _, err := workflow.Finalize(ctx, f.env, m); return err },
+			"Verify":   func() error { _, err := workflow.Verify(ctx, f.env, m); return err },
+			"Gate": func() error {
+				_, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: m, TaskToken: "t"})
+				return err
+			},
+			"Flip": func() error { _, err := workflow.Flip(ctx, f.env, m); return err },
+		}
+		for name, run := range steps {
+			if err := run(); !errors.Is(err, workflow.ErrLockLost) || workflow.ErrorName(err) != "LockLost" {
+				t.Fatalf("lock %+v: %s: %v (%s), want LockLost", lost, name, err, workflow.ErrorName(err))
+			}
+		}
+		// Nothing written: no staging object, no target, the pointer
+		// where it was.
+		if n := objects(st.Prefix()); n != staged {
+			t.Fatalf("lock %+v: staging grew from %d to %d objects", lost, staged, n)
+		}
+		for _, res := range []string{st.ShardDir(format.V1) + "/", st.ShardDir(format.V2) + "/", m.Target + "/"} {
+			if n := objects(res); n != 0 {
+				t.Fatalf("lock %+v: %d objects under %s", lost, n, res)
+			}
+		}
+		if _, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); ref != ptrBefore {
+			t.Fatal("the pointer moved")
+		}
+	}
+	other := workflow.Lock{MigrationID: "m-other", Owner: "a later run", ExpiresAt: time.Now().Add(time.Hour)}
+	setLock(other)
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+		t.Fatalf("abort of the run that lost its lock: %v", err)
+	}
+	if n := checkpoints(t, ctx, f.source); n != 0 {
+		t.Fatalf("%d checkpoints left", n)
+	}
+	if l := lockHolder(t, ctx, f); l.MigrationID != other.MigrationID {
+		t.Fatalf("Abort freed another run's lock: %+v", l)
+	}
+}
+
+// Issue 24 item 6: Flip runs the target's startup check right before it
+// writes the pointer, also when an earlier attempt fixed the pointer to
+// write: a target removed since (a cleanup) is never pointed at.
+func TestFlipChecksTheTargetBeforeThePointer(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m := runUntilVerify(t, ctx, f, 1)
+	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	cur, before, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := cur.Next(m.Target, m.To, m.MigrationID)
+	next.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
+	body, _ := json.Marshal(next)
+	if _, err := f.env.Store.Put(ctx, st.StepURL("flip-intent"), body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.env.Store.DeletePrefix(ctx, m.Target+"/"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = workflow.Flip(ctx, f.env, m)
+	if !errors.Is(err, catalog.ErrNoCatalog) {
+		t.Fatalf("flip to a removed target: %v (%s)", err, workflow.ErrorName(err))
+	}
+	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
+		t.Fatalf("the pointer names %s", p.Catalog)
+	}
+	if d := decisionOf(t, ctx, f, m.MigrationID); d != "" {
+		t.Fatalf("decision %q", d)
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 24 item 9: Abort removes a target whose writer is still writing
+// (an import abandoned mid-write: the CLI interrupted, a Lambda frozen):
+// it fences the writer and deletes until nothing comes back, so nothing of
+// the target survives, also what the writer had in flight.
+func TestAbortFencesAWriterStillWriting(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m := runUntilVerify(t, ctx, f, 1)
+	w, err := slatedb.OpenWriter(ctx, m.Target, slatedb.Options{BulkLoad: true, BulkMemtableBytes: 32 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan error, 1)
+	var batches atomic.Int64
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			var b slatedb.Batch
+			for j := range 64 {
+				b.Put(fmt.Appendf(nil, "\x30abandoned-%08d-%02d", i, j), make([]byte, 100))
+			}
+			if err := w.WriteAsync(ctx, &b); err != nil {
+				done <- err
+				return
+			}
+			batches.Add(1)
+		}
+	}()
+	for batches.Load() < 50 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	if err != nil || out.TargetObjects == 0 {
+		t.Fatalf("abort: %+v, %v", out, err)
+	}
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(3 * time.Second): // the writer goes on: time to land more
+		close(stop)
+		werr = <-done
+	}
+	// Abandoned: the handle goes without a flush, its engine tasks stay.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = w.CloseContext(gone)
+	time.Sleep(2 * time.Second)
+	if objs, err := f.env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
+		t.Fatalf("%d objects of the target survived Abort (the writer: %v), %v", len(objs), werr, err)
+	}
+	if !errors.Is(werr, slatedb.ErrFenced) {
+		t.Fatalf("the writer still writing was not fenced: %v", werr)
+	}
+}
