@@ -37,6 +37,11 @@ const MetricsNamespace = "RockLakeMigrate"
 // wait (the CLI's migrate deadline).
 const minRunSeconds = 12 * 3600
 
+// executionTimeoutSeconds is the migration's top-level TimeoutSeconds, and
+// what the Lambdas are told of it (ExecutionTimeoutEnv): one number, so that
+// the lock's lease cannot fall short of the execution.
+func executionTimeoutSeconds(cfg Config) int { return cfg.ExecutionTimeoutHours * 3600 }
+
 // MigrationDefinition is statemachine/migration.asl.json with this
 // deployment's settings: the Map's MaxConcurrency is the shard concurrency
 // (the reserved concurrency of export and transform), and the top-level
@@ -69,7 +74,7 @@ func MigrationDefinition(cfg Config) ([]byte, error) {
 		return nil, fmt.Errorf("context executionTimeoutHours %d: a postponed migration waits up to %d h at the gate, and the run needs %d h besides: want more than %d",
 			cfg.ExecutionTimeoutHours, wait/3600, minRunSeconds/3600, (wait+minRunSeconds)/3600)
 	}
-	def["TimeoutSeconds"] = cfg.ExecutionTimeoutHours * 3600
+	def["TimeoutSeconds"] = executionTimeoutSeconds(cfg)
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)

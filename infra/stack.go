@@ -39,6 +39,12 @@ var Functions = []struct{ Name, Placeholder string }{
 // (not imported: the CDK app does not build the Lambdas' cgo code).
 const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
 
+// ExecutionTimeoutEnv is pkg/workflow.ExecutionTimeoutEnv: every function
+// gets the migration state machine's TimeoutSeconds, from which Check
+// derives the lock's lease, so the lease covers the execution whatever
+// executionTimeoutHours says.
+const ExecutionTimeoutEnv = "ROCKLAKE_EXECUTION_TIMEOUT_SECONDS"
+
 // ReleaseEventSource and ReleaseEventDetailType are the documented custom
 // event that starts a migration (infra/README.md).
 const (
@@ -70,6 +76,7 @@ type perms struct {
 	stagingDelete bool // Abort
 	publish       bool // Drift
 	readExpected  bool // Check, Drift: the expected-version parameter
+	lockRead      bool // the steps from Freeze on confirm the lock is theirs
 	memoryMB      int
 	ephemeralMB   int
 	timeout       awscdk.Duration
@@ -134,10 +141,10 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		// Freeze opens the source as a passive SlateDB writer (fencing and a
 		// checkpoint; no compaction or garbage collection), so export
 		// writes under catalogs/ but deletes nothing there.
-		"export": {catalogRead: true, catalogWrite: true, stagingWrite: true,
+		"export": {catalogRead: true, catalogWrite: true, stagingWrite: true, lockRead: true,
 			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: cfg.ShardConcurrency,
 			description: "rocklake-migrate steps Freeze, ExportTransformShard (the Map), ExportShard, TransformShard"},
-		"import": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true,
+		"import": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, lockRead: true,
 			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: 2,
 			description: "rocklake-migrate steps Import, Finalize, Verify (the one writer of the target)"},
 		// Strategy A writes the catalog where it lies (its way back copied
@@ -208,10 +215,16 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 			add("StagingList", []string{"s3:ListBucket"}, []*string{s.Staging.BucketArn()},
 				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.StagingPrefix + "*"}}})
 		}
+		if sp.lockRead {
+			add("LockRead", []string{"s3:GetObject"}, []*string{lockArn}, nil)
+		}
 		if sp.publish {
 			add("Alerts", []string{"sns:Publish"}, []*string{s.Topic.TopicArn()}, nil)
 		}
-		env := map[string]*string{"ROCKLAKE_STAGING": jsii.String(stagingURL)}
+		env := map[string]*string{
+			"ROCKLAKE_STAGING":  jsii.String(stagingURL),
+			ExecutionTimeoutEnv: jsii.String(strconv.Itoa(executionTimeoutSeconds(cfg))),
+		}
 		if sp.readExpected {
 			add("ExpectedVersion", []string{"ssm:GetParameter"}, []*string{s.ExpectedVersion.ParameterArn()}, nil)
 			env[ExpectedVersionParameterEnv] = jsii.String(cfg.ExpectedVersionParameter)

@@ -361,11 +361,11 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 		switch f.Name {
 		case "export":
 			// Freeze's writer is passive: it deletes nothing, anywhere.
-			if strings.Contains(all, "rocklake/CURRENT") || has("sns:Publish") || has("s3:DeleteObject") {
+			if touchesPointer(all) || has("sns:Publish") || has("s3:DeleteObject") {
 				t.Errorf("export may touch the pointer, delete or publish: %s", all)
 			}
 		case "import":
-			if strings.Contains(all, "rocklake/CURRENT") || has("sns:Publish") {
+			if touchesPointer(all) || has("sns:Publish") {
 				t.Errorf("import may touch the pointer or publish: %s", all)
 			}
 		case "inplace":
@@ -398,16 +398,33 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 			t.Errorf("%s cannot write the run records (history.Dir)", role)
 		}
 	}
+	// The steps from Freeze on read the lock, to confirm it is still their
+	// run's before they write (issue 24 item 6), and nothing else of it.
 	for _, f := range Functions[1:] {
 		if f.Name == "inplace" {
 			continue
 		}
+		lockRead := false
 		for _, s := range policiesOf(t, title(f.Name)+"Role") {
-			if strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT") {
-				t.Errorf("%s may access the pointer", f.Name)
+			res := asJSON(s["Resource"])
+			if !strings.Contains(res, "rocklake/CURRENT") {
+				continue
 			}
+			if touchesPointer(res) || asJSON(s["Action"]) != `"s3:GetObject"` {
+				t.Errorf("%s may access the pointer: %v on %s", f.Name, s["Action"], res)
+			}
+			lockRead = true
+		}
+		if !lockRead {
+			t.Errorf("%s cannot read the pointer's lock", f.Name)
 		}
 	}
+}
+
+// touchesPointer: the policy text names the pointer object or its run
+// records (its lock aside).
+func touchesPointer(policy string) bool {
+	return strings.Contains(policy, `rocklake/CURRENT"`) || strings.Contains(policy, "rocklake/CURRENT.history")
 }
 
 func stateMachine(t *testing.T, name string) map[string]any {
@@ -507,6 +524,16 @@ func TestMigrationDefinitionSettings(t *testing.T) {
 	}
 	if deployed["TimeoutSeconds"] != float64(40*3600) {
 		t.Errorf("TimeoutSeconds %v, want 144000", deployed["TimeoutSeconds"])
+	}
+	// Check derives the lock's lease from what its function is told of the
+	// execution's timeout: it must be the deployed one, or a run could
+	// outlive its lock (issue 24 item 6).
+	for _, f := range Functions {
+		_, p := fnByName(t, f.Name)
+		vars, _ := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got := fmt.Sprint(vars[ExecutionTimeoutEnv]); got != fmt.Sprint(deployed["TimeoutSeconds"]) {
+			t.Errorf("%s: %s=%s, the migration's TimeoutSeconds %v", f.Name, ExecutionTimeoutEnv, got, deployed["TimeoutSeconds"])
+		}
 	}
 	if got := mapMaxConcurrency(t); got != 24 {
 		t.Errorf("the Map's MaxConcurrency %v, want shardConcurrency 24", got)

@@ -297,21 +297,23 @@ func TestAbortFencesAWriterStillWriting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, done := make(chan struct{}), make(chan error, 1)
+	// The writer's calls end with wctx: one whose database was deleted
+	// under it may wait for ever on a flush.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
 	var batches atomic.Int64
 	go func() {
 		for i := 0; ; i++ {
-			select {
-			case <-stop:
+			if wctx.Err() != nil {
 				done <- nil
 				return
-			default:
 			}
 			var b slatedb.Batch
 			for j := range 64 {
 				b.Put(fmt.Appendf(nil, "\x30abandoned-%08d-%02d", i, j), make([]byte, 100))
 			}
-			if err := w.WriteAsync(ctx, &b); err != nil {
+			if err := w.WriteAsync(wctx, &b); err != nil {
 				done <- err
 				return
 			}
@@ -329,7 +331,7 @@ func TestAbortFencesAWriterStillWriting(t *testing.T) {
 	select {
 	case werr = <-done:
 	case <-time.After(3 * time.Second): // the writer goes on: time to land more
-		close(stop)
+		stop()
 		werr = <-done
 	}
 	// Abandoned: the handle goes without a flush, its engine tasks stay.

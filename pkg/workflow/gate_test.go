@@ -324,3 +324,43 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 		t.Fatalf("the gate record after the abort: %v", err)
 	}
 }
+
+// Issue 24 item 5: the pointer moved while the run waited at the gate (a
+// rollback, an operator): approve's Flip refuses before it decides, the
+// definition's Abort removes the target and frees the lock, abort then has
+// nothing left to do, and the next migration starts at once.
+func TestGateApproveAfterThePointerMovedEndsTheRun(t *testing.T) {
+	ctx, f := setup(t, 300)
+	pub := &published{}
+	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	rec := postpone(t, ctx, f, pub)
+	m := rec.Migration
+	movePointer(t, ctx, f, "operator")
+	res, err := workflow.Approve(ctx, f.env, m.MigrationID, opts)
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != "PointerConflict" {
+		t.Fatalf("approve after the pointer moved: %v", err)
+	}
+	if res.Abort == nil || res.Abort.TargetObjects == 0 {
+		t.Fatalf("the refused flip did not abort: %+v (%v)", res.Abort, err)
+	}
+	if objs, err := f.env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
+		t.Fatalf("the target after the refused approve: %d objects, %v", len(objs), err)
+	}
+	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+		t.Fatalf("lock after the refused approve: %+v", l)
+	}
+	if n := checkpoints(t, ctx, f.source); n != 0 {
+		t.Fatalf("%d checkpoints left", n)
+	}
+	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
+		t.Fatalf("abort after the refused approve: %v", err)
+	}
+	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	if err != nil {
+		t.Fatalf("a migration right after: %v", err)
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: next}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1090,7 +1090,8 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		if errors.Is(err, ErrAbortAfterFlip) {
 			// Its Flip decided: the run is over, and its lock with it, so
 			// the next migration need not wait out the lease. The target
-			// stays; one the pointer never names, the drift check reports.
+			// stays: that Flip's write may have landed, or land yet (on
+			// Check's ETag, so never over a later migration's flip).
 			if lerr := releaseLock(ctx, env, m); lerr != nil {
 				err = fmt.Errorf("%w; freeing the lock failed: %w", err, lerr)
 			}
