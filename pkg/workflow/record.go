@@ -129,7 +129,9 @@ var timedSteps = map[string]bool{"Freeze": true, "ExportShard": true, "Transform
 // recordTiming leaves a timed step's time in its migration's staging. Best
 // effort: a lost timing only makes the record's time per state short.
 func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage, start time.Time, stepErr error) {
-	if !timedSteps[step] || env.Staging == "" {
+	// A step that lost its lock writes nothing, its time neither: its
+	// staging may be another run's cleanup's by now.
+	if !timedSteps[step] || env.Staging == "" || errors.Is(stepErr, ErrLockLost) {
 		return
 	}
 	var ids struct {
