@@ -100,6 +100,30 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 		t.Fatalf("the decision after abort: %q", d)
 	}
 
+	// The pointer refuses the write itself, after the decision (here: the
+	// fixed pointer is not newer than the current one, as one built before
+	// a move between Flip's look and its write would be): the decision is
+	// withdrawn, and Abort ends the run.
+	m = runUntilVerify(t, ctx, f, 1)
+	st = workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	cur, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := cur.Next(m.Target, m.To, m.MigrationID)
+	stale.Generation, stale.UpdatedAt = cur.Generation, time.Now().UTC().Truncate(time.Millisecond)
+	body, _ := json.Marshal(stale)
+	if _, err := f.env.Store.Put(ctx, st.StepURL("flip-intent"), body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) {
+		t.Fatalf("a flip the pointer refuses: %v", err)
+	}
+	if d := decisionOf(t, ctx, f, m.MigrationID); d != "withdrawn" {
+		t.Fatalf("the decision after the pointer refused the write: %q", d)
+	}
+	aborted(t, ctx, f, m)
+
 	// The flip landed, then a rollback moved the pointer back; a late
 	// retry of that Flip refuses and keeps the decision, and Abort keeps
 	// the target (it was live) but frees nothing it does not hold.
