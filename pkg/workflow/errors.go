@@ -43,6 +43,7 @@ const (
 	NameInPlaceTooLarge       = "InPlaceTooLarge"
 	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 	NameInPlaceWayBackTaken   = "InPlaceWayBackTaken"
+	NameBadInput              = "BadInput"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -76,6 +77,8 @@ func ErrorName(err error) string {
 		return NameStagingUnusable
 	case errors.Is(err, ErrSourceAtRoot):
 		return NameSourceAtRoot
+	case errors.Is(err, ErrBadInput):
+		return NameBadInput
 	case errors.Is(err, ErrMigrationInProgress):
 		return NameMigrationInProgress
 	case errors.Is(err, ErrHistoryUnwritable):
