@@ -152,6 +152,13 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 	if tc := target(rep); !rep.Ready || !rep.Rebuild || rep.To != format.V1 || rep.Target != "s3://other/catalogs/v1-m-planned" || !tc.OK {
 		t.Fatalf("plan into another bucket: ready %v, target %s: %+v", rep.Ready, rep.Target, rep.Checks)
 	}
+	// in_place_auto (the release rule sends it) takes Strategy B for a
+	// rebuild: a new catalog, never the source itself.
+	auto, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{
+		Pointer: f.pointer, Rebuild: true, InPlaceAuto: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-auto"}})
+	if err != nil || !auto.Ready || auto.Target != "s3://other/catalogs/v1-m-auto" {
+		t.Fatalf("plan of a rebuild with in_place_auto: %+v, %v", auto, err)
+	}
 	for _, c := range []struct{ prefix, name string }{
 		{"s3://no-such-bucket/catalogs", workflow.NameNoSuchBucket},
 		{f.source + "/", workflow.NameTargetNotEmpty}, // inside the source
@@ -167,7 +174,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	taken := dumpSource(t, ctx, "s3://other/catalogs/v1-m-taken")
-	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-taken"}, nil)
+	_, _, err = runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-taken"}, nil)
 	var ee *asl.ExecutionError
 	if !errors.As(err, &ee) || ee.Name != workflow.NameTargetNotEmpty {
 		t.Fatalf("rebuild onto someone else's catalog: %v", err)
