@@ -54,11 +54,12 @@ type migrateReport struct {
 
 func newMigrateCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "migrate --pointer s3://… --to vN [--dry-run | --postpone-flip] [--shards N] [--concurrency K] [--in-place [--in-place-max-bytes N]]",
+		Use:   "migrate --pointer s3://… (--to vN | --rebuild) [--target-dir URL] [--dry-run | --postpone-flip] [--shards N] [--concurrency K] [--in-place [--in-place-max-bytes N]]",
 		Short: "run the migration workflow (statemachine/migration.asl.json) locally",
 		Example: `  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --dry-run
   rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --postpone-flip
-  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --in-place`,
+  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --in-place
+  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --rebuild --target-dir s3://other-bucket/catalogs/`,
 	}
 	fs := c.Flags()
 	ptr := pointerFlag(fs)
@@ -75,6 +76,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, after copying it as it was beside it (the way back rollback flips to; small catalogs)")
 	auto := fs.Bool("in-place-auto", false, "Strategy A if the catalog's transformed keys and values fit --in-place-max-bytes, else Strategy B (measured first, read-only)")
 	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes; with --in-place-auto: the size up to which A is chosen")
+	rb := newRebuildFlags(fs)
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
@@ -82,9 +84,12 @@ func newMigrateCmd(e *env) *cobra.Command {
 		if *maxBytes <= 0 {
 			return usagef("--in-place-max-bytes: %d is not a positive number of bytes", *maxBytes)
 		}
-		v, err := format.ParseVersion(*to)
+		v, err := rb.version(*to)
 		if err != nil {
-			return usagef("--to: %v", err)
+			return err
+		}
+		if (*inPlace || *auto) && (*rb.rebuild || *rb.targetDir != "") {
+			return usagef("--in-place and --in-place-auto make no new catalog: they exclude --rebuild and --target-dir")
 		}
 		if *inPlace && *auto {
 			return usagef("--in-place and --in-place-auto exclude each other: one forces Strategy A, the other chooses")
@@ -115,7 +120,8 @@ func newMigrateCmd(e *env) *cobra.Command {
 			return err
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		check := workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger()}
+		check := workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
+			Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir}
 		if *auto {
 			// Chosen here, read-only, since the CLI runs A and B differently;
 			// Check then runs with the choice made.
@@ -273,6 +279,8 @@ func newMigrateCmd(e *env) *cobra.Command {
 			rep.Outcome = "nothing to do"
 		case state.Migration.DryRun:
 			rep.Outcome = "dry run verified (pointer unchanged)"
+		case state.Migration.Rebuild:
+			rep.Outcome = "rebuilt"
 		}
 		if *asJSON {
 			if err := printJSON(e.stdout, rep); err != nil {
@@ -283,6 +291,9 @@ func newMigrateCmd(e *env) *cobra.Command {
 		}
 		var ee *asl.ExecutionError
 		if errors.As(runErr, &ee) && ee.Name == workflow.NameFormatVersionMismatch {
+			if v == 0 { // a rebuild's: the format the pointer names
+				v = state.Migration.To
+			}
 			return &format.FormatVersionMismatch{Found: uint64(state.Migration.From), Expected: uint64(v)}
 		}
 		return runErr

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newPlanCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "plan --pointer s3://… --to vN [--shards N] [--concurrency K] [--staging s3://…] [--migration-id ID] [--json]",
-		Short:   "read-only preflight of a migration: every check migrate makes before Freeze, the shards, and the run's duration and AWS cost; writes nothing",
-		Example: `  rocklake-migrate plan --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --concurrency 40`,
+		Use:   "plan --pointer s3://… (--to vN | --rebuild) [--target-dir URL] [--shards N] [--concurrency K] [--staging s3://…] [--migration-id ID] [--json]",
+		Short: "read-only preflight of a migration: every check migrate makes before Freeze, the shards, and the run's duration and AWS cost; writes nothing",
+		Example: `  rocklake-migrate plan --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --concurrency 40
+  rocklake-migrate plan --pointer s3://b/rocklake/CURRENT --rebuild --target-dir s3://other-bucket/catalogs/`,
 	}
 	fs := c.Flags()
 	ptr := pointerFlag(fs)
@@ -29,13 +29,14 @@ func newPlanCmd(e *env) *cobra.Command {
 	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
 	id := fs.String("migration-id", "", "the id migrate will be given (its target path is checked); default: a new one, printed")
 	asJSON := jsonFlag(fs, "print the report as JSON")
+	rb := newRebuildFlags(fs)
 	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
 			return err
 		}
-		v, err := format.ParseVersion(*to)
+		v, err := rb.version(*to)
 		if err != nil {
-			return usagef("--to: %v", err)
+			return err
 		}
 		if *shards < 1 || *concurrency < 1 {
 			return usagef("--shards and --concurrency: want 1 or more")
@@ -49,7 +50,8 @@ func newPlanCmd(e *env) *cobra.Command {
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		rep, err := workflow.Preflight(ctx, env, workflow.PreflightInput{
-			CheckInput:  workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger()},
+			CheckInput: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
+				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir},
 			Concurrency: *concurrency,
 		})
 		if *asJSON {
@@ -57,15 +59,19 @@ func newPlanCmd(e *env) *cobra.Command {
 				return perr
 			}
 		} else {
-			printPlan(e, rep, *staging)
+			printPlan(e, rep, *staging, *rb.targetDir)
 		}
 		return err
 	})
 }
 
-func printPlan(e *env, r workflow.PreflightReport, staging string) {
+func printPlan(e *env, r workflow.PreflightReport, staging, targetDir string) {
 	w := e.stdout
-	fmt.Fprintf(w, "plan for %s → %s (migration id %s); nothing was written\n", r.Pointer, r.To, r.MigrationID)
+	kind := ""
+	if r.Rebuild {
+		kind = " (a rebuild: records moved as they are)"
+	}
+	fmt.Fprintf(w, "plan for %s → %s%s (migration id %s); nothing was written\n", r.Pointer, r.To, kind, r.MigrationID)
 	for _, c := range r.Checks {
 		mark := "ok  "
 		if !c.OK {
@@ -106,7 +112,14 @@ func printPlan(e *env, r workflow.PreflightReport, staging string) {
 	}
 	switch {
 	case r.Ready:
-		fmt.Fprintf(w, "ready: rocklake-migrate migrate --pointer %s --to %s --shards %d --staging %s --migration-id %s\n", r.Pointer, r.To, len(r.Shards), staging, r.MigrationID)
+		how := "--to " + r.To.String()
+		if r.Rebuild {
+			how = "--rebuild"
+		}
+		if targetDir != "" {
+			how += " --target-dir " + targetDir
+		}
+		fmt.Fprintf(w, "ready: rocklake-migrate migrate --pointer %s %s --shards %d --staging %s --migration-id %s\n", r.Pointer, how, len(r.Shards), staging, r.MigrationID)
 	case !r.NeedsMigration && r.From != 0 && r.From == r.To:
 		fmt.Fprintln(w, "nothing to do: the catalog is at the target format")
 	default:

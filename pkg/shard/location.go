@@ -61,6 +61,13 @@ func checkLocation(ctx context.Context, store *blob.Store, url string, hasDB boo
 	return nil
 }
 
+// CheckNewLocation is Import's check of a new catalog's location before
+// anything is written there, for a caller that decides earlier: it must be
+// empty, not inside another catalog, and hold none.
+func CheckNewLocation(ctx context.Context, store *blob.Store, url string) error {
+	return checkLocation(ctx, store, url, false)
+}
+
 // slateDBDirs are the top-level directories of a SlateDB database.
 var slateDBDirs = map[string]bool{"manifest": true, "wal": true, "compacted": true, "compactions": true}
 

@@ -44,6 +44,7 @@ const (
 	NameInPlaceTooLarge       = "InPlaceTooLarge"
 	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 	NameInPlaceWayBackTaken   = "InPlaceWayBackTaken"
+	NameBadInput              = "BadInput"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -79,6 +80,8 @@ func ErrorName(err error) string {
 		return NameSourceAtRoot
 	case errors.Is(err, ErrLockLost):
 		return NameLockLost
+	case errors.Is(err, ErrBadInput):
+		return NameBadInput
 	case errors.Is(err, ErrMigrationInProgress):
 		return NameMigrationInProgress
 	case errors.Is(err, ErrHistoryUnwritable):

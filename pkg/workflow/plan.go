@@ -52,6 +52,8 @@ type PreflightReport struct {
 	From           format.Version `json:"from,omitempty"`
 	To             format.Version `json:"to"`
 	NeedsMigration bool           `json:"needs_migration"`
+	// Rebuild: the run moves the catalog into a new one in its format.
+	Rebuild bool `json:"rebuild,omitempty"`
 	// Ready: every check passed; a migration would start.
 	Ready  bool      `json:"ready"`
 	Checks []Finding `json:"checks"`
@@ -86,7 +88,7 @@ func Preflight(ctx context.Context, env Env, in PreflightInput) (PreflightReport
 	m, found, err := preflight(ctx, env, in.CheckInput, id, time.Now(), true)
 	rep := PreflightReport{
 		MigrationID: id, Pointer: in.Pointer, Source: m.Source, Target: m.Target, From: m.From, To: m.To,
-		NeedsMigration: m.NeedsMigration, Ready: err == nil && m.NeedsMigration, Checks: found,
+		NeedsMigration: m.NeedsMigration, Rebuild: m.Rebuild, Ready: err == nil && m.NeedsMigration, Checks: found,
 		Cannot: []string{
 			"that staging takes writes (Check writes and deletes a probe there before anything is touched)",
 			"that the lock can be taken (a conditional write; Check takes it)",

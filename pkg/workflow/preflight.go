@@ -46,17 +46,24 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	ok := func(check, detail string) { found = append(found, Finding{Check: check, OK: true, Detail: detail}) }
 
 	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
-		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes}
+		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
 		fail("input", err)
 		return m, found, first
 	}
-	// Without a target version in the input, the one the deployed release
-	// expects (the SSM parameter) is the target.
-	if m.To, err = resolveVersion(ctx, env, in.TargetVersion); err != nil {
-		fail("target-version", err)
+	if in.InPlace && (in.Rebuild || in.TargetPrefix != "") {
+		fail("input", fmt.Errorf("%w: in place (Strategy A) makes no new catalog, so it takes neither rebuild nor target_prefix", ErrBadInput))
 		return m, found, first
+	}
+	// Without a target version in the input, the one the deployed release
+	// expects (the SSM parameter) is the target; a rebuild's is the
+	// catalog's own, which the pointer names.
+	if !in.Rebuild || in.TargetVersion != 0 {
+		if m.To, err = resolveVersion(ctx, env, in.TargetVersion); err != nil {
+			fail("target-version", err)
+			return m, found, first
+		}
 	}
 	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
 	if err != nil {
@@ -71,6 +78,9 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		ok("credentials", "S3 accepted them: the pointer was read")
 	}
 	m.PointerETag, m.Source = ref.ETag, p.Catalog
+	if m.To == 0 {
+		m.To = p.FormatVersion
+	}
 	ok("pointer", fmt.Sprintf("%s names %s (%s), version %s", in.Pointer, p.Catalog, p.FormatVersion, ref.VersionID))
 	if err := pointer.RequireVersioning(ctx, env.Store, in.Pointer); err != nil {
 		if !fail("pointer-versioning", err) {
@@ -97,6 +107,15 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 			return m, found, first
 		}
 	case c == nil:
+	case in.Rebuild && m.From != to:
+		if !fail("target-version", fmt.Errorf("%w: a rebuild keeps the catalog's format, %s; the input names %s", ErrBadInput, m.From, to)) {
+			return m, found, first
+		}
+	case in.Rebuild:
+		// The identity: migration.Path(v, v) is empty, and every record
+		// moves as it is.
+		m.NeedsMigration = true
+		ok("target-version", fmt.Sprintf("%s → %s: a rebuild, every record moved as it is", m.From, to))
 	default:
 		m.NeedsMigration = m.From != to
 		if _, err := migration.Path(m.From, to); err != nil && m.NeedsMigration {
@@ -136,7 +155,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		return m, found, nil
 	}
 
-	if in.InPlaceAuto && !in.InPlace && c != nil && m.NeedsMigration && first == nil {
+	if in.InPlaceAuto && !in.InPlace && !in.Rebuild && in.TargetPrefix == "" && c != nil && m.NeedsMigration && first == nil {
 		fits, detail, err := chooseInPlace(ctx, env, p.Catalog, m.From, to, policy, in.InPlaceMaxBytes)
 		if err != nil {
 			if !fail("strategy", err) {
@@ -147,7 +166,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 			ok("strategy", detail)
 		}
 	}
-	target, err := targetURL(p.Catalog, to, id)
+	target, err := newTarget(p.Catalog, in.TargetPrefix, to, id)
 	switch {
 	case m.InPlace:
 		// Strategy A writes where the source lies: there is no new catalog.
@@ -199,6 +218,12 @@ func targetFree(ctx context.Context, env Env, m Migration) error {
 	}
 	if len(objs) > 0 {
 		return fmt.Errorf("%w: %s already holds %d objects that this migration did not write; choose another migration id, or remove them", shard.ErrTargetNotEmpty, m.Target, len(objs))
+	}
+	// Import's own check of the location, made before anything is
+	// fenced: a target inside another catalog (a target_prefix under the
+	// source, say) would mix two SlateDB databases.
+	if err := shard.CheckNewLocation(ctx, env.Store, m.Target); err != nil {
+		return fmt.Errorf("workflow: target %s: %w", m.Target, err)
 	}
 	return nil
 }

@@ -188,7 +188,7 @@ func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string
 			} else {
 				notes = append(notes, "a transform result was unreadable: "+err.Error())
 			}
-		case m.To != 0 && strings.HasPrefix(rel, m.To.String()+"/"):
+		case m.To != 0 && strings.HasPrefix(rel, strings.TrimPrefix(st.ImportDir(m.From, m.To), st.Prefix())+"/"):
 			s.bytes += in.Size
 		}
 	}

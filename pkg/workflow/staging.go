@@ -54,6 +54,25 @@ func (s Staging) PlanURL() string { return s.dir() + "/plan.json" }
 // ShardDir holds the shard files of one format.
 func (s Staging) ShardDir(v format.Version) string { return fmt.Sprintf("%s/%s", s.dir(), v) }
 
+// ImportDir holds the shards Import reads, in format to: ShardDir(to), or
+// in a rebuild (from == to) a directory of its own beside the source
+// format's, since the export's audit copy and the identity transform's
+// output are two files.
+func (s Staging) ImportDir(from, to format.Version) string {
+	if from == to {
+		return s.ShardDir(to) + rebuiltSuffix
+	}
+	return s.ShardDir(to)
+}
+
+// rebuiltSuffix names a rebuild's import directory (ImportDir).
+const rebuiltSuffix = "-rebuilt"
+
+// ImportURL is shard i of n in ImportDir(from, to).
+func (s Staging) ImportURL(from, to format.Version, i, n int) string {
+	return shard.Join(s.ImportDir(from, to), shard.FileName(i, n, "zst"))
+}
+
 // ShardURL is shard i of n in format v.
 func (s Staging) ShardURL(v format.Version, i, n int) string {
 	return shard.Join(s.ShardDir(v), shard.FileName(i, n, "zst"))

@@ -88,6 +88,9 @@ type Migration struct {
 	// in_place is always present: the definition's Choice reads it.
 	InPlace         bool  `json:"in_place"`
 	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
+	// Rebuild: the catalog moves into a new one in its own format (From
+	// == To), through the identity transform.
+	Rebuild bool `json:"rebuild,omitempty"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -111,6 +114,15 @@ type CheckInput struct {
 	// transformed keys and values fit InPlaceMaxBytes (0: the default
 	// limit), else Strategy B (ChooseInPlace).
 	InPlaceAuto bool `json:"in_place_auto,omitempty"`
+	// Rebuild moves the catalog into a new one in the same format (a
+	// compaction, a relocation, another SlateDB release), with every step
+	// and guard of a migration. TargetVersion may be left out; if given it
+	// must be the catalog's format.
+	Rebuild bool `json:"rebuild,omitempty"`
+	// TargetPrefix is the directory the new catalog is made in,
+	// <target_prefix>/v<N>-<id>, in any bucket; "" puts it beside the
+	// source.
+	TargetPrefix string `json:"target_prefix,omitempty"`
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names
@@ -205,6 +217,27 @@ func targetURL(source string, to format.Version, id string) (string, error) {
 	}
 	return t, nil
 }
+
+// newTarget is where migration id makes its new catalog: in dir, when the
+// input names one (another prefix or bucket), as <dir>/<v>-<id>, the name
+// drift.TargetMigration knows; else beside the source (targetURL).
+func newTarget(source, dir string, to format.Version, id string) (string, error) {
+	if dir == "" {
+		return targetURL(source, to, id)
+	}
+	if !strings.HasPrefix(dir, "s3://") && !strings.HasPrefix(dir, "file://") {
+		return "", fmt.Errorf("%w: target prefix %q: want an s3:// or file:// URL", ErrBadInput, dir)
+	}
+	if _, err := blob.Parse(dir); err != nil {
+		return "", fmt.Errorf("%w: target prefix %q: %w", ErrBadInput, dir, err)
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + to.String() + "-" + id, nil
+}
+
+// ErrBadInput: the input asks for things that exclude each other (a
+// rebuild to another format, in place into another location) or names a
+// location that is not one; Check refuses before anything is touched.
+var ErrBadInput = errors.New("BadInput")
 
 // ErrSourceAtRoot: the catalog is at a bucket root (or "/"), with no place
 // beside it for the new catalog; Check refuses before anything is touched.
@@ -550,7 +583,7 @@ func transformOf(env Env, p Plan, i int) (shard.Transformed, error) {
 	}
 	n := len(p.Ranges)
 	return shard.Transformed{
-		Out: env.staging(p.MigrationID).ShardURL(p.To, i, n), To: p.To, Path: path,
+		Out: env.staging(p.MigrationID).ImportURL(p.From, p.To, i, n), To: p.To, Path: path,
 		Options: migration.Options{UnknownTags: policy}, CreatedBy: env.CreatedBy, Progress: env.Progress.Transform,
 	}, nil
 }
@@ -630,7 +663,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	if err := claimTarget(ctx, env, m); err != nil {
 		return ImportOutput{Migration: m}, err
 	}
-	res, err := shard.Import(ctx, env.Store, st.ShardDir(m.To), m.Target, opts)
+	res, err := shard.Import(ctx, env.Store, st.ImportDir(m.From, m.To), m.Target, opts)
 	if err != nil {
 		return ImportOutput{Migration: m}, err
 	}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+)
+
+// commitReads are what a DuckLake client reads of the catalog as of one
+// snapshot ($1): the snapshot itself and the rows visible at it.
+var commitReads = []string{
+	"SELECT * FROM ducklake_snapshot WHERE snapshot_id = $1",
+	"SELECT * FROM ducklake_schema WHERE begin_snapshot <= $1",
+	"SELECT * FROM ducklake_table WHERE begin_snapshot <= $1",
+	"SELECT * FROM ducklake_column WHERE begin_snapshot <= $1",
+	"SELECT * FROM ducklake_data_file WHERE begin_snapshot <= $1",
+	"SELECT * FROM ducklake_snapshot_changes WHERE snapshot_id <= $1",
+}
+
+// readEveryCommit serves dir with the real RockLake and returns its answers
+// to commitReads as of every snapshot from 0 to latest, one JSON string
+// per snapshot.
+func readEveryCommit(t *testing.T, ctx context.Context, dir string, latest uint64) []string {
+	t.Helper()
+	srv, err := rocklake.Serve(ctx, dir)
+	if err != nil {
+		t.Fatalf("rocklake serve %s: %v", dir, err)
+	}
+	defer srv.Stop()
+	var out []string
+	for id := uint64(0); id <= latest; id++ {
+		var stmts []rocklake.Stmt
+		for _, q := range commitReads {
+			stmts = append(stmts, rocklake.Stmt{SQL: q, Args: []string{strconv.FormatUint(id, 10)}})
+		}
+		res, err := srv.ExecExtended(ctx, stmts...)
+		if err != nil {
+			t.Fatalf("read snapshot %d of %s: %v\n%s", id, dir, err, srv.Logs())
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// The proof with the real binary, which serves format 1 only: a catalog the
+// real RockLake wrote, rebuilt by `migrate --rebuild` into another directory
+// behind the pointer, is a catalog `rocklake verify catalog` passes and
+// `rocklake serve` serves: every earlier commit reads as it read from the
+// source, and it takes a write. Rollback then refuses to drop that write
+// (RollbackLosesCommits), and with --discard-newer-commits makes the source
+// current again, which RockLake serves. Old main had no --rebuild (a usage
+// error), and `--to v1` had nothing to do.
+func TestRealRockLakeRebuild(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "catalogs", "prod")
+	srv, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := rocklake.WriteSampleCatalog(ctx, srv)
+	if stopErr := srv.Stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readEveryCommit(t, ctx, src, want.LatestSnapshotID)
+	if before[0] == before[len(before)-1] {
+		t.Fatalf("the reads do not tell snapshots apart: %s", before[0])
+	}
+
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	relocated := filepath.Join(dir, "relocated")
+	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+relocated+"/", "--shards", "2", "--json")
+	r.want(t, exitOK)
+	var rep migrateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" || rep.From != format.V1 || rep.To != format.V1 {
+		t.Fatalf("migrate --rebuild report %q: %v", r.stdout, err)
+	}
+	target := strings.TrimPrefix(rep.Target, "file://")
+	if target != filepath.Join(relocated, "v1-"+rep.MigrationID) {
+		t.Fatalf("the new catalog %s is not in %s", rep.Target, relocated)
+	}
+	status := cli(t, "status", "--pointer", ptr)
+	status.want(t, exitOK)
+	if !strings.Contains(status.stdout, rep.Target) {
+		t.Fatalf("status does not name the new catalog %s:\n%s", rep.Target, status.stdout)
+	}
+
+	if out, err := rocklake.Verify(ctx, target); err != nil {
+		t.Fatalf("rocklake verify catalog %s: %v\n%s", target, err, out)
+	}
+	after := readEveryCommit(t, ctx, target, want.LatestSnapshotID)
+	for id := range before {
+		if after[id] != before[id] {
+			t.Fatalf("snapshot %d reads differently from the rebuilt catalog:\nsource:  %s\nrebuilt: %s", id, before[id], after[id])
+		}
+	}
+	srv, err = rocklake.Serve(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = rocklake.AddSchema(ctx, srv, "after_rebuild")
+	if stopErr := srv.Stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		t.Fatalf("write to the rebuilt catalog: %v\n%s", err, srv.Logs())
+	}
+
+	cli(t, "rollback", "--pointer", ptr).want(t, exitError, "RollbackLosesCommits")
+	cli(t, "rollback", "--pointer", ptr, "--discard-newer-commits").want(t, exitOK)
+	cli(t, "check", "--catalog", "file://"+src, "--expect", "v1").want(t, exitOK)
+	if again := readEveryCommit(t, ctx, src, want.LatestSnapshotID); again[len(again)-1] != before[len(before)-1] {
+		t.Fatalf("the source reads differently after the rollback:\nbefore: %s\nafter:  %s", before[len(before)-1], again[len(again)-1])
+	}
+}
+
+// --rebuild replaces --to, and excludes the in-place strategies, which make
+// no new catalog: usage errors before anything is read.
+func TestRebuildUsage(t *testing.T) {
+	ptr := "s3://nowhere/CURRENT"
+	cli(t, "migrate", "--pointer", ptr).want(t, exitUsage, "--to")
+	cli(t, "migrate", "--pointer", ptr, "--rebuild", "--in-place").want(t, exitUsage, "--rebuild")
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place-auto", "--target-dir", "s3://other/").want(t, exitUsage, "--target-dir")
+	cli(t, "plan", "--pointer", ptr).want(t, exitUsage, "--to")
+}
