@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -158,6 +159,12 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 		}
 	}
 	for _, f := range out.Report.Findings {
+		if f.Kind == drift.KindWayBackKept {
+			// Listed, so that nobody mistakes its absence for a deletion.
+			out.Items = append(out.Items, CleanupItem{Finding: f, Action: CleanupKept,
+				Reason: "a way back is kept until a pointer version named the migrated catalog and a later run recorded it unneeded"})
+			continue
+		}
 		if !f.Kind.Removable() {
 			continue
 		}
@@ -172,7 +179,7 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 		case !in.Apply:
 			item.Action = CleanupWouldDelete
 		default:
-			if item.Deleted, err = remove(ctx, env, f); err != nil {
+			if item.Deleted, err = remove(ctx, env, in.Pointer, f); err != nil {
 				return out, fmt.Errorf("workflow: cleanup: %s %s: %w", f.Kind, subject(f), err)
 			}
 			item.Action = CleanupDeleted
@@ -202,14 +209,14 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 	if err != nil {
 		return "", fmt.Errorf("%w: re-reading the pointer's history: %w; cleanup stopped", ErrCleanupUndecided, err)
 	}
-	named := []string{strings.TrimSuffix(cur.Catalog, "/"), strings.TrimSuffix(cur.PreviousCatalog, "/")}
+	named := pointerNames(cur)
 	for _, v := range hist {
 		switch {
 		case v.DeleteMarker:
 		case v.Pointer == nil:
 			return "", fmt.Errorf("%w: version %s of the pointer is not a valid pointer (%s); cleanup stopped", ErrCleanupUndecided, v.VersionID, v.Problem)
 		default:
-			named = append(named, strings.TrimSuffix(v.Pointer.Catalog, "/"), strings.TrimSuffix(v.Pointer.PreviousCatalog, "/"))
+			named = append(named, pointerNames(*v.Pointer)...)
 		}
 	}
 	isNamed := func(u string) bool {
@@ -234,31 +241,36 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 		case id == "" || id == drift.DecisionsDir || strings.Contains(id, "/") || f.Prefix != Staging{Root: env.Staging, MigrationID: id}.Prefix():
 			return "it is not one migration's staging directory", nil
 		}
-	case drift.KindUnclaimedTarget:
+	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
 		u := strings.TrimSuffix(f.Catalog, "/")
-		if id, ok := drift.TargetMigration(path.Base(u)); !ok || id != f.MigrationID {
-			return "it is not a migration's target", nil
+		if why, err := claimed(ctx, env, in.Pointer, f); why != "" || err != nil {
+			return why, err
 		}
 		if inUse || isNamed(u) {
 			return "the pointer names it, or did", nil
 		}
-		// A version that named it may have expired from the history (the
-		// pointer bucket's lifecycle): its migration's decision still says.
-		got, _, err := env.Store.Get(ctx, Staging{Root: env.Staging, MigrationID: f.MigrationID}.DecisionURL())
-		switch {
-		case err == nil && string(got) == decisionFlip:
-			return "its migration flipped the pointer to it once", nil
-		case err != nil && !errors.Is(err, blob.ErrNotFound):
-			return "", fmt.Errorf("workflow: cleanup: %w", err)
+		if f.Kind == drift.KindUnclaimedTarget {
+			// A version that named it may have expired from the history
+			// (the pointer bucket's lifecycle): its migration's decision
+			// still says.
+			got, _, err := env.Store.Get(ctx, Staging{Root: env.Staging, MigrationID: f.MigrationID}.DecisionURL())
+			switch {
+			case err == nil && string(got) == decisionFlip:
+				return "its migration flipped the pointer to it once", nil
+			case err != nil && !errors.Is(err, blob.ErrNotFound):
+				return "", fmt.Errorf("workflow: cleanup: %w", err)
+			}
 		}
+		return namedElsewhere(ctx, env, in.Pointer, u), nil
 	default:
 		return "cleanup does not remove " + string(f.Kind), nil
 	}
 	return "", nil
 }
 
-// remove deletes what f names and counts what it deleted.
-func remove(ctx context.Context, env Env, f drift.Finding) (int, error) {
+// remove deletes what f, a finding of the pointer at ptr, names and counts
+// what it deleted.
+func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, error) {
 	switch f.Kind {
 	case drift.KindLeftoverCheckpoint, drift.KindOrphanCheckpoint:
 		err := slatedb.DeleteCheckpoint(ctx, f.Catalog, f.CheckpointID, env.SlateDB)
@@ -271,8 +283,13 @@ func remove(ctx context.Context, env Env, f drift.Finding) (int, error) {
 		return 1, nil
 	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
 		return env.Store.DeletePrefix(ctx, f.Prefix)
-	case drift.KindUnclaimedTarget:
-		return env.Store.DeletePrefix(ctx, strings.TrimSuffix(f.Catalog, "/")+"/")
+	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
+		n, err := env.Store.DeletePrefix(ctx, strings.TrimSuffix(f.Catalog, "/")+"/")
+		if err != nil {
+			return n, err
+		}
+		// Last: until the directory is gone, its claim says whose it is.
+		return n, claim.Delete(ctx, env.Store, ptr, f.MigrationID)
 	}
 	return 0, fmt.Errorf("cleanup does not remove %s", f.Kind)
 }
@@ -310,4 +327,68 @@ func (o CleanupOutput) Text() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// pointerNames are the catalogs pointer p names: its catalog, the previous
+// one and its in-place way back, without a trailing slash.
+func pointerNames(p pointer.Pointer) []string {
+	wb, _ := drift.WayBack(p)
+	return []string{strings.TrimSuffix(p.Catalog, "/"), strings.TrimSuffix(p.PreviousCatalog, "/"), strings.TrimSuffix(wb, "/")}
+}
+
+// claimed says why the directory f names must be kept unless a claim of
+// this pointer's run, read now, names it as f says ("" if one does).
+func claimed(ctx context.Context, env Env, ptr string, f drift.Finding) (string, error) {
+	cl, err := claim.Read(ctx, env.Store, ptr, f.MigrationID)
+	switch {
+	case errors.Is(err, claim.ErrNoClaim), errors.Is(err, claim.ErrBadClaim):
+		return "no claim of this pointer's runs names it (" + err.Error() + ")", nil
+	case err != nil:
+		return "", fmt.Errorf("workflow: cleanup: %w", err)
+	}
+	want := claim.KindTarget
+	if f.Kind == drift.KindReleasedWayBack {
+		want = claim.KindWayBack
+	}
+	switch {
+	case cl.Pointer != ptr || strings.TrimSuffix(cl.Catalog, "/") != strings.TrimSuffix(f.Catalog, "/") || cl.Kind != want:
+		return fmt.Sprintf("the claim of migration %s names %s (%s) of %s, not this %s", f.MigrationID, cl.Catalog, cl.Kind, cl.Pointer, want), nil
+	case cl.Kind == claim.KindWayBack && cl.Released == nil:
+		return "no run recorded the way back as no longer needed", nil
+	}
+	return "", nil
+}
+
+// namedElsewhere says why the directory at u must be kept because another
+// pointer this one can find (claim.Neighbours) names it, or claims it, or
+// because those pointers cannot be read ("" if none does). Pointers
+// elsewhere cannot be found; for them, the claim is the proof.
+func namedElsewhere(ctx context.Context, env Env, ptr, u string) string {
+	others, err := claim.Neighbours(ctx, env.Store, ptr)
+	if err != nil {
+		return "the pointers beside this one cannot be listed (" + err.Error() + ")"
+	}
+	for _, o := range others {
+		p, _, err := pointer.Read(ctx, env.Store, o)
+		switch {
+		case errors.Is(err, pointer.ErrPointerMissing):
+		case err != nil:
+			return fmt.Sprintf("pointer %s beside this one cannot be read (%v)", o, err)
+		case slices.Contains(pointerNames(p), u):
+			return "pointer " + o + " names it"
+		}
+		entries, err := claim.List(ctx, env.Store, o)
+		if err != nil {
+			return fmt.Sprintf("the claims of pointer %s cannot be read (%v)", o, err)
+		}
+		for _, e := range entries {
+			if e.ReadError != "" {
+				return fmt.Sprintf("a claim of pointer %s cannot be read (%s)", o, e.ReadError)
+			}
+			if strings.TrimSuffix(e.Catalog, "/") == u {
+				return fmt.Sprintf("pointer %s's migration %s claims it", o, e.MigrationID)
+			}
+		}
+	}
+	return ""
 }

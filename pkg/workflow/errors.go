@@ -5,6 +5,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -43,6 +44,9 @@ const (
 	NameInPlaceTooLarge       = "InPlaceTooLarge"
 	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 	NameInPlaceWayBackTaken   = "InPlaceWayBackTaken"
+	NameInPlaceNoTime         = "InPlaceNoTime"
+	NameRestoreRefused        = "RestoreRefused"
+	NameClaimTaken            = "ClaimTaken"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -98,6 +102,12 @@ func ErrorName(err error) string {
 		return NameInPlaceNoWayBack
 	case errors.Is(err, inplace.ErrWayBackTaken):
 		return NameInPlaceWayBackTaken
+	case errors.Is(err, ErrInPlaceNoTime):
+		return NameInPlaceNoTime
+	case errors.Is(err, ErrRestoreRefused):
+		return NameRestoreRefused
+	case errors.Is(err, claim.ErrTaken):
+		return NameClaimTaken
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
@@ -32,6 +33,10 @@ type Env struct {
 	// ImportMargin is how long before its context's deadline Import stops
 	// starting shards (default 60 s), so a Lambda returns in time.
 	ImportMargin time.Duration
+	// InPlaceMargin is how long before its context's deadline the in-place
+	// step stops migrating (default DefaultInPlaceMargin), keeping the rest
+	// for its undo, record and lock.
+	InPlaceMargin time.Duration
 	// Local: the steps run in the CLI's process under pkg/asl (LocalTasks),
 	// not as Lambdas under Step Functions; the gate's token is pkg/asl's.
 	Local bool
@@ -625,10 +630,12 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	return out, nil
 }
 
-// claimTarget records in staging that this migration creates the target,
-// before anything is written there, so that Abort deletes only a catalog this
-// migration made. A target location that already holds objects when no claim
-// exists is someone else's: TargetNotEmpty, and Abort leaves it alone.
+// claimTarget records that this migration creates the target, before
+// anything is written there: beside the pointer (pkg/claim, the proof the
+// drift check and cleanup accept that the directory is this pointer's own),
+// then in staging, so that Abort deletes only a catalog this migration made.
+// A target location that already holds objects when no claim exists is
+// someone else's: TargetNotEmpty, and Abort and cleanup leave it alone.
 func claimTarget(ctx context.Context, env Env, m Migration) error {
 	owned, err := ownsTarget(ctx, env, m)
 	if err != nil {
@@ -639,6 +646,10 @@ func claimTarget(ctx context.Context, env Env, m Migration) error {
 	}
 	if err := targetFree(ctx, env, m); err != nil {
 		return err
+	}
+	if _, err := claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: m.Target, Kind: claim.KindTarget, Source: m.Source,
+		MigrationID: m.MigrationID, Created: time.Now(), CreatedBy: env.CreatedBy}); err != nil {
+		return fmt.Errorf("workflow: claim the target %s: %w", m.Target, err)
 	}
 	return putJSON(ctx, env.Store, env.staging(m.MigrationID).StepURL("target-claim"), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
 }
@@ -985,6 +996,11 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 			return out, fmt.Errorf("workflow: abort: delete %s: %w", m.Target, err)
 		}
 		out.TargetObjects = n
+		// The target is gone: its claim proves nothing any more. One left
+		// behind names an empty directory, which nobody reports.
+		if err := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
+			slog.WarnContext(ctx, "the target's claim was not deleted", "migration_id", m.MigrationID, "error", err.Error())
+		}
 	}
 	cp := m.Checkpoint
 	if cp == "" { // Freeze wrote the plan but did not return
