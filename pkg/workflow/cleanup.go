@@ -25,6 +25,10 @@ type CleanupInput struct {
 	Apply bool `json:"apply,omitempty"`
 	// Trigger says who ran it, for its record ("cli:<user>").
 	Trigger string `json:"trigger,omitempty"`
+	// ReleaseWayBack records, before anything else, that the way back of
+	// this in-place migration is no longer needed (releaseWayBack); a
+	// dry run only checks that it could be.
+	ReleaseWayBack string `json:"release_way_back,omitempty"`
 }
 
 // What cleanup did with a leftover.
@@ -54,6 +58,9 @@ type CleanupOutput struct {
 	Items  []CleanupItem `json:"items"`
 	// Report is the drift check cleanup acted on.
 	Report drift.Report `json:"report"`
+	// Released is the way back ReleaseWayBack released (or, in a dry run,
+	// would release).
+	Released string `json:"released,omitempty"`
 	// HistoryError says why the run's record could not be written.
 	HistoryError string `json:"history_error,omitempty"`
 }
@@ -90,6 +97,9 @@ func Cleanup(ctx context.Context, env Env, in CleanupInput) (CleanupOutput, erro
 	counts := map[string]int{}
 	for _, it := range out.Items {
 		counts[it.Action]++
+	}
+	if out.Released != "" {
+		rec.Notes = append(rec.Notes, "released way back: "+out.Released)
 	}
 	for _, a := range []string{CleanupDeleted, CleanupKept} {
 		if counts[a] > 0 {
@@ -144,6 +154,11 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 		}
 		if active != "" {
 			return out, fmt.Errorf("%w: migration %s holds %s: cleanup refuses while it runs; nothing was touched", ErrMigrationInProgress, active, LockURL(in.Pointer))
+		}
+	}
+	if in.ReleaseWayBack != "" {
+		if out.Released, err = releaseWayBack(ctx, env, in, out.LockID); err != nil {
+			return out, err
 		}
 	}
 	// Cleanup only looks for leftovers: the format it expects is the one
@@ -313,6 +328,13 @@ func (o CleanupOutput) Text() string {
 		mode = "applied, under lock " + o.LockID
 	}
 	fmt.Fprintf(&b, "cleanup of %s: %s\n", o.Pointer, mode)
+	if o.Released != "" {
+		verb := "would record"
+		if o.Apply {
+			verb = "recorded"
+		}
+		fmt.Fprintf(&b, "  %s the way back %s as no longer needed\n", verb, o.Released)
+	}
 	if len(o.Items) == 0 {
 		b.WriteString("  nothing left over\n")
 	}
@@ -392,3 +414,46 @@ func namedElsewhere(ctx context.Context, env Env, ptr, u string) string {
 	}
 	return ""
 }
+
+// releaseWayBack records on the claim of in-place migration
+// in.ReleaseWayBack's way back that it is no longer needed, as run runID:
+// only a way back this pointer's run claimed, whose migrated catalog a
+// pointer version named (so RockLake may have moved on from it), and that
+// neither the current pointer nor its rollback leads to. Once released and
+// named by no pointer version (the history keeps the versions that do), the
+// drift check reports it as ReleasedWayBack, which cleanup deletes. A dry
+// run writes nothing.
+func releaseWayBack(ctx context.Context, env Env, in CleanupInput, runID string) (string, error) {
+	id := in.ReleaseWayBack
+	cl, err := claim.Read(ctx, env.Store, in.Pointer, id)
+	if err != nil {
+		return "", fmt.Errorf("%w: no way back of migration %s is claimed for %s: %w", ErrReleaseRefused, id, in.Pointer, err)
+	}
+	cur, _, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrCleanupUndecided, err)
+	}
+	wb := strings.TrimSuffix(cl.Catalog, "/")
+	switch {
+	case cl.Kind != claim.KindWayBack || cl.Pointer != in.Pointer:
+		return "", fmt.Errorf("%w: the claim of migration %s is of a %s, not of this pointer's way back", ErrReleaseRefused, id, cl.Kind)
+	case cl.Named == nil:
+		return "", fmt.Errorf("%w: no pointer version named the catalog migration %s made, so its way back %s is the only catalog as it was (restore brings it back)", ErrReleaseRefused, id, wb)
+	case slices.Contains(pointerNames(cur), wb) || cur.MigrationID == id:
+		return "", fmt.Errorf("%w: the current pointer (migration %s) names %s or rolls back to it", ErrReleaseRefused, cur.MigrationID, wb)
+	}
+	if cl.Released != nil || !in.Apply {
+		return wb, nil
+	}
+	_, err = claim.Update(ctx, env.Store, in.Pointer, id, func(c *claim.Claim) {
+		c.Released = &claim.Event{By: runID, At: time.Now().UTC(), Note: "released by cleanup --release-way-back"}
+	})
+	if err != nil {
+		return "", fmt.Errorf("workflow: cleanup: release the way back %s: %w", wb, err)
+	}
+	return wb, nil
+}
+
+// ErrReleaseRefused: a way back cleanup was asked to release may still be
+// needed, or is not this pointer's; nothing was touched.
+var ErrReleaseRefused = errors.New(NameReleaseRefused)

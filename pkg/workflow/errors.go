@@ -47,6 +47,7 @@ const (
 	NameInPlaceNoTime         = "InPlaceNoTime"
 	NameRestoreRefused        = "RestoreRefused"
 	NameClaimTaken            = "ClaimTaken"
+	NameReleaseRefused        = "ReleaseRefused"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -106,6 +107,8 @@ func ErrorName(err error) string {
 		return NameInPlaceNoTime
 	case errors.Is(err, ErrRestoreRefused):
 		return NameRestoreRefused
+	case errors.Is(err, ErrReleaseRefused):
+		return NameReleaseRefused
 	case errors.Is(err, claim.ErrTaken):
 		return NameClaimTaken
 	case errors.Is(err, shard.ErrTargetNotEmpty):
