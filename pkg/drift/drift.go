@@ -3,6 +3,7 @@ package drift
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -452,6 +453,13 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 			continue
 		}
 		prefix := root + id + "/"
+		owner, err := c.stagingOwner(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		if owner != "" && owner != c.opts.Pointer {
+			continue // another pointer's run (staging shared by pointers beside each other)
+		}
 		g, err := c.group(ctx, prefix)
 		if err != nil {
 			return err
@@ -477,6 +485,29 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 		c.add(f)
 	}
 	return nil
+}
+
+// PlanName is the object in <staging>/<id>/ where a migration's Freeze
+// records its plan, which names the migration's pointer.
+const PlanName = "plan.json"
+
+// stagingOwner is the pointer whose migration staged under prefix, as its
+// plan says; "" when no plan says (none yet, or not one this tool wrote).
+func (c *checker) stagingOwner(ctx context.Context, prefix string) (string, error) {
+	b, _, err := c.store.Get(ctx, prefix+PlanName)
+	if errors.Is(err, blob.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("drift: read %s: %w", prefix+PlanName, err)
+	}
+	var plan struct {
+		Pointer string `json:"pointer"`
+	}
+	if json.Unmarshal(b, &plan) != nil {
+		return "", nil
+	}
+	return plan.Pointer, nil
 }
 
 type group struct {
