@@ -50,8 +50,9 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	// deadline, and with it whatever is still running).
 	work, cancelWork := ctx, context.CancelFunc(func() {})
 	if dl, ok := ctx.Deadline(); ok {
-		margin := cmp.Or(env.InPlaceMargin, DefaultInPlaceMargin)
-		if left := time.Until(dl); left <= margin {
+		left := time.Until(dl)
+		margin := cmp.Or(env.InPlaceMargin, min(DefaultInPlaceMargin, left/4))
+		if left <= margin {
 			err = fmt.Errorf("%w: %s left before the step's deadline, not more than the %s kept for undoing a failure; nothing was touched", ErrInPlaceNoTime, left.Round(time.Second), margin)
 		}
 		work, cancelWork = context.WithDeadline(ctx, dl.Add(-margin))
@@ -155,9 +156,11 @@ func withdraw(ctx context.Context, env Env, m Migration, wayBack string, taken b
 	}
 }
 
-// DefaultInPlaceMargin is Env.InPlaceMargin's default: the time before its
+// DefaultInPlaceMargin bounds Env.InPlaceMargin's default, which is the
+// smaller of it and a quarter of the time the step has: the time before its
 // deadline at which the in-place step stops, kept for the undo (a restore
-// costs about what the batch did), its record and the lock.
+// reads and writes the catalog once, less than the migration did), its
+// record and the lock.
 const DefaultInPlaceMargin = 2 * time.Minute
 
 // ErrInPlaceNoTime: the in-place step was given less time than its

@@ -146,7 +146,7 @@ func TestDefinitionInPlaceAuto(t *testing.T) {
 }
 
 // Issue 24: the in-place step keeps a margin before its deadline (a Lambda
-// dies at it), as Import does: given less time than the margin it refuses
+// dies at it), as Import does: given no more time than the margin it refuses
 // before touching anything (InPlaceNoTime: no way back, no claim, the
 // catalog as it was, the lock freed, the run recorded failed); given more,
 // it migrates.
@@ -156,9 +156,11 @@ func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 30*time.Second) // under the default margin
+	short, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err = workflow.MigrateInPlace(short, f.env, m)
+	env := f.env
+	env.InPlaceMargin = time.Minute
+	_, err = workflow.MigrateInPlace(short, env, m)
 	if !errors.Is(err, workflow.ErrInPlaceNoTime) || workflow.ErrorName(err) != workflow.NameInPlaceNoTime {
 		t.Fatalf("in place with 30 s left: %v, want InPlaceNoTime", err)
 	}
@@ -176,7 +178,6 @@ func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 		t.Fatalf("the refused run's record: %+v, %v", rec, err)
 	}
 
-	env := f.env
 	env.InPlaceMargin = time.Second
 	m, err = workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-enough"})
 	if err != nil {

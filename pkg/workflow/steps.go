@@ -34,8 +34,9 @@ type Env struct {
 	// starting shards (default 60 s), so a Lambda returns in time.
 	ImportMargin time.Duration
 	// InPlaceMargin is how long before its context's deadline the in-place
-	// step stops migrating (default DefaultInPlaceMargin), keeping the rest
-	// for its undo, record and lock.
+	// step stops migrating (default: DefaultInPlaceMargin, or a quarter of
+	// the step's time if less), keeping the rest for its undo, record and
+	// lock.
 	InPlaceMargin time.Duration
 	// Local: the steps run in the CLI's process under pkg/asl (LocalTasks),
 	// not as Lambdas under Step Functions; the gate's token is pkg/asl's.
