@@ -24,6 +24,8 @@
 //     the pointer ever named (its history), that is not the active
 //     migration's (Options.Active, the lock's holder) and not already a
 //     LeftoverCheckpoint; a by-hand export's checkpoint is left to expire;
+//   - (staging whose plan.json names another pointer is never a finding:
+//     pointers beside each other share the default staging);
 //   - OrphanStaging: <staging>/<id>/ of any age, not yet a LeftoverStaging,
 //     of a migration that is neither the active one nor the current or
 //     previous pointer's, nor that of the pointer version the current one

@@ -70,7 +70,9 @@ type CleanupOutput struct {
 var ErrCleanupUndecided = errors.New("CleanupUndecided")
 
 // Cleanup removes what migrations left behind: the drift check's
-// checkpoints, staging prefixes and unclaimed targets (drift.Kind.Removable).
+// checkpoints, staging prefixes, targets this pointer's runs claimed and
+// never flipped to, and way backs a run released (drift.Kind.Removable); a
+// way back not released is listed as kept.
 // It fails closed. With Apply it holds the pointer's lock for its whole run,
 // so no migration starts while it deletes (MigrationInProgress if one holds
 // it; released by overwrite, as migrations release it); a dry run only reads
@@ -79,7 +81,9 @@ var ErrCleanupUndecided = errors.New("CleanupUndecided")
 // each item right before deleting it against the pointer and its history as
 // they are then: nothing the pointer names or ever named (nor a target whose
 // migration decided to flip), nothing of the current or previous pointer's
-// migration, never decisions/. It stops at the first failure; Items says
+// migration, never decisions/, and a directory only if this pointer's claim
+// still names it and no pointer found beside this one names or claims it
+// (namedElsewhere). It stops at the first failure; Items says
 // what was done until then.
 //
 // A cleanup that applies is recorded beside the pointer (pkg/history) with
