@@ -317,6 +317,9 @@ func TestCleanupKeepsAnotherDeploymentsCatalogs(t *testing.T) {
 	cli(t, "migrate", "--pointer", devPtr, "--to", "v2", "--shards", "2", "--migration-id", "m-dev").want(t, exitOK)
 	devLive := "s3://rocklake/catalogs/v2-m-dev"
 	cli(t, "check", "--catalog", devLive, "--expect", "v2").want(t, exitOK)
+	if cl, err := claim.Read(c.ctx, c.store, devPtr, "m-dev"); err != nil || cl.Catalog != devLive || cl.Kind != claim.KindTarget || cl.Named == nil {
+		t.Fatalf("dev's claim of its target: %+v, %v", cl, err)
+	}
 
 	before := c.objects(t)
 	keep := func(when string) {

@@ -552,8 +552,9 @@ func (c *checker) claims(ctx context.Context, named []string) error {
 	for _, e := range entries {
 		cl := e.Claim
 		url := strings.TrimSuffix(cl.Catalog, "/")
-		if e.ReadError != "" || cl.Pointer != c.opts.Pointer || cl.MigrationID == c.opts.Active || slices.Contains(named, url) {
-			continue // a claim that proves nothing, or a directory in use
+		if e.ReadError != "" || cl.Pointer != c.opts.Pointer || cl.MigrationID == c.opts.Active || slices.Contains(named, url) ||
+			cl.Kind == claim.KindTarget && cl.Named != nil {
+			continue // a claim that proves nothing, or a directory in use or once live
 		}
 		g, err := c.group(ctx, url+"/")
 		if errors.Is(err, blob.ErrNoSuchBucket) {

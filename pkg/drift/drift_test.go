@@ -359,6 +359,16 @@ func TestOnlyThisPointersClaimsAreFindings(t *testing.T) {
 	dev.claim("m-devip", e.base+"/catalogs/v1-m-devip", claim.KindWayBack)
 	wantKinds(t, e.check(drift.Options{Expect: format.V1}))
 
+	// A target of prod's that a pointer version named once (its claim says
+	// so) is no leftover, even when no kept version names it any more.
+	e.claim("m-was-live", e.seedCatalog("catalogs/v2-m-was-live", format.V2), claim.KindTarget)
+	if _, err := claim.Update(testCtx(t), e.store, e.pointer, "m-was-live", func(c *claim.Claim) {
+		c.Named = &claim.Event{By: "m-was-live", At: time.Now(), PointerVersionID: "expired"}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantKinds(t, e.check(drift.Options{Expect: format.V1}))
+
 	// prod's own in-place run died after copying its way back.
 	wb := e.seedCatalog("catalogs/v1-m-crashed", format.V1)
 	e.claim("m-crashed", wb, claim.KindWayBack)

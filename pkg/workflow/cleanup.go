@@ -381,6 +381,8 @@ func claimed(ctx context.Context, env Env, ptr string, f drift.Finding) (string,
 		return fmt.Sprintf("the claim of migration %s names %s (%s) of %s, not this %s", f.MigrationID, cl.Catalog, cl.Kind, cl.Pointer, want), nil
 	case cl.Kind == claim.KindWayBack && cl.Released == nil:
 		return "no run recorded the way back as no longer needed", nil
+	case cl.Kind == claim.KindTarget && cl.Named != nil:
+		return fmt.Sprintf("pointer version %s named it", cl.Named.PointerVersionID), nil
 	}
 	return "", nil
 }

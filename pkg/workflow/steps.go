@@ -803,6 +803,16 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	}
 	out.PointerVersionID = ref.VersionID
 	var cleanup []string
+	// The target was live: its claim keeps that beyond the pointer's
+	// history and staging's lifecycle, so no cleanup ever takes it for a
+	// leftover.
+	if _, err := claim.Update(ctx, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
+		if c.Named == nil {
+			c.Named = &claim.Event{By: m.MigrationID, At: time.Now().UTC(), PointerVersionID: ref.VersionID}
+		}
+	}); err != nil && !errors.Is(err, claim.ErrNoClaim) {
+		cleanup = append(cleanup, err.Error())
+	}
 	if err := slatedb.DeleteCheckpoint(ctx, m.Source, p.Checkpoint, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
 		cleanup = append(cleanup, err.Error())
 	}
