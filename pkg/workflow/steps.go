@@ -157,7 +157,27 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		return m, err
 	}
 	m.StartedAt = started
+	claimed := !m.DryRun && !m.InPlace
+	if claimed {
+		// The new catalog is this pointer's before anything is written
+		// there (Import writes it): the claim is what the drift check and
+		// cleanup accept as proof. Check writes it because it holds the
+		// pointer's rights, which the shard Lambdas do not.
+		if _, err := claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: m.Target, Kind: claim.KindTarget, Source: m.Source,
+			MigrationID: m.MigrationID, Created: time.Now(), CreatedBy: env.CreatedBy}); err != nil {
+			err = fmt.Errorf("workflow: claim the target %s: %w", m.Target, err)
+			if rerr := releaseLock(ctx, env, m); rerr != nil {
+				err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
+			}
+			return m, err
+		}
+	}
 	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
+		if claimed {
+			if cerr := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); cerr != nil {
+				err = fmt.Errorf("%w; withdrawing the target's claim failed too: %w", err, cerr)
+			}
+		}
 		if rerr := releaseLock(ctx, env, m); rerr != nil {
 			err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
 		}
@@ -631,12 +651,11 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	return out, nil
 }
 
-// claimTarget records that this migration creates the target, before
-// anything is written there: beside the pointer (pkg/claim, the proof the
-// drift check and cleanup accept that the directory is this pointer's own),
-// then in staging, so that Abort deletes only a catalog this migration made.
-// A target location that already holds objects when no claim exists is
-// someone else's: TargetNotEmpty, and Abort and cleanup leave it alone.
+// claimTarget records in staging that this migration creates the target,
+// before anything is written there, so that Abort deletes only a catalog this
+// migration made. A target location that already holds objects when no claim
+// exists is someone else's: TargetNotEmpty, and Abort leaves it alone (and
+// withdraws the claim Check made beside the pointer).
 func claimTarget(ctx context.Context, env Env, m Migration) error {
 	owned, err := ownsTarget(ctx, env, m)
 	if err != nil {
@@ -647,10 +666,6 @@ func claimTarget(ctx context.Context, env Env, m Migration) error {
 	}
 	if err := targetFree(ctx, env, m); err != nil {
 		return err
-	}
-	if _, err := claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: m.Target, Kind: claim.KindTarget, Source: m.Source,
-		MigrationID: m.MigrationID, Created: time.Now(), CreatedBy: env.CreatedBy}); err != nil {
-		return fmt.Errorf("workflow: claim the target %s: %w", m.Target, err)
 	}
 	return putJSON(ctx, env.Store, env.staging(m.MigrationID).StepURL("target-claim"), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
 }
@@ -1007,10 +1022,13 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 			return out, fmt.Errorf("workflow: abort: delete %s: %w", m.Target, err)
 		}
 		out.TargetObjects = n
-		// The target is gone: its claim proves nothing any more. One left
-		// behind names an empty directory, which nobody reports.
+	}
+	// The target is gone, or was never this migration's (Import did not
+	// claim it: someone else's, or nothing written): the claim beside the
+	// pointer must not outlive it.
+	if m.Target != "" && !m.InPlace {
 		if err := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
-			slog.WarnContext(ctx, "the target's claim was not deleted", "migration_id", m.MigrationID, "error", err.Error())
+			return out, fmt.Errorf("workflow: abort: %w", err)
 		}
 	}
 	cp := m.Checkpoint
