@@ -96,7 +96,8 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if !m.DryRun {
 		// Claimed before it is made, so that whatever becomes of this run
 		// the way back is known to be this pointer's, and kept.
-		created, err := claim.Create(work, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: wayBack, Kind: claim.KindWayBack, Source: m.Source,
+		var created bool
+		created, err = claim.Create(work, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: wayBack, Kind: claim.KindWayBack, Source: m.Source,
 			MigrationID: m.MigrationID, Created: time.Now(), CreatedBy: env.CreatedBy})
 		if err != nil {
 			return out, fmt.Errorf("workflow: in place: claim the way back %s: %w", wayBack, err)

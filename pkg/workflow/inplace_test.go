@@ -40,6 +40,10 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 	} else {
 		c.Close()
 	}
+	// The way back's claim, made before the refusal, was withdrawn.
+	if left, err := f.env.Store.List(ctx, claim.Dir(f.pointer)); err != nil || len(left) != 0 {
+		t.Fatalf("claims after the refusal: %v, %v", left, err)
+	}
 
 	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true}, onExit)
 	if err != nil {
