@@ -209,3 +209,59 @@ func listing(t *testing.T, ctx context.Context, store *blob.Store, prefix string
 	}
 	return out
 }
+
+// A pointer write that failed but landed (here: the pointer already names
+// the migrated catalog when the step writes it, so the step's own write is
+// refused): the undo must not restore the old format behind a pointer that
+// says the new one, nor drop the way back rollback needs.
+func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stack := localstacktest.Start(t)
+	localstacktest.SetEnv(t, stack)
+	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: "undo test"}
+	ptr, src := "s3://rocklake/CURRENT", "s3://rocklake/catalogs/prod"
+	if _, err := seed.Seed(ctx, src, seed.Options{Rows: 200, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Create(ctx, store, ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Check(ctx, env, CheckInput{Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterInPlaceBatch = func() {
+		cur, ref, err := pointer.Read(ctx, store, ptr)
+		if err == nil {
+			_, err = pointer.Flip(ctx, store, ptr, cur.Next(src, format.V2, "m-landed"), ref)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { afterInPlaceBatch = nil })
+	_, err = MigrateInPlace(ctx, env, m)
+	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "nothing was restored") {
+		t.Fatalf("in place whose pointer moved to it: %v", err)
+	}
+	if st, err := readState(ctx, env, src); err != nil || st.version != format.V2 {
+		t.Fatalf("the catalog: format %v (%v), want the migrated format 2, as the pointer says", st.version, err)
+	}
+	if objs := listing(t, ctx, store, "s3://rocklake/catalogs/v1-m-landed/"); len(objs) == 0 {
+		t.Fatal("the way back was deleted")
+	}
+	if cl, err := claim.Read(ctx, store, ptr, "m-landed"); err != nil || cl.Kind != claim.KindWayBack {
+		t.Fatalf("the way back's claim: %+v, %v", cl, err)
+	}
+	if _, err := Rollback(ctx, env, RollbackInput{Pointer: ptr, DiscardNewerCommits: true}); err != nil {
+		t.Fatalf("rollback to the way back: %v", err)
+	}
+}

@@ -204,6 +204,16 @@ func undo(ctx context.Context, env Env, m Migration, cause error) error {
 	case v != m.To:
 		return cause // the batch did not land: Migrate dropped the way back
 	}
+	// A pointer write that failed may have landed all the same (its answer
+	// lost): restoring then would put the old format behind a pointer that
+	// says the new one, and drop the way back its rollback needs.
+	cur, _, err := pointer.Read(fresh, env.Store, m.Pointer)
+	switch {
+	case err != nil:
+		return fmt.Errorf("workflow: in place: %w; the pointer cannot be read (%w), so whether it names the migrated catalog is unknown: nothing was restored, and the way back %s is kept (`rocklake-migrate restore --migration-id %s` once the pointer is known to say format %s)", cause, err, wayBack, m.MigrationID, m.From)
+	case cur.MigrationID == m.MigrationID:
+		return fmt.Errorf("workflow: in place: %w; yet the pointer names the migrated catalog (format %s, written by this migration): nothing was restored, and the way back %s is kept for rollback", cause, cur.FormatVersion, wayBack)
+	}
 	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Store: env.SlateDB}); err != nil {
 		return fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
 	}
