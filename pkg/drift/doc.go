@@ -49,7 +49,8 @@
 // kept on purpose: it is never a finding. Kind.Removable says which kinds
 // name something cleanup may delete. The package also owns the names the
 // workflow gives what it leaves (MigrationCheckpointName, TargetURL,
-// DecisionsDir), so that the check recognises them.
+// DecisionsDir, PlanName), so that the check recognises them; which
+// directories are this pointer's own is pkg/claim's.
 //
 // A directory beside the catalogs that no claim of this pointer names is
 // never a finding, whatever its name: v<N>-<id> is also the shape of another
