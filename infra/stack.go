@@ -126,6 +126,10 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	// The run records beside the pointer (pkg/history): Check, Flip, Abort
 	// and Rollback write them.
 	historyArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".history/*"))
+	// The claims beside the pointer (pkg/claim): Check claims a target,
+	// InPlace its way back, Flip records the flip, Abort and the in-place
+	// undo withdraw theirs.
+	claimsArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".claims/*"))
 	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
 	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
 
@@ -184,7 +188,8 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		add("Logs", []string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}, nil)
 		listPrefixes := []string{}
 		if sp.pointerWrite {
-			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn, lockArn, historyArn}, nil)
+			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn, lockArn, historyArn, claimsArn}, nil)
+			add("ClaimsWithdraw", []string{"s3:DeleteObject"}, []*string{claimsArn}, nil)
 			add("PointerVersions", []string{"s3:ListBucketVersions"}, []*string{s.Catalog.BucketArn()},
 				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.PointerKey + "*"}}})
 			// pointer.Flip and Rollback refuse an unversioned bucket.

@@ -386,16 +386,22 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 	// Only check and inplace write the pointer, take or free its lock and
 	// write run records.
 	for _, role := range []string{"CheckRole", "InplaceRole"} {
-		lock, history := false, false
+		lock, history, claims, withdraw := false, false, false, false
 		for _, s := range policiesOf(t, role) {
-			lock = lock || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.lock")
-			history = history || strings.Contains(asJSON(s["Resource"]), "rocklake/CURRENT.history/*")
+			res := asJSON(s["Resource"])
+			lock = lock || strings.Contains(res, "rocklake/CURRENT.lock")
+			history = history || strings.Contains(res, "rocklake/CURRENT.history/*")
+			claims = claims || strings.Contains(res, "rocklake/CURRENT.claims/*") && strings.Contains(asJSON(s["Action"]), "s3:PutObject")
+			withdraw = withdraw || strings.Contains(res, "rocklake/CURRENT.claims/*") && strings.Contains(asJSON(s["Action"]), "s3:DeleteObject")
 		}
 		if !lock {
 			t.Errorf("%s cannot take the pointer's lock (workflow.LockURL)", role)
 		}
 		if !history {
 			t.Errorf("%s cannot write the run records (history.Dir)", role)
+		}
+		if !claims || !withdraw {
+			t.Errorf("%s cannot write or withdraw the claims beside the pointer (claim.Dir)", role)
 		}
 	}
 	// The steps from Freeze on read the lock, to confirm it is still their

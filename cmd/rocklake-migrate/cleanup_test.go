@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -172,11 +174,11 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 		}
 	}
 
-	// Exactly those are gone: the staging and target prefixes, the
-	// checkpoint. Besides them only the lock (taken and freed) and the
+	// Exactly those are gone: the staging and target prefixes (and the
+	// target's claim), the checkpoint. Besides them only the lock (taken and freed) and the
 	// source's manifest (the checkpoint's removal) changed.
 	after := c.objects(t)
-	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/"}
+	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/", claim.URL(c.ptr, "m-dead")}
 	for url, etag := range before {
 		removed := slices.ContainsFunc(gone, func(p string) bool { return strings.HasPrefix(url, p) })
 		_, still := after[url]
@@ -250,12 +252,16 @@ func TestCleanupRefusesWhileMigrationRuns(t *testing.T) {
 	}
 
 	// A target whose migration decided to flip was live once, even if no
-	// pointer version kept says so: cleanup keeps it.
+	// pointer version kept says so: cleanup keeps it. (Its run claimed it,
+	// as Import does: without that claim it is nobody's leftover.)
 	flipped := "s3://rocklake/catalogs/v2-m-flipped"
 	for url, body := range map[string]string{flipped + "/manifest/x": "x", c.stagingR + "/decisions/m-flipped": "flip"} {
 		if _, err := c.store.Put(c.ctx, url, []byte(body)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := claim.Create(c.ctx, c.store, claim.Claim{Pointer: c.ptr, Catalog: flipped, Kind: claim.KindTarget, MigrationID: "m-flipped", Created: time.Now()}); err != nil {
+		t.Fatal(err)
 	}
 
 	cli(t, "unlock", "--pointer", c.ptr, "--migration-id", "m-running").want(t, exitOK)
@@ -291,4 +297,88 @@ func diffObjects(before, after map[string]string) string {
 	}
 	slices.Sort(d)
 	return strings.Join(d, " ")
+}
+
+// Issue 24: two deployments whose catalogs live side by side under one
+// prefix (catalogs/prod behind CURRENT, catalogs/dev behind DEV). Once dev
+// migrated, its live catalog catalogs/v2-<id> has the shape of a target
+// beside prod's catalog; so has an operator's catalogs/v1-backup. Neither is
+// prod's: drift for prod reports neither, and cleanup --apply for prod
+// deletes nothing of them, nor of dev's staging (both pointers' default
+// staging is …/migrations). A target prod's own dead run claimed is still
+// prod's leftover, but not while another pointer beside prod's names it.
+func TestCleanupKeepsAnotherDeploymentsCatalogs(t *testing.T) {
+	c := newCleanupSetup(t)
+	dev, devPtr := "s3://rocklake/catalogs/dev", "s3://rocklake/DEV"
+	backup := "s3://rocklake/catalogs/v1-backup"
+	cli(t, "seed", "--catalog", dev, "--rows", "200").want(t, exitOK)
+	cli(t, "seed", "--catalog", backup, "--rows", "100").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", devPtr, "--catalog", dev).want(t, exitOK)
+	cli(t, "migrate", "--pointer", devPtr, "--to", "v2", "--shards", "2", "--migration-id", "m-dev").want(t, exitOK)
+	devLive := "s3://rocklake/catalogs/v2-m-dev"
+	cli(t, "check", "--catalog", devLive, "--expect", "v2").want(t, exitOK)
+	if cl, err := claim.Read(c.ctx, c.store, devPtr, "m-dev"); err != nil || cl.Catalog != devLive || cl.Kind != claim.KindTarget || cl.Named == nil {
+		t.Fatalf("dev's claim of its target: %+v, %v", cl, err)
+	}
+
+	before := c.objects(t)
+	keep := func(when string) {
+		t.Helper()
+		after := c.objects(t)
+		for url, etag := range before {
+			for _, p := range []string{devLive + "/", backup + "/", dev + "/", devPtr, c.stagingR + "/m-dev/"} {
+				if strings.HasPrefix(url, p) && after[url] != etag {
+					t.Fatalf("%s: %s changed or deleted", when, url)
+				}
+			}
+		}
+	}
+	d := cli(t, "drift", "--pointer", c.ptr, "--expect", "v1", "--json")
+	d.want(t, exitOK)
+	r := cli(t, "cleanup", "--pointer", c.ptr, "--apply")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "nothing left over") {
+		t.Fatalf("cleanup of prod:\n%s", r.stdout)
+	}
+	keep("after prod's cleanup")
+	cli(t, "check", "--catalog", devLive, "--expect", "v2").want(t, exitOK)
+	cli(t, "drift", "--pointer", devPtr, "--expect", "v2").want(t, exitOK)
+
+	// prod's dead run left a target it claimed; a third pointer beside
+	// prod's was pointed at it by hand: cleanup keeps it, naming why.
+	dead := c.crash(t, "m-dead")
+	cli(t, "unlock", "--pointer", c.ptr, "--migration-id", "m-dead").want(t, exitOK)
+	other := "s3://rocklake/OTHER"
+	if _, err := pointer.Create(c.ctx, c.store, other, pointer.Pointer{Catalog: dead.Target, FormatVersion: format.V2, MigrationID: "by-hand"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := history.Create(c.ctx, c.store, history.Record{ID: "by-hand", Kind: history.KindMigrate, Pointer: other, Start: time.Now(), Outcome: history.Succeeded}); err != nil {
+		t.Fatal(err)
+	}
+	targetObjects := c.objects(t)
+	r = cli(t, "cleanup", "--pointer", c.ptr, "--apply")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "kept UnclaimedTarget: "+dead.Target+" (pointer "+other+" names it)") {
+		t.Fatalf("cleanup with another pointer on the target:\n%s", r.stdout)
+	}
+	for url, etag := range targetObjects {
+		if strings.HasPrefix(url, dead.Target+"/") && c.objects(t)[url] != etag {
+			t.Fatalf("%s deleted", url)
+		}
+	}
+	// Once that pointer is gone, the target is prod's leftover, and goes.
+	if err := c.store.Delete(c.ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, "cleanup", "--pointer", c.ptr, "--apply")
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "deleted UnclaimedTarget: "+dead.Target) {
+		t.Fatalf("cleanup of prod's own leftover:\n%s", r.stdout)
+	}
+	if left, err := c.store.List(c.ctx, claim.URL(c.ptr, "m-dead")); err != nil || len(left) != 0 {
+		t.Fatalf("the deleted target's claim: %v, %v", left, err)
+	}
+	keep("after the second cleanup")
+	cli(t, "check", "--catalog", devLive, "--expect", "v2").want(t, exitOK)
+	cli(t, "check", "--catalog", backup, "--expect", "v1").want(t, exitOK)
 }

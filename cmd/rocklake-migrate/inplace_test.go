@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
 )
 
@@ -221,4 +224,70 @@ func TestMigrateInPlaceAuto(t *testing.T) {
 			t.Fatalf("%s: stderr does not say the strategy %q: %s", c.name, c.strategy, r.stderr)
 		}
 	}
+}
+
+// Issue 24: a way back is released only by a later run that asks for it
+// (cleanup --release-way-back), and only once a pointer version named the
+// migrated catalog and the current pointer neither names it nor rolls back
+// to it; released, it still stays while a kept pointer version names it.
+// restore refuses a migration that has no way back claimed, or whose
+// migrated catalog a pointer version named (rollback is the way then).
+func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src, other, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/catalogs/next", "s3://rocklake/CURRENT"
+	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
+	cli(t, "seed", "--catalog", other, "--rows", "100").want(t, exitOK)
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
+	r.want(t, exitOK)
+	var rep migrateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	wayBack := "s3://rocklake/catalogs/v1-" + rep.MigrationID
+	wayBackObjects := objects(t, ctx, wayBack+"/")
+
+	cli(t, "restore", "--pointer", ptr).want(t, exitUsage, "--migration-id is required")
+	cli(t, "restore", "--pointer", ptr, "--migration-id", "m-none").want(t, exitError, "RestoreRefused")
+	cli(t, "restore", "--pointer", ptr, "--migration-id", rep.MigrationID).want(t, exitError, "RestoreRefused", "use rollback")
+	cli(t, "cleanup", "--pointer", ptr, "--apply", "--release-way-back", rep.MigrationID).want(t, exitError, "ReleaseRefused", "rolls back to it")
+
+	// The pointer moves on to another catalog: the way back may go.
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, ref, err := pointer.Read(ctx, store, ptr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Flip(ctx, store, ptr, cur.Next(other, format.V1, "m-next"), ref); err != nil {
+		t.Fatal(err)
+	}
+	r = cli(t, "cleanup", "--pointer", ptr, "--release-way-back", rep.MigrationID)
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "would record the way back "+wayBack+" as no longer needed") {
+		t.Fatalf("cleanup --release-way-back (dry run):\n%s", r.stdout)
+	}
+	if cl, err := claim.Read(ctx, store, ptr, rep.MigrationID); err != nil || cl.Released != nil || cl.Named == nil {
+		t.Fatalf("the claim after the dry run: %+v, %v", cl, err)
+	}
+	r = cli(t, "cleanup", "--pointer", ptr, "--apply", "--release-way-back", rep.MigrationID)
+	r.want(t, exitOK)
+	if !strings.Contains(r.stdout, "recorded the way back "+wayBack+" as no longer needed") || !strings.Contains(r.stdout, "nothing left over") {
+		t.Fatalf("cleanup --apply --release-way-back:\n%s", r.stdout)
+	}
+	if cl, err := claim.Read(ctx, store, ptr, rep.MigrationID); err != nil || cl.Released == nil {
+		t.Fatalf("the claim after the release: %+v, %v", cl, err)
+	}
+	if got := objects(t, ctx, wayBack+"/"); got != wayBackObjects {
+		t.Fatal("the released way back was deleted while a pointer version names it")
+	}
+	cli(t, "drift", "--pointer", ptr, "--expect", "v1").want(t, exitOK)
 }

@@ -146,6 +146,7 @@ Exit codes:
 		newStatusCmd(e),
 		newHistoryCmd(e),
 		newRollbackCmd(e),
+		newRestoreCmd(e),
 		newUnlockCmd(e),
 		newDriftCmd(e),
 		newCleanupCmd(e),

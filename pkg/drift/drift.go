@@ -3,6 +3,7 @@ package drift
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -36,6 +38,8 @@ const (
 	KindOrphanCheckpoint        Kind = "OrphanCheckpoint"
 	KindOrphanStaging           Kind = "OrphanStaging"
 	KindUnclaimedTarget         Kind = "UnclaimedTarget"
+	KindWayBackKept             Kind = "WayBackKept"
+	KindReleasedWayBack         Kind = "ReleasedWayBack"
 	KindUndecided               Kind = "Undecided"
 )
 
@@ -43,7 +47,7 @@ const (
 // that cleanup may delete: a checkpoint, a staging prefix or a target.
 func (k Kind) Removable() bool {
 	switch k {
-	case KindLeftoverCheckpoint, KindOrphanCheckpoint, KindLeftoverStaging, KindOrphanStaging, KindUnclaimedTarget:
+	case KindLeftoverCheckpoint, KindOrphanCheckpoint, KindLeftoverStaging, KindOrphanStaging, KindUnclaimedTarget, KindReleasedWayBack:
 		return true
 	}
 	return false
@@ -96,21 +100,6 @@ func targetDir(catalog string) (string, error) {
 	}
 	trimmed := strings.TrimSuffix(catalog, "/")
 	return trimmed[:strings.LastIndex(trimmed, "/")+1], nil
-}
-
-// TargetMigration is the migration whose target a directory named name is
-// (v<N>-<id>), if it is one.
-func TargetMigration(name string) (string, bool) {
-	ver, id, ok := strings.Cut(name, "-")
-	if !ok || id == "" || len(ver) < 2 || ver[0] != 'v' {
-		return "", false
-	}
-	for _, r := range ver[1:] {
-		if r < '0' || r > '9' {
-			return "", false
-		}
-	}
-	return id, true
 }
 
 // Options say what to check.
@@ -272,7 +261,7 @@ func (c *checker) run(ctx context.Context) error {
 	if err := c.staging(ctx, &p); err != nil {
 		return err
 	}
-	return c.targets(ctx, named)
+	return c.claims(ctx, named)
 }
 
 // named lists every catalog the pointer ever named (each version's catalog,
@@ -464,6 +453,13 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 			continue
 		}
 		prefix := root + id + "/"
+		owner, err := c.stagingOwner(ctx, prefix)
+		if err != nil {
+			return err
+		}
+		if owner != "" && owner != c.opts.Pointer {
+			continue // another pointer's run (staging shared by pointers beside each other)
+		}
 		g, err := c.group(ctx, prefix)
 		if err != nil {
 			return err
@@ -491,6 +487,29 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 	return nil
 }
 
+// PlanName is the object in <staging>/<id>/ where a migration's Freeze
+// records its plan, which names the migration's pointer.
+const PlanName = "plan.json"
+
+// stagingOwner is the pointer whose migration staged under prefix, as its
+// plan says; "" when no plan says (none yet, or not one this tool wrote).
+func (c *checker) stagingOwner(ctx context.Context, prefix string) (string, error) {
+	b, _, err := c.store.Get(ctx, prefix+PlanName)
+	if errors.Is(err, blob.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("drift: read %s: %w", prefix+PlanName, err)
+	}
+	var plan struct {
+		Pointer string `json:"pointer"`
+	}
+	if json.Unmarshal(b, &plan) != nil {
+		return "", nil
+	}
+	return plan.Pointer, nil
+}
+
 type group struct {
 	objects int
 	bytes   int64
@@ -514,49 +533,77 @@ func (c *checker) group(ctx context.Context, prefix string) (group, error) {
 	return g, nil
 }
 
-// targets reports the catalogs beside the named ones that are some
-// migration's target (<dir>/v<N>-<id>) but that no pointer version ever
-// named and the active migration is not making: UnclaimedTarget.
-func (c *checker) targets(ctx context.Context, named []string) error {
+// claims reports the directories this pointer's runs claimed (pkg/claim)
+// that no pointer version ever named and the active migration is not
+// making: a Strategy B target whose run never flipped (UnclaimedTarget,
+// removable), an in-place migration's way back (WayBackKept, never
+// removable, or ReleasedWayBack once a later run recorded it unneeded).
+// Directories without this pointer's claim are never reported, whatever
+// their name: another pointer's catalog beside this one's, a backup, a
+// target being imported for another pointer all look like v<N>-<id>.
+func (c *checker) claims(ctx context.Context, named []string) error {
 	if !c.decided {
 		return nil
 	}
-	var dirs []string
-	for _, u := range named {
-		if d, err := targetDir(u); err == nil && !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
+	entries, err := claim.List(ctx, c.store, c.opts.Pointer)
+	if err != nil {
+		return fmt.Errorf("drift: %w", err)
 	}
-	for _, dir := range dirs {
-		subs, err := c.store.ListDirs(ctx, dir)
+	for _, e := range entries {
+		cl := e.Claim
+		url := strings.TrimSuffix(cl.Catalog, "/")
+		if e.ReadError != "" || cl.Pointer != c.opts.Pointer || cl.MigrationID == c.opts.Active || slices.Contains(named, url) ||
+			cl.Kind == claim.KindTarget && cl.Named != nil {
+			continue // a claim that proves nothing, or a directory in use or once live
+		}
+		g, err := c.group(ctx, url+"/")
 		if errors.Is(err, blob.ErrNoSuchBucket) {
-			continue // nothing beside a catalog whose bucket is gone
+			continue
 		}
 		if err != nil {
-			return fmt.Errorf("drift: list %s: %w", dir, err)
+			return err
 		}
-		for _, sub := range subs {
-			name := path.Base(strings.TrimSuffix(sub, "/"))
-			id, ok := TargetMigration(name)
-			url := dir + name
-			if !ok || id == c.opts.Active || slices.Contains(named, url) {
-				continue
-			}
-			g, err := c.group(ctx, url+"/")
-			if err != nil {
-				return err
-			}
-			if g.objects == 0 {
-				continue
-			}
-			newest := g.newest.UTC()
-			c.add(Finding{Kind: KindUnclaimedTarget, Catalog: url, MigrationID: id, Objects: g.objects, Bytes: g.bytes, LastWritten: &newest,
-				AgeSeconds: int64(c.now.Sub(g.newest) / time.Second),
-				Message: fmt.Sprintf("%s holds %d objects (%d bytes), the target of migration %s, which no version of the pointer ever named and no running migration is making (the lock names %s): left by a run that never flipped",
-					url, g.objects, g.bytes, id, orNone(c.opts.Active))})
+		if g.objects == 0 {
+			continue // gone (an abort, a cleanup), the claim left behind
 		}
+		newest := g.newest.UTC()
+		f := Finding{Catalog: url, MigrationID: cl.MigrationID, Objects: g.objects, Bytes: g.bytes, LastWritten: &newest,
+			AgeSeconds: int64(c.now.Sub(g.newest) / time.Second)}
+		switch {
+		case cl.Kind == claim.KindTarget:
+			f.Kind = KindUnclaimedTarget
+			f.Message = fmt.Sprintf("%s holds %d objects (%d bytes), the target migration %s of this pointer claimed (%s), which no version of the pointer ever named and no running migration is making (the lock names %s): left by a run that never flipped",
+				url, g.objects, g.bytes, cl.MigrationID, claim.URL(c.opts.Pointer, cl.MigrationID), orNone(c.opts.Active))
+		case cl.Released != nil:
+			f.Kind = KindReleasedWayBack
+			f.Message = fmt.Sprintf("%s holds %d objects (%d bytes), the way back of in-place migration %s, which %s recorded as no longer needed at %s (%s), and which no version of the pointer names",
+				url, g.objects, g.bytes, cl.MigrationID, cl.Released.By, cl.Released.At.Format(time.RFC3339), cl.Released.Note)
+		default:
+			f.Kind = KindWayBackKept
+			f.Message = wayBackMessage(c.opts.Pointer, url, g, cl)
+		}
+		c.add(f)
 	}
 	return nil
+}
+
+// wayBackMessage says why a way back no pointer version names is kept, and
+// what the operator can do.
+func wayBackMessage(ptr, url string, g group, cl claim.Claim) string {
+	s := fmt.Sprintf("%s holds %d objects (%d bytes), the way back of in-place migration %s (the catalog as it was before it), which no version of the pointer names: ",
+		url, g.objects, g.bytes, cl.MigrationID)
+	switch {
+	case cl.Restored != nil:
+		s += fmt.Sprintf("the catalog was restored from it by %s at %s; it is kept until a run records it unneeded (cleanup never deletes a way back before that)",
+			cl.Restored.By, cl.Restored.At.Format(time.RFC3339))
+	case cl.Named != nil:
+		s += fmt.Sprintf("pointer version %s named the migrated catalog, and that version is no longer kept; it is kept until a run records it unneeded",
+			cl.Named.PointerVersionID)
+	default:
+		s += fmt.Sprintf("the run died after copying it and before moving the pointer; if the catalog is now in the new format while the pointer says the old one, `rocklake-migrate restore --pointer %s --migration-id %s` brings it back from the way back; it is kept meanwhile",
+			ptr, cl.MigrationID)
+	}
+	return s
 }
 
 func roundAge(d time.Duration) time.Duration {

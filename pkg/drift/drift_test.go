@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -314,12 +315,15 @@ func TestLeftoverCheckpoint(t *testing.T) {
 // The way back an in-place migration keeps beside its catalog (the catalog
 // as it was, a v<N>-<id> directory) is a catalog the pointer names, not an
 // unclaimed target, while and after its pointer is current; another
-// migration's directory of that shape is unclaimed.
+// migration's directory of that shape is unclaimed only if a run of this
+// pointer claimed it.
 func TestInPlaceWayBackIsNamed(t *testing.T) {
 	e := newEnv(t)
 	cat := e.seedCatalog("cat", format.V2)
 	wb := e.seedCatalog("v1-m-ip", format.V1)
-	e.seedCatalog("v1-m-old", format.V1)
+	e.claim("m-ip", wb, claim.KindWayBack)
+	e.claim("m-old", e.seedCatalog("v1-m-old", format.V1), claim.KindTarget)
+	e.seedCatalog("v1-m-unclaimed", format.V1)
 	p := pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-ip", PreviousCatalog: cat, PreviousMigrationID: "initial"}
 	if got, ok := drift.WayBack(p); !ok || got != wb {
 		t.Fatalf("WayBack(%+v) = %q, %v; want %s", p, got, ok, wb)
@@ -333,6 +337,58 @@ func TestInPlaceWayBackIsNamed(t *testing.T) {
 	// A pointer that is not in place has no way back.
 	if _, ok := drift.WayBack(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-b", PreviousCatalog: e.base + "/old"}); ok {
 		t.Fatal("a Strategy B pointer has a way back")
+	}
+}
+
+// Issue 24: two pointers whose catalogs live side by side under one prefix.
+// The other pointer's live catalog (v2-<its id>), its way back, and an
+// operator's v1-backup all have the shape of a target, and none is this
+// pointer's leftover: only what this pointer's runs claimed is. A way back
+// of this pointer's that no version names (its run died after the copy) is
+// reported, but never as removable, until a run released it.
+func TestOnlyThisPointersClaimsAreFindings(t *testing.T) {
+	e := newEnv(t)
+	prod := e.seedCatalog("catalogs/prod", format.V1)
+	devLive := e.seedCatalog("catalogs/v2-m-dev", format.V2)
+	e.seedCatalog("catalogs/v1-m-devip", format.V1)
+	e.seedCatalog("catalogs/v1-backup", format.V1)
+	e.point(pointer.Pointer{Catalog: prod, FormatVersion: format.V1, MigrationID: "initial"})
+	dev := &env{t: t, store: e.store, base: e.base, pointer: e.base + "/DEV"}
+	dev.point(pointer.Pointer{Catalog: devLive, FormatVersion: format.V2, MigrationID: "m-dev", PreviousCatalog: e.base + "/catalogs/dev"})
+	dev.claim("m-dev", devLive, claim.KindTarget)
+	dev.claim("m-devip", e.base+"/catalogs/v1-m-devip", claim.KindWayBack)
+	wantKinds(t, e.check(drift.Options{Expect: format.V1}))
+
+	// A target of prod's that a pointer version named once (its claim says
+	// so) is no leftover, even when no kept version names it any more.
+	e.claim("m-was-live", e.seedCatalog("catalogs/v2-m-was-live", format.V2), claim.KindTarget)
+	if _, err := claim.Update(testCtx(t), e.store, e.pointer, "m-was-live", func(c *claim.Claim) {
+		c.Named = &claim.Event{By: "m-was-live", At: time.Now(), PointerVersionID: "expired"}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantKinds(t, e.check(drift.Options{Expect: format.V1}))
+
+	// prod's own in-place run died after copying its way back.
+	wb := e.seedCatalog("catalogs/v1-m-crashed", format.V1)
+	e.claim("m-crashed", wb, claim.KindWayBack)
+	r := e.check(drift.Options{Expect: format.V1})
+	wantKinds(t, r, drift.KindWayBackKept)
+	if f := r.Findings[0]; f.Catalog != wb || f.MigrationID != "m-crashed" || f.Kind.Removable() || !strings.Contains(f.Message, "rocklake-migrate restore") {
+		t.Fatalf("way back finding %+v", f)
+	}
+	// While its run holds the lock, it is in use.
+	wantKinds(t, e.check(drift.Options{Expect: format.V1, Active: "m-crashed"}))
+	// Released by a later run: removable.
+	if _, err := claim.Update(testCtx(t), e.store, e.pointer, "m-crashed", func(c *claim.Claim) {
+		c.Released = &claim.Event{By: "cleanup-x", At: time.Now()}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r = e.check(drift.Options{Expect: format.V1})
+	wantKinds(t, r, drift.KindReleasedWayBack)
+	if !r.Findings[0].Kind.Removable() {
+		t.Fatalf("a released way back is not removable: %+v", r.Findings[0])
 	}
 }
 

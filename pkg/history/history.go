@@ -23,6 +23,9 @@ const (
 	KindRollback Kind = "rollback"
 	KindCleanup  Kind = "cleanup"
 	KindAbort    Kind = "abort"
+	// KindRestore: a catalog restored in place from an in-place
+	// migration's way back (workflow.Restore).
+	KindRestore Kind = "restore"
 )
 
 // Outcome is how a run ended, or InProgress while it runs.

@@ -381,7 +381,7 @@ func dropWayBack(url string, opts Options, checkpoint string, cause error) error
 		}
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("%w; left (cleanup deletes them): %s", cause, strings.Join(left, "; "))
+		return fmt.Errorf("%w; left (the drift check reports them): %s", cause, strings.Join(left, "; "))
 	}
 	return cause
 }

@@ -9,7 +9,11 @@
 // <staging>/<migration-id>/ (staging.go), and a step reads what it needs.
 //
 // Cleanup (cleanup.go) removes what dead runs left behind, as the drift
-// check finds it, holding the same lock as a migration.
+// check finds it, holding the same lock as a migration; a directory only if
+// a claim of this pointer's run names it (pkg/claim: Import and the
+// in-place step claim what they create before they write there). Restore
+// (restore.go) brings back a catalog an in-place run left in its new format
+// from its way back.
 //
 // It also owns what the Lambdas need around the steps: the handler
 // (handler.go), whose log lines carry the request id, step, migration id,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -45,6 +46,10 @@ const (
 	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 	NameInPlaceWayBackTaken   = "InPlaceWayBackTaken"
 	NameBadInput              = "BadInput"
+	NameInPlaceNoTime         = "InPlaceNoTime"
+	NameRestoreRefused        = "RestoreRefused"
+	NameClaimTaken            = "ClaimTaken"
+	NameReleaseRefused        = "ReleaseRefused"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -104,6 +109,14 @@ func ErrorName(err error) string {
 		return NameInPlaceNoWayBack
 	case errors.Is(err, inplace.ErrWayBackTaken):
 		return NameInPlaceWayBackTaken
+	case errors.Is(err, ErrInPlaceNoTime):
+		return NameInPlaceNoTime
+	case errors.Is(err, ErrRestoreRefused):
+		return NameRestoreRefused
+	case errors.Is(err, ErrReleaseRefused):
+		return NameReleaseRefused
+	case errors.Is(err, claim.ErrTaken):
+		return NameClaimTaken
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),

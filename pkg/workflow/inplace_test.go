@@ -1,15 +1,19 @@
 package workflow_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -35,6 +39,10 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 		t.Fatalf("the source after the refusal: %v", err)
 	} else {
 		c.Close()
+	}
+	// The way back's claim, made before the refusal, was withdrawn.
+	if left, err := f.env.Store.List(ctx, claim.Dir(f.pointer)); err != nil || len(left) != 0 {
+		t.Fatalf("claims after the refusal: %v, %v", left, err)
 	}
 
 	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true}, onExit)
@@ -138,5 +146,53 @@ func TestDefinitionInPlaceAuto(t *testing.T) {
 				t.Fatalf("states %s, want in place %v", went, c.inPlace)
 			}
 		})
+	}
+}
+
+// Issue 24: the in-place step keeps a margin before its deadline (a Lambda
+// dies at it), as Import does: given no more time than the margin it refuses
+// before touching anything (InPlaceNoTime: no way back, no claim, the
+// catalog as it was, the lock freed, the run recorded failed); given more,
+// it migrates.
+func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
+	ctx, f := setup(t, 300)
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-short"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	env := f.env
+	env.InPlaceMargin = time.Minute
+	_, err = workflow.MigrateInPlace(short, env, m)
+	if !errors.Is(err, workflow.ErrInPlaceNoTime) || workflow.ErrorName(err) != workflow.NameInPlaceNoTime {
+		t.Fatalf("in place with 30 s left: %v, want InPlaceNoTime", err)
+	}
+	c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatalf("the catalog after the refusal: %v", err)
+	}
+	c.Close()
+	for _, prefix := range []string{strings.TrimSuffix(f.source, "prod") + "v1-m-short/", claim.Dir(f.pointer)} {
+		if left, err := f.env.Store.List(ctx, prefix); err != nil || len(left) != 0 {
+			t.Fatalf("%s after the refusal: %d objects (%v)", prefix, len(left), err)
+		}
+	}
+	if _, rec, err := history.Find(ctx, f.env.Store, f.pointer, "m-short"); err != nil || rec.Outcome != history.Failed || rec.ErrorName != workflow.NameInPlaceNoTime {
+		t.Fatalf("the refused run's record: %+v, %v", rec, err)
+	}
+
+	env.InPlaceMargin = time.Second
+	m, err = workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-enough"})
+	if err != nil {
+		t.Fatalf("check after the refusal (the lock must be free): %v", err)
+	}
+	enough, cancel2 := context.WithTimeout(ctx, time.Minute)
+	defer cancel2()
+	if _, err := workflow.MigrateInPlace(enough, env, m); err != nil {
+		t.Fatalf("in place with a minute left and a second's margin: %v", err)
+	}
+	if cl, err := claim.Read(ctx, env.Store, f.pointer, "m-enough"); err != nil || cl.Kind != claim.KindWayBack || cl.Named == nil {
+		t.Fatalf("the way back's claim after the flip: %+v, %v", cl, err)
 	}
 }

@@ -49,7 +49,7 @@ func (s Staging) dir() string {
 // Prefix is everything of this migration; Abort deletes it.
 func (s Staging) Prefix() string { return s.dir() + "/" }
 
-func (s Staging) PlanURL() string { return s.dir() + "/plan.json" }
+func (s Staging) PlanURL() string { return s.dir() + "/" + drift.PlanName }
 
 // ShardDir holds the shard files of one format.
 func (s Staging) ShardDir(v format.Version) string { return fmt.Sprintf("%s/%s", s.dir(), v) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
@@ -32,6 +33,11 @@ type Env struct {
 	// ImportMargin is how long before its context's deadline Import stops
 	// starting shards (default 60 s), so a Lambda returns in time.
 	ImportMargin time.Duration
+	// InPlaceMargin is how long before its context's deadline the in-place
+	// step stops migrating (default: DefaultInPlaceMargin, or a quarter of
+	// the step's time if less), keeping the rest for its undo, record and
+	// lock.
+	InPlaceMargin time.Duration
 	// Local: the steps run in the CLI's process under pkg/asl (LocalTasks),
 	// not as Lambdas under Step Functions; the gate's token is pkg/asl's.
 	Local bool
@@ -167,7 +173,27 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		return m, err
 	}
 	m.StartedAt = started
+	claimed := !m.DryRun && !m.InPlace
+	if claimed {
+		// The new catalog is this pointer's before anything is written
+		// there (Import writes it): the claim is what the drift check and
+		// cleanup accept as proof. Check writes it because it holds the
+		// pointer's rights, which the shard Lambdas do not.
+		if _, err := claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: m.Target, Kind: claim.KindTarget, Source: m.Source,
+			MigrationID: m.MigrationID, Created: time.Now(), CreatedBy: env.CreatedBy}); err != nil {
+			err = fmt.Errorf("workflow: claim the target %s: %w", m.Target, err)
+			if rerr := releaseLock(ctx, env, m); rerr != nil {
+				err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
+			}
+			return m, err
+		}
+	}
 	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
+		if claimed {
+			if cerr := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); cerr != nil {
+				err = fmt.Errorf("%w; withdrawing the target's claim failed too: %w", err, cerr)
+			}
+		}
 		if rerr := releaseLock(ctx, env, m); rerr != nil {
 			err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
 		}
@@ -677,7 +703,8 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 // claimTarget records in staging that this migration creates the target,
 // before anything is written there, so that Abort deletes only a catalog this
 // migration made. A target location that already holds objects when no claim
-// exists is someone else's: TargetNotEmpty, and Abort leaves it alone.
+// exists is someone else's: TargetNotEmpty, and Abort leaves it alone (and
+// withdraws the claim Check made beside the pointer).
 func claimTarget(ctx context.Context, env Env, m Migration) error {
 	owned, err := ownsTarget(ctx, env, m)
 	if err != nil {
@@ -847,6 +874,16 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	}
 	out.PointerVersionID = ref.VersionID
 	var cleanup []string
+	// The target was live: its claim keeps that beyond the pointer's
+	// history and staging's lifecycle, so no cleanup ever takes it for a
+	// leftover.
+	if _, err := claim.Update(ctx, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
+		if c.Named == nil {
+			c.Named = &claim.Event{By: m.MigrationID, At: time.Now().UTC(), PointerVersionID: ref.VersionID}
+		}
+	}); err != nil && !errors.Is(err, claim.ErrNoClaim) {
+		cleanup = append(cleanup, err.Error())
+	}
 	if err := slatedb.DeleteCheckpoint(ctx, m.Source, p.Checkpoint, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
 		cleanup = append(cleanup, err.Error())
 	}
@@ -1149,6 +1186,14 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		n, err := deleteTarget(ctx, env, m.Target)
 		out.TargetObjects = n
 		if err != nil {
+			return out, fmt.Errorf("workflow: abort: %w", err)
+		}
+	}
+	// The target is gone, or was never this migration's (Import did not
+	// claim it: someone else's, or nothing written): the claim beside the
+	// pointer must not outlive it.
+	if m.Target != "" && !m.InPlace {
+		if err := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 			return out, fmt.Errorf("workflow: abort: %w", err)
 		}
 	}

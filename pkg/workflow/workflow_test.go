@@ -16,6 +16,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
@@ -312,6 +313,17 @@ func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 	}
 	if after := dumpSource(t, ctx, m.Target); len(after) != len(before) {
 		t.Fatalf("abort changed someone else's catalog: %d → %d keys", len(before), len(after))
+	}
+	// Check claimed the target for this pointer; it was never this run's,
+	// so Abort withdrew the claim, and cleanup leaves the catalog alone.
+	if _, err := claim.Read(ctx, f.env.Store, f.pointer, m.MigrationID); !errors.Is(err, claim.ErrNoClaim) {
+		t.Fatalf("the claim on someone else's target after Abort: %v", err)
+	}
+	if c, err := workflow.Cleanup(ctx, f.env, workflow.CleanupInput{Pointer: f.pointer, Apply: true}); err != nil || len(c.Items) != 0 {
+		t.Fatalf("cleanup after the abort: %s, %v", c.Text(), err)
+	}
+	if after := dumpSource(t, ctx, m.Target); len(after) != len(before) {
+		t.Fatalf("cleanup changed someone else's catalog: %d → %d keys", len(before), len(after))
 	}
 }
 
