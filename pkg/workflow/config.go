@@ -11,7 +11,9 @@ import (
 // EnvFromEnvironment builds a step Env from the process environment, as the
 // Lambdas are configured: ROCKLAKE_STAGING (required),
 // ROCKLAKE_EXPECTED_VERSION_PARAMETER (optional, the SSM parameter holding
-// the expected format version), and the standard AWS_* variables.
+// the expected format version), ROCKLAKE_INPLACE_MEMORY_MB (the inplace
+// function's memory, on the check function; else the Lambda's own,
+// AWS_LAMBDA_FUNCTION_MEMORY_SIZE) and the standard AWS_* variables.
 func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	staging := os.Getenv("ROCKLAKE_STAGING")
 	if staging == "" {
@@ -21,7 +23,11 @@ func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
-	env := Env{Store: store, Staging: staging, CreatedBy: "rocklake-migrate lambda"}
+	memory, err := memoryFromEnvironment()
+	if err != nil {
+		return Env{}, err
+	}
+	env := Env{Store: store, Staging: staging, CreatedBy: "rocklake-migrate lambda", InPlaceMemory: memory}
 	if name := os.Getenv(ExpectedVersionParameterEnv); name != "" {
 		if env.ExpectedVersion, err = SSMParameter(ctx, name); err != nil {
 			return Env{}, err

@@ -43,6 +43,9 @@ const (
 	NameInPlaceTooLarge       = "InPlaceTooLarge"
 	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 	NameInPlaceWayBackTaken   = "InPlaceWayBackTaken"
+	NameInPlaceLimitTooLarge  = "InPlaceLimitTooLarge"
+	NameInPlaceCatalogMoved   = "InPlaceCatalogMoved"
+	NameInPlaceUndoUndecided  = "InPlaceUndoUndecided"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -57,6 +60,14 @@ func ErrorName(err error) string {
 		// Whatever kept Abort from reading the pointer, Abort itself only
 		// waited: retry it.
 		return NameTransient
+	}
+	// An undo that kept the catalog and its way back names that, whatever
+	// failed before it (a PointerConflict, say).
+	switch {
+	case errors.Is(err, inplace.ErrCatalogMoved):
+		return NameInPlaceCatalogMoved
+	case errors.Is(err, inplace.ErrUndoUndecided):
+		return NameInPlaceUndoUndecided
 	}
 	var named interface{ ErrorName() string }
 	if errors.As(err, &named) {
@@ -98,6 +109,8 @@ func ErrorName(err error) string {
 		return NameInPlaceNoWayBack
 	case errors.Is(err, inplace.ErrWayBackTaken):
 		return NameInPlaceWayBackTaken
+	case errors.Is(err, ErrInPlaceLimitTooLarge):
+		return NameInPlaceLimitTooLarge
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),

@@ -2,7 +2,9 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -19,6 +21,10 @@ type InPlaceOutput struct {
 	Migration
 	InPlace          inplace.Result `json:"in_place"`
 	PointerVersionID string         `json:"pointer_version_id,omitempty"`
+	// Warning: the pointer write reported an error, yet the pointer, read
+	// again, names the migrated catalog: the write landed, and so did the
+	// migration.
+	Warning string `json:"warning,omitempty"`
 	// CleanupError: the lock could not be released; the migration's
 	// outcome stands (unlock frees it).
 	CleanupError string `json:"cleanup_error,omitempty"`
@@ -32,9 +38,12 @@ type InPlaceOutput struct {
 // inplace.Migrate makes beside it (drift.WayBack names it), to which
 // Rollback moves the pointer. If anything fails once the batch has landed (the
 // read-back, the pointer that someone else moved, S3, the caller's context),
-// the catalog is rolled back at once, so that the pointer and the catalog
-// agree. A dry run writes nothing but the lock. The lock is released in every
-// case.
+// undo decides, from the pointer read again and the catalog's marks, whether
+// the catalog is restored from its way back at once (so that the pointer and
+// the catalog agree) or kept with its way back for the operator. A dry run
+// writes nothing but the lock. The lock is released, except when the undo
+// kept both: then nothing else runs on the pointer until an operator
+// finishes by hand and unlocks.
 func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutput, err error) {
 	out.Migration = m
 	if !m.NeedsMigration {
@@ -61,10 +70,16 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 		if herr != "" {
 			out.CleanupError = "the run's record: " + herr
 		}
+		if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
+			return // the lock keeps cleanup and other runs off what was kept
+		}
 		if lerr := releaseLock(fresh, env, m); lerr != nil {
 			out.CleanupError = strings.TrimPrefix(out.CleanupError+"; ", "; ") + lerr.Error()
 		}
 	}()
+	if err := inPlaceMemoryHolds(env, m.InPlaceMaxBytes); err != nil {
+		return out, err
+	}
 	policy, err := migration.ParseUnknownTags(m.UnknownTags)
 	if err != nil {
 		return out, err
@@ -83,64 +98,104 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	if err == nil {
 		var ref pointer.Ref
-		if ref, err = flipInPlace(ctx, env, m); err == nil {
+		if ref, err = flipInPlace(ctx, env, m, res.Landed); err == nil {
 			out.PointerVersionID = ref.VersionID
 			return out, nil
 		}
-		err = fmt.Errorf("the pointer was not moved: %w", err)
+		err = fmt.Errorf("the pointer write failed: %w", err)
 	}
-	return out, undo(ctx, env, m, err)
+	ref, err := undo(ctx, env, m, res.Landed, err)
+	if err == nil {
+		out.PointerVersionID = ref.VersionID
+		out.Warning = "the pointer write reported an error, but the pointer names the migrated catalog: it landed"
+	}
+	return out, err
 }
 
-// undo puts back a catalog that a failed in-place migration left in the new
-// format (its batch landed, then the read-back, the pointer or the caller's
-// context failed), on a fresh context, so that a failed run leaves the
-// catalog as the pointer says: restored where it lies from its way back
-// (the pointer still names it there), then the way back deleted. cause is
-// returned with what undo did.
-func undo(ctx context.Context, env Env, m Migration, cause error) error {
+// undo decides what becomes of a catalog whose in-place migration failed
+// (cause), on a fresh context. Whatever it cannot prove safe it leaves
+// alone, keeping the catalog and its way back (ErrUndoUndecided,
+// ErrCatalogMoved, with how to finish by hand):
+//   - the batch did not land: cause (Migrate dropped the way back);
+//   - the pointer, read again, names the migrated catalog as this
+//     migration's flip writes it: a write that reported an error (a
+//     timeout, a 5xx after S3 applied it) landed, so the migration did:
+//     the pointer's version, no error, the way back kept for rollback;
+//   - the pointer cannot be read, or names the catalog in another format
+//     than the one before the migration: kept;
+//   - otherwise the catalog is restored where it lies from its way back
+//     (inplace.Restore, which refuses a catalog that took commits since
+//     the batch: landed are the marks it left), then the way back deleted.
+func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
 	fresh, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
 	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
-		return fmt.Errorf("workflow: in place: %w; %w", cause, err)
+		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w", cause, err)
 	}
 	v, err := catalogVersion(fresh, env, m.Source)
 	switch {
 	case err != nil:
-		return fmt.Errorf("workflow: in place: %w; the catalog %s could not be read after it (%w): check it; if it is format %s, its way back is %s", cause, m.Source, err, m.To, wayBack)
+		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: %w; the catalog %s could not be read after it (%w): nothing was restored; check it: if it is format %s, its way back %s holds it as it was. %s",
+			inplace.ErrUndoUndecided, cause, m.Source, err, m.To, wayBack, finishByHand(m, landed, wayBack))
 	case v != m.To:
-		return cause // the batch did not land: Migrate dropped the way back
+		return pointer.Ref{}, cause // the batch did not land: Migrate dropped the way back
 	}
-	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Store: env.SlateDB}); err != nil {
-		return fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
+	p, ref, err := pointer.Read(fresh, env.Store, m.Pointer)
+	switch {
+	case err != nil:
+		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: %w; the catalog %s is format %s and the pointer %s cannot be read again (%w) to tell whether the write landed: nothing was restored, the catalog and its way back %s are both kept. %s",
+			inplace.ErrUndoUndecided, cause, m.Source, m.To, m.Pointer, err, wayBack, finishByHand(m, landed, wayBack))
+	case p.Catalog == m.Source && p.FormatVersion == m.To && p.MigrationID == m.MigrationID:
+		slog.WarnContext(fresh, "the pointer write reported an error, but the pointer names the migrated catalog: it landed",
+			"pointer", m.Pointer, "version_id", ref.VersionID, "error", cause.Error())
+		return ref, nil
+	case p.Catalog == m.Source && p.FormatVersion != m.From:
+		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: %w; the pointer %s names %s in format %s for migration %q, not this one's flip nor the format before it: nothing was restored, the catalog (format %s) and its way back %s are both kept; decide which the pointer should name, then unlock (rocklake-migrate unlock --pointer %s --migration-id %s)",
+			inplace.ErrUndoUndecided, cause, m.Pointer, p.Catalog, p.FormatVersion, p.MigrationID, m.To, wayBack, m.Pointer, m.MigrationID)
+	}
+	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Landed: landed, Blob: env.Store, Store: env.SlateDB}); err != nil {
+		if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
+			return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w; the catalog %s (format %s) and its way back %s (format %s, the catalog as it was) are both kept. %s",
+				cause, err, m.Source, m.To, wayBack, m.From, finishByHand(m, landed, wayBack))
+		}
+		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
 	}
 	if _, err := env.Store.DeletePrefix(fresh, wayBack+"/"); err != nil {
-		return fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s; its way back %s is left (cleanup deletes it): %w", cause, m.Source, m.From, wayBack, err)
+		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s; its way back %s is left (cleanup deletes it): %w", cause, m.Source, m.From, wayBack, err)
 	}
-	return fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s", cause, m.Source, m.From)
+	return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s", cause, m.Source, m.From)
+}
+
+// finishByHand says how an operator finishes a migration whose undo kept
+// the catalog and its way back: the pointer this migration's flip would
+// have written (the batch's marks in it, so that a rollback still sees
+// commits made since), then, to drop those commits, the rollback to the
+// way back; and the lock to free.
+func finishByHand(m Migration, landed *inplace.Marks, wayBack string) string {
+	marks := ""
+	if landed != nil {
+		marks = fmt.Sprintf(`, "marks": {"writer_epoch": %d, "next_snapshot_id": %d}`, landed.WriterEpoch, landed.NextSnapshotID)
+	}
+	return fmt.Sprintf(`The pointer names the catalog in format %s, where RockLake of that format refuses to open it. To finish by hand: to keep the catalog as it is now, write the pointer %s as this migration would have, conditional on its current ETag (its next generation, "catalog": %q, "format_version": %d, "migration_id": %q, "previous_catalog": %q, "previous_migration_id": the current one's%s); a rollback then moves it to the way back (rocklake-migrate rollback --pointer %s, which refuses to drop commits made since the batch unless --discard-newer-commits). Or write it naming the way back %s in format %s to drop them now. Then free the lock: rocklake-migrate unlock --pointer %s --migration-id %s`,
+		m.From, m.Pointer, m.Source, uint64(m.To), m.MigrationID, m.Source, marks, m.Pointer, wayBack, m.From, m.Pointer, m.MigrationID)
 }
 
 // flipInPlace moves the pointer from the catalog in its old format to the
-// same catalog in its new one, with the catalog's marks for Rollback.
-func flipInPlace(ctx context.Context, env Env, m Migration) (pointer.Ref, error) {
+// same catalog in its new one, with the marks the batch left for Rollback
+// (commits made since are commits a rollback would drop).
+func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Marks) (pointer.Ref, error) {
+	if landed == nil {
+		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: what the batch left in %s was not recorded", inplace.ErrUndoUndecided, m.Source)
+	}
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return pointer.Ref{}, err
 	}
 	next := cur.Next(m.Source, m.To, m.MigrationID)
-	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.To, Store: env.SlateDB})
-	if err != nil {
-		return pointer.Ref{}, fmt.Errorf("workflow: in place: read %s: %w", m.Source, err)
-	}
-	next.Marks, err = catalogMarks(ctx, c)
-	c.Close()
-	if err != nil {
-		return pointer.Ref{}, err
-	}
+	next.Marks = pointer.Marks{WriterEpoch: landed.WriterEpoch, NextSnapshotID: landed.NextSnapshotID}
 	return pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
 }
-
 // catalogVersion is the format of the catalog at url, whichever it is.
 func catalogVersion(ctx context.Context, env Env, url string) (format.Version, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Store: env.SlateDB})

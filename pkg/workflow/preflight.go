@@ -136,6 +136,17 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		return m, found, nil
 	}
 
+	if (in.InPlace || in.InPlaceAuto) && m.NeedsMigration {
+		// The batch is held in memory: a limit the InPlace step's memory
+		// cannot hold would fail after the batch landed, or in the undo.
+		if err := inPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
+			if !fail("in-place-limit", err) {
+				return m, found, first
+			}
+		} else {
+			ok("in-place-limit", fmt.Sprintf("the InPlace step's memory holds a batch at the limit (%d MiB at most)", inplace.PeakBytes(in.InPlaceMaxBytes)>>20))
+		}
+	}
 	if in.InPlaceAuto && !in.InPlace && c != nil && m.NeedsMigration && first == nil {
 		fits, detail, err := chooseInPlace(ctx, env, p.Catalog, m.From, to, policy, in.InPlaceMaxBytes)
 		if err != nil {
