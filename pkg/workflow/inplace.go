@@ -183,19 +183,30 @@ func finishByHand(m Migration, landed *inplace.Marks, wayBack string) string {
 
 // flipInPlace moves the pointer from the catalog in its old format to the
 // same catalog in its new one, with the marks the batch left for Rollback
-// (commits made since are commits a rollback would drop).
+// (commits made since are commits a rollback would drop); if they were not
+// recorded, the catalog's marks now.
 func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Marks) (pointer.Ref, error) {
-	if landed == nil {
-		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: what the batch left in %s was not recorded", inplace.ErrUndoUndecided, m.Source)
-	}
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return pointer.Ref{}, err
 	}
 	next := cur.Next(m.Source, m.To, m.MigrationID)
-	next.Marks = pointer.Marks{WriterEpoch: landed.WriterEpoch, NextSnapshotID: landed.NextSnapshotID}
+	if landed != nil {
+		next.Marks = pointer.Marks{WriterEpoch: landed.WriterEpoch, NextSnapshotID: landed.NextSnapshotID}
+	} else {
+		c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.To, Store: env.SlateDB})
+		if err != nil {
+			return pointer.Ref{}, fmt.Errorf("workflow: in place: read %s: %w", m.Source, err)
+		}
+		next.Marks, err = catalogMarks(ctx, c)
+		c.Close()
+		if err != nil {
+			return pointer.Ref{}, err
+		}
+	}
 	return pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
 }
+
 // catalogVersion is the format of the catalog at url, whichever it is.
 func catalogVersion(ctx context.Context, env Env, url string) (format.Version, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Store: env.SlateDB})
