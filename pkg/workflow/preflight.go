@@ -276,6 +276,9 @@ func ChooseInPlace(ctx context.Context, env Env, in CheckInput) (bool, string, e
 	if err != nil {
 		return false, "", err
 	}
+	if err := inPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
+		return false, "", err
+	}
 	to, err := resolveVersion(ctx, env, in.TargetVersion)
 	if err != nil {
 		return false, "", err
