@@ -168,17 +168,17 @@ func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, caus
 }
 
 // finishByHand says how an operator finishes a migration whose undo kept
-// the catalog and its way back: the pointer this migration's flip would
-// have written (the batch's marks in it, so that a rollback still sees
-// commits made since), then, to drop those commits, the rollback to the
-// way back; and the lock to free.
+// the catalog and its way back, whatever the pointer turns out to name: the
+// pointer this migration's flip would have written (the batch's marks in
+// it, so that a rollback to the way back still sees commits made since), or
+// one naming the way back; then the lock freed.
 func finishByHand(m Migration, landed *inplace.Marks, wayBack string) string {
 	marks := ""
 	if landed != nil {
 		marks = fmt.Sprintf(`, "marks": {"writer_epoch": %d, "next_snapshot_id": %d}`, landed.WriterEpoch, landed.NextSnapshotID)
 	}
-	return fmt.Sprintf(`The pointer names the catalog in format %s, where RockLake of that format refuses to open it. To finish by hand: to keep the catalog as it is now, write the pointer %s as this migration would have, conditional on its current ETag (its next generation, "catalog": %q, "format_version": %d, "migration_id": %q, "previous_catalog": %q, "previous_migration_id": the current one's%s); a rollback then moves it to the way back (rocklake-migrate rollback --pointer %s, which refuses to drop commits made since the batch unless --discard-newer-commits). Or write it naming the way back %s in format %s to drop them now. Then free the lock: rocklake-migrate unlock --pointer %s --migration-id %s`,
-		m.From, m.Pointer, m.Source, uint64(m.To), m.MigrationID, m.Source, marks, m.Pointer, wayBack, m.From, m.Pointer, m.MigrationID)
+	return fmt.Sprintf(`To finish by hand, read the pointer %s. If it names %s in format %s for migration %s, the flip landed and the migration is done. If it names it in format %s, which RockLake of that format refuses to open now, either keep the catalog as it is: write the pointer as this migration would have, conditional on its current ETag (its next generation, "catalog": %q, "format_version": %d, "migration_id": %q, "previous_catalog": %q, "previous_migration_id": the current one's%s), after which rocklake-migrate rollback --pointer %s moves it to the way back, refusing to drop commits made since the batch unless --discard-newer-commits; or drop those commits: write it naming the way back %s in format %s. Then free the lock: rocklake-migrate unlock --pointer %s --migration-id %s`,
+		m.Pointer, m.Source, m.To, m.MigrationID, m.From, m.Source, uint64(m.To), m.MigrationID, m.Source, marks, m.Pointer, wayBack, m.From, m.Pointer, m.MigrationID)
 }
 
 // flipInPlace moves the pointer from the catalog in its old format to the
