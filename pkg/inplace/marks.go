@@ -43,7 +43,9 @@ func (m *Marks) known() bool { return m != nil && m.Engine != "" }
 // EngineState names the newest SlateDB manifest and WAL objects of the
 // database at url. Opening a SlateDB writer writes a manifest (it fences
 // the writer before it) and every commit writes a WAL object, so a write
-// by any writer changes it; readers write nothing.
+// by any writer changes it; this tool's readers write nothing (a SlateDB
+// 0.13 reader of anyone else's may write a checkpoint, which changes it too:
+// a restore is then refused that was safe, never the other way round).
 func EngineState(ctx context.Context, store *blob.Store, url string) (string, error) {
 	newest := func(dir string) (string, error) {
 		infos, err := store.List(ctx, strings.TrimSuffix(url, "/")+"/"+dir+"/")
@@ -95,7 +97,7 @@ func moved(was Marks, epoch, next uint64, engine string) string {
 		parts = append(parts, fmt.Sprintf("its next_snapshot_id moved from %d to %d (snapshots were committed)", was.NextSnapshotID, next))
 	}
 	if engine != "" && engine != was.Engine {
-		parts = append(parts, fmt.Sprintf("its SlateDB state moved from %s to %s (a writer opened it)", was.Engine, engine))
+		parts = append(parts, fmt.Sprintf("its SlateDB state moved from %s to %s (a writer, or a reader taking a checkpoint, opened it)", was.Engine, engine))
 	}
 	return strings.Join(parts, "; ")
 }
