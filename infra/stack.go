@@ -45,6 +45,18 @@ const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
 // executionTimeoutHours says.
 const ExecutionTimeoutEnv = "ROCKLAKE_EXECUTION_TIMEOUT_SECONDS"
 
+// InPlaceMemoryEnv is pkg/workflow.InPlaceMemoryEnv: on the check function,
+// the inplace function's memory (MB), which Check holds in_place_max_bytes
+// to (InPlaceLimitTooLarge); the inplace function reads its own.
+const InPlaceMemoryEnv = "ROCKLAKE_INPLACE_MEMORY_MB"
+
+// inPlaceMemoryMB is the inplace function's memory. Strategy A holds its
+// batch in memory, the undo's second one included: about 64 MiB + 38x the
+// catalog's transformed bytes (pkg/inplace.PeakBytes), 1.3 GiB at the
+// default in_place_max_bytes of 32 MiB; with a tenth spare, 2048 MB holds
+// limits up to 46 MiB, and Check refuses larger ones.
+const inPlaceMemoryMB = 2048
+
 // ReleaseEventSource and ReleaseEventDetailType are the documented custom
 // event that starts a migration (infra/README.md).
 const (
@@ -154,11 +166,10 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		// Strategy A writes the catalog where it lies (its way back copied
 		// beside it, deleted again if the run fails) and moves the pointer,
 		// so it holds the catalogs' and the pointer's rights that no other
-		// step combines; no staging, no topic. Its batch is held in memory:
-		// about 60 MiB + 33x the catalog's transformed bytes (README), 1.1 GiB
-		// at the default in_place_max_bytes of 32 MiB.
+		// step combines; no staging, no topic. Its batch is held in memory
+		// (inPlaceMemoryMB).
 		"inplace": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true,
-			memoryMB: 2048, ephemeralMB: 512, timeout: shardTimeout, concurrency: 2,
+			memoryMB: inPlaceMemoryMB, ephemeralMB: 512, timeout: shardTimeout, concurrency: 2,
 			description: "rocklake-migrate step InPlace (Strategy A: catalog and pointer)"},
 	}
 
@@ -233,6 +244,9 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		if sp.readExpected {
 			add("ExpectedVersion", []string{"ssm:GetParameter"}, []*string{s.ExpectedVersion.ParameterArn()}, nil)
 			env[ExpectedVersionParameterEnv] = jsii.String(cfg.ExpectedVersionParameter)
+		}
+		if f.Name == "check" { // Check and Plan hold the in-place limit to it
+			env[InPlaceMemoryEnv] = jsii.String(strconv.Itoa(inPlaceMemoryMB))
 		}
 		fn := awslambda.NewFunction(stack, jsii.String(title(f.Name)+"Function"), &awslambda.FunctionProps{
 			FunctionName:                 jsii.String(fnName),

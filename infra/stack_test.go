@@ -954,3 +954,15 @@ func TestExecutionTimeoutCoversTheGate(t *testing.T) {
 		t.Fatalf("executionTimeoutHours 33: %v", err)
 	}
 }
+
+// The check function knows the inplace function's memory, which Check and
+// Plan hold in_place_max_bytes to (issue 24, 7): the same figure.
+func TestCheckKnowsTheInPlaceMemory(t *testing.T) {
+	_, inplace := fnByName(t, "inplace")
+	_, check := fnByName(t, "check")
+	env, _ := check["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	if got := fmt.Sprint(vars[InPlaceMemoryEnv]); got != fmt.Sprint(inplace["MemorySize"]) {
+		t.Fatalf("check's %s = %s, the inplace function's memory %v", InPlaceMemoryEnv, got, inplace["MemorySize"])
+	}
+}

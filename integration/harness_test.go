@@ -133,6 +133,12 @@ func startHarnessWith(t *testing.T, s3Front func(endpoint string) string) *Harne
 		"AWS_ENDPOINT_URL_SNS=" + h.SNS.Endpoint(),
 		"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
 	}
+	// As infra sizes the inplace function, and tells the check function
+	// (Check holds in_place_max_bytes to it); later entries win.
+	fnEnv := map[string][]string{
+		"check":   {"ROCKLAKE_INPLACE_MEMORY_MB=2048"},
+		"inplace": {"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=2048"},
+	}
 	env = append(env, h.S3.Env()...)
 	if s3Front != nil {
 		ep := s3Front(h.S3.Endpoint())
@@ -144,7 +150,7 @@ func startHarnessWith(t *testing.T, s3Front func(endpoint string) string) *Harne
 		p := &pool{fn: fn, free: make(chan *emulator, n)}
 		for i := 0; i < n; i++ {
 			e := &emulator{fn: fn, index: i, rie: rie, bootstrap: bins[fn],
-				env: append(append([]string{}, env...), "AWS_LAMBDA_FUNCTION_NAME="+functionName(fn)),
+				env: append(append(append([]string{}, env...), fnEnv[fn]...), "AWS_LAMBDA_FUNCTION_NAME="+functionName(fn)),
 				log: filepath.Join(logDir, fmt.Sprintf("%s-%d.log", fn, i))}
 			if err := e.start(); err != nil {
 				t.Fatal(err)

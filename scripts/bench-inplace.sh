@@ -42,7 +42,7 @@ for n in "${sizes[@]}"; do
     $M seed --catalog "s3://rocklake/$s-$n/prod" --rows "$n" --seed 1 >/dev/null
     $M init-pointer --pointer "s3://rocklake/$s-$n/CURRENT" --catalog "s3://rocklake/$s-$n/prod" >/dev/null
   done
-  read -r a_s a_m a_w < <(run "a-$n" $M migrate --pointer "s3://rocklake/a-$n/CURRENT" --to v2 --in-place --in-place-max-bytes 8589934592 --json)
+  read -r a_s a_m a_w < <(run "a-$n" $M migrate --pointer "s3://rocklake/a-$n/CURRENT" --to v2 --in-place --in-place-max-bytes $((256 << 20)) --json)
   read -r bytes wb < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["in_place"]; print(r["bytes"], r["way_back"]["bytes"])' "$work/a-$n.json")
   read -r r_s r_m r_w < <(run "r-$n" $M rollback --pointer "s3://rocklake/a-$n/CURRENT" --json)
   read -r b_s b_m b_w < <(run "b-$n" $M migrate --pointer "s3://rocklake/b-$n/CURRENT" --to v2 --shards "$SHARDS" --json)

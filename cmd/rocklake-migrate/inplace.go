@@ -46,8 +46,10 @@ func migrateInPlace(ctx context.Context, e *env, env workflow.Env, in workflow.C
 		for t, n := range res.Dropped {
 			rep.Dropped = countTag(rep.Dropped, t.String(), n)
 		}
-		if out.CleanupError != "" {
-			fmt.Fprintf(e.stderr, "warning: %s\n", out.CleanupError)
+		for _, w := range []string{out.Warning, out.CleanupError} {
+			if w != "" {
+				fmt.Fprintf(e.stderr, "warning: %s\n", w)
+			}
 		}
 	}
 	switch {

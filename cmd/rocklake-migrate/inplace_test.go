@@ -85,6 +85,10 @@ func TestMigrateInPlace(t *testing.T) {
 	}
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--in-place-max-bytes", "5000").want(t, exitError, "InPlaceTooLarge", "Strategy B")
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--in-place-max-bytes", "0").want(t, exitUsage)
+	// A limit whose batch this machine's memory cannot hold (1 TiB), with
+	// either flag: refused before anything is touched (issue 24, 7).
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--in-place-max-bytes", "1099511627776").want(t, exitError, "InPlaceLimitTooLarge", "38 bytes per byte")
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place-auto", "--in-place-max-bytes", "1099511627776").want(t, exitError, "InPlaceLimitTooLarge")
 	if got := objects(t, ctx, src+"/"); got != catalogObjects {
 		t.Fatalf("the dry run or the refusal wrote to the catalog:\nbefore:\n%s\nafter:\n%s", catalogObjects, got)
 	}

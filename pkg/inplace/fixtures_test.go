@@ -24,7 +24,8 @@ func TestRockLakeFixtures(t *testing.T) {
 			url := "file://" + dir
 			before := dump(t, url)
 			want := strategyB(t, url, migration.UnknownFail)
-			res, err := Migrate(testCtx(t), url, opts(t, url, "m-fx"))
+			o := opts(t, url, "m-fx")
+			res, err := Migrate(testCtx(t), url, o)
 			if err != nil {
 				t.Fatalf("migrate in place: %v", err)
 			}
@@ -32,7 +33,7 @@ func TestRockLakeFixtures(t *testing.T) {
 				t.Fatalf("in place: %d records, digest %s; Strategy B's %s", res.Records, res.Digest.Sum(), want.Sum())
 			}
 			sameKV(t, "the way back", before, dump(t, res.WayBack.Catalog))
-			if _, err := Restore(testCtx(t), url, res.WayBack.Catalog, RestoreOptions{Current: format.V2}); err != nil {
+			if _, err := Restore(testCtx(t), url, res.WayBack.Catalog, RestoreOptions{Current: format.V2, Landed: res.Landed, Blob: o.Blob}); err != nil {
 				t.Fatalf("restore: %v", err)
 			}
 			sameKV(t, "after the restore", before, dump(t, url))

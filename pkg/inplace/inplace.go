@@ -18,12 +18,42 @@ import (
 )
 
 // DefaultMaxBytes bounds the transformed catalog (keys and values) that
-// Migrate writes in one batch. The batch is held in memory several times
-// over (the Go batch, SlateDB's WriteBatch, its WAL buffer and memtable):
-// peak RSS measured about 60 MiB + 33 times the transformed bytes on
-// RockLake's key mix (README, Performance), so 32 MiB keeps a migration near
-// 1 GiB.
+// Migrate writes in one batch: PeakBytes(DefaultMaxBytes) is about 1.3 GiB.
 const DefaultMaxBytes = 32 << 20
+
+// The memory a process needs to migrate in place, at worst: Migrate (the
+// batch is held several times over: the Go batch, SlateDB's WriteBatch, its
+// WAL buffer and memtable), then Restore (the undo after a failed pointer
+// write, a second batch), in one process, is about PeakBaseBytes +
+// PeakPerByte times the transformed bytes. Measured with BenchmarkPeakRSS
+// on 2026-12-03 (peak RSS after Restore: 167 MiB at 3.3 MiB transformed,
+// 391 MiB at 9.8 MiB, 754 MiB at 20.0 MiB: 35 bytes per byte over 55 MiB)
+// and by scripts/bench-inplace.sh (2646 MiB at 68.7 MiB: 38 per byte):
+// the larger slope, and room above the base.
+const (
+	PeakBaseBytes = 64 << 20
+	PeakPerByte   = 38
+)
+
+// PeakBytes is the memory an in-place migration with limit maxBytes (0:
+// DefaultMaxBytes) may need.
+func PeakBytes(maxBytes int64) int64 {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	return PeakBaseBytes + PeakPerByte*maxBytes
+}
+
+// MaxBytesFor is the largest limit whose peak fits in memory bytes with a
+// tenth of them to spare (a Lambda's memory holds its runtime too); 0 if
+// none does.
+func MaxBytesFor(memory int64) int64 {
+	usable := memory - memory/10
+	if usable <= PeakBaseBytes {
+		return 0
+	}
+	return (usable - PeakBaseBytes) / PeakPerByte
+}
 
 var (
 	// ErrTooLarge: the catalog is too big for one batch; nothing was
@@ -86,6 +116,10 @@ type Result struct {
 	// WayBack is the catalog as it was before the batch, copied: rolling
 	// back makes the pointer name it.
 	WayBack *WayBack `json:"way_back,omitempty"`
+	// Landed is what the batch left, recorded as soon as it landed (nil if
+	// it did not, or if that could not be recorded): Restore refuses a
+	// catalog whose marks moved since.
+	Landed *Marks `json:"landed,omitempty"`
 	// Carried and Dropped count the records of unknown tags, by tag.
 	Carried map[format.Tag]uint64 `json:"carried,omitempty"`
 	Dropped map[format.Tag]uint64 `json:"dropped,omitempty"`
@@ -146,18 +180,36 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 	// WAL writes included; nobody writes now.
 	var dels, puts, version slatedb.Batch
 	var before ndjson.Digest
+	// RockLake's marks as the batch writes them, taken from the batch
+	// itself: a RockLake writer that opens the catalog the moment the
+	// batch lands moves them, whenever Migrate gets to look.
+	var marks Marks
+	var markErr error
+	epochKey, nextKey := string(format.SystemKey(format.SystemWriterEpoch)), string(format.CounterKey(opts.To, format.NameNextSnapshotID))
 	t, err = transformAll(ctx, w.Catalog, path, opts, func(oldKey, oldValue []byte, recs []ndjson.Record) {
 		before.AddRaw(oldKey, oldValue)
 		dels.Delete(oldKey)
 		for _, r := range recs {
 			k, v := r.Raw()
-			if string(k) == string(format.FormatVersionKey()) {
+			switch string(k) {
+			case string(format.FormatVersionKey()):
 				version.Put(k, v) // last, for whoever reads the batch
 				continue
+			case epochKey, nextKey:
+				n, derr := format.DecodeCounter(opts.To, v)
+				markErr = errors.Join(markErr, derr)
+				if string(k) == epochKey {
+					marks.WriterEpoch = n
+				} else {
+					marks.NextSnapshotID = n
+				}
 			}
 			puts.Put(k, v)
 		}
 	})
+	if err == nil && markErr != nil {
+		err = fmt.Errorf("inplace: migrate %s: the new catalog's writer-epoch or next_snapshot_id: %w; nothing was written", url, markErr)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -185,6 +237,7 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 	case err != nil: // it landed all the same: the read-back decides
 		slog.WarnContext(ctx, "the batch landed although its write failed", "catalog", url, "error", err)
 	}
+	res.Landed = landedMarks(ctx, url, marks, opts.Blob)
 	got, err := readBack(ctx, url, opts.To, opts.Store)
 	if err != nil {
 		return res, fmt.Errorf("inplace: migrate %s: the batch landed; reading it back: %w (the way back is %s)", url, err, opts.WayBack)
@@ -196,6 +249,23 @@ func Migrate(ctx context.Context, url string, opts Options) (Result, error) {
 	slog.InfoContext(ctx, "migrated in place", "catalog", url, "from", res.From, "to", opts.To,
 		"records", res.Records, "bytes", res.Bytes, "way_back", opts.WayBack)
 	return res, nil
+}
+
+// landedMarks completes the batch's marks with the catalog's SlateDB state,
+// listed at once (on a fresh context: the undo needs them most when the
+// caller's context is what failed). A writer that opens between the batch's
+// close and this listing is taken for the batch's own state unless it moves
+// RockLake's marks, which come from the batch. Without them (nil) the undo
+// restores nothing.
+func landedMarks(ctx context.Context, url string, m Marks, store *blob.Store) *Marks {
+	fresh, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var err error
+	if m.Engine, err = EngineState(fresh, store, url); err != nil {
+		slog.WarnContext(ctx, "what the batch left could not be recorded: an undo will restore nothing", "catalog", url, "error", err)
+		return nil
+	}
+	return &m
 }
 
 // WayBack is the catalog as it was before the migration, copied.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -17,7 +18,15 @@ type RestoreOptions struct {
 	// Current is the format the catalog has now (the migration's target);
 	// a catalog in another format is refused, having written nothing.
 	Current format.Version
-	Store   slatedb.Options
+	// Landed is what the migration's batch left (Result.Landed). Restore
+	// refuses, having written nothing, a catalog whose marks moved since
+	// (ErrCatalogMoved), and without them restores nothing
+	// (ErrUndoUndecided): it restores only a catalog it can prove is still
+	// the batch's.
+	Landed *Marks
+	// Blob lists the catalog's SlateDB objects (EngineState).
+	Blob  *blob.Store
+	Store slatedb.Options
 }
 
 // RestoreResult is what Restore did.
@@ -39,8 +48,10 @@ type RestoreResult struct {
 // back (its digest must equal the way back's). The workflow restores a
 // catalog whose batch landed when the pointer could not follow (the
 // pointer still names the catalog in its old format); an operator's
-// rollback moves the pointer to the way back instead, at once. Commits made
-// to the catalog since the migration are lost: the caller checks for them.
+// rollback moves the pointer to the way back instead, at once. A catalog
+// that took commits since the batch is refused (ErrCatalogMoved): its
+// SlateDB state is compared before the writer opens (opening one moves
+// it), RockLake's marks through the writer once it fenced everyone else.
 func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (RestoreResult, error) {
 	res := RestoreResult{Catalog: url, WayBack: wayBack, From: opts.Current}
 	old, err := catalog.Open(ctx, wayBack, catalog.Options{Store: opts.Store})
@@ -52,6 +63,17 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 	if res.To >= opts.Current {
 		return res, fmt.Errorf("inplace: restore %s: the way back %s holds format %s, not one before %s", url, wayBack, res.To, opts.Current)
 	}
+	if !opts.Landed.known() || opts.Blob == nil {
+		return res, fmt.Errorf("%w: inplace: restore %s: what the migration's batch left is unknown, so commits made since cannot be ruled out; nothing was restored", ErrUndoUndecided, url)
+	}
+	was := *opts.Landed
+	engine, err := EngineState(ctx, opts.Blob, url)
+	if err != nil {
+		return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
+	}
+	if d := moved(was, was.WriterEpoch, was.NextSnapshotID, engine); d != "" {
+		return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+	}
 	so := opts.Store
 	so.Passive = true
 	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: opts.Current, Store: so})
@@ -59,6 +81,15 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 		return res, fmt.Errorf("inplace: restore %s: %w", url, err)
 	}
 	defer w.Close()
+	// A RockLake writer that opened between the listing and this writer
+	// moved writer-epoch; this writer fenced it, so nothing moves now.
+	epoch, next, err := rockLakeMarks(ctx, w.Catalog)
+	if err != nil {
+		return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
+	}
+	if d := moved(was, epoch, next, ""); d != "" {
+		return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+	}
 	var b, puts slatedb.Batch
 	for e, err := range w.ScanRaw(ctx, nil, nil) {
 		if err != nil {

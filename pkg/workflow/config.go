@@ -19,7 +19,9 @@ const ExecutionTimeoutEnv = "ROCKLAKE_EXECUTION_TIMEOUT_SECONDS"
 // Lambdas are configured: ROCKLAKE_STAGING (required),
 // ROCKLAKE_EXPECTED_VERSION_PARAMETER (optional, the SSM parameter holding
 // the expected format version), ROCKLAKE_EXECUTION_TIMEOUT_SECONDS
-// (optional, ExecutionTimeoutEnv) and the standard AWS_* variables.
+// (optional, ExecutionTimeoutEnv), ROCKLAKE_INPLACE_MEMORY_MB (the inplace
+// function's memory, on the check function; else the Lambda's own,
+// AWS_LAMBDA_FUNCTION_MEMORY_SIZE) and the standard AWS_* variables.
 func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	staging := os.Getenv("ROCKLAKE_STAGING")
 	if staging == "" {
@@ -29,7 +31,11 @@ func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	if err != nil {
 		return Env{}, err
 	}
-	env := Env{Store: store, Staging: staging, CreatedBy: "rocklake-migrate lambda"}
+	memory, err := memoryFromEnvironment()
+	if err != nil {
+		return Env{}, err
+	}
+	env := Env{Store: store, Staging: staging, CreatedBy: "rocklake-migrate lambda", InPlaceMemory: memory}
 	if v := os.Getenv(ExecutionTimeoutEnv); v != "" {
 		s, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || s <= 0 {

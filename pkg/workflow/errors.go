@@ -50,6 +50,9 @@ const (
 	NameRestoreRefused        = "RestoreRefused"
 	NameClaimTaken            = "ClaimTaken"
 	NameReleaseRefused        = "ReleaseRefused"
+	NameInPlaceLimitTooLarge  = "InPlaceLimitTooLarge"
+	NameInPlaceCatalogMoved   = "InPlaceCatalogMoved"
+	NameInPlaceUndoUndecided  = "InPlaceUndoUndecided"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -64,6 +67,14 @@ func ErrorName(err error) string {
 		// Whatever kept Abort from reading the pointer, or from seeing the
 		// target stay empty, Abort itself only waited: retry it.
 		return NameTransient
+	}
+	// An undo that kept the catalog and its way back names that, whatever
+	// failed before it (a PointerConflict, say).
+	switch {
+	case errors.Is(err, inplace.ErrCatalogMoved):
+		return NameInPlaceCatalogMoved
+	case errors.Is(err, inplace.ErrUndoUndecided):
+		return NameInPlaceUndoUndecided
 	}
 	var named interface{ ErrorName() string }
 	if errors.As(err, &named) {
@@ -117,6 +128,8 @@ func ErrorName(err error) string {
 		return NameReleaseRefused
 	case errors.Is(err, claim.ErrTaken):
 		return NameClaimTaken
+	case errors.Is(err, ErrInPlaceLimitTooLarge):
+		return NameInPlaceLimitTooLarge
 	case errors.Is(err, shard.ErrTargetNotEmpty):
 		return NameTargetNotEmpty
 	case errors.Is(err, ndjson.ErrNoTrailer), errors.Is(err, ndjson.ErrTrailerMismatch),

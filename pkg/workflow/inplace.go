@@ -23,6 +23,10 @@ type InPlaceOutput struct {
 	Migration
 	InPlace          inplace.Result `json:"in_place"`
 	PointerVersionID string         `json:"pointer_version_id,omitempty"`
+	// Warning: the pointer write reported an error, yet the pointer, read
+	// again, names the migrated catalog: the write landed, and so did the
+	// migration.
+	Warning string `json:"warning,omitempty"`
 	// CleanupError: the lock could not be released; the migration's
 	// outcome stands (unlock frees it).
 	CleanupError string `json:"cleanup_error,omitempty"`
@@ -36,15 +40,17 @@ type InPlaceOutput struct {
 // inplace.Migrate makes beside it (drift.WayBack names it), to which
 // Rollback moves the pointer. If anything fails once the batch has landed (the
 // read-back, the pointer that someone else moved, S3, the caller's context),
-// the catalog is rolled back at once, so that the pointer and the catalog
-// agree. A dry run writes nothing but the lock. The lock is released in every
-// case.
+// undo decides, from the pointer read again and the catalog's marks, whether
+// the catalog is restored from its way back at once (so that the pointer and
+// the catalog agree) or kept with its way back for the operator. A dry run
+// writes nothing but the lock. The lock is released, except when the undo
+// kept both: then nothing else runs on the pointer until an operator
+// finishes by hand and unlocks.
 func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutput, err error) {
 	out.Migration = m
 	if !m.NeedsMigration {
 		return out, nil
 	}
-	start := time.Now()
 	// The migration works until the margin before the deadline; the undo,
 	// the record and the lock get the margin (a Lambda dies at its
 	// deadline, and with it whatever is still running).
@@ -58,6 +64,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 		work, cancelWork = context.WithDeadline(ctx, dl.Add(-margin))
 	}
 	defer cancelWork()
+	start := time.Now()
 	defer func() {
 		fresh, cancel := afterwards(ctx, time.Minute)
 		defer cancel()
@@ -78,11 +85,17 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 		if herr != "" {
 			out.CleanupError = "the run's record: " + herr
 		}
+		if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
+			return // the lock keeps cleanup and other runs off what was kept
+		}
 		if lerr := releaseLock(fresh, env, m); lerr != nil {
 			out.CleanupError = strings.TrimPrefix(out.CleanupError+"; ", "; ") + lerr.Error()
 		}
 	}()
 	if err != nil {
+		return out, err
+	}
+	if err := inPlaceMemoryHolds(env, m.InPlaceMaxBytes); err != nil {
 		return out, err
 	}
 	policy, err := migration.ParseUnknownTags(m.UnknownTags)
@@ -123,20 +136,32 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	if err == nil {
 		var ref pointer.Ref
-		if ref, err = flipInPlace(work, env, m); err == nil {
+		if ref, err = flipInPlace(work, env, m, res.Landed); err == nil {
 			out.PointerVersionID = ref.VersionID
-			// The claim keeps that a pointer version named the migrated
-			// catalog, after the version itself expired.
-			if _, cerr := claim.Update(work, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
-				c.Named = &claim.Event{By: m.MigrationID, At: time.Now().UTC(), PointerVersionID: ref.VersionID}
-			}); cerr != nil {
-				out.CleanupError = "the way back's claim: " + cerr.Error()
-			}
+			named(work, env, m, ref, &out)
 			return out, nil
 		}
-		err = fmt.Errorf("the pointer was not moved: %w", err)
+		err = fmt.Errorf("the pointer write failed: %w", err)
 	}
-	return out, undo(ctx, env, m, err)
+	ref, err := undo(ctx, env, m, res.Landed, err)
+	if err == nil {
+		out.PointerVersionID = ref.VersionID
+		out.Warning = "the pointer write reported an error, but the pointer names the migrated catalog: it landed"
+		named(ctx, env, m, ref, &out)
+	}
+	return out, err
+}
+
+// named keeps on the way back's claim that a pointer version named the
+// migrated catalog, after the version itself expired.
+func named(ctx context.Context, env Env, m Migration, ref pointer.Ref, out *InPlaceOutput) {
+	fresh, cancel := afterwards(ctx, time.Minute)
+	defer cancel()
+	if _, err := claim.Update(fresh, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
+		c.Named = &claim.Event{By: m.MigrationID, At: time.Now().UTC(), PointerVersionID: ref.VersionID}
+	}); err != nil {
+		out.CleanupError = "the way back's claim: " + err.Error()
+	}
 }
 
 // withdraw deletes the claim this run made on its way back's place when
@@ -184,64 +209,100 @@ func afterwards(ctx context.Context, d time.Duration) (context.Context, context.
 	return context.WithTimeout(fresh, d)
 }
 
-// undo puts back a catalog that a failed in-place migration left in the new
-// format (its batch landed, then the read-back, the pointer or the caller's
-// context failed), on a fresh context, so that a failed run leaves the
-// catalog as the pointer says: restored where it lies from its way back
-// (the pointer still names it there), then the way back deleted. cause is
-// returned with what undo did.
-func undo(ctx context.Context, env Env, m Migration, cause error) error {
+// undo decides what becomes of a catalog whose in-place migration failed
+// (cause), on a fresh context. Whatever it cannot prove safe it leaves
+// alone, keeping the catalog and its way back (ErrUndoUndecided,
+// ErrCatalogMoved, with how to finish by hand):
+//   - the batch did not land: cause (Migrate dropped the way back);
+//   - the pointer, read again, names the migrated catalog as this
+//     migration's flip writes it: a write that reported an error (a
+//     timeout, a 5xx after S3 applied it) landed, so the migration did:
+//     the pointer's version, no error, the way back kept for rollback;
+//   - the pointer cannot be read, or names the catalog in another format
+//     than the one before the migration: kept;
+//   - otherwise the catalog is restored where it lies from its way back
+//     (inplace.Restore, which refuses a catalog that took commits since
+//     the batch: landed are the marks it left), then the way back deleted.
+func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
 	fresh, cancel := afterwards(ctx, 10*time.Minute)
 	defer cancel()
 	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
-		return fmt.Errorf("workflow: in place: %w; %w", cause, err)
+		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w", cause, err)
 	}
 	v, err := catalogVersion(fresh, env, m.Source)
 	switch {
 	case err != nil:
-		return fmt.Errorf("workflow: in place: %w; the catalog %s could not be read after it (%w): check it; if it is format %s, its way back is %s", cause, m.Source, err, m.To, wayBack)
+		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: %w; the catalog %s could not be read after it (%w): nothing was restored; check it: if it is format %s, its way back %s holds it as it was. %s",
+			inplace.ErrUndoUndecided, cause, m.Source, err, m.To, wayBack, finishByHand(m, landed, wayBack))
 	case v != m.To:
-		return cause // the batch did not land: Migrate dropped the way back
+		return pointer.Ref{}, cause // the batch did not land: Migrate dropped the way back
 	}
-	// A pointer write that failed may have landed all the same (its answer
-	// lost): restoring then would put the old format behind a pointer that
-	// says the new one, and drop the way back its rollback needs.
-	cur, _, err := pointer.Read(fresh, env.Store, m.Pointer)
+	p, ref, err := pointer.Read(fresh, env.Store, m.Pointer)
 	switch {
 	case err != nil:
-		return fmt.Errorf("workflow: in place: %w; the pointer cannot be read (%w), so whether it names the migrated catalog is unknown: nothing was restored, and the way back %s is kept (`rocklake-migrate restore --migration-id %s` once the pointer is known to say format %s)", cause, err, wayBack, m.MigrationID, m.From)
-	case cur.MigrationID == m.MigrationID:
-		return fmt.Errorf("workflow: in place: %w; yet the pointer names the migrated catalog (format %s, written by this migration): nothing was restored, and the way back %s is kept for rollback", cause, cur.FormatVersion, wayBack)
+		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: %w; the catalog %s is format %s and the pointer %s cannot be read again (%w) to tell whether the write landed: nothing was restored, the catalog and its way back %s are both kept. %s",
+			inplace.ErrUndoUndecided, cause, m.Source, m.To, m.Pointer, err, wayBack, finishByHand(m, landed, wayBack))
+	case p.Catalog == m.Source && p.FormatVersion == m.To && p.MigrationID == m.MigrationID:
+		slog.WarnContext(fresh, "the pointer write reported an error, but the pointer names the migrated catalog: it landed",
+			"pointer", m.Pointer, "version_id", ref.VersionID, "error", cause.Error())
+		return ref, nil
+	case p.Catalog == m.Source && p.FormatVersion != m.From:
+		return pointer.Ref{}, fmt.Errorf("%w: workflow: in place: %w; the pointer %s names %s in format %s for migration %q, not this one's flip nor the format before it: nothing was restored, the catalog (format %s) and its way back %s are both kept; decide which the pointer should name, then unlock (rocklake-migrate unlock --pointer %s --migration-id %s)",
+			inplace.ErrUndoUndecided, cause, m.Pointer, p.Catalog, p.FormatVersion, p.MigrationID, m.To, wayBack, m.Pointer, m.MigrationID)
 	}
-	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Store: env.SlateDB}); err != nil {
-		return fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
+	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Landed: landed, Blob: env.Store, Store: env.SlateDB}); err != nil {
+		if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
+			return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w; the catalog %s (format %s) and its way back %s (format %s, the catalog as it was) are both kept. %s",
+				cause, err, m.Source, m.To, wayBack, m.From, finishByHand(m, landed, wayBack))
+		}
+		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
 	}
 	if _, err := env.Store.DeletePrefix(fresh, wayBack+"/"); err != nil {
-		return fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s; its way back %s is left: %w", cause, m.Source, m.From, wayBack, err)
+		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s; its way back %s is left: %w", cause, m.Source, m.From, wayBack, err)
 	}
 	if err := claim.Delete(fresh, env.Store, m.Pointer, m.MigrationID); err != nil {
-		return fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s; the claim of its deleted way back is left: %w", cause, m.Source, m.From, err)
+		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s; the claim of its deleted way back is left: %w", cause, m.Source, m.From, err)
 	}
-	return fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s", cause, m.Source, m.From)
+	return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s was restored to format %s", cause, m.Source, m.From)
+}
+
+// finishByHand says how an operator finishes a migration whose undo kept
+// the catalog and its way back, whatever the pointer turns out to name: the
+// pointer this migration's flip would have written (the batch's marks in
+// it, so that a rollback to the way back still sees commits made since), or
+// one naming the way back; then the lock freed.
+func finishByHand(m Migration, landed *inplace.Marks, wayBack string) string {
+	marks := ""
+	if landed != nil {
+		marks = fmt.Sprintf(`, "marks": {"writer_epoch": %d, "next_snapshot_id": %d}`, landed.WriterEpoch, landed.NextSnapshotID)
+	}
+	return fmt.Sprintf(`To finish by hand, read the pointer %s. If it names %s in format %s for migration %s, the flip landed and the migration is done. If it names it in format %s, which RockLake of that format refuses to open now, either keep the catalog as it is: write the pointer as this migration would have, conditional on its current ETag (its next generation, "catalog": %q, "format_version": %d, "migration_id": %q, "previous_catalog": %q, "previous_migration_id": the current one's%s), after which rocklake-migrate rollback --pointer %s moves it to the way back, refusing to drop commits made since the batch unless --discard-newer-commits; or drop those commits: write it naming the way back %s in format %s. Then free the lock: rocklake-migrate unlock --pointer %s --migration-id %s`,
+		m.Pointer, m.Source, m.To, m.MigrationID, m.From, m.Source, uint64(m.To), m.MigrationID, m.Source, marks, m.Pointer, wayBack, m.From, m.Pointer, m.MigrationID)
 }
 
 // flipInPlace moves the pointer from the catalog in its old format to the
-// same catalog in its new one, with the catalog's marks for Rollback.
-func flipInPlace(ctx context.Context, env Env, m Migration) (pointer.Ref, error) {
+// same catalog in its new one, with the marks the batch left for Rollback
+// (commits made since are commits a rollback would drop); if they were not
+// recorded, the catalog's marks now.
+func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Marks) (pointer.Ref, error) {
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return pointer.Ref{}, err
 	}
 	next := cur.Next(m.Source, m.To, m.MigrationID)
-	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.To, Store: env.SlateDB})
-	if err != nil {
-		return pointer.Ref{}, fmt.Errorf("workflow: in place: read %s: %w", m.Source, err)
-	}
-	next.Marks, err = catalogMarks(ctx, c)
-	c.Close()
-	if err != nil {
-		return pointer.Ref{}, err
+	if landed != nil {
+		next.Marks = pointer.Marks{WriterEpoch: landed.WriterEpoch, NextSnapshotID: landed.NextSnapshotID}
+	} else {
+		c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.To, Store: env.SlateDB})
+		if err != nil {
+			return pointer.Ref{}, fmt.Errorf("workflow: in place: read %s: %w", m.Source, err)
+		}
+		next.Marks, err = catalogMarks(ctx, c)
+		c.Close()
+		if err != nil {
+			return pointer.Ref{}, err
+		}
 	}
 	return pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
 }

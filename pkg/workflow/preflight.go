@@ -155,6 +155,17 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		return m, found, nil
 	}
 
+	if (in.InPlace || in.InPlaceAuto && !in.Rebuild && in.TargetPrefix == "") && m.NeedsMigration {
+		// The batch is held in memory: a limit the InPlace step's memory
+		// cannot hold would fail after the batch landed, or in the undo.
+		if err := inPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
+			if !fail("in-place-limit", err) {
+				return m, found, first
+			}
+		} else {
+			ok("in-place-limit", fmt.Sprintf("the InPlace step's memory holds a batch at the limit (%d MiB at most)", inplace.PeakBytes(in.InPlaceMaxBytes)>>20))
+		}
+	}
 	if in.InPlaceAuto && !in.InPlace && !in.Rebuild && in.TargetPrefix == "" && c != nil && m.NeedsMigration && first == nil {
 		fits, detail, err := chooseInPlace(ctx, env, p.Catalog, m.From, to, policy, in.InPlaceMaxBytes)
 		if err != nil {
@@ -288,6 +299,9 @@ func chooseInPlace(ctx context.Context, env Env, url string, from, to format.Ver
 func ChooseInPlace(ctx context.Context, env Env, in CheckInput) (bool, string, error) {
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
+		return false, "", err
+	}
+	if err := inPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
 		return false, "", err
 	}
 	to, err := resolveVersion(ctx, env, in.TargetVersion)

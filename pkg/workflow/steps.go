@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -55,6 +55,10 @@ type Env struct {
 	// TimeoutSeconds, which the lock's lease covers (LockLease); zero: the
 	// definition's own (DefinitionTimeout).
 	ExecutionTimeout time.Duration
+	// InPlaceMemory is the memory, in bytes, of the function that runs the
+	// InPlace step, which the in-place limit must fit (ErrInPlaceLimitTooLarge);
+	// 0: this machine's (a local run).
+	InPlaceMemory int64
 }
 
 func (e Env) staging(id string) Staging { return Staging{Root: e.Staging, MigrationID: id} }
@@ -459,33 +463,16 @@ func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64
 }
 
 // engineState names the newest SlateDB manifest and WAL objects of the
-// catalog at url. Any SlateDB writer that commits to it after Freeze opens
-// first, and opening writes a manifest (it fences Freeze's writer), so a
-// write that moves none of RockLake's own marks still changes this.
+// catalog at url (inplace.EngineState). Any SlateDB writer that commits to
+// it after Freeze opens first, and opening writes a manifest (it fences
+// Freeze's writer), so a write that moves none of RockLake's own marks
+// still changes this.
 func engineState(ctx context.Context, env Env, url string) (string, error) {
-	newest := func(dir string) (string, error) {
-		infos, err := env.Store.List(ctx, strings.TrimSuffix(url, "/")+"/"+dir+"/")
-		if err != nil {
-			return "", fmt.Errorf("workflow: list %s of %s: %w", dir, url, err)
-		}
-		last := ""
-		for _, in := range infos {
-			last = max(last, path.Base(in.URL))
-		}
-		return last, nil
-	}
-	manifest, err := newest("manifest")
+	s, err := inplace.EngineState(ctx, env.Store, url)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("workflow: %w", err)
 	}
-	if manifest == "" {
-		return "", fmt.Errorf("workflow: %s has no SlateDB manifest", url)
-	}
-	wal, err := newest("wal")
-	if err != nil {
-		return "", err
-	}
-	return "manifest " + manifest + ", wal " + wal, nil
+	return s, nil
 }
 
 // sourceMarks reads what Flip compares: a write to the source after Freeze
