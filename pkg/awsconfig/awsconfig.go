@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -32,11 +33,6 @@ import (
 const DefaultRegion = "us-east-1"
 
 const (
-	// Connection setup and waiting for a response's headers are bounded for
-	// every AWS call (S3, STS, SSO, IMDS); reading a streamed body is bounded
-	// by the caller's ctx only, as a large object may legitimately take long.
-	dialTimeout           = 10 * time.Second
-	responseHeaderTimeout = time.Minute
 	// maxRefreshMargin is how long before expiry credentials are renewed;
 	// short-lived ones are renewed at half their remaining life.
 	maxRefreshMargin = 5 * time.Minute
@@ -77,6 +73,10 @@ type Config struct {
 	// whenever Endpoint is: S3-compatible servers have no per-bucket DNS
 	// names.
 	PathStyle bool
+	// Limits bound every request (ROCKLAKE_S3_* variables, else
+	// DefaultLimits): the SDK's through AWS's HTTP client and retryer, the
+	// engine's as pkg/slatedb hands them over.
+	Limits Limits
 
 	cache *aws.CredentialsCache
 }
@@ -121,7 +121,8 @@ var shared struct {
 
 // Load returns the process's configuration, resolving it on first use (no
 // network access: credentials are fetched when first needed). It is resolved
-// again only when the AWS_* environment changes (which tests do).
+// again only when the AWS_* or ROCKLAKE_S3_* environment changes (which
+// tests do).
 func Load(ctx context.Context) (*Config, error) {
 	env := awsEnv()
 	shared.mu.Lock()
@@ -141,7 +142,7 @@ func Load(ctx context.Context) (*Config, error) {
 func awsEnv() string {
 	var vs []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "AWS_") {
+		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "ROCKLAKE_S3_") {
 			vs = append(vs, kv)
 		}
 	}
@@ -150,13 +151,25 @@ func awsEnv() string {
 }
 
 func resolve(ctx context.Context) (*Config, error) {
+	limits, err := limitsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	// Every AWS call (S3, STS, SSO, IMDS) has its connection and first byte
+	// bounded by the limits.
 	httpClient := awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
-		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = responseHeaderTimeout })
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = limits.Connect }).
+		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = limits.FirstByte })
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(httpClient))
 	if err != nil {
 		return nil, err
 	}
+	// The clients made from cfg (S3's) have their response bodies bounded
+	// too; the wrapper goes on after loading, as the loader adds a CA bundle
+	// (AWS_CA_BUNDLE) only to the SDK's own client type.
+	cfg.HTTPClient = stallGuard{inner: cfg.HTTPClient, stall: limits.Stall}
+	cfg.APIOptions = append(cfg.APIOptions, countSilence)
+	cfg.Retryer = func() aws.Retryer { return limits.Retryer(retry.NewStandard()) }
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
 	}
@@ -177,6 +190,7 @@ func resolve(ctx context.Context) (*Config, error) {
 		Region:    cfg.Region,
 		Endpoint:  endpoint,
 		PathStyle: endpoint != "",
+		Limits:    limits,
 		cache:     cache,
 	}, nil
 }
