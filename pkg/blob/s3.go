@@ -171,14 +171,22 @@ func (b namedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// get reads a whole small object. A body that stalls is read again from
+// the start, up to Limits.Attempts reads in all (the SDK retries only until
+// the headers; a streamed body is the caller's).
 func (s *s3Store) get(ctx context.Context, l Location, versionID string) ([]byte, Info, error) {
-	r, info, err := s.open(ctx, l, versionID)
-	if err != nil {
-		return nil, Info{}, err
+	for attempt := 1; ; attempt++ {
+		r, info, err := s.open(ctx, l, versionID)
+		if err != nil {
+			return nil, Info{}, err
+		}
+		body, err := readSmall(r)
+		r.Close()
+		var stall *awsconfig.StallError
+		if err == nil || !errors.As(err, &stall) || attempt >= s.limits.Attempts || ctx.Err() != nil {
+			return body, info, err
+		}
 	}
-	defer r.Close()
-	body, err := readSmall(r)
-	return body, info, err
 }
 
 func (s *s3Store) put(ctx context.Context, l Location, body []byte, cond condition) (Info, error) {

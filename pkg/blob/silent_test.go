@@ -73,7 +73,8 @@ func TestSilentEndpointIsNamed(t *testing.T) {
 }
 
 // A response whose body stops half-way fails the read with the limit it ran
-// into and the endpoint, instead of waiting for the caller's deadline.
+// into and the endpoint, instead of waiting for the caller's deadline; a
+// whole-object Get reads it again, Attempts reads in all.
 func TestStalledBodyIsNamed(t *testing.T) {
 	startS3(t)
 	ctx := testCtx(t)
@@ -91,6 +92,7 @@ func TestStalledBodyIsNamed(t *testing.T) {
 	})
 	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
 	t.Setenv(awsconfig.EnvStallTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
 	store, err := blob.New(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +113,9 @@ func TestStalledBodyIsNamed(t *testing.T) {
 	}
 	_, _, err = store.Get(ctx, url)
 	check("get", err)
+	if proxy.Stalled() != 2 {
+		t.Errorf("get: %d reads stalled, want %s=2", proxy.Stalled(), awsconfig.EnvAttempts)
+	}
 
 	r, _, err := store.Open(ctx, url)
 	if err != nil {
@@ -122,8 +127,22 @@ func TestStalledBodyIsNamed(t *testing.T) {
 	if n == 0 || n >= int64(len(body)) {
 		t.Errorf("read %d bytes of %d before the stall, want the first half", n, len(body))
 	}
-	if proxy.Stalled() != 2 {
-		t.Errorf("%d responses stalled, want 2", proxy.Stalled())
+	if proxy.Stalled() != 3 {
+		t.Errorf("open: %d responses stalled in all, want 3 (a streamed body is not read again)", proxy.Stalled())
+	}
+
+	// One stall: Get reads the object again, whole.
+	stalled := false
+	proxy.SetStall(func(r *http.Request) bool {
+		first := !stalled && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/stalls")
+		stalled = stalled || first
+		return first
+	})
+	if got, _, err := store.Get(ctx, url); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("get after one stall: %d bytes, %v", len(got), err)
+	}
+	if proxy.Stalled() != 4 {
+		t.Errorf("%d responses stalled in all, want 4", proxy.Stalled())
 	}
 
 	// A reader slower than the limit is not a stall: only a silent server is.
