@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -105,5 +107,35 @@ func TestSilentStoreNamedBeforeTheDeadline(t *testing.T) {
 		if strings.Contains(r.stderr, "--timeout") {
 			t.Fatalf("%s waited for its own deadline: %s", args[0], r.stderr)
 		}
+	}
+}
+
+// An export whose reads stall part-way (every SST response stops half-way)
+// fails naming the store and the limit, instead of running on to its
+// 4-hour deadline.
+func TestStalledExportFails(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "catalogs", true); err != nil {
+		t.Fatal(err)
+	}
+	url := "s3://catalogs/stalls"
+	cli(t, "seed", "--catalog", url, "--rows", "2000").want(t, exitOK)
+	proxy := localstacktest.StartStallProxy(t, s.Endpoint(), func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".sst")
+	})
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv("AWS_ENDPOINT", proxy.URL)
+	t.Setenv(awsconfig.EnvStallTimeout, "1s")
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "2s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	start := time.Now()
+	r := cli(t, "export", "--catalog", url, "--format", "v1", "--output", t.TempDir(), "--shards", "2")
+	t.Logf("export in %s, %d responses stalled:\n%s", time.Since(start).Round(time.Millisecond), proxy.Stalled(), r.stderr)
+	r.want(t, exitError, proxy.URL, "stalled", awsconfig.EnvStallTimeout)
+	if proxy.Stalled() == 0 {
+		t.Fatal("no response stalled: the test proves nothing")
 	}
 }
