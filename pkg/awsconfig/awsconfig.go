@@ -1,11 +1,12 @@
 // Package awsconfig owns the process's AWS configuration for S3: credentials
 // from the standard chain (environment, shared config and credentials files
 // with profiles, SSO and credential_process, web identity, container and
-// instance roles), the region, the endpoint and the addressing style. It is
-// resolved once per process and shared by pkg/blob (the Go SDK) and
-// pkg/slatedb (which hands it to the engine), so both sides talk to the same
-// S3 as the same principal, and fail the same way when there are no
-// credentials (ErrNoCredentials).
+// instance roles), the region, the endpoint, the addressing style and the
+// limits that bound every request (Limits). It is resolved once per process
+// and shared by pkg/blob (the Go SDK) and pkg/slatedb (which hands it to the
+// engine), so both sides talk to the same S3 as the same principal, give up
+// on a silent one alike, and fail the same way when there are no credentials
+// (ErrNoCredentials).
 package awsconfig
 
 import (
