@@ -165,7 +165,7 @@ type namedBody struct {
 
 func (b namedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		err = b.s.error(err)
 	}
 	return n, err
