@@ -93,8 +93,9 @@ func findBootstraps(root string) (map[string]string, error) {
 func startHarness(t *testing.T) *Harness { return startHarnessWith(t, nil) }
 
 // startHarnessWith starts the stack; s3Front, when set, gives the S3
-// endpoint the Lambda sandboxes use in place of versitygw's (a fault proxy).
-func startHarnessWith(t *testing.T, s3Front func(endpoint string) string) *Harness {
+// endpoint the Lambda sandboxes use in place of versitygw's (a fault proxy);
+// sandboxEnv adds to each sandbox's environment.
+func startHarnessWith(t *testing.T, s3Front func(endpoint string) string, sandboxEnv ...string) *Harness {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -144,6 +145,7 @@ func startHarnessWith(t *testing.T, s3Front func(endpoint string) string) *Harne
 		ep := s3Front(h.S3.Endpoint())
 		env = append(env, "AWS_ENDPOINT="+ep, "AWS_ENDPOINT_URL="+ep) // later entries win
 	}
+	env = append(env, sandboxEnv...)
 	h.Front = newFront(t)
 	logDir := t.TempDir()
 	for fn, n := range poolSizes {

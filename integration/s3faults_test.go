@@ -7,12 +7,15 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 	"github.com/rocklake/rocklake-migrate/statemachine"
@@ -97,6 +100,53 @@ func TestS3FaultsMigrationCompletes(t *testing.T) {
 	for table, n := range src.Counts {
 		if got.Counts[table] != n {
 			t.Fatalf("%s: %d rows after the faulty run, %d in the source", table, got.Counts[table], n)
+		}
+	}
+}
+
+// S3 whose responses stop half-way: the first read of every SST and of the
+// first shard's files sends half its body and then nothing. The engine reads the rest
+// again, a stalled shard read fails its step as Transient and the
+// definition's Retry runs it again; the migration completes, each stall
+// costing the sandboxes' stall limit, not their 15 minutes.
+func TestS3StallsMigrationCompletes(t *testing.T) {
+	var proxy *localstacktest.StallProxy
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	h := startHarnessWith(t, func(endpoint string) string {
+		proxy = localstacktest.StartStallProxy(t, endpoint, func(r *http.Request) bool {
+			p := r.URL.Path
+			if r.Method != http.MethodGet || !strings.HasSuffix(p, ".sst") && !strings.Contains(p, "/shard-00000-of-") {
+				return false
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			first := !seen[p]
+			seen[p] = true
+			return first
+		})
+		return proxy.URL
+	}, awsconfig.EnvStallTimeout+"=1s", awsconfig.EnvFirstByteTimeout+"=2s")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	f := h.seed(t, ctx, "stalling", caseRows, seedN)
+	src := catalogState(t, ctx, f.Source, format.V1)
+	o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 4})
+	t.Logf("%d responses stalled half-way", proxy.Stalled())
+	if o.Status != "SUCCEEDED" {
+		t.Fatalf("run through a stalling S3: %s", o)
+	}
+	if proxy.Stalled() == 0 {
+		t.Fatal("no response stalled: the test proves nothing")
+	}
+	p, _, err := pointer.Read(ctx, h.Store, f.Pointer)
+	if err != nil || p.FormatVersion != format.V2 {
+		t.Fatalf("pointer = %+v, %v", p, err)
+	}
+	got := catalogState(t, ctx, p.Catalog, format.V2)
+	for table, n := range src.Counts {
+		if got.Counts[table] != n {
+			t.Fatalf("%s: %d rows after the stalling run, %d in the source", table, got.Counts[table], n)
 		}
 	}
 }

@@ -1,9 +1,17 @@
 package main
 
 import (
+	"context"
 	"net"
+	"net/http"
+	"os"
+	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
 
 // An endpoint that accepts connections and never answers, one that refuses
@@ -68,4 +76,66 @@ func TestUnreachableStoresFailClearly(t *testing.T) {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	cli(t, "status", "--pointer", "s3://b/CURRENT", "--timeout", "20s").want(t, exitError, "no AWS credentials")
 	cli(t, "status", "--pointer", "s3://b/CURRENT", "--timeout", "x").want(t, exitUsage, "--timeout")
+}
+
+// A store that accepts connections and never answers is named, with the
+// limit it ran into, long before the command's own deadline (5 minutes by
+// default, kept here): by pkg/blob (status reads the pointer first) and by
+// the engine (init-pointer opens the catalog first).
+func TestSilentStoreNamedBeforeTheDeadline(t *testing.T) {
+	hole := localstacktest.StartBlackHole(t)
+	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_ENDPOINT_URL", hole.URL)
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	for _, args := range [][]string{
+		{"status", "--pointer", "s3://b/CURRENT"},
+		{"init-pointer", "--pointer", "s3://b/CURRENT", "--catalog", "s3://b/catalogs/prod"},
+	} {
+		start := time.Now()
+		r := cli(t, args...) // under a 2-minute context: the command's own 5 minutes never run out
+		t.Logf("%s: %s in %s", args[0], strings.TrimSpace(r.stderr), time.Since(start).Round(time.Millisecond))
+		r.want(t, exitError, hole.URL, "no response within 1s", awsconfig.EnvFirstByteTimeout)
+		if strings.Contains(r.stderr, "--timeout") {
+			t.Fatalf("%s waited for its own deadline: %s", args[0], r.stderr)
+		}
+	}
+}
+
+// An export whose reads stall part-way (every SST response stops half-way)
+// fails naming the store and the limit, instead of running on to its
+// 4-hour deadline.
+func TestStalledExportFails(t *testing.T) {
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "catalogs", true); err != nil {
+		t.Fatal(err)
+	}
+	url := "s3://catalogs/stalls"
+	cli(t, "seed", "--catalog", url, "--rows", "2000").want(t, exitOK)
+	proxy := localstacktest.StartStallProxy(t, s.Endpoint(), func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".sst")
+	})
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv("AWS_ENDPOINT", proxy.URL)
+	t.Setenv(awsconfig.EnvStallTimeout, "1s")
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "2s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	start := time.Now()
+	r := cli(t, "export", "--catalog", url, "--format", "v1", "--output", t.TempDir(), "--shards", "2")
+	t.Logf("export in %s, %d responses stalled:\n%s", time.Since(start).Round(time.Millisecond), proxy.Stalled(), r.stderr)
+	r.want(t, exitError, proxy.URL, "stalled", awsconfig.EnvStallTimeout)
+	if proxy.Stalled() == 0 {
+		t.Fatal("no response stalled: the test proves nothing")
+	}
 }

@@ -1,5 +1,5 @@
-//! The AWS settings Go hands over: region, endpoint, addressing style and
-//! credentials, which pkg/awsconfig resolves once per process through the
+//! The AWS settings Go hands over: region, endpoint, addressing style,
+//! request limits and credentials, which pkg/awsconfig resolves once per process through the
 //! standard chain. Nothing here reads AWS_* variables: Go is the single
 //! source, so the engine and pkg/blob talk to the same S3 as the same
 //! principal. S3 stores take region and endpoint when built and sign every
@@ -43,6 +43,20 @@ struct Handed {
     /// 0: the credentials do not expire.
     #[serde(default)]
     expires_unix_ms: u64,
+    connect_timeout_ms: u64,
+    first_byte_timeout_ms: u64,
+    stall_timeout_ms: u64,
+    attempts: usize,
+}
+
+/// What bounds every S3 request (pkg/awsconfig.Limits, ROCKLAKE_S3_*).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub connect: Duration,
+    pub first_byte: Duration,
+    pub stall: Duration,
+    /// Tries of one request (object_store's retries are one fewer).
+    pub attempts: usize,
 }
 
 /// What S3 stores are built with.
@@ -51,6 +65,7 @@ pub struct Aws {
     /// Empty for AWS S3.
     pub endpoint: String,
     pub path_style: bool,
+    pub limits: Limits,
     credential: Arc<AwsCredential>,
     expires: Option<SystemTime>,
 }
@@ -80,10 +95,23 @@ pub fn set(json: &str) -> Res<()> {
             )));
         }
     }
+    if h.connect_timeout_ms == 0
+        || h.first_byte_timeout_ms == 0
+        || h.stall_timeout_ms == 0
+        || h.attempts == 0
+    {
+        return Err(bad("request limits must all be positive"));
+    }
     let aws = Aws {
         region: h.region,
         endpoint: h.endpoint,
         path_style: h.path_style,
+        limits: Limits {
+            connect: Duration::from_millis(h.connect_timeout_ms),
+            first_byte: Duration::from_millis(h.first_byte_timeout_ms),
+            stall: Duration::from_millis(h.stall_timeout_ms),
+            attempts: h.attempts,
+        },
         credential: Arc::new(AwsCredential {
             key_id: h.access_key_id,
             secret_key: h.secret_access_key,
@@ -173,9 +201,11 @@ mod tests {
         (now + offset_ms) as u64
     }
 
+    const LIMITS: &str = r#""connect_timeout_ms":5000,"first_byte_timeout_ms":10000,"stall_timeout_ms":10000,"attempts":3"#;
+
     fn settings(key: &str, expires_unix_ms: u64) -> String {
         format!(
-            r#"{{"region":"us-east-1","endpoint":"http://127.0.0.1:1","path_style":true,"access_key_id":"{key}","secret_access_key":"s","expires_unix_ms":{expires_unix_ms}}}"#
+            r#"{{"region":"us-east-1","endpoint":"http://127.0.0.1:1","path_style":true,"access_key_id":"{key}","secret_access_key":"s","expires_unix_ms":{expires_unix_ms},{LIMITS}}}"#
         )
     }
 
@@ -210,6 +240,14 @@ mod tests {
             r#"{"region":"r","access_key_id":"","secret_access_key":"s"}"#,
             r#"{"region":"r","access_key_id":"a","secret_access_key":"s","endpoint":"ftp://x"}"#,
             r#"{"region":"r","access_key_id":"a","secret_access_key":"s","extra":1}"#,
+            // Limits are required, and none may be zero (unbounded).
+            r#"{"region":"r","access_key_id":"a","secret_access_key":"s"}"#,
+            settings("k", 0)
+                .replace(r#""attempts":3"#, r#""attempts":0"#)
+                .as_str(),
+            settings("k", 0)
+                .replace(r#""stall_timeout_ms":10000"#, r#""stall_timeout_ms":0"#)
+                .as_str(),
         ] {
             assert!(set(bad).is_err(), "{bad} should be refused");
         }

@@ -23,6 +23,7 @@ mod aws;
 mod blocks;
 mod copy;
 mod guard;
+mod http;
 mod manifest;
 mod store;
 

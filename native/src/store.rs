@@ -19,7 +19,7 @@ use slatedb::object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryCo
 
 use crate::guard::{Bounded, Overlay};
 use crate::{
-    aws, cstr, fail, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_CREDENTIALS,
+    aws, cstr, fail, http, Res, RL_ERR_INVALID, RL_ERR_NO_BUCKET, RL_ERR_NO_CREDENTIALS,
     RL_ERR_NO_DATABASE, RL_ERR_UNAVAILABLE,
 };
 
@@ -35,11 +35,15 @@ pub struct Options {
     /// Retries of one operation by SlateDB's object-store wrapper (0.13.1
     /// retries forever; guard::Bounded stops it after this many).
     pub max_retries: u32,
-    /// Retries inside the S3 client per request, and their overall limit.
-    pub s3_max_retries: usize,
-    pub s3_retry_timeout_ms: u64,
+    /// Retries inside the S3 client per request, and their overall limit
+    /// (default: the handed limits' attempts less one, and that many first
+    /// byte timeouts).
+    pub s3_max_retries: Option<usize>,
+    pub s3_retry_timeout_ms: Option<u64>,
+    /// One S3 request's total time, its upload or download included.
     pub s3_request_timeout_ms: u64,
-    pub s3_connect_timeout_ms: u64,
+    /// Default: the handed limits' connect timeout.
+    pub s3_connect_timeout_ms: Option<u64>,
     /// Writer WAL flush interval (SlateDB default 100 ms).
     pub flush_interval_ms: Option<u64>,
     /// Reader manifest poll interval (SlateDB default 10 s).
@@ -57,10 +61,10 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             max_retries: 3,
-            s3_max_retries: 3,
-            s3_retry_timeout_ms: 20_000,
+            s3_max_retries: None,
+            s3_retry_timeout_ms: None,
             s3_request_timeout_ms: 30_000,
-            s3_connect_timeout_ms: 3_000,
+            s3_connect_timeout_ms: None,
             flush_interval_ms: None,
             poll_interval_ms: None,
             max_unflushed_bytes: None,
@@ -265,13 +269,9 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
             if bucket.is_empty() {
                 return Err(bad("s3 URL needs a bucket: s3://bucket/prefix"));
             }
-            let retry = RetryConfig {
-                backoff: BackoffConfig::default(),
-                max_retries: opts.s3_max_retries,
-                retry_timeout: Duration::from_millis(opts.s3_retry_timeout_ms),
-            };
-            // Region, endpoint and credentials come from Go (aws.rs), never
-            // from AWS_* variables: one chain for the whole process.
+            // Region, endpoint, limits and credentials come from Go
+            // (aws.rs), never from AWS_* variables: one chain for the whole
+            // process.
             let aws = aws::current().ok_or_else(|| {
                 fail(
                     RL_ERR_NO_CREDENTIALS,
@@ -281,6 +281,22 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                     ),
                 )
             })?;
+            let limits = aws.limits;
+            // A store that does not answer costs at most `attempts` first
+            // byte timeouts (and the backoff between) per request.
+            let silent_attempts = u32::try_from(limits.attempts).unwrap_or(u32::MAX);
+            let retry = RetryConfig {
+                backoff: BackoffConfig::default(),
+                max_retries: opts.s3_max_retries.unwrap_or(limits.attempts - 1),
+                retry_timeout: opts
+                    .s3_retry_timeout_ms
+                    .map(Duration::from_millis)
+                    .unwrap_or(limits.first_byte.saturating_mul(silent_attempts)),
+            };
+            let connect = opts
+                .s3_connect_timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(limits.connect);
             let mut builder = AmazonS3Builder::new()
                 .with_bucket_name(bucket)
                 .with_region(aws.region.as_str())
@@ -293,8 +309,12 @@ pub fn resolve(raw: &str, opts: &Options) -> Res<Location> {
                 )
                 .with_config(
                     AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
-                    format!("{}ms", opts.s3_connect_timeout_ms),
-                );
+                    format!("{}ms", connect.as_millis()),
+                )
+                .with_http_connector(http::Guard {
+                    first_byte: limits.first_byte,
+                    stall: limits.stall,
+                });
             if !aws.endpoint.is_empty() {
                 // An http:// endpoint was configured on purpose (a local
                 // S3-compatible server): allow what it says.

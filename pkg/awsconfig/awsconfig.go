@@ -1,11 +1,12 @@
 // Package awsconfig owns the process's AWS configuration for S3: credentials
 // from the standard chain (environment, shared config and credentials files
 // with profiles, SSO and credential_process, web identity, container and
-// instance roles), the region, the endpoint and the addressing style. It is
-// resolved once per process and shared by pkg/blob (the Go SDK) and
-// pkg/slatedb (which hands it to the engine), so both sides talk to the same
-// S3 as the same principal, and fail the same way when there are no
-// credentials (ErrNoCredentials).
+// instance roles), the region, the endpoint, the addressing style and the
+// limits that bound every request (Limits). It is resolved once per process
+// and shared by pkg/blob (the Go SDK) and pkg/slatedb (which hands it to the
+// engine), so both sides talk to the same S3 as the same principal, give up
+// on a silent one alike, and fail the same way when there are no credentials
+// (ErrNoCredentials).
 package awsconfig
 
 import (
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -32,11 +34,6 @@ import (
 const DefaultRegion = "us-east-1"
 
 const (
-	// Connection setup and waiting for a response's headers are bounded for
-	// every AWS call (S3, STS, SSO, IMDS); reading a streamed body is bounded
-	// by the caller's ctx only, as a large object may legitimately take long.
-	dialTimeout           = 10 * time.Second
-	responseHeaderTimeout = time.Minute
 	// maxRefreshMargin is how long before expiry credentials are renewed;
 	// short-lived ones are renewed at half their remaining life.
 	maxRefreshMargin = 5 * time.Minute
@@ -77,6 +74,10 @@ type Config struct {
 	// whenever Endpoint is: S3-compatible servers have no per-bucket DNS
 	// names.
 	PathStyle bool
+	// Limits bound every request (ROCKLAKE_S3_* variables, else
+	// DefaultLimits): the SDK's through AWS's HTTP client and retryer, the
+	// engine's as pkg/slatedb hands them over.
+	Limits Limits
 
 	cache *aws.CredentialsCache
 }
@@ -121,7 +122,8 @@ var shared struct {
 
 // Load returns the process's configuration, resolving it on first use (no
 // network access: credentials are fetched when first needed). It is resolved
-// again only when the AWS_* environment changes (which tests do).
+// again only when the AWS_* or ROCKLAKE_S3_* environment changes (which
+// tests do).
 func Load(ctx context.Context) (*Config, error) {
 	env := awsEnv()
 	shared.mu.Lock()
@@ -141,7 +143,7 @@ func Load(ctx context.Context) (*Config, error) {
 func awsEnv() string {
 	var vs []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "AWS_") {
+		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "ROCKLAKE_S3_") {
 			vs = append(vs, kv)
 		}
 	}
@@ -150,13 +152,25 @@ func awsEnv() string {
 }
 
 func resolve(ctx context.Context) (*Config, error) {
+	limits, err := limitsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	// Every AWS call (S3, STS, SSO, IMDS) has its connection and first byte
+	// bounded by the limits.
 	httpClient := awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
-		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = responseHeaderTimeout })
+		WithDialerOptions(func(d *net.Dialer) { d.Timeout = limits.Connect }).
+		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = limits.FirstByte })
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(httpClient))
 	if err != nil {
 		return nil, err
 	}
+	// The clients made from cfg (S3's) have their response bodies bounded
+	// too; the wrapper goes on after loading, as the loader adds a CA bundle
+	// (AWS_CA_BUNDLE) only to the SDK's own client type.
+	cfg.HTTPClient = stallGuard{inner: cfg.HTTPClient, stall: limits.Stall}
+	cfg.APIOptions = append(cfg.APIOptions, countSilence)
+	cfg.Retryer = func() aws.Retryer { return limits.Retryer(retry.NewStandard()) }
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
 	}
@@ -177,6 +191,7 @@ func resolve(ctx context.Context) (*Config, error) {
 		Region:    cfg.Region,
 		Endpoint:  endpoint,
 		PathStyle: endpoint != "",
+		Limits:    limits,
 		cache:     cache,
 	}, nil
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 )
 
-// isolate clears every AWS_* variable for the test and points the shared
+// isolate clears every AWS_* and ROCKLAKE_S3_* variable for the test and points the shared
 // files at an empty directory, so the host's configuration plays no part.
 func isolate(t *testing.T) string {
 	t.Helper()
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "ROCKLAKE_S3_") {
 			t.Setenv(k, "")
 			os.Unsetenv(k)
 		}
@@ -126,5 +126,50 @@ func TestRefreshAt(t *testing.T) {
 	}
 	if _, ok := awsconfig.RefreshAt(aws.Credentials{}, now); ok {
 		t.Error("credentials that do not expire need no renewal")
+	}
+}
+
+// The default limits name a dead endpoint within about a minute, far inside
+// the CLI's shortest deadline (5 min): every attempt bounded, few of them.
+func TestDefaultLimitsAreBounded(t *testing.T) {
+	isolate(t)
+	l := load(t).Limits
+	if l != awsconfig.DefaultLimits() {
+		t.Fatalf("no ROCKLAKE_S3_* variables: limits %+v, want the defaults %+v", l, awsconfig.DefaultLimits())
+	}
+	if l.Connect <= 0 || l.FirstByte <= 0 || l.Stall <= 0 || l.Attempts < 1 {
+		t.Fatalf("a limit is unbounded: %+v", l)
+	}
+	// Each silent attempt waits at most for its connection and its first
+	// byte; the SDK's backoff between attempts is under a few seconds.
+	if worst := time.Duration(l.Attempts) * (l.Connect + l.FirstByte); worst > time.Minute {
+		t.Fatalf("a dead endpoint takes up to %s to name, want about a minute at most", worst)
+	}
+}
+
+func TestLimitsFromEnvironment(t *testing.T) {
+	isolate(t)
+	t.Setenv(awsconfig.EnvConnectTimeout, "2s")
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "1500ms")
+	t.Setenv(awsconfig.EnvStallTimeout, "3s")
+	t.Setenv(awsconfig.EnvAttempts, "4")
+	want := awsconfig.Limits{Connect: 2 * time.Second, FirstByte: 1500 * time.Millisecond, Stall: 3 * time.Second, Attempts: 4}
+	if l := load(t).Limits; l != want {
+		t.Fatalf("limits %+v, want %+v", l, want)
+	}
+	// A value that is not a positive duration or count is refused, never
+	// silently replaced by a default.
+	for env, v := range map[string]string{
+		awsconfig.EnvFirstByteTimeout: "10",
+		awsconfig.EnvStallTimeout:     "-1s",
+		awsconfig.EnvConnectTimeout:   "0s",
+		awsconfig.EnvAttempts:         "0",
+	} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, v)
+			if _, err := awsconfig.Load(context.Background()); err == nil || !strings.Contains(err.Error(), env) {
+				t.Fatalf("%s=%q: err = %v, want a refusal naming it", env, v, err)
+			}
+		})
 	}
 }

@@ -145,8 +145,10 @@ func (s *Store) Create(ctx context.Context, url string) (*Writer, error) {
 // which stream through Open.
 const MaxGetSize = 16 << 20
 
-// ErrUnreachable: S3 did not answer (timed out, refused, unresolvable); the
-// error names the cause and the endpoint.
+// ErrUnreachable: S3 did not answer (no connection, no response or a
+// stalled one within awsconfig.Limits, timed out, refused, unresolvable);
+// the error names the cause and the endpoint. The workflow retries it
+// (Transient).
 var ErrUnreachable = errors.New("blob: S3 endpoint unreachable")
 
 // ErrNoCredentials: no AWS credentials were found by any of the standard

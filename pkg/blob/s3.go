@@ -25,6 +25,8 @@ import (
 )
 
 const (
+	// A request S3 answered with a retryable error (throttling, a 5xx) is
+	// tried this often; one it did not answer, only Limits.Attempts times.
 	maxAttempts = 5
 	maxBackoff  = 5 * time.Second
 	// Two parts in flight: with 8 MiB parts an upload holds about 24 MiB,
@@ -41,6 +43,7 @@ type s3Store struct {
 	client   *s3.Client
 	transfer *tm.Client
 	endpoint string // for error messages: the custom endpoint, or AWS S3 in its region
+	limits   awsconfig.Limits
 }
 
 func newS3Store(ctx context.Context) (*s3Store, error) {
@@ -59,18 +62,19 @@ func newS3Store(ctx context.Context) (*s3Store, error) {
 		})
 		// S3 answers 409 ConditionalRequestConflict to a conditional
 		// write racing another on the same key, and asks for a retry.
-		o.Retryer = retry.AddWithErrorCodes(r, "ConditionalRequestConflict")
+		o.Retryer = retry.AddWithErrorCodes(cfg.Limits.Retryer(r), "ConditionalRequestConflict")
 	})
 	transfer := tm.New(client, func(o *tm.Options) {
 		o.Concurrency = uploadConcurrency
 		o.FailTimeout = abortTimeout
 	})
-	return &s3Store{client: client, transfer: transfer, endpoint: cfg.Describe()}, nil
+	return &s3Store{client: client, transfer: transfer, endpoint: cfg.Describe(), limits: cfg.Limits}, nil
 }
 
 // error names what went wrong talking to S3: the package's named error,
-// and for network failures the cause (timed out, refused, unresolvable, no
-// credentials) and the endpoint, instead of the SDK's chain.
+// and for network failures the cause (no answer within which limit, timed
+// out, refused, unresolvable, no credentials) and the endpoint, instead of
+// the SDK's chain.
 func (s *s3Store) error(err error) error {
 	if err == nil {
 		return nil
@@ -78,6 +82,7 @@ func (s *s3Store) error(err error) error {
 	var dns *net.DNSError
 	var ne net.Error
 	var noCreds *awsconfig.NoCredentialsError
+	silence, silent := s.limits.NoAnswer(err)
 	switch {
 	case errors.As(err, &noCreds):
 		// The same message the engine gives (pkg/slatedb), not the SDK's chain.
@@ -86,6 +91,8 @@ func (s *s3Store) error(err error) error {
 		return fmt.Errorf("%w: cannot resolve %s (endpoint %s): %w", ErrUnreachable, dns.Name, s.endpoint, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%w: connection refused by %s: %w", ErrUnreachable, s.endpoint, err)
+	case silent:
+		return fmt.Errorf("%w: %s did not answer, %s: %w", ErrUnreachable, s.endpoint, silence, err)
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("%w: timed out talking to %s: %w", ErrUnreachable, s.endpoint, err)
 	}
@@ -140,7 +147,7 @@ func (s *s3Store) open(ctx context.Context, l Location, versionID string) (io.Re
 	if err != nil {
 		return nil, Info{}, s.error(err)
 	}
-	return out.Body, Info{
+	return namedBody{ReadCloser: out.Body, s: s}, Info{
 		URL:          l.String(),
 		Size:         aws.ToInt64(out.ContentLength),
 		ETag:         aws.ToString(out.ETag),
@@ -149,14 +156,37 @@ func (s *s3Store) open(ctx context.Context, l Location, versionID string) (io.Re
 	}, nil
 }
 
-func (s *s3Store) get(ctx context.Context, l Location, versionID string) ([]byte, Info, error) {
-	r, info, err := s.open(ctx, l, versionID)
-	if err != nil {
-		return nil, Info{}, err
+// namedBody names its read errors as every other S3 error is named: a body
+// that stalls is ErrUnreachable naming the endpoint and the limit.
+type namedBody struct {
+	io.ReadCloser
+	s *s3Store
+}
+
+func (b namedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = b.s.error(err)
 	}
-	defer r.Close()
-	body, err := readSmall(r)
-	return body, info, err
+	return n, err
+}
+
+// get reads a whole small object. A body that stalls is read again from
+// the start, up to Limits.Attempts reads in all (the SDK retries only until
+// the headers; a streamed body is the caller's).
+func (s *s3Store) get(ctx context.Context, l Location, versionID string) ([]byte, Info, error) {
+	for attempt := 1; ; attempt++ {
+		r, info, err := s.open(ctx, l, versionID)
+		if err != nil {
+			return nil, Info{}, err
+		}
+		body, err := readSmall(r)
+		r.Close()
+		var stall *awsconfig.StallError
+		if err == nil || !errors.As(err, &stall) || attempt >= s.limits.Attempts || ctx.Err() != nil {
+			return body, info, err
+		}
+	}
 }
 
 func (s *s3Store) put(ctx context.Context, l Location, body []byte, cond condition) (Info, error) {

@@ -169,6 +169,12 @@ type handed struct {
 	SecretAccessKey string `json:"secret_access_key"`
 	SessionToken    string `json:"session_token"`
 	ExpiresUnixMS   int64  `json:"expires_unix_ms"`
+	// The process's request limits (awsconfig.Limits), which bound the
+	// engine's S3 requests as they bound the SDK's.
+	ConnectTimeoutMS   int64 `json:"connect_timeout_ms"`
+	FirstByteTimeoutMS int64 `json:"first_byte_timeout_ms"`
+	StallTimeoutMS     int64 `json:"stall_timeout_ms"`
+	Attempts           int   `json:"attempts"`
 }
 
 func hand(cfg *awsconfig.Config, creds aws.Credentials) error {
@@ -179,6 +185,11 @@ func hand(cfg *awsconfig.Config, creds aws.Credentials) error {
 		AccessKeyID:     creds.AccessKeyID,
 		SecretAccessKey: creds.SecretAccessKey,
 		SessionToken:    creds.SessionToken,
+
+		ConnectTimeoutMS:   cfg.Limits.Connect.Milliseconds(),
+		FirstByteTimeoutMS: cfg.Limits.FirstByte.Milliseconds(),
+		StallTimeoutMS:     cfg.Limits.Stall.Milliseconds(),
+		Attempts:           cfg.Limits.Attempts,
 	}
 	if creds.CanExpire {
 		h.ExpiresUnixMS = creds.Expires.UnixMilli()

@@ -14,11 +14,14 @@ type Options struct {
 	// (default 3).
 	MaxRetries int
 	// S3MaxRetries and S3RetryTimeout bound the S3 client's retries of one
-	// request (defaults 3 and 20 s).
+	// request (defaults from the process's awsconfig.Limits: Attempts-1,
+	// and Attempts first-byte timeouts).
 	S3MaxRetries   int
 	S3RetryTimeout time.Duration
-	// S3RequestTimeout and S3ConnectTimeout bound one S3 request (defaults
-	// 30 s and 3 s).
+	// S3RequestTimeout bounds one S3 request whole, its upload or download
+	// included (default 30 s); S3ConnectTimeout its connection (default
+	// Limits.Connect). Limits.FirstByte and Limits.Stall bound the wait
+	// for a response and for each next part of its body.
 	S3RequestTimeout time.Duration
 	S3ConnectTimeout time.Duration
 	// FlushInterval is the writer's WAL flush interval (engine default 100 ms).

@@ -146,7 +146,7 @@ func ErrorName(err error) string {
 		return NameUnknownTags
 	case errors.Is(err, migration.ErrFieldCollision):
 		return NameFieldCollision
-	case errors.Is(err, slatedb.ErrUnavailable):
+	case errors.Is(err, slatedb.ErrUnavailable), errors.Is(err, blob.ErrUnreachable):
 		return NameTransient
 	case errors.Is(err, blob.ErrNoCredentials):
 		return NameNoCredentials

@@ -1,0 +1,164 @@
+package blob_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+)
+
+// silentEnv points the process's S3 clients at endpoint with test
+// credentials and nothing from the host.
+func silentEnv(t *testing.T, endpoint string) {
+	t.Helper()
+	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_ENDPOINT_URL", endpoint)
+}
+
+// An endpoint that accepts connections and never answers is named, with
+// the limit it ran into, after Attempts attempts (not the 5 an answered
+// retryable error gets, nor the caller's deadline).
+func TestSilentEndpointIsNamed(t *testing.T) {
+	hole := localstacktest.StartBlackHole(t)
+	silentEnv(t, hole.URL)
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	ctx := testCtx(t)
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct {
+		name string
+		call func() error
+	}{
+		{"get", func() error { _, _, err := store.Get(ctx, "s3://b/CURRENT"); return err }},
+		{"put-if-absent", func() error { _, err := store.PutIfAbsent(ctx, "s3://b/CURRENT", []byte("x")); return err }},
+		{"list", func() error { _, err := store.List(ctx, "s3://b/p/"); return err }},
+	} {
+		before := hole.Accepted()
+		err := op.call()
+		t.Logf("%s: %v", op.name, err)
+		if ctx.Err() != nil {
+			t.Fatalf("%s ran into the test's deadline: %v", op.name, err)
+		}
+		if !errors.Is(err, blob.ErrUnreachable) {
+			t.Fatalf("%s: err = %v, want ErrUnreachable", op.name, err)
+		}
+		for _, s := range []string{hole.URL, "no response within 1s", awsconfig.EnvFirstByteTimeout} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: %q does not name %q", op.name, err, s)
+			}
+		}
+		if n := hole.Accepted() - before; n != 2 {
+			t.Errorf("%s: %d attempts, want %s=2", op.name, n, awsconfig.EnvAttempts)
+		}
+	}
+}
+
+// A response whose body stops half-way fails the read with the limit it ran
+// into and the endpoint, instead of waiting for the caller's deadline; a
+// whole-object Get reads it again, Attempts reads in all.
+func TestStalledBodyIsNamed(t *testing.T) {
+	startS3(t)
+	ctx := testCtx(t)
+	url := "s3://" + plainBucket + "/stalls"
+	body := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
+	direct, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Put(ctx, url, body); err != nil {
+		t.Fatal(err)
+	}
+	proxy := localstacktest.StartStallProxy(t, os.Getenv("AWS_ENDPOINT_URL"), func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/stalls")
+	})
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv(awsconfig.EnvStallTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		if ctx.Err() != nil {
+			t.Fatalf("%s ran into the test's deadline: %v", what, err)
+		}
+		if !errors.Is(err, blob.ErrUnreachable) {
+			t.Fatalf("%s: err = %v, want ErrUnreachable", what, err)
+		}
+		for _, s := range []string{proxy.URL, "stalled", awsconfig.EnvStallTimeout} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: %q does not name %q", what, err, s)
+			}
+		}
+	}
+	_, _, err = store.Get(ctx, url)
+	check("get", err)
+	if proxy.Stalled() != 2 {
+		t.Errorf("get: %d reads stalled, want %s=2", proxy.Stalled(), awsconfig.EnvAttempts)
+	}
+
+	r, _, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, r)
+	r.Close()
+	check("open and read", err)
+	if n == 0 || n >= int64(len(body)) {
+		t.Errorf("read %d bytes of %d before the stall, want the first half", n, len(body))
+	}
+	if proxy.Stalled() != 3 {
+		t.Errorf("open: %d responses stalled in all, want 3 (a streamed body is not read again)", proxy.Stalled())
+	}
+
+	// One stall: Get reads the object again, whole.
+	stalled := false
+	proxy.SetStall(func(r *http.Request) bool {
+		first := !stalled && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/stalls")
+		stalled = stalled || first
+		return first
+	})
+	if got, _, err := store.Get(ctx, url); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("get after one stall: %d bytes, %v", len(got), err)
+	}
+	if proxy.Stalled() != 4 {
+		t.Errorf("%d responses stalled in all, want 4", proxy.Stalled())
+	}
+
+	// A reader slower than the limit is not a stall: only a silent server is.
+	proxy.SetStall(nil)
+	r, _, err = store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	buf := make([]byte, 64<<10)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	rest, err := io.ReadAll(r)
+	if err != nil || len(buf)+len(rest) != len(body) {
+		t.Fatalf("slow reader: %d bytes, %v", len(buf)+len(rest), err)
+	}
+}

@@ -1,0 +1,145 @@
+package localstacktest
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// BlackHole is an endpoint on 127.0.0.1 that accepts connections and never
+// answers: what a hung S3 front or a firewall that swallows packets looks
+// like to a client. It is closed, with every connection it took, when the
+// test ends.
+type BlackHole struct {
+	URL      string // http://127.0.0.1:port
+	accepted atomic.Int64
+}
+
+// Accepted is how many connections the endpoint took: one per attempt of a
+// client that retries on fresh connections.
+func (b *BlackHole) Accepted() int64 { return b.accepted.Load() }
+
+// StartBlackHole starts a BlackHole for the rest of the test.
+func StartBlackHole(t testing.TB) *BlackHole {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &BlackHole{URL: "http://" + l.Addr().String()}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			b.accepted.Add(1)
+			mu.Lock()
+			conns = append(conns, c) // held open, never read or answered
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return b
+}
+
+// StallProxy passes requests on to an S3 endpoint (keeping the Host
+// header, so signatures still verify) and makes the responses that its
+// stall function picks stop half-way: it sends their status, headers and the first half of
+// their body, and then nothing until the client gives up or the test ends.
+type StallProxy struct {
+	URL     string
+	mu      sync.Mutex
+	stall   func(*http.Request) bool // nil: nothing stalls
+	stalled atomic.Int64
+}
+
+// Stalled is how many responses the proxy stalled so far.
+func (p *StallProxy) Stalled() int64 { return p.stalled.Load() }
+
+// SetStall changes which requests stall from now on.
+func (p *StallProxy) SetStall(f func(*http.Request) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stall = f
+}
+
+// StartStallProxy starts a StallProxy in front of target (an http:// S3
+// endpoint) for the rest of the test; stall may be nil (nothing stalls).
+func StartStallProxy(t testing.TB, target string, stall func(*http.Request) bool) *StallProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &StallProxy{stall: stall}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		host := r.In.Host
+		r.SetURL(u)
+		r.Out.Host = host
+	}}
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
+		f := p.stall
+		p.mu.Unlock()
+		if f == nil || !f(r) {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		rp.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if rec.Code/100 != 2 || len(body) < 2 {
+			copyResponse(w, rec.Code, rec.Header(), body)
+			return
+		}
+		p.stalled.Add(1)
+		h := w.Header()
+		for k, vs := range rec.Header() {
+			h[k] = vs
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body[:len(body)/2])
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		select { // the rest never comes
+		case <-r.Context().Done():
+		case <-gone:
+		}
+	}))
+	t.Cleanup(func() {
+		close(gone)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	p.URL = srv.URL
+	return p
+}
+
+func copyResponse(w http.ResponseWriter, code int, header http.Header, body []byte) {
+	h := w.Header()
+	for k, vs := range header {
+		h[k] = vs
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
