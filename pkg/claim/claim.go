@@ -60,6 +60,17 @@ type Claim struct {
 	// Released: a later run recorded that the way back is no longer
 	// needed; only then may cleanup delete it.
 	Released *Event `json:"released,omitempty"`
+	// Landed: what an in-place batch left in the catalog, recorded as soon
+	// as it landed, so that a restore after the run died can prove the
+	// catalog took no commits since (pkg/inplace.Marks).
+	Landed *Landed `json:"landed,omitempty"`
+}
+
+// Landed is pkg/inplace.Marks as a claim keeps it.
+type Landed struct {
+	WriterEpoch    uint64 `json:"writer_epoch"`
+	NextSnapshotID uint64 `json:"next_snapshot_id"`
+	Engine         string `json:"engine"`
 }
 
 // Event is something a run recorded on a claim.

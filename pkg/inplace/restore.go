@@ -24,6 +24,10 @@ type RestoreOptions struct {
 	// (ErrUndoUndecided): it restores only a catalog it can prove is still
 	// the batch's.
 	Landed *Marks
+	// DiscardNewer: the operator chose to drop whatever the catalog took
+	// since the batch (restore --discard-newer-commits); Landed is not
+	// compared.
+	DiscardNewer bool
 	// Blob lists the catalog's SlateDB objects (EngineState).
 	Blob  *blob.Store
 	Store slatedb.Options
@@ -63,16 +67,19 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 	if res.To >= opts.Current {
 		return res, fmt.Errorf("inplace: restore %s: the way back %s holds format %s, not one before %s", url, wayBack, res.To, opts.Current)
 	}
-	if !opts.Landed.known() || opts.Blob == nil {
-		return res, fmt.Errorf("%w: inplace: restore %s: what the migration's batch left is unknown, so commits made since cannot be ruled out; nothing was restored", ErrUndoUndecided, url)
-	}
-	was := *opts.Landed
-	engine, err := EngineState(ctx, opts.Blob, url)
-	if err != nil {
-		return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
-	}
-	if d := moved(was, was.WriterEpoch, was.NextSnapshotID, engine); d != "" {
-		return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+	var was Marks
+	if !opts.DiscardNewer {
+		if !opts.Landed.known() || opts.Blob == nil {
+			return res, fmt.Errorf("%w: inplace: restore %s: what the migration's batch left is unknown, so commits made since cannot be ruled out; nothing was restored", ErrUndoUndecided, url)
+		}
+		was = *opts.Landed
+		engine, err := EngineState(ctx, opts.Blob, url)
+		if err != nil {
+			return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
+		}
+		if d := moved(was, was.WriterEpoch, was.NextSnapshotID, engine); d != "" {
+			return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+		}
 	}
 	so := opts.Store
 	so.Passive = true
@@ -87,7 +94,7 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 	if err != nil {
 		return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
 	}
-	if d := moved(was, epoch, next, ""); d != "" {
+	if d := moved(was, epoch, next, ""); d != "" && !opts.DiscardNewer {
 		return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
 	}
 	var b, puts slatedb.Batch

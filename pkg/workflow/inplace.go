@@ -131,6 +131,17 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if m.DryRun {
 		return out, err
 	}
+	if err == nil && res.Landed != nil {
+		// Kept beside the pointer, so that a restore after this run dies
+		// can prove the catalog took no commits since the batch; a way
+		// back without them is undone now, while the marks are in memory.
+		l := res.Landed
+		if _, cerr := claim.Update(work, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
+			c.Landed = &claim.Landed{WriterEpoch: l.WriterEpoch, NextSnapshotID: l.NextSnapshotID, Engine: l.Engine}
+		}); cerr != nil {
+			err = fmt.Errorf("record what the batch left on the way back's claim: %w", cerr)
+		}
+	}
 	if err == nil && afterInPlaceBatch != nil {
 		afterInPlaceBatch()
 	}

@@ -162,7 +162,13 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	if in.DryRun {
 		return out, nil
 	}
-	res, err := inplace.Restore(ctx, out.Catalog, cl.Catalog, inplace.RestoreOptions{Current: now.version, Store: env.SlateDB})
+	var landed *inplace.Marks
+	if l := cl.Landed; l != nil {
+		landed = &inplace.Marks{WriterEpoch: l.WriterEpoch, NextSnapshotID: l.NextSnapshotID, Engine: l.Engine}
+	} else if !in.DiscardNewerCommits {
+		return out, fmt.Errorf("%w: the claim of migration %s has no record of what its batch left (the run died before recording it), so commits made to %s since cannot be ruled out; check the catalog, then pass --discard-newer-commits to restore anyway", ErrRestoreRefused, in.MigrationID, out.Catalog)
+	}
+	res, err := inplace.Restore(ctx, out.Catalog, cl.Catalog, inplace.RestoreOptions{Current: now.version, Landed: landed, DiscardNewer: in.DiscardNewerCommits, Blob: env.Store, Store: env.SlateDB})
 	if err != nil {
 		return out, fmt.Errorf("workflow: restore: %w", err)
 	}
