@@ -43,6 +43,7 @@ const (
 	NameInPlaceTooLarge       = "InPlaceTooLarge"
 	NameInPlaceNoWayBack      = "InPlaceNoWayBack"
 	NameInPlaceWayBackTaken   = "InPlaceWayBackTaken"
+	NameBadFreezeGrace        = "BadFreezeGrace"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -74,6 +75,8 @@ func ErrorName(err error) string {
 		return NameBadExpectedVersion
 	case errors.Is(err, ErrStagingUnusable):
 		return NameStagingUnusable
+	case errors.Is(err, ErrBadFreezeGrace):
+		return NameBadFreezeGrace
 	case errors.Is(err, ErrSourceAtRoot):
 		return NameSourceAtRoot
 	case errors.Is(err, ErrMigrationInProgress):

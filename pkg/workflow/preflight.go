@@ -52,6 +52,10 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		fail("input", err)
 		return m, found, first
 	}
+	if m.FreezeGrace, err = freezeGrace(in); err != nil {
+		fail("input", err)
+		return m, found, first
+	}
 	// Without a target version in the input, the one the deployed release
 	// expects (the SSM parameter) is the target.
 	if m.To, err = resolveVersion(ctx, env, in.TargetVersion); err != nil {
