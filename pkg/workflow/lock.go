@@ -33,6 +33,38 @@ type Lock struct {
 	ReleasedBy string `json:"released_by,omitempty"`
 }
 
+// Held reports whether a migration holds l at now: taken, and its lease
+// not run out (past it, the next migration may take it over: its run is
+// dead).
+func (l Lock) Held(now time.Time) bool { return l.MigrationID != "" && now.Before(l.ExpiresAt) }
+
+// ReadLock reads the lock of the pointer at pointerURL for a watcher
+// (rocklake-migrate serve), with a conditional GET: blob.ErrNotModified
+// while it is still at etag ("" always reads). No lock object is a free
+// lock; one that cannot be decoded is held (fail closed: only unlock
+// clears it). It returns the lock and its ETag.
+func ReadLock(ctx context.Context, store *blob.Store, pointerURL, etag string) (Lock, string, error) {
+	url := LockURL(pointerURL)
+	b, info, err := store.GetIfNoneMatch(ctx, url, etag)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return Lock{}, "", nil
+	case err != nil:
+		return Lock{}, etag, fmt.Errorf("workflow: read the lock %s: %w", url, err)
+	}
+	return decodeLock(b), info.ETag, nil
+}
+
+// decodeLock decodes a lock object; one that is not a lock is held until
+// it expires, which it never does: only unlock clears it. Fail closed.
+func decodeLock(b []byte) Lock {
+	var l Lock
+	if err := json.Unmarshal(b, &l); err != nil {
+		return Lock{MigrationID: unreadableLock, ExpiresAt: time.Now().Add(LockLease)}
+	}
+	return l
+}
+
 // ErrMigrationInProgress: another migration holds the pointer's lock.
 var ErrMigrationInProgress = errors.New("MigrationInProgress")
 
@@ -97,13 +129,7 @@ func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error)
 	if err != nil {
 		return Lock{}, info, fmt.Errorf("workflow: read the lock %s: %w", url, err)
 	}
-	var l Lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		// Unreadable: treat as held until it expires, which it never will;
-		// only unlock clears it. Fail closed.
-		return Lock{MigrationID: unreadableLock, ExpiresAt: time.Now().Add(LockLease)}, info, nil
-	}
-	return l, info, nil
+	return decodeLock(b), info, nil
 }
 
 // unreadableLock is the holder readLock reports for a lock it cannot decode.
