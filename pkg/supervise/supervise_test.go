@@ -398,4 +398,3 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 		t.Errorf("v2 with no binary and no earlier server: %+v", d)
 	}
 }
-
