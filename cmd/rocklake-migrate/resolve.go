@@ -24,8 +24,8 @@ which RockLake does not take), --field format its format (v1, v2: which binary
 to run), --json all of it. A missing pointer is PointerMissing, a malformed one
 BadPointer, one that cannot be read PointerUnreadable, one naming no catalog
 PointerDangling (RockLake would create an empty catalog there); each exits 1.`,
-		Example: `  rocklake serve --catalog "$(rocklake-migrate resolve --pointer s3://b/rocklake/CURRENT)" --bind 0.0.0.0:5432
-  rocklake-migrate resolve --pointer s3://b/rocklake/CURRENT --json`,
+		Example: `  rocklake-migrate resolve --pointer s3://b/rocklake/CURRENT --json
+  rocklake serve --catalog "$(rocklake-migrate resolve --pointer s3://b/rocklake/CURRENT)" --bind 0.0.0.0:5432`,
 	}
 	fs := c.Flags()
 	ptr := pointerFlag(fs)

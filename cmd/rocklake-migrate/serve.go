@@ -52,6 +52,7 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 	startTimeout := fs.Duration("start-timeout", supervise.DefaultStartTimeout, "how long to retry a first read of the pointer that fails")
 	topic := fs.String("sns-topic", "", "SNS topic ARN for a degraded supervisor or one giving up")
 	asJSON := jsonFlag(fs, "health lines as JSON objects on stderr")
+	timeout := fs.Duration("timeout", 0, "stop serving (gracefully) after this long; 0: until a signal")
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
 			return usagef("serve takes no arguments before --, got %q (RockLake's flags go after --)", args)
@@ -67,11 +68,16 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 		if err != nil {
 			return err
 		}
-		if *interval <= 0 || *stopTimeout <= 0 || *maxRestarts < 1 || *startTimeout <= 0 {
-			return usagef("--interval, --stop-timeout and --start-timeout want positive durations, --max-restarts 1 or more")
+		if *interval <= 0 || *stopTimeout <= 0 || *maxRestarts < 1 || *startTimeout <= 0 || *timeout < 0 {
+			return usagef("--interval, --stop-timeout and --start-timeout want positive durations, --timeout 0 or more, --max-restarts 1 or more")
 		}
 		// main's context ends on SIGTERM, SIGINT and SIGHUP: the graceful stop.
 		ctx := cmd.Context()
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
 		store, err := blob.New(ctx)
 		if err != nil {
 			return err

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+)
+
+// syncBuffer is a bytes.Buffer for several writers (RockLake's output and
+// the health lines).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// writeSchema commits a schema over the extended protocol (so that a
+// refusal carries its SQLSTATE).
+func writeSchema(ctx context.Context, cl *rocklake.Server, name string) error {
+	id, err := rocklake.LatestSnapshotID(ctx, cl)
+	if err != nil {
+		return err
+	}
+	_, err = cl.ExecExtended(ctx,
+		rocklake.Stmt{SQL: "BEGIN"},
+		rocklake.Stmt{SQL: fmt.Sprintf("INSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-00000000ffff', %d, NULL, '%s', '%s/', true)", id+1, name, name)},
+		rocklake.Stmt{SQL: "COMMIT"})
+	return err
+}
+
+func schemas(ctx context.Context, cl *rocklake.Server) (string, error) {
+	rows, err := cl.Query(ctx, "SELECT schema_name FROM ducklake_schema")
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, r := range rows {
+		names = append(names, r["schema_name"])
+	}
+	return strings.Join(names, ","), nil
+}
+
+// eventually retries f every 100 ms for up to 30 s.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within 30 s: %v", what, err)
+}
+
+// The supervisor with the real RockLake and the real workflow: it serves the
+// pointer's catalog as a writer; `migrate --to v2` takes the lock and waits
+// its grace, and the supervisor restarts RockLake as a reader on the source
+// before Freeze fences it (reads go on, writes are refused with SQLSTATE
+// 57P04); the flip to v2, with no v2 binary, keeps that reader (degraded,
+// said in a health line); `rollback` brings the writer back on the source,
+// which takes writes, every commit before the migration there. A flip to
+// another format-1 catalog (as rebuild will make) starts the writer there
+// once the lock is free.
+func TestRealRockLakeServeFollowsMigration(t *testing.T) {
+	bin, err := rocklake.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, other := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "catalogs", "prod-next")
+	for c, name := range map[string]string{src: "first_src", other: "first_next"} {
+		srv, err := rocklake.Serve(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = writeSchema(ctx, srv, name)
+		if stopErr := srv.Stop(); err == nil {
+			err = stopErr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var out, errOut syncBuffer
+	serveCtx, stopServe := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin, "--interval", "200ms",
+			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "16"})
+	}()
+	stopped := false
+	stop := func() int {
+		if stopped {
+			return -1
+		}
+		stopped = true
+		stopServe()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(30 * time.Second):
+			t.Fatalf("serve did not stop within 30 s\n%s", errOut.String())
+			return -1
+		}
+	}
+	defer stop()
+	cl := rocklake.Client(port)
+	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
+
+	// migrate --to v2, its lock watched: reads go on, writes are refused.
+	migrated := make(chan result, 1)
+	go func() {
+		migrated <- cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--freeze-grace", "4s")
+	}()
+	eventually(t, "writes refused under the lock", func() error {
+		err := writeSchema(ctx, cl, "under_lock")
+		switch {
+		case err == nil:
+			return fmt.Errorf("a write was accepted")
+		case !strings.Contains(err.Error(), "57P04") && !strings.Contains(err.Error(), "25006"):
+			return err
+		}
+		return nil
+	})
+	if names, err := schemas(ctx, cl); err != nil || !strings.Contains(names, "before_migration") {
+		t.Fatalf("reads under the lock: %q, %v", names, err)
+	}
+	r := <-migrated
+	r.want(t, exitOK)
+	// Flipped to v2; no v2 binary: the source's reader stays, degraded.
+	eventually(t, "degraded", func() error {
+		if !strings.Contains(errOut.String(), "state=degraded") {
+			return fmt.Errorf("no degraded health line")
+		}
+		return nil
+	})
+	if names, err := schemas(ctx, cl); err != nil || !strings.Contains(names, "before_migration") {
+		t.Fatalf("reads after the flip to v2: %q, %v\n%s", names, err, errOut.String())
+	}
+	if err := writeSchema(ctx, cl, "after_flip"); err == nil {
+		t.Fatal("the reader on the frozen source took a write")
+	}
+
+	// Rollback: the writer on the source again, commits kept.
+	cli(t, "rollback", "--pointer", ptr).want(t, exitOK)
+	eventually(t, "the writer is back on the source", func() error { return writeSchema(ctx, cl, "after_rollback") })
+	if names, err := schemas(ctx, cl); err != nil || !strings.Contains(names, "before_migration") || !strings.Contains(names, "after_rollback") {
+		t.Fatalf("after the rollback: %q, %v", names, err)
+	}
+
+	// A flip to another format-1 catalog: the writer there once the lock
+	// is free (taken and freed as a migration would).
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, ref, err := pointer.Read(ctx, store, ptr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Flip(ctx, store, ptr, cur.Next("file://"+other, format.V1, "m-next"), ref); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the writer on the new catalog", func() error {
+		names, err := schemas(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(names, "first_next") {
+			return fmt.Errorf("schemas %q: not the new catalog's", names)
+		}
+		return writeSchema(ctx, cl, "on_next")
+	})
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve stopped with exit %d\n%s", code, errOut.String())
+	}
+	for _, want := range []string{"mode=writer catalog=file://" + src, "mode=reader catalog=file://" + src, "state=degraded", "mode=writer catalog=file://" + other} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Fatalf("health lines lack %q:\n%s", want, errOut.String())
+		}
+	}
+	if _, err := os.Stat(src); err != nil {
+		t.Fatal(err)
+	}
+}
