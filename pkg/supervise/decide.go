@@ -13,6 +13,7 @@ package supervise
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -44,12 +45,25 @@ type Observation struct {
 	Pointer pointer.Pointer
 	// LockKnown: the lock was read (a missing one is known and free).
 	LockKnown bool
-	// LockHolder is the migration holding the lock ("" when free).
+	// LockHolder is the migration holding the lock ("" when free);
+	// LockDryRun says it fences nothing; FenceAt is the earliest time it
+	// may fence the source (the lock's fence_at, or when it was taken).
 	LockHolder string
+	LockDryRun bool
+	FenceAt    time.Time
+	// Now is when it was read.
+	Now time.Time
 	// CatalogMissing: the pointer's catalog has no SlateDB manifest (a
 	// dangling pointer), where RockLake would create an empty catalog.
 	CatalogMissing bool
 }
+
+// OpenMargin is how long before a migration's fence a RockLake reader may
+// still be started on its source: RockLake's reader mode opens the catalog
+// as a SlateDB writer, which Freeze must come after (it then fences that
+// reader, whose reads go on); one opened after Freeze would move the frozen
+// source, and Flip would refuse it (SourceChangedDuringMigration).
+const OpenMargin = time.Second
 
 // State names what the supervisor is doing, in its health lines.
 type State string
@@ -75,6 +89,12 @@ type Decision struct {
 	Reason string
 	// Err names a degraded state: ErrNoBinary or ErrPointerDangling.
 	Err error
+	// Hold: change nothing, start nothing (not even a restart of what ran):
+	// whatever runs keeps running.
+	Hold bool
+	// OpenBy, if set, is when the Child must have been started by: later,
+	// it is not started (it would open a source a migration froze).
+	OpenBy time.Time
 }
 
 // Decide is the server that should run given what was observed, the server
@@ -98,17 +118,23 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 		return degraded(ErrPointerDangling, fmt.Sprintf("%s: the pointer names %s, where there is no catalog", NamePointerDangling, p.Catalog))
 	}
 	want := Child{Format: p.FormatVersion, Binary: bin, Catalog: p.Catalog, Mode: Writer}
+	holder := obs.LockHolder
 	switch {
 	case !obs.LockKnown:
-		if last != nil && last.Catalog == want.Catalog && last.Binary == want.Binary {
-			return Decision{Child: last, State: Undecided, Reason: "the lock cannot be read: what runs keeps running"}
-		}
+		return Decision{Hold: true, State: Undecided, Reason: "the lock cannot be read: what runs keeps running, nothing is started"}
+	case holder != "" && obs.LockDryRun:
+		// A dry run fences nothing and writes nothing to the source.
+	case holder != "" && p.MigrationID == holder:
 		want.Mode = Reader
-		return Decision{Child: &want, State: Undecided, Reason: "the lock cannot be read: reads only until it can"}
-	case obs.LockHolder != "":
+		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " flipped the pointer: reads only until it frees the lock"}
+	case holder != "" && obs.Now.Add(OpenMargin).Before(obs.FenceAt):
 		want.Mode = Reader
-		return Decision{Child: &want, State: Migrating, Reason: "migration " + obs.LockHolder + " holds the lock: reads only until it flips or aborts"}
-	case readersOnly:
+		return Decision{Child: &want, State: Migrating, OpenBy: obs.FenceAt.Add(-OpenMargin),
+			Reason: fmt.Sprintf("migration %s holds the lock and may fence the source at %s: reads only until it flips or aborts", holder, obs.FenceAt.UTC().Format(time.RFC3339))}
+	case holder != "":
+		return Decision{Hold: true, State: Migrating, Reason: "migration " + holder + " holds the lock and froze the source (or is about to): what runs keeps running, nothing is opened on it until the migration flips or aborts"}
+	}
+	if readersOnly {
 		want.Mode = Reader
 	}
 	return Decision{Child: &want, State: Serving, Reason: fmt.Sprintf("the pointer names %s (%s, generation %d)", p.Catalog, p.FormatVersion, p.Generation)}

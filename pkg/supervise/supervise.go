@@ -280,9 +280,14 @@ func (s *Supervisor) observe(ctx context.Context) error {
 	default:
 		s.obs.LockKnown, s.lock, s.lockETag = true, l, etag
 	}
-	s.obs.LockHolder = ""
-	if s.obs.LockKnown && s.lock.Held(time.Now()) {
-		s.obs.LockHolder = s.lock.MigrationID
+	s.obs.Now = time.Now()
+	s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = "", false, time.Time{}
+	if s.obs.LockKnown && s.lock.Held(s.obs.Now) {
+		s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = s.lock.MigrationID, s.lock.DryRun, s.lock.FenceAt
+		if s.obs.FenceAt.IsZero() {
+			// A lock that names no fence time may fence at once.
+			s.obs.FenceAt = s.lock.AcquiredAt
+		}
 	}
 	c := s.obs.Pointer.Catalog
 	if !s.checked[c] {
@@ -314,7 +319,7 @@ func (s *Supervisor) step(ctx context.Context) error {
 			s.alert(ctx, "RockLake supervisor degraded: "+s.opts.Pointer, d.Reason)
 		}
 	}
-	if s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive() {
+	if d.Hold || s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive() {
 		return nil
 	}
 	if s.cur != nil && s.cur.alive() {
@@ -348,8 +353,16 @@ func (s *Supervisor) step(ctx context.Context) error {
 	want := *d.Child
 	if want.Mode == Writer && !s.lockFreeNow(ctx) {
 		// The lock was taken since the last read: a writer now would fence
-		// the migration.
-		want.Mode = Reader
+		// the migration. The next round decides again.
+		s.cur = nil
+		return nil
+	}
+	if !d.OpenBy.IsZero() && time.Now().After(d.OpenBy) {
+		// The stop took too long: a reader opened now could come after the
+		// fence and move the frozen source.
+		s.report(Health{Event: "not-started", Reason: fmt.Sprintf("too close to the migration's fence (%s) to open %s", d.OpenBy.Add(OpenMargin).UTC().Format(time.RFC3339), want.Catalog)})
+		s.cur = nil
+		return nil
 	}
 	p, err := start(want, s.extra, s.opts.Stdout, s.opts.Stderr)
 	if err != nil {

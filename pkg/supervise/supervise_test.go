@@ -70,12 +70,13 @@ func (f fixture) flip(t *testing.T, catalog string, v format.Version, id string)
 	}
 }
 
-// lock takes the pointer's lock as Check does (a migration's id and lease);
-// unlock frees it as Flip and Abort do.
-func (f fixture) lock(t *testing.T, id string) {
+// lock takes the pointer's lock as Check does (a migration's id, lease and
+// the time it may fence the source, grace from now); unlock frees it as
+// Flip and Abort do.
+func (f fixture) lock(t *testing.T, id string, grace time.Duration) {
 	t.Helper()
 	now := time.Now().UTC()
-	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(workflow.LockLease)})
+	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(workflow.LockLease), FenceAt: now.Add(grace)})
 	if _, err := f.store.Put(f.ctx, workflow.LockURL(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 		t.Fatalf("first server: %+v, want the v1 writer on %s with the extra flags", l, path(src))
 	}
 
-	f.lock(t, "m-1")
+	f.lock(t, "m-1", 3*time.Second)
 	if l := waitLaunch(t, log, 2); l.Catalog != path(src) || l.Mode != "reader" {
 		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
 	}
@@ -236,9 +237,31 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 		t.Fatalf("after the rollback: %+v, want the writer on the source", l)
 	}
 
+	// A migration whose fence time has come (the supervisor saw its lock
+	// too late, or a lock that names none): nothing is opened on the
+	// frozen source, what runs keeps running.
+	f.lock(t, "m-late", 0)
+	r.waitState(t, supervise.Migrating)
+	time.Sleep(500 * time.Millisecond)
+	if ls := launches(t, log); len(ls) != 5 {
+		t.Fatalf("a lock past its fence time restarted RockLake: %+v", ls[5:])
+	}
+	f.unlock(t)
+	// A dry run's lock fences nothing: the writer stays.
+	now := time.Now().UTC()
+	b, _ := json.Marshal(workflow.Lock{MigrationID: "m-dry", AcquiredAt: now, ExpiresAt: now.Add(time.Hour), DryRun: true})
+	if _, err := f.store.Put(f.ctx, workflow.LockURL(f.ptr), b); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if ls := launches(t, log); len(ls) != 5 {
+		t.Fatalf("a dry run's lock restarted RockLake: %+v", ls[5:])
+	}
+	f.unlock(t)
+
 	// A v2 migration: reader on the source, then a flip to v2 with no v2
 	// binary: the reader on the source stays, loudly.
-	f.lock(t, "m-2")
+	f.lock(t, "m-2", 3*time.Second)
 	if l := waitLaunch(t, log, 6); l.Catalog != path(src) || l.Mode != "reader" {
 		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
 	}
@@ -367,13 +390,18 @@ func TestBoundedRestarts(t *testing.T) {
 	}
 }
 
-// Decide never gives a writer while a migration holds the lock or while
-// the lock is unknown (unless that writer runs already), nor a writer to a
-// fleet reader.
+// Decide never gives a writer while a migration holds the lock (a dry run
+// aside) or while the lock is unknown, nor a writer to a fleet reader; a
+// reader on the source only while the migration's fence is still ahead;
+// otherwise it holds: what runs keeps running, nothing starts.
 func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 	bins := map[format.Version]string{format.V1: "/bin/v1"}
 	p := pointer.Pointer{Catalog: "s3://b/prod", FormatVersion: format.V1, Generation: 3}
 	writer := &supervise.Child{Format: format.V1, Binary: "/bin/v1", Catalog: "s3://b/prod", Mode: supervise.Writer}
+	now := time.Now()
+	soon, past := now.Add(5*time.Second), now.Add(-time.Second)
+	flipped := p
+	flipped.MigrationID = "m-1"
 	for i, c := range []struct {
 		obs     supervise.Observation
 		last    *supervise.Child
@@ -383,13 +411,26 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 	}{
 		{supervise.Observation{Pointer: p, LockKnown: true}, nil, false, supervise.Writer, supervise.Serving},
 		{supervise.Observation{Pointer: p, LockKnown: true}, nil, true, supervise.Reader, supervise.Serving},
-		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1"}, writer, false, supervise.Reader, supervise.Migrating},
-		{supervise.Observation{Pointer: p}, nil, false, supervise.Reader, supervise.Undecided},
-		{supervise.Observation{Pointer: p}, writer, false, supervise.Writer, supervise.Undecided},
+		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}, writer, false, supervise.Reader, supervise.Migrating},
+		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}, writer, true, supervise.Reader, supervise.Migrating},
+		{supervise.Observation{Pointer: flipped, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: past}, writer, false, supervise.Reader, supervise.Migrating},
+		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-dry", LockDryRun: true, Now: now}, writer, false, supervise.Writer, supervise.Serving},
 	} {
 		d := supervise.Decide(c.obs, c.last, bins, c.readers)
-		if d.Child == nil || d.Child.Mode != c.want || d.State != c.state {
+		if d.Child == nil || d.Hold || d.Child.Mode != c.want || d.State != c.state {
 			t.Errorf("case %d: %+v, want %s (%s)", i, d, c.want, c.state)
+		}
+	}
+	// Past the fence time, or with the lock unknown: hold, whatever ran.
+	for i, obs := range []supervise.Observation{
+		{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: past},
+		{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: now.Add(supervise.OpenMargin / 2)},
+		{Pointer: p},
+	} {
+		for _, last := range []*supervise.Child{nil, writer} {
+			if d := supervise.Decide(obs, last, bins, false); !d.Hold || d.Child != nil {
+				t.Errorf("hold case %d (last %v): %+v, want a hold", i, last, d)
+			}
 		}
 	}
 	v2 := p

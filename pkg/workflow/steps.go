@@ -89,6 +89,9 @@ type Migration struct {
 	// servers on it (rocklake-migrate serve) to see the lock and switch to
 	// reader mode, so that reads go on through the migration.
 	FreezeGrace float64 `json:"freeze_grace,omitempty"`
+	// FenceAt is the lock's fence_at: FreezeGrace after the lock was
+	// written, what the supervisors read; the source is fenced no earlier.
+	FenceAt time.Time `json:"fence_at,omitzero"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -144,15 +147,18 @@ func freezeGrace(in CheckInput) (float64, error) {
 	return g, nil
 }
 
-// awaitGrace waits until m's grace after the lock was taken has passed,
-// before a step fences the source; a retried step whose grace is over
-// does not wait again.
+// awaitGrace waits until the lock's fence_at (m's grace after the lock was
+// written), before a step fences the source; a retried step whose grace is
+// over does not wait again.
 func awaitGrace(ctx context.Context, m Migration) error {
 	if m.DryRun || m.FreezeGrace <= 0 {
 		return nil
 	}
 	wait := time.Duration(m.FreezeGrace * float64(time.Second))
-	if !m.StartedAt.IsZero() {
+	switch {
+	case !m.FenceAt.IsZero():
+		wait = time.Until(m.FenceAt)
+	case !m.StartedAt.IsZero():
 		wait -= time.Since(m.StartedAt)
 	}
 	if wait <= 0 {
@@ -205,11 +211,11 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		return m, err
 	}
 	// One migration at a time, decided before anything is touched.
-	started, err := acquireLock(ctx, env, m, start)
+	held, err := acquireLock(ctx, env, m, start)
 	if err != nil {
 		return m, err
 	}
-	m.StartedAt = started
+	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
 	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
 		if rerr := releaseLock(ctx, env, m); rerr != nil {
 			err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)

@@ -654,11 +654,28 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	if raw, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer)); err == nil {
 		t.Fatalf("a refused grace took the lock: %s", raw)
 	}
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
-	if err != nil || m.FreezeGrace != workflow.DefaultFreezeGrace.Seconds() {
-		t.Fatalf("check: grace %v s, %v; want the default %v", m.FreezeGrace, err, workflow.DefaultFreezeGrace)
+	// The default grace; a dry run's lock says it fences nothing.
+	dry, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, DryRun: true})
+	if err != nil || dry.FreezeGrace != workflow.DefaultFreezeGrace.Seconds() || !dry.FenceAt.IsZero() {
+		t.Fatalf("dry run's check: grace %v s, fence at %v, %v; want the default %v and no fence", dry.FreezeGrace, dry.FenceAt, err, workflow.DefaultFreezeGrace)
 	}
-	m.FreezeGrace = 1.5
+	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || !l.DryRun || !l.FenceAt.IsZero() || !l.Held(time.Now()) {
+		t.Fatalf("a dry run's lock: %+v %v", l, err)
+	}
+	if _, err := workflow.Unlock(ctx, f.env, f.pointer, dry.MigrationID); err != nil {
+		t.Fatal(err)
+	}
+	grace := 1.5
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: &grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lock tells the supervisors when the fence may come: the grace
+	// after the lock was written.
+	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
+	if err != nil || l.MigrationID != m.MigrationID || !l.FenceAt.Equal(m.FenceAt) || l.FenceAt.Sub(m.StartedAt) < 1500*time.Millisecond || l.DryRun {
+		t.Fatalf("the lock %+v (%v) for migration %+v", l, err, m)
+	}
 	before, err := engineFiles(ctx, f)
 	if err != nil {
 		t.Fatal(err)
@@ -669,15 +686,15 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 		frozen <- err
 	}()
 	// Within the grace the source is untouched: no fence, no checkpoint.
-	time.Sleep(time.Until(m.StartedAt.Add(time.Second)))
+	time.Sleep(time.Until(m.FenceAt.Add(-500 * time.Millisecond)))
 	if during, err := engineFiles(ctx, f); err != nil || during != before {
 		t.Fatalf("the source changed within the grace (%v):\nbefore: %s\nduring: %s", err, before, during)
 	}
 	if err := <-frozen; err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(m.StartedAt); took < 1500*time.Millisecond {
-		t.Fatalf("Freeze was done %s after the lock, within its 1.5 s grace", took)
+	if time.Now().Before(m.FenceAt) {
+		t.Fatalf("Freeze was done before the lock's fence_at %s", m.FenceAt)
 	}
 	if after, _ := engineFiles(ctx, f); after == before {
 		t.Fatal("Freeze fenced nothing")
