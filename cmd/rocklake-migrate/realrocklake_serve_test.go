@@ -226,3 +226,170 @@ func TestRealRockLakeServeFollowsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// event is one statement a benchmark client sent.
+type event struct {
+	at    time.Time
+	write bool
+	ok    bool
+}
+
+// gaps are the spans from a failed statement to the next successful one of
+// the same kind.
+func gaps(evs []event, write bool) []time.Duration {
+	var out []time.Duration
+	var failed time.Time
+	for _, e := range evs {
+		if e.write != write {
+			continue
+		}
+		switch {
+		case !e.ok && failed.IsZero():
+			failed = e.at
+		case e.ok && !failed.IsZero():
+			out = append(out, e.at.Sub(failed))
+			failed = time.Time{}
+		}
+	}
+	return out
+}
+
+// BenchmarkServeSwitch measures what a client of `rocklake-migrate serve`
+// sees through `migrate --to v2` (default grace and interval) of a seeded
+// catalog of $ROCKLAKE_BENCH_ROWS rows (100 000 by default) and the
+// rollback after it: a read every 20 ms and a write every 100 ms, each on a
+// new connection. It reports the read gaps (first failed to first
+// successful read: at the switch to reader mode, and at the rollback's
+// switch back), the write freeze (first refused write to the flip, when a
+// writer for the new format would start) and the rollback's write gap (its
+// pointer write to the first accepted write: one restart).
+// scripts/bench-serve.sh runs it.
+func BenchmarkServeSwitch(b *testing.B) {
+	rows := 100000
+	if v := os.Getenv("ROCKLAKE_BENCH_ROWS"); v != "" {
+		var err error
+		if rows, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bin, err := rocklake.Binary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := localstacktest.Start(b)
+	localstacktest.SetEnv(b, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		b.Fatal(err)
+	}
+	src := filepath.Join(b.TempDir(), "catalogs", "prod")
+	var out, errOut syncBuffer
+	mustRun := func(args ...string) {
+		b.Helper()
+		var o, e bytes.Buffer
+		if code := run(ctx, &env{stdout: &o, stderr: &e}, args); code != exitOK {
+			b.Fatalf("%v: exit %d\n%s", args, code, e.String())
+		}
+	}
+	mustRun("seed", "--catalog", "file://"+src, "--rows", strconv.Itoa(rows), "--seed", "1")
+	ptr := "s3://rocklake/CURRENT"
+	mustRun("init-pointer", "--pointer", ptr, "--catalog", "file://"+src)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	serveCtx, stopServe := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin,
+			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "64"})
+	}()
+	defer func() {
+		stopServe()
+		<-done
+	}()
+	cl := rocklake.Client(port)
+	deadline := time.Now().Add(60 * time.Second)
+	for writeSchema(ctx, cl, "warm") != nil {
+		if time.Now().After(deadline) {
+			b.Fatalf("the writer took no write within 60 s\n%s", errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var mu sync.Mutex
+	var evs []event
+	clientCtx, stopClient := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	client := func(write bool, every time.Duration) {
+		defer wg.Done()
+		for n := 0; clientCtx.Err() == nil; n++ {
+			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
+			var err error
+			if write {
+				err = writeSchema(sctx, cl, fmt.Sprintf("w%d", n))
+			} else {
+				_, err = rocklake.LatestSnapshotID(sctx, cl)
+			}
+			cancel()
+			if clientCtx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			evs = append(evs, event{at: time.Now(), write: write, ok: err == nil})
+			mu.Unlock()
+			time.Sleep(every)
+		}
+	}
+	wg.Add(2)
+	go client(false, 20*time.Millisecond)
+	go client(true, 100*time.Millisecond)
+	b.ResetTimer()
+	var mo, me bytes.Buffer
+	if code := run(ctx, &env{stdout: &mo, stderr: &me}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "4"}); code != exitOK {
+		b.Fatalf("migrate: exit %d\n%s", code, me.String())
+	}
+	flipped := time.Now()
+	mustRun("rollback", "--pointer", ptr)
+	rolledBack := time.Now()
+	for {
+		mu.Lock()
+		var ok bool
+		for _, e := range evs {
+			if e.write && e.ok && e.at.After(rolledBack) {
+				ok = true
+			}
+		}
+		mu.Unlock()
+		if ok || time.Since(rolledBack) > time.Minute {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	b.StopTimer()
+	stopClient()
+	wg.Wait()
+	var firstRefused, firstAfter time.Time
+	for _, e := range evs {
+		if e.write && !e.ok && firstRefused.IsZero() {
+			firstRefused = e.at
+		}
+		if e.write && e.ok && e.at.After(rolledBack) && firstAfter.IsZero() {
+			firstAfter = e.at
+		}
+	}
+	reads := gaps(evs, false)
+	var worst time.Duration
+	for _, g := range reads {
+		worst = max(worst, g)
+	}
+	b.ReportMetric(float64(rows), "rows")
+	b.ReportMetric(worst.Seconds(), "max-read-gap-s")
+	b.ReportMetric(flipped.Sub(firstRefused).Seconds(), "write-freeze-s")
+	b.ReportMetric(firstAfter.Sub(rolledBack).Seconds(), "rollback-write-gap-s")
+	b.Logf("rows %d: read gaps %v; writes refused from %s to the flip %s (%.2f s); rollback's write gap %.2f s; %d statements",
+		rows, reads, firstRefused.Format("15:04:05.000"), flipped.Format("15:04:05.000"), flipped.Sub(firstRefused).Seconds(), firstAfter.Sub(rolledBack).Seconds(), len(evs))
+}
