@@ -58,6 +58,10 @@ type Observation struct {
 	CatalogMissing bool
 }
 
+// FlipSettle is how long after a flip the supervisor waits for the
+// migration to free the lock before it opens the new catalog as a reader.
+const FlipSettle = 10 * time.Second
+
 // OpenMargin is how long before a migration's fence a RockLake reader may
 // still be started on its source: RockLake's reader mode opens the catalog
 // as a SlateDB writer, which Freeze must come after (it then fences that
@@ -124,9 +128,13 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 		return Decision{Hold: true, State: Undecided, Reason: "the lock cannot be read: what runs keeps running, nothing is started"}
 	case holder != "" && obs.LockDryRun:
 		// A dry run fences nothing and writes nothing to the source.
+	case holder != "" && p.MigrationID == holder && obs.Now.Before(p.UpdatedAt.Add(FlipSettle)):
+		// Flip frees the lock right after it writes the pointer: one
+		// restart, to the writer, rather than two.
+		return Decision{Hold: true, State: Migrating, Reason: "migration " + holder + " flipped the pointer: waiting for it to free the lock"}
 	case holder != "" && p.MigrationID == holder:
 		want.Mode = Reader
-		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " flipped the pointer: reads only until it frees the lock"}
+		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " flipped the pointer and still holds the lock: reads only until it frees it"}
 	case holder != "" && obs.Now.Add(OpenMargin).Before(obs.FenceAt):
 		want.Mode = Reader
 		return Decision{Child: &want, State: Migrating, OpenBy: obs.FenceAt.Add(-OpenMargin),

@@ -219,13 +219,15 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
 	}
 	r.waitState(t, supervise.Migrating)
-	// The flip, with the lock still held: no writer on the new catalog.
+	// The flip, with the lock still held: no writer on the new catalog;
+	// the reader on the source until Flip frees the lock, then one restart.
 	f.flip(t, dst, format.V1, "m-1")
-	if l := waitLaunch(t, log, 3); l.Catalog != path(dst) || l.Mode != "reader" {
-		t.Fatalf("flipped, lock held: %+v, want a reader on %s", l, path(dst))
+	time.Sleep(500 * time.Millisecond)
+	if ls := launches(t, log); len(ls) != 2 {
+		t.Fatalf("flipped, lock held: %+v, want the reader on the source kept", ls[2:])
 	}
 	f.unlock(t)
-	if l := waitLaunch(t, log, 4); l.Catalog != path(dst) || l.Mode != "writer" {
+	if l := waitLaunch(t, log, 3); l.Catalog != path(dst) || l.Mode != "writer" {
 		t.Fatalf("flipped, lock free: %+v, want the writer on %s", l, path(dst))
 	}
 
@@ -233,7 +235,7 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	if _, _, err := pointer.Rollback(f.ctx, f.store, f.ptr, pointer.RollbackOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if l := waitLaunch(t, log, 5); l.Catalog != path(src) || l.Mode != "writer" {
+	if l := waitLaunch(t, log, 4); l.Catalog != path(src) || l.Mode != "writer" {
 		t.Fatalf("after the rollback: %+v, want the writer on the source", l)
 	}
 
@@ -243,8 +245,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	f.lock(t, "m-late", 0)
 	r.waitState(t, supervise.Migrating)
 	time.Sleep(500 * time.Millisecond)
-	if ls := launches(t, log); len(ls) != 5 {
-		t.Fatalf("a lock past its fence time restarted RockLake: %+v", ls[5:])
+	if ls := launches(t, log); len(ls) != 4 {
+		t.Fatalf("a lock past its fence time restarted RockLake: %+v", ls[4:])
 	}
 	f.unlock(t)
 	// A dry run's lock fences nothing: the writer stays.
@@ -254,15 +256,15 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if ls := launches(t, log); len(ls) != 5 {
-		t.Fatalf("a dry run's lock restarted RockLake: %+v", ls[5:])
+	if ls := launches(t, log); len(ls) != 4 {
+		t.Fatalf("a dry run's lock restarted RockLake: %+v", ls[4:])
 	}
 	f.unlock(t)
 
 	// A v2 migration: reader on the source, then a flip to v2 with no v2
 	// binary: the reader on the source stays, loudly.
 	f.lock(t, "m-2", 3*time.Second)
-	if l := waitLaunch(t, log, 6); l.Catalog != path(src) || l.Mode != "reader" {
+	if l := waitLaunch(t, log, 5); l.Catalog != path(src) || l.Mode != "reader" {
 		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
 	}
 	v2 := f.catalog(t, "v2-m-2")
@@ -273,8 +275,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 		t.Fatalf("degraded health line %+v names no %s", h, supervise.NameNoBinary)
 	}
 	time.Sleep(500 * time.Millisecond) // several rounds: nothing restarts
-	if ls := launches(t, log); len(ls) != 6 {
-		t.Fatalf("with no v2 binary the supervisor restarted RockLake: %+v", ls[6:])
+	if ls := launches(t, log); len(ls) != 5 {
+		t.Fatalf("with no v2 binary the supervisor restarted RockLake: %+v", ls[5:])
 	}
 	r.mu.Lock()
 	alerts := strings.Join(r.alerts, "\n")
@@ -401,7 +403,7 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 	now := time.Now()
 	soon, past := now.Add(5*time.Second), now.Add(-time.Second)
 	flipped := p
-	flipped.MigrationID = "m-1"
+	flipped.MigrationID, flipped.UpdatedAt = "m-1", now
 	for i, c := range []struct {
 		obs     supervise.Observation
 		last    *supervise.Child
@@ -413,7 +415,7 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 		{supervise.Observation{Pointer: p, LockKnown: true}, nil, true, supervise.Reader, supervise.Serving},
 		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}, writer, false, supervise.Reader, supervise.Migrating},
 		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}, writer, true, supervise.Reader, supervise.Migrating},
-		{supervise.Observation{Pointer: flipped, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: past}, writer, false, supervise.Reader, supervise.Migrating},
+		{supervise.Observation{Pointer: flipped, LockKnown: true, LockHolder: "m-1", Now: now.Add(supervise.FlipSettle), FenceAt: past}, writer, false, supervise.Reader, supervise.Migrating},
 		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-dry", LockDryRun: true, Now: now}, writer, false, supervise.Writer, supervise.Serving},
 	} {
 		d := supervise.Decide(c.obs, c.last, bins, c.readers)
@@ -421,8 +423,10 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 			t.Errorf("case %d: %+v, want %s (%s)", i, d, c.want, c.state)
 		}
 	}
-	// Past the fence time, or with the lock unknown: hold, whatever ran.
+	// Past the fence time, just flipped (the lock about to be freed), or
+	// with the lock unknown: hold, whatever ran.
 	for i, obs := range []supervise.Observation{
+		{Pointer: flipped, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: past},
 		{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: past},
 		{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: now.Add(supervise.OpenMargin / 2)},
 		{Pointer: p},
