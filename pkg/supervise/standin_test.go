@@ -47,20 +47,29 @@ func standin(name string, args []string) int {
 		}
 	}
 	b, _ := json.Marshal(l)
-	f, err := os.OpenFile(os.Getenv("STANDIN_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := appendLine(os.Getenv("STANDIN_LOG"), string(b)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Fprintf(f, "%s\n", b)
-	f.Close()
 	if os.Getenv("STANDIN_CRASH") != "" {
 		fmt.Fprintln(os.Stderr, "stand-in: crashing as asked")
 		return 3
 	}
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
+	usr := make(chan os.Signal, 1)
+	signal.Notify(usr, syscall.SIGUSR1)
+	go func() {
+		for range usr {
+			note(name + " got SIGUSR1")
+		}
+	}()
+	if os.Getenv("STANDIN_IGNORE_TERM") != "" {
+		// A RockLake stuck in its drain.
+		term = make(chan os.Signal, 1)
+	}
 	var ln net.Listener
+	var err error
 	if bind != "" {
 		// The previous server may still be closing its listener.
 		for range 100 {
@@ -91,6 +100,19 @@ func standin(name string, args []string) int {
 	fmt.Printf("stand-in %s serving %s as %s\n", name, l.Catalog, l.Mode)
 	<-term
 	return 0
+}
+
+// note records what the stand-in saw in $STANDIN_LOG.notes.
+func note(s string) { _ = appendLine(os.Getenv("STANDIN_LOG")+".notes", s) }
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintln(f, line)
+	return err
 }
 
 // standins writes an executable per name that runs this test binary as the

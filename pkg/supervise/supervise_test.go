@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -441,5 +442,54 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 	v2.FormatVersion = format.V2
 	if d := supervise.Decide(supervise.Observation{Pointer: v2, LockKnown: true}, nil, bins, false); d.Child != nil || !errors.Is(d.Err, supervise.ErrNoBinary) {
 		t.Errorf("v2 with no binary and no earlier server: %+v", d)
+	}
+}
+
+// SIGUSR1 reaches RockLake; a stop is SIGTERM, and SIGKILL for a RockLake
+// that does not exit within StopTimeout, said in the health line.
+func TestSignalsAndGracefulStop(t *testing.T) {
+	f := newFixture(t)
+	bins, log := standins(t, "v1")
+	src := f.catalog(t, "prod")
+	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STANDIN_IGNORE_TERM", "1")
+	var mu sync.Mutex
+	var health []supervise.Health
+	opts := supervise.Options{Pointer: f.ptr, Store: f.store, Binaries: map[format.Version]string{format.V1: bins["v1"]}, Interval: 100 * time.Millisecond, StopTimeout: time.Second,
+		Health: func(h supervise.Health) { mu.Lock(); health = append(health, h); mu.Unlock() }}
+	s, err := supervise.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	waitLaunch(t, log, 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.Signal(syscall.SIGUSR1)
+		if b, _ := os.ReadFile(log + ".notes"); strings.Contains(string(b), "v1 got SIGUSR1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("SIGUSR1 never reached RockLake")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	start := time.Now()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < time.Second || took > 10*time.Second {
+		t.Fatalf("a RockLake ignoring SIGTERM stopped in %s, want the 1 s stop timeout and a kill", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	last := health[len(health)-1]
+	if last.Event != "stopped" || !strings.Contains(last.Reason, "killed") {
+		t.Fatalf("last health line %+v, want stopped ... killed", last)
 	}
 }
