@@ -27,6 +27,11 @@ const (
 	maxBackoff          = 30 * time.Second
 	// readTimeout bounds one read of the pointer or the lock.
 	readTimeout = 10 * time.Second
+	// readerStart is what a reader's start is given before the
+	// migration's fence when the writer's drain is cut short; minStop is
+	// the least a drain is given.
+	readerStart = 500 * time.Millisecond
+	minStop     = 500 * time.Millisecond
 )
 
 // Options configure a Supervisor.
@@ -323,7 +328,13 @@ func (s *Supervisor) step(ctx context.Context) error {
 		return nil
 	}
 	if s.cur != nil && s.cur.alive() {
-		s.stopCurrent("stopped")
+		timeout := s.opts.StopTimeout
+		if !d.OpenBy.IsZero() {
+			// The writer is fenced at the migration's fence anyway: its
+			// drain may not keep the reader from opening before it.
+			timeout = min(timeout, max(time.Until(d.OpenBy)-readerStart, minStop))
+		}
+		s.stopCurrent("stopped", timeout)
 	}
 	if s.cur != nil && !s.cur.alive() && d.Child != nil && *d.Child == s.cur.child {
 		// It exited by itself: restart with backoff, bounded.
@@ -397,12 +408,12 @@ func (s *Supervisor) lockFreeNow(ctx context.Context) bool {
 	return !l.Held(time.Now())
 }
 
-func (s *Supervisor) stopCurrent(event string) {
+func (s *Supervisor) stopCurrent(event string, timeout time.Duration) {
 	t := time.Now()
-	killed := s.cur.stop(s.opts.StopTimeout)
+	killed := s.cur.stop(timeout)
 	h := Health{Event: event, Mode: s.cur.child.Mode, Catalog: s.cur.child.Catalog, Format: s.cur.child.Format.String(), Binary: s.cur.child.Binary, PID: s.cur.cmd.Process.Pid, Seconds: time.Since(t).Seconds()}
 	if killed {
-		h.Reason = fmt.Sprintf("it did not stop within %s of SIGTERM: killed", s.opts.StopTimeout)
+		h.Reason = fmt.Sprintf("it did not stop within %s of SIGTERM: killed", timeout)
 	}
 	s.report(h)
 }
@@ -410,7 +421,7 @@ func (s *Supervisor) stopCurrent(event string) {
 // shutdown stops the server gracefully.
 func (s *Supervisor) shutdown() {
 	if s.cur != nil && s.cur.alive() {
-		s.stopCurrent("stopped")
+		s.stopCurrent("stopped", s.opts.StopTimeout)
 	}
 }
 

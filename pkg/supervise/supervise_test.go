@@ -493,3 +493,33 @@ func TestSignalsAndGracefulStop(t *testing.T) {
 		t.Fatalf("last health line %+v, want stopped ... killed", last)
 	}
 }
+
+// A writer whose drain would outlast the migration's grace is killed in
+// time for the reader to open the source before the fence.
+func TestDrainCutShortBeforeTheFence(t *testing.T) {
+	f := newFixture(t)
+	bins, log := standins(t, "v1")
+	t.Setenv("STANDIN_IGNORE_TERM", "1")
+	src := f.catalog(t, "prod")
+	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := supervise.New(supervise.Options{Pointer: f.ptr, Store: f.store, Binaries: map[format.Version]string{format.V1: bins["v1"]}, Interval: 100 * time.Millisecond, StopTimeout: 6 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitLaunch(t, log, 1)
+	grace := 2500 * time.Millisecond
+	fenceAt := time.Now().Add(grace)
+	f.lock(t, "m-1", grace)
+	if l := waitLaunch(t, log, 2); l.Mode != "reader" || time.Now().After(fenceAt) {
+		t.Fatalf("%+v at %s, want a reader before the fence at %s", l, time.Now().Format("15:04:05.000"), fenceAt.Format("15:04:05.000"))
+	}
+}
