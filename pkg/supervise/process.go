@@ -17,6 +17,10 @@ type process struct {
 	cmd     *exec.Cmd
 	started time.Time
 	exited  chan struct{}
+	// frozen: it ran on a migration's source past the fence, so Freeze
+	// fenced it (RockLake then fails every statement): it is restarted
+	// once the migration ends.
+	frozen bool
 }
 
 // args is the command line of c: `serve --catalog CATALOG --mode MODE` and

@@ -324,7 +324,14 @@ func (s *Supervisor) step(ctx context.Context) error {
 			s.alert(ctx, "RockLake supervisor degraded: "+s.opts.Pointer, d.Reason)
 		}
 	}
-	if d.Hold || s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive() {
+	o := s.obs
+	if s.cur != nil && o.LockHolder != "" && !o.LockDryRun && o.Pointer.MigrationID != o.LockHolder &&
+		s.cur.child.Catalog == o.Pointer.Catalog && !o.Now.Before(o.FenceAt) {
+		s.cur.frozen = true
+	}
+	// A server Freeze fenced is restarted once the migration is over.
+	refresh := s.cur != nil && s.cur.frozen && o.LockKnown && o.LockHolder == ""
+	if d.Hold || !refresh && s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive() {
 		return nil
 	}
 	if s.cur != nil && s.cur.alive() {
@@ -335,6 +342,7 @@ func (s *Supervisor) step(ctx context.Context) error {
 			timeout = min(timeout, max(time.Until(d.OpenBy)-readerStart, minStop))
 		}
 		s.stopCurrent("stopped", timeout)
+		s.cur = nil // stopped on purpose: no restart backoff
 	}
 	if s.cur != nil && !s.cur.alive() && d.Child != nil && *d.Child == s.cur.child {
 		// It exited by itself: restart with backoff, bounded.
@@ -379,7 +387,7 @@ func (s *Supervisor) step(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.cur == nil || s.cur.child != want {
+	if s.last == nil || *s.last != want {
 		s.failures = 0
 	}
 	s.cur, s.last = p, &want

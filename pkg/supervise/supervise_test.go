@@ -249,7 +249,11 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	if ls := launches(t, log); len(ls) != 4 {
 		t.Fatalf("a lock past its fence time restarted RockLake: %+v", ls[4:])
 	}
+	// The migration ends (an abort): the writer Freeze fenced is restarted.
 	f.unlock(t)
+	if l := waitLaunch(t, log, 5); l.Catalog != path(src) || l.Mode != "writer" {
+		t.Fatalf("after a migration that froze the writer: %+v, want the writer restarted on the source", l)
+	}
 	// A dry run's lock fences nothing: the writer stays.
 	now := time.Now().UTC()
 	b, _ := json.Marshal(workflow.Lock{MigrationID: "m-dry", AcquiredAt: now, ExpiresAt: now.Add(time.Hour), DryRun: true})
@@ -257,15 +261,15 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if ls := launches(t, log); len(ls) != 4 {
-		t.Fatalf("a dry run's lock restarted RockLake: %+v", ls[4:])
+	if ls := launches(t, log); len(ls) != 5 {
+		t.Fatalf("a dry run's lock restarted RockLake: %+v", ls[5:])
 	}
 	f.unlock(t)
 
 	// A v2 migration: reader on the source, then a flip to v2 with no v2
 	// binary: the reader on the source stays, loudly.
 	f.lock(t, "m-2", 3*time.Second)
-	if l := waitLaunch(t, log, 5); l.Catalog != path(src) || l.Mode != "reader" {
+	if l := waitLaunch(t, log, 6); l.Catalog != path(src) || l.Mode != "reader" {
 		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
 	}
 	v2 := f.catalog(t, "v2-m-2")
@@ -276,8 +280,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 		t.Fatalf("degraded health line %+v names no %s", h, supervise.NameNoBinary)
 	}
 	time.Sleep(500 * time.Millisecond) // several rounds: nothing restarts
-	if ls := launches(t, log); len(ls) != 5 {
-		t.Fatalf("with no v2 binary the supervisor restarted RockLake: %+v", ls[5:])
+	if ls := launches(t, log); len(ls) != 6 {
+		t.Fatalf("with no v2 binary the supervisor restarted RockLake: %+v", ls[6:])
 	}
 	r.mu.Lock()
 	alerts := strings.Join(r.alerts, "\n")
