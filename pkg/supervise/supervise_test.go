@@ -294,9 +294,9 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	}
 }
 
-// With a v2 binary, a supervisor started on a v2 pointer runs it on the new
-// catalog; fleet readers (--mode reader) follow a flip as readers, never
-// as writers, lock or no lock.
+// With a v2 binary, a v1→v2 migration ends with the v2 binary writing the
+// new catalog; fleet readers (--mode reader) follow the pointer as readers,
+// never as writers: to v2, and back on a rollback.
 func TestSupervisorV2BinaryAndFleetReader(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1", "v2")
@@ -305,20 +305,31 @@ func TestSupervisorV2BinaryAndFleetReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	both := map[format.Version]string{format.V1: bins["v1"], format.V2: bins["v2"]}
-	r := f.run(t, both, "--mode", "reader")
-	if l := waitLaunch(t, log, 1); l.Name != "v1" || l.Mode != "reader" || strings.Count(strings.Join(l.Args, " "), "--mode") != 1 {
-		t.Fatalf("fleet reader: %+v, want one --mode reader", l)
+	r := f.run(t, both)
+	if l := waitLaunch(t, log, 1); l.Name != "v1" || l.Mode != "writer" {
+		t.Fatalf("first: %+v, want the v1 writer", l)
+	}
+	f.lock(t, "m-1", 3*time.Second)
+	if l := waitLaunch(t, log, 2); l.Name != "v1" || l.Mode != "reader" {
+		t.Fatalf("under the lock: %+v, want the v1 reader", l)
 	}
 	f.flip(t, v2, format.V2, "m-1")
-	if l := waitLaunch(t, log, 2); l.Name != "v2" || l.Catalog != path(v2) || l.Mode != "reader" {
-		t.Fatalf("fleet reader after the flip to v2: %+v, want the v2 binary reading %s", l, path(v2))
+	f.unlock(t)
+	if l := waitLaunch(t, log, 3); l.Name != "v2" || l.Catalog != path(v2) || l.Mode != "writer" {
+		t.Fatalf("after the flip to v2: %+v, want the v2 binary writing %s", l, path(v2))
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
 	}
-	r = f.run(t, both)
-	if l := waitLaunch(t, log, 3); l.Name != "v2" || l.Catalog != path(v2) || l.Mode != "writer" {
-		t.Fatalf("writer on a v2 pointer: %+v, want the v2 binary writing %s", l, path(v2))
+	r = f.run(t, both, "--mode", "reader")
+	if l := waitLaunch(t, log, 4); l.Name != "v2" || l.Mode != "reader" || strings.Count(strings.Join(l.Args, " "), "--mode") != 1 {
+		t.Fatalf("fleet reader: %+v, want the v2 binary with one --mode reader", l)
+	}
+	if _, _, err := pointer.Rollback(f.ctx, f.store, f.ptr, pointer.RollbackOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l := waitLaunch(t, log, 5); l.Name != "v1" || l.Catalog != path(src) || l.Mode != "reader" {
+		t.Fatalf("fleet reader after the rollback: %+v, want the v1 binary reading %s", l, path(src))
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
