@@ -345,6 +345,12 @@ func TestDanglingAndMissingPointer(t *testing.T) {
 	if _, err := supervise.Resolve(f.ctx, f.store, f.ptr); !errors.Is(err, pointer.ErrPointerMissing) {
 		t.Fatalf("resolve with no pointer: %v, want PointerMissing", err)
 	}
+	if _, err := f.store.Put(f.ctx, f.ptr+"-garbage", []byte("not a pointer")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := supervise.Resolve(f.ctx, f.store, f.ptr+"-garbage"); !errors.Is(err, pointer.ErrBadPointer) {
+		t.Fatalf("resolve of a malformed pointer: %v, want BadPointer", err)
+	}
 	if _, err := supervise.New(supervise.Options{Pointer: f.ptr, Store: f.store, Binaries: map[format.Version]string{format.V1: bins["v1"]}, Extra: []string{"--catalog", "/x"}}); err == nil {
 		t.Fatal("--catalog among RockLake's flags accepted")
 	}
