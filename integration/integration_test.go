@@ -64,12 +64,12 @@ func TestIntegration(t *testing.T) {
 	t.Run("source-version-99", func(t *testing.T) {
 		f := h.seed(t, ctx, "v99", caseRows, seedN)
 		setVersion(t, ctx, f.Source, 99)
-		h.failsCleanly(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2}, "FormatVersionMismatch", "found catalog format version 99")
+		h.failsCleanly(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}, "FormatVersionMismatch", "found catalog format version 99")
 	})
 	t.Run("source-version-99-aws-local-stepfunctions", func(t *testing.T) {
 		f := h.seed(t, ctx, "v99-lsf", caseRows, seedN)
 		setVersion(t, ctx, f.Source, 99)
-		h.failsCleanlyWith(t, ctx, h.runLocalStepFunctions, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2}, "FormatVersionMismatch", "found catalog format version 99")
+		h.failsCleanlyWith(t, ctx, h.runLocalStepFunctions, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}, "FormatVersionMismatch", "found catalog format version 99")
 	})
 	t.Run("rollback-after-migration", func(t *testing.T) {
 		// The pkg-asl case's pointer is on its v2 catalog: roll it back
@@ -98,7 +98,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("in-place-and-rollback", func(t *testing.T) {
 		f := h.seed(t, ctx, "inplace", caseRows, seedN)
 		src := catalogState(t, ctx, f.Source, format.V1)
-		o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, InPlace: true})
+		o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, FreezeGrace: noGrace()})
 		if o.Status != "SUCCEEDED" {
 			t.Fatalf("in-place run: %s", o)
 		}
@@ -131,7 +131,7 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := rawDigest(t, ctx, target)
-		h.failsCleanly(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, MigrationID: id}, "TargetNotEmpty", "")
+		h.failsCleanly(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, MigrationID: id, FreezeGrace: noGrace()}, "TargetNotEmpty", "")
 		if got := rawDigest(t, ctx, target); got != other {
 			t.Fatalf("the catalog that was already at %s changed (digest %s, was %s): the failed run destroyed data it did not own", target, got, other)
 		}
@@ -215,7 +215,7 @@ func (h *Harness) migrateAndCheck(t *testing.T, ctx context.Context, name string
 	src := catalogState(t, ctx, f.Source, format.V1)
 	sentBefore := len(h.messages(t, h.Topic))
 	start := time.Now()
-	o := run(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: shards})
+	o := run(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
 	t.Logf("%s: %s in %s", name, o, time.Since(start).Round(time.Millisecond))
 	if o.Status != "SUCCEEDED" {
 		t.Fatalf("run: %s", o)
@@ -306,4 +306,11 @@ func setVersion(t *testing.T, ctx context.Context, url string, v uint64) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// noGrace is a freeze_grace of 0: no supervisor watches the suite's
+// pointers, so Freeze fences at once.
+func noGrace() *float64 {
+	var zero float64
+	return &zero
 }

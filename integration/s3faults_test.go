@@ -84,7 +84,7 @@ func TestS3FaultsMigrationCompletes(t *testing.T) {
 	defer cancel()
 	f := h.seed(t, ctx, "faulty", caseRows*4, seedN)
 	src := catalogState(t, ctx, f.Source, format.V1)
-	o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 4})
+	o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 4, FreezeGrace: noGrace()})
 	t.Logf("%d S3 requests through the proxy: %d failed, %d slowed", proxy.total.Load(), proxy.failed.Load(), proxy.slowed.Load())
 	if o.Status != "SUCCEEDED" {
 		t.Fatalf("run through a faulty S3: %s", o)

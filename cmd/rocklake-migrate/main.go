@@ -28,6 +28,7 @@ const (
 	exitUsage    = 2
 	exitMismatch = 3 // FormatVersionMismatch (SQLSTATE 0A000)
 	exitDrift    = 4
+	exitDegraded = 5 // serve stopped while degraded
 )
 
 // exitCodes documents the exit codes, in the root help and in the README
@@ -41,6 +42,7 @@ var exitCodes = []struct {
 	{exitUsage, "usage: unknown command or flag, a missing or bad flag value, a stray argument"},
 	{exitMismatch, "FormatVersionMismatch (SQLSTATE 0A000): the catalog is not in the format expected"},
 	{exitDrift, "drift found (drift)"},
+	{exitDegraded, "serve stopped while degraded: no RockLake binary for the pointer's format, or no catalog where it points; the last good server had been kept in reader mode"},
 }
 
 // env is what commands print to; tests swap it.
@@ -149,6 +151,8 @@ Exit codes:
 		newRestoreCmd(e),
 		newUnlockCmd(e),
 		newDriftCmd(e),
+		newResolveCmd(e),
+		newServeCmd(e),
 		newCleanupCmd(e),
 		newVersionCmd(e),
 		newManCmd(e),
@@ -196,6 +200,8 @@ func report(e *env, cmd *cobra.Command, err error) int {
 		return exitMismatch
 	case errors.Is(err, errDrift):
 		return exitDrift
+	case errors.As(err, new(degradedError)):
+		return exitDegraded
 	}
 	return exitError
 }

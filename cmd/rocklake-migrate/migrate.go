@@ -76,9 +76,14 @@ func newMigrateCmd(e *env) *cobra.Command {
 	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, after copying it as it was beside it (the way back rollback flips to; small catalogs)")
 	auto := fs.Bool("in-place-auto", false, "Strategy A if the catalog's transformed keys and values fit --in-place-max-bytes, else Strategy B (measured first, read-only)")
 	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes; with --in-place-auto: the size up to which A is chosen")
+	graceFlag := freezeGraceFlag(fs)
 	rb := newRebuildFlags(fs)
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
+			return err
+		}
+		grace, err := freezeGrace(*graceFlag)
+		if err != nil {
 			return err
 		}
 		if *maxBytes <= 0 {
@@ -121,7 +126,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		check := workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
-			Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir}
+			Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace}
 		if *auto {
 			// Chosen here, read-only, since the CLI runs A and B differently;
 			// Check then runs with the choice made.

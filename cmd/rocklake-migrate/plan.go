@@ -27,6 +27,7 @@ func newPlanCmd(e *env) *cobra.Command {
 	concurrency := fs.Int("concurrency", 2, "shards worked on at once (on AWS: the Map's MaxConcurrency)")
 	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
 	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
+	graceFlag := freezeGraceFlag(fs)
 	id := fs.String("migration-id", "", "the id migrate will be given (its target path is checked); default: a new one, printed")
 	asJSON := jsonFlag(fs, "print the report as JSON")
 	rb := newRebuildFlags(fs)
@@ -41,6 +42,10 @@ func newPlanCmd(e *env) *cobra.Command {
 		if *shards < 1 || *concurrency < 1 {
 			return usagef("--shards and --concurrency: want 1 or more")
 		}
+		grace, err := freezeGrace(*graceFlag)
+		if err != nil {
+			return err
+		}
 		if *staging == "" {
 			*staging = defaultStaging(*ptr)
 		}
@@ -51,7 +56,7 @@ func newPlanCmd(e *env) *cobra.Command {
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		rep, err := workflow.Preflight(ctx, env, workflow.PreflightInput{
 			CheckInput: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
-				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir},
+				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace},
 			Concurrency: *concurrency,
 		})
 		if *asJSON {

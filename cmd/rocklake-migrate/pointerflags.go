@@ -2,10 +2,12 @@ package main
 
 import (
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // pointerFlag adds the --pointer flag of the pointer commands.
@@ -55,4 +57,19 @@ func defaultStaging(pointerURL string) string {
 		return ""
 	}
 	return pointerURL[:i] + "/migrations"
+}
+
+// freezeGraceFlag adds --freeze-grace, the wait between the lock and the
+// fence (workflow.CheckInput.FreezeGrace).
+func freezeGraceFlag(fs *pflag.FlagSet) *time.Duration {
+	return fs.Duration("freeze-grace", workflow.DefaultFreezeGrace, "wait this long after taking the lock before Freeze fences the source, so that `rocklake-migrate serve` supervisors switch RockLake to reader mode first (0: fence at once)")
+}
+
+// freezeGrace is the flag's value for the workflow's input.
+func freezeGrace(d time.Duration) (*float64, error) {
+	if d < 0 || d > workflow.MaxFreezeGrace {
+		return nil, usagef("--freeze-grace %s: want 0 to %s", d, workflow.MaxFreezeGrace)
+	}
+	s := d.Seconds()
+	return &s, nil
 }

@@ -78,6 +78,8 @@ type backend interface {
 	open(ctx context.Context, l Location, versionID string) (io.ReadCloser, Info, error)
 	create(ctx context.Context, l Location) (*Writer, error)
 	get(ctx context.Context, l Location, versionID string) ([]byte, Info, error)
+	// getIfNoneMatch is get of the current version unless its ETag is etag.
+	getIfNoneMatch(ctx context.Context, l Location, etag string) ([]byte, Info, error)
 	put(ctx context.Context, l Location, body []byte, cond condition) (Info, error)
 	list(ctx context.Context, prefix Location) ([]Info, error)
 	listDirs(ctx context.Context, prefix Location) ([]string, error)
@@ -177,6 +179,25 @@ func (s *Store) Get(ctx context.Context, url string) ([]byte, Info, error) {
 	}
 	body, info, err := b.get(ctx, l, "")
 	return body, info, wrap("get", url, err)
+}
+
+// ErrNotModified: GetIfNoneMatch found the object still at the ETag given.
+var ErrNotModified = errors.New("not modified")
+
+// GetIfNoneMatch is Get unless the object's current ETag is etag, which is
+// ErrNotModified (S3's 304, If-None-Match): a watcher polls a small object
+// and is sent its bytes only when they changed. An empty etag is Get.
+func (s *Store) GetIfNoneMatch(ctx context.Context, url, etag string) ([]byte, Info, error) {
+	b, l, err := s.resolve(url)
+	if err != nil {
+		return nil, Info{}, err
+	}
+	if etag == "" {
+		body, info, err := b.get(ctx, l, "")
+		return body, info, wrap("get", url, err)
+	}
+	body, info, err := b.getIfNoneMatch(ctx, l, etag)
+	return body, info, wrap("get-if-none-match", url, err)
 }
 
 // Put writes a whole object, replacing any current one.

@@ -629,3 +629,37 @@ func TestGetRefusesLargeObjects(t *testing.T) {
 		}
 	}
 }
+
+// A conditional GET (If-None-Match) is sent the object only when its ETag
+// changed: what a pointer's watcher polls with.
+func TestGetIfNoneMatch(t *testing.T) {
+	store, roots := roots(t)
+	ctx := testCtx(t)
+	for _, r := range roots {
+		t.Run(r.name, func(t *testing.T) {
+			url := r.prefix + "WATCHED"
+			if _, _, err := store.GetIfNoneMatch(ctx, url, `"00000000000000000000000000000000"`); !errors.Is(err, blob.ErrNotFound) {
+				t.Errorf("a missing object: %v, want ErrNotFound", err)
+			}
+			first, err := store.Put(ctx, url, []byte("v1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, info, err := store.GetIfNoneMatch(ctx, url, "")
+			if err != nil || string(body) != "v1" || info.ETag != first.ETag {
+				t.Fatalf("no ETag: %q %+v %v, want v1 at %s", body, info, err, first.ETag)
+			}
+			if body, _, err := store.GetIfNoneMatch(ctx, url, first.ETag); !errors.Is(err, blob.ErrNotModified) || body != nil {
+				t.Fatalf("the current ETag: %q %v, want ErrNotModified", body, err)
+			}
+			second, err := store.Put(ctx, url, []byte("v2"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, info, err = store.GetIfNoneMatch(ctx, url, first.ETag)
+			if err != nil || string(body) != "v2" || info.ETag != second.ETag {
+				t.Fatalf("after a write: %q %+v %v, want v2 at %s", body, info, err, second.ETag)
+			}
+		})
+	}
+}

@@ -81,6 +81,14 @@ func (f fileStore) get(ctx context.Context, l Location, versionID string) ([]byt
 	return body, info, err
 }
 
+func (f fileStore) getIfNoneMatch(ctx context.Context, l Location, etag string) ([]byte, Info, error) {
+	body, info, err := f.get(ctx, l, "")
+	if err == nil && info.ETag == etag {
+		return nil, Info{}, ErrNotModified
+	}
+	return body, info, err
+}
+
 func (fileStore) put(ctx context.Context, l Location, body []byte, cond condition) (Info, error) {
 	path, err := objectPath(l)
 	if err != nil {

@@ -114,6 +114,8 @@ func s3Error(err error) error {
 			named = ErrNoSuchBucket
 		case "PreconditionFailed":
 			named = ErrPreconditionFailed
+		case "NotModified":
+			named = ErrNotModified
 		case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken":
 			named = ErrAccessDenied
 		}
@@ -126,6 +128,8 @@ func s3Error(err error) error {
 			named = ErrNotFound
 		case http.StatusPreconditionFailed:
 			named = ErrPreconditionFailed
+		case http.StatusNotModified:
+			named = ErrNotModified
 		case http.StatusForbidden:
 			named = ErrAccessDenied
 		}
@@ -187,6 +191,22 @@ func (s *s3Store) get(ctx context.Context, l Location, versionID string) ([]byte
 			return body, info, err
 		}
 	}
+}
+
+func (s *s3Store) getIfNoneMatch(ctx context.Context, l Location, etag string) ([]byte, Info, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &l.Bucket, Key: &l.Key, IfNoneMatch: &etag})
+	if err != nil {
+		return nil, Info{}, s.error(err)
+	}
+	defer out.Body.Close()
+	body, err := readSmall(out.Body)
+	return body, Info{
+		URL:          l.String(),
+		Size:         aws.ToInt64(out.ContentLength),
+		ETag:         aws.ToString(out.ETag),
+		VersionID:    aws.ToString(out.VersionId),
+		LastModified: aws.ToTime(out.LastModified),
+	}, err
 }
 
 func (s *s3Store) put(ctx context.Context, l Location, body []byte, cond condition) (Info, error) {

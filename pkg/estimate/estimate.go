@@ -116,6 +116,10 @@ type Input struct {
 	// their block indexes; 0: by the byte scan.
 	SSTs   int
 	DryRun bool
+	// FreezeGraceSeconds is Freeze's wait between the lock and the fence,
+	// for the servers' supervisors to switch to reader mode (none in a dry
+	// run, which fences nothing).
+	FreezeGraceSeconds float64
 	// ShardBytesRatio is the shard files' bytes over the catalog's bytes
 	// (compressed NDJSON); 0 takes DefaultShardBytesRatio.
 	ShardBytesRatio float64
@@ -181,6 +185,10 @@ func Run(in Input) (Estimate, error) {
 		"AWS list prices for us-east-1 as checked " + PricesDate + " (no free tier), not fetched; cold starts, retries and the drift schedule left out",
 	}
 
+	if in.FreezeGraceSeconds > 0 && !in.DryRun {
+		e.Assumptions = append(e.Assumptions, fmt.Sprintf("Freeze waits %g s after the lock before it fences the source, for the servers' supervisors to switch to reader mode (freeze_grace)", in.FreezeGraceSeconds))
+	}
+
 	shardStep := ShardStepSeconds + shardRows*imb/ShardRowsPerSec
 	waves := math.Ceil(float64(in.Shards) / float64(conc))
 	importSec := rows/ImportRowsPerSec + float64(passes-1)*rows/ImportPassRowsPerSec
@@ -194,6 +202,9 @@ func Run(in Input) (Estimate, error) {
 		scan = float64(in.SSTs) / BlockSSTsPerSec
 	}
 	freeze := FreezeSeconds + scan
+	if !in.DryRun {
+		freeze += in.FreezeGraceSeconds
+	}
 	e.Seconds = map[string]float64{
 		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * shardStep,
 		"Import": importSec, "Finalize": FinalizeSeconds, "Verify": verify, "Flip": FlipSeconds,

@@ -1,6 +1,7 @@
 package estimate_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/pkg/estimate"
@@ -98,5 +99,37 @@ func TestImportPassesGrowWithTheCatalog(t *testing.T) {
 	}
 	if perRow := big.Seconds["Import"] / 10; perRow <= small.Seconds["Import"]*1.05 {
 		t.Fatalf("import of 10x the rows, one more pass: %.0f s, 1x: %.0f s", big.Seconds["Import"], small.Seconds["Import"])
+	}
+}
+
+// Freeze's grace (the wait for the servers' supervisors before the fence)
+// is in the plan's duration and the Freeze Lambda's billed time; a dry run
+// fences nothing and waits for nobody.
+func TestFreezeGraceInThePlan(t *testing.T) {
+	in := estimate.Input{Rows: 1_000_000, Bytes: 80 << 20, StoredBytes: 60 << 20, Objects: 40, Shards: 16, Concurrency: 16, Imbalance: 1, SSTs: 20}
+	none, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.FreezeGraceSeconds = 5
+	grace, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+	if !near(grace.Seconds["Freeze"], none.Seconds["Freeze"]+5) || !near(grace.TotalSeconds, none.TotalSeconds+5) ||
+		!near(grace.Lambda.GBSeconds, none.Lambda.GBSeconds+5*float64(estimate.ShardMemoryMB)/1024) {
+		t.Fatalf("a 5 s grace: Freeze %.2f s, total %.2f s, %.2f GB-s; none: %.2f s, %.2f s, %.2f GB-s",
+			grace.Seconds["Freeze"], grace.TotalSeconds, grace.Lambda.GBSeconds, none.Seconds["Freeze"], none.TotalSeconds, none.Lambda.GBSeconds)
+	}
+	if !strings.Contains(strings.Join(grace.Assumptions, "\n"), "freeze_grace") {
+		t.Fatalf("the assumptions do not name the grace: %q", grace.Assumptions)
+	}
+	in.DryRun = true
+	dry, _ := estimate.Run(in)
+	in.FreezeGraceSeconds = 0
+	dryNone, _ := estimate.Run(in)
+	if !near(dry.TotalSeconds, dryNone.TotalSeconds) {
+		t.Fatalf("a dry run waits for the grace: %.2f s against %.2f s", dry.TotalSeconds, dryNone.TotalSeconds)
 	}
 }

@@ -42,9 +42,29 @@ func Read(ctx context.Context, store *blob.Store, url string) (Pointer, Ref, err
 	return p, ref, err
 }
 
+// ErrNotModified: ReadIfChanged found the pointer still at the ETag given.
+var ErrNotModified = blob.ErrNotModified
+
+// ReadIfChanged reads the pointer at url unless it is still at etag, which
+// is ErrNotModified (a conditional GET: S3 sends no body): for a watcher that
+// polls the pointer. An empty etag always reads. Errors are Read's.
+func ReadIfChanged(ctx context.Context, store *blob.Store, url, etag string) (Pointer, Ref, error) {
+	body, info, err := store.GetIfNoneMatch(ctx, url, etag)
+	if errors.Is(err, blob.ErrNotModified) {
+		return Pointer{}, Ref{ETag: etag}, ErrNotModified
+	}
+	p, ref, _, err := decodeRead(body, info, err, "read", url)
+	return p, ref, err
+}
+
 // read is Read for operation op; it also returns the raw bytes.
 func read(ctx context.Context, store *blob.Store, op, url string) (Pointer, Ref, []byte, error) {
 	body, info, err := store.Get(ctx, url)
+	return decodeRead(body, info, err, op, url)
+}
+
+// decodeRead names what a read of the pointer object found.
+func decodeRead(body []byte, info blob.Info, err error, op, url string) (Pointer, Ref, []byte, error) {
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return Pointer{}, Ref{}, nil, &Error{Name: NameMissing, Op: op, URL: url, Detail: "there is no pointer object", Err: err}

@@ -418,3 +418,34 @@ func TestStaleFlipAfterRollbackConflicts(t *testing.T) {
 		t.Fatalf("conflict does not say why: %v", pe)
 	}
 }
+
+// ReadIfChanged, a watcher's conditional read: ErrNotModified while the
+// pointer stays at the ETag it was read at, the new pointer after a flip,
+// and Read's named errors for a missing one.
+func TestReadIfChanged(t *testing.T) {
+	ctx, store := testCtx(t), newStore(t)
+	url := newURL(t, versioned)
+	if _, _, err := pointer.ReadIfChanged(ctx, store, url, ""); !errors.Is(err, pointer.ErrPointerMissing) {
+		t.Fatalf("no pointer: %v, want PointerMissing", err)
+	}
+	ref, err := pointer.Create(ctx, store, url, first())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, got, err := pointer.ReadIfChanged(ctx, store, url, "")
+	if err != nil || !sameContent(p, first()) || got.ETag != ref.ETag {
+		t.Fatalf("first read: %+v %+v %v", p, got, err)
+	}
+	if _, _, err := pointer.ReadIfChanged(ctx, store, url, ref.ETag); !errors.Is(err, pointer.ErrNotModified) {
+		t.Fatalf("unchanged: %v, want ErrNotModified", err)
+	}
+	next := first().Next("s3://cats/prod-v2", format.V2, "m-1")
+	flipped, err := pointer.Flip(ctx, store, url, next, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, got, err = pointer.ReadIfChanged(ctx, store, url, ref.ETag)
+	if err != nil || p.Catalog != "s3://cats/prod-v2" || p.FormatVersion != format.V2 || got.ETag != flipped.ETag {
+		t.Fatalf("after the flip: %+v %+v %v", p, got, err)
+	}
+}

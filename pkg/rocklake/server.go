@@ -27,6 +27,13 @@ type Server struct {
 	stopErr  error
 }
 
+// Client is a handle on a RockLake server this package did not start, on
+// 127.0.0.1:port (one that rocklake-migrate serve runs): Query, Exec,
+// ExecExtended and AddSchema work on it; Stop, Done and Logs are not for it.
+func Client(port int) *Server {
+	return &Server{port: port, stdout: &tail{max: logTail}, stderr: &tail{max: logTail}, exited: make(chan struct{})}
+}
+
 // Port is the PostgreSQL port on 127.0.0.1.
 func (s *Server) Port() int { return s.port }
 

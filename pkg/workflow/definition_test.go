@@ -33,6 +33,13 @@ func (p *published) publish(_ context.Context, _, subject, body string) error {
 	return nil
 }
 
+// noGrace is a freeze_grace of 0: no supervisor watches the tests'
+// pointers, so Freeze fences at once unless a test says otherwise.
+func noGrace() *float64 {
+	var zero float64
+	return &zero
+}
+
 // runDefinition runs statemachine/migration.asl.json under pkg/asl with the
 // in-process tasks; onExit is called as each state ends.
 func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput, onExit func(asl.StateEvent)) (json.RawMessage, *published, error) {
@@ -42,6 +49,9 @@ func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.Che
 		t.Fatalf("load definition: %v", err)
 	}
 	pub := &published{}
+	if in.FreezeGrace == nil {
+		in.FreezeGrace = noGrace()
+	}
 	raw, _ := json.Marshal(in)
 	obs := asl.ObserverFuncs{}
 	if onExit != nil {

@@ -53,6 +53,7 @@ const (
 	NameInPlaceLimitTooLarge  = "InPlaceLimitTooLarge"
 	NameInPlaceCatalogMoved   = "InPlaceCatalogMoved"
 	NameInPlaceUndoUndecided  = "InPlaceUndoUndecided"
+	NameBadFreezeGrace        = "BadFreezeGrace"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved
@@ -92,6 +93,8 @@ func ErrorName(err error) string {
 		return NameBadExpectedVersion
 	case errors.Is(err, ErrStagingUnusable):
 		return NameStagingUnusable
+	case errors.Is(err, ErrBadFreezeGrace):
+		return NameBadFreezeGrace
 	case errors.Is(err, ErrSourceAtRoot):
 		return NameSourceAtRoot
 	case errors.Is(err, ErrLockLost):

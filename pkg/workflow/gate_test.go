@@ -67,7 +67,7 @@ func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) work
 		t.Fatal(err)
 	}
 	id := workflow.NewMigrationID()
-	raw, _ := json.Marshal(workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, MigrationID: id})
+	raw, _ := json.Marshal(workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, MigrationID: id, FreezeGrace: noGrace()})
 	_, err = asl.Run(ctx, m, raw, asl.Options{Tasks: workflow.LocalTasks(f.env, pub.publish), Sleep: func(context.Context, time.Duration) error { return nil }})
 	var s *asl.Suspended
 	if !errors.As(err, &s) || s.State != "Gate" {

@@ -102,6 +102,11 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err != nil {
 		return out, err
 	}
+	// Strategy A fences the source too: the servers' supervisors switch to
+	// reader mode first.
+	if err := awaitGrace(ctx, m); err != nil {
+		return out, err
+	}
 	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
 		return out, err

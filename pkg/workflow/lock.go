@@ -65,6 +65,46 @@ type Lock struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 	// ReleasedBy says who freed it last (a migration, or unlock).
 	ReleasedBy string `json:"released_by,omitempty"`
+	// FenceAt is the earliest time the holder fences the source (Check's
+	// time plus the run's freeze grace): until then the servers'
+	// supervisors may reopen the source as readers; zero for a dry run,
+	// which fences nothing (DryRun), and in locks written before it
+	// existed, where readers take AcquiredAt.
+	FenceAt time.Time `json:"fence_at,omitzero"`
+	DryRun  bool      `json:"dry_run,omitempty"`
+}
+
+// Held reports whether a migration holds l at now: taken, and its lease
+// not run out (past it, the next migration may take it over: its run is
+// dead).
+func (l Lock) Held(now time.Time) bool { return l.MigrationID != "" && now.Before(l.ExpiresAt) }
+
+// ReadLock reads the lock of the pointer at pointerURL for a watcher
+// (rocklake-migrate serve), with a conditional GET: blob.ErrNotModified
+// while it is still at etag ("" always reads). No lock object is a free
+// lock; one that cannot be decoded is held (fail closed: only unlock
+// clears it). It returns the lock and its ETag.
+func ReadLock(ctx context.Context, store *blob.Store, pointerURL, etag string) (Lock, string, error) {
+	url := LockURL(pointerURL)
+	b, info, err := store.GetIfNoneMatch(ctx, url, etag)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return Lock{}, "", nil
+	case err != nil:
+		return Lock{}, etag, fmt.Errorf("workflow: read the lock %s: %w", url, err)
+	}
+	return decodeLock(b), info.ETag, nil
+}
+
+// decodeLock decodes a lock object; one that is not a lock is held until
+// it expires, which it never does: only unlock clears it. Fail closed.
+func decodeLock(b []byte) Lock {
+	var l Lock
+	if err := json.Unmarshal(b, &l); err != nil {
+		// Unreadable: held for ever; only unlock clears it. Fail closed.
+		return Lock{MigrationID: unreadableLock, ExpiresAt: neverExpires}
+	}
+	return l
 }
 
 // ErrMigrationInProgress: another migration holds the pointer's lock.
@@ -80,40 +120,48 @@ func inProgress(held Lock, pointerURL string) error {
 }
 
 // acquireLock takes the pointer's lock for migration m, or takes over one
-// whose lease ran out; a retry of m finds its own lock. It returns when m
-// took the lock: the migration's start, which names its record.
-func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (time.Time, error) {
+// whose lease ran out; a retry of m finds its own lock. It returns the lock
+// m holds: when m took it (the migration's start, which names its record)
+// and when it may fence the source, m's freeze grace after the lock is
+// written.
+func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock, error) {
 	url := LockURL(m.Pointer)
 	now = now.UTC().Truncate(time.Millisecond)
 	lease, err := env.LockLease()
 	if err != nil {
-		return time.Time{}, err
+		return Lock{}, err
 	}
-	body, err := json.Marshal(Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease)})
+	l := Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun}
+	if !m.DryRun {
+		// From the write, not from Check's start: the preflight before it
+		// may take seconds.
+		l.FenceAt = time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
+	}
+	body, err := json.Marshal(l)
 	if err != nil {
-		return time.Time{}, err
+		return Lock{}, err
 	}
 	if _, err := env.Store.PutIfAbsent(ctx, url, body); err == nil {
-		return now, nil
+		return l, nil
 	} else if !errors.Is(err, blob.ErrPreconditionFailed) {
-		return time.Time{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return Lock{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
 	held, info, err := readLock(ctx, env, url)
 	if err != nil {
-		return time.Time{}, err
+		return Lock{}, err
 	}
 	switch {
 	case held.MigrationID == m.MigrationID:
-		return held.AcquiredAt, nil
+		return held, nil
 	case held.MigrationID != "" && now.Before(held.ExpiresAt):
-		return time.Time{}, inProgress(held, m.Pointer)
+		return Lock{}, inProgress(held, m.Pointer)
 	}
 	// Free, or its lease ran out: take it, only if nobody else did first.
 	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
 		if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
-			return time.Time{}, fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
+			return Lock{}, fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
 		}
-		return time.Time{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return Lock{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
 	if held.MigrationID != "" {
 		// A run whose every step died: its record ends here, not "in
@@ -123,7 +171,7 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (time
 			r.Error = fmt.Sprintf("the run's lock expired at %s and migration %s took it over", held.ExpiresAt.Format(time.RFC3339), m.MigrationID)
 		})
 	}
-	return now, nil
+	return l, nil
 }
 
 // NameLockExpired: the error name in the record of a run whose lock's
@@ -135,12 +183,7 @@ func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error)
 	if err != nil {
 		return Lock{}, info, fmt.Errorf("workflow: read the lock %s: %w", url, err)
 	}
-	var l Lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		// Unreadable: held for ever; only unlock clears it. Fail closed.
-		return Lock{MigrationID: unreadableLock, ExpiresAt: neverExpires}, info, nil
-	}
-	return l, info, nil
+	return decodeLock(b), info, nil
 }
 
 // unreadableLock is the holder readLock reports for a lock it cannot decode,

@@ -182,7 +182,7 @@ func TestEveryFailureNamesItsState(t *testing.T) {
 // embedded metric format.
 func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 	ctx, f := setup(t, 400)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}

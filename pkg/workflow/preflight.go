@@ -56,6 +56,10 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		fail("input", fmt.Errorf("%w: in place (Strategy A) makes no new catalog, so it takes neither rebuild nor target_prefix", ErrBadInput))
 		return m, found, first
 	}
+	if m.FreezeGrace, err = freezeGrace(in); err != nil {
+		fail("input", err)
+		return m, found, first
+	}
 	// Without a target version in the input, the one the deployed release
 	// expects (the SSM parameter) is the target; a rebuild's is the
 	// catalog's own, which the pointer names.

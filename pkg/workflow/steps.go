@@ -101,6 +101,14 @@ type Migration struct {
 	// Rebuild: the catalog moves into a new one in its own format (From
 	// == To), through the identity transform.
 	Rebuild bool `json:"rebuild,omitempty"`
+	// FreezeGrace is how long after the lock was taken (StartedAt) the
+	// source is fenced, in seconds: time for the supervisors of the
+	// servers on it (rocklake-migrate serve) to see the lock and switch to
+	// reader mode, so that reads go on through the migration.
+	FreezeGrace float64 `json:"freeze_grace,omitempty"`
+	// FenceAt is the lock's fence_at: FreezeGrace after the lock was
+	// written, what the supervisors read; the source is fenced no earlier.
+	FenceAt time.Time `json:"fence_at,omitzero"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -133,6 +141,63 @@ type CheckInput struct {
 	// <target_prefix>/v<N>-<id>, in any bucket; "" puts it beside the
 	// source.
 	TargetPrefix string `json:"target_prefix,omitempty"`
+	// FreezeGrace is Migration.FreezeGrace in seconds: nil (left out) is
+	// DefaultFreezeGrace, 0 fences as soon as Freeze runs.
+	FreezeGrace *float64 `json:"freeze_grace,omitempty"`
+}
+
+// DefaultFreezeGrace is the wait between taking the lock and fencing the
+// source when the input names none: a supervisor polling the lock every 1-2
+// s sees it and restarts RockLake as a reader (its writer's drain included)
+// within it.
+const DefaultFreezeGrace = 5 * time.Second
+
+// MaxFreezeGrace bounds the grace: Freeze waits it out inside its Lambda,
+// whose 900 s timeout must still hold the fence, the checkpoint and the
+// shard plan (whose byte scan alone may take 2 minutes).
+const MaxFreezeGrace = 5 * time.Minute
+
+// ErrBadFreezeGrace: the input's freeze_grace is negative or longer than
+// MaxFreezeGrace; Check refuses before anything is touched.
+var ErrBadFreezeGrace = errors.New("BadFreezeGrace")
+
+// freezeGrace is in's grace in seconds, checked.
+func freezeGrace(in CheckInput) (float64, error) {
+	if in.FreezeGrace == nil {
+		return DefaultFreezeGrace.Seconds(), nil
+	}
+	g := *in.FreezeGrace
+	if g < 0 || g > MaxFreezeGrace.Seconds() {
+		return 0, fmt.Errorf("%w: freeze_grace %v s: want 0 to %v s", ErrBadFreezeGrace, g, MaxFreezeGrace.Seconds())
+	}
+	return g, nil
+}
+
+// awaitGrace waits until the lock's fence_at (m's grace after the lock was
+// written), before a step fences the source; a retried step whose grace is
+// over does not wait again.
+func awaitGrace(ctx context.Context, m Migration) error {
+	if m.DryRun || m.FreezeGrace <= 0 {
+		return nil
+	}
+	wait := time.Duration(m.FreezeGrace * float64(time.Second))
+	switch {
+	case !m.FenceAt.IsZero():
+		wait = time.Until(m.FenceAt)
+	case !m.StartedAt.IsZero():
+		wait -= time.Since(m.StartedAt)
+	}
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("workflow: freeze grace: %w", context.Cause(ctx))
+	}
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names
@@ -172,11 +237,11 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		return m, err
 	}
 	// One migration at a time, decided before anything is touched.
-	started, err := acquireLock(ctx, env, m, start)
+	held, err := acquireLock(ctx, env, m, start)
 	if err != nil {
 		return m, err
 	}
-	m.StartedAt = started
+	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
 	claimed := !m.DryRun && !m.InPlace
 	if claimed {
 		// The new catalog is this pointer's before anything is written
@@ -282,6 +347,10 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	if m.DryRun {
 		return freezeDryRun(ctx, env, m)
+	}
+	// The servers' supervisors switch to reader mode before the fence.
+	if err := awaitGrace(ctx, m); err != nil {
+		return m, err
 	}
 	// Passive: fencing and the checkpoint are all Freeze may change in the
 	// source; no compaction or garbage collection of RockLake's catalog.

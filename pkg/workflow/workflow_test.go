@@ -67,7 +67,7 @@ func setup(t *testing.T, rows int) (context.Context, fixture) {
 // including Verify.
 func runUntilVerify(t *testing.T, ctx context.Context, f fixture, shards int) workflow.Migration {
 	t.Helper()
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
@@ -287,7 +287,7 @@ func TestHandlerNamesErrors(t *testing.T) {
 // TargetNotEmpty, and Abort leaves that catalog alone.
 func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 	ctx, f := setup(t, 200)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 	ctx, f := setup(t, 1500)
 	const shards = 3
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,4 +655,78 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Freeze fences the source only once the run's grace after the lock has
+// passed (for the servers' supervisors to switch RockLake to reader mode),
+// counted from when Check took the lock; the default grace is
+// DefaultFreezeGrace; a grace out of bounds is refused before anything is
+// touched.
+func TestFreezeWaitsItsGrace(t *testing.T) {
+	ctx, f := setup(t, 200)
+	for _, g := range []float64{-1, workflow.MaxFreezeGrace.Seconds() + 1} {
+		_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, FreezeGrace: &g})
+		if workflow.ErrorName(err) != workflow.NameBadFreezeGrace {
+			t.Fatalf("freeze_grace %v: %v, want BadFreezeGrace", g, err)
+		}
+	}
+	if raw, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer)); err == nil {
+		t.Fatalf("a refused grace took the lock: %s", raw)
+	}
+	// The default grace; a dry run's lock says it fences nothing.
+	dry, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, DryRun: true})
+	if err != nil || dry.FreezeGrace != workflow.DefaultFreezeGrace.Seconds() || !dry.FenceAt.IsZero() {
+		t.Fatalf("dry run's check: grace %v s, fence at %v, %v; want the default %v and no fence", dry.FreezeGrace, dry.FenceAt, err, workflow.DefaultFreezeGrace)
+	}
+	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || !l.DryRun || !l.FenceAt.IsZero() || !l.Held(time.Now()) {
+		t.Fatalf("a dry run's lock: %+v %v", l, err)
+	}
+	if _, err := workflow.Unlock(ctx, f.env, f.pointer, dry.MigrationID); err != nil {
+		t.Fatal(err)
+	}
+	grace := 1.5
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: &grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lock tells the supervisors when the fence may come: the grace
+	// after the lock was written.
+	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
+	if err != nil || l.MigrationID != m.MigrationID || !l.FenceAt.Equal(m.FenceAt) || l.FenceAt.Sub(m.StartedAt) < 1500*time.Millisecond || l.DryRun {
+		t.Fatalf("the lock %+v (%v) for migration %+v", l, err, m)
+	}
+	before, err := engineFiles(ctx, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := make(chan error, 1)
+	go func() {
+		_, err := workflow.Freeze(ctx, f.env, m)
+		frozen <- err
+	}()
+	// Within the grace the source is untouched: no fence, no checkpoint.
+	time.Sleep(time.Until(m.FenceAt.Add(-500 * time.Millisecond)))
+	if during, err := engineFiles(ctx, f); err != nil || during != before {
+		t.Fatalf("the source changed within the grace (%v):\nbefore: %s\nduring: %s", err, before, during)
+	}
+	if err := <-frozen; err != nil {
+		t.Fatal(err)
+	}
+	if time.Now().Before(m.FenceAt) {
+		t.Fatalf("Freeze was done before the lock's fence_at %s", m.FenceAt)
+	}
+	if after, _ := engineFiles(ctx, f); after == before {
+		t.Fatal("Freeze fenced nothing")
+	}
+}
+
+// engineFiles lists the source's SlateDB objects (manifest, WAL) with their
+// sizes.
+func engineFiles(ctx context.Context, f fixture) (string, error) {
+	infos, err := f.env.Store.List(ctx, f.source+"/")
+	var b strings.Builder
+	for _, i := range infos {
+		fmt.Fprintf(&b, "%s %d\n", i.URL, i.Size)
+	}
+	return b.String(), err
 }

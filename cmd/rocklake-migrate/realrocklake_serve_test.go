@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+)
+
+// syncBuffer is a bytes.Buffer for several writers (RockLake's output and
+// the health lines).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// writeSchema commits a schema over the extended protocol (so that a
+// refusal carries its SQLSTATE).
+func writeSchema(ctx context.Context, cl *rocklake.Server, name string) error {
+	id, err := rocklake.LatestSnapshotID(ctx, cl)
+	if err != nil {
+		return err
+	}
+	_, err = cl.ExecExtended(ctx,
+		rocklake.Stmt{SQL: "BEGIN"},
+		rocklake.Stmt{SQL: fmt.Sprintf("INSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-00000000ffff', %d, NULL, '%s', '%s/', true)", id+1, name, name)},
+		rocklake.Stmt{SQL: "COMMIT"})
+	return err
+}
+
+func schemas(ctx context.Context, cl *rocklake.Server) (string, error) {
+	rows, err := cl.Query(ctx, "SELECT schema_name FROM ducklake_schema")
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, r := range rows {
+		names = append(names, r["schema_name"])
+	}
+	return strings.Join(names, ","), nil
+}
+
+// eventually retries f every 100 ms for up to 30 s.
+func eventually(t *testing.T, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within 30 s: %v", what, err)
+}
+
+// The supervisor with the real RockLake and the real workflow: it serves the
+// pointer's catalog as a writer; `migrate --to v2` takes the lock and waits
+// its grace, and the supervisor restarts RockLake as a reader on the source
+// before Freeze fences it (reads go on, writes are refused with SQLSTATE
+// 57P04); after the flip to v2, with no v2 binary, a reader on the source
+// again (degraded, said in a health line; Freeze fenced the first one);
+// `rollback` brings the writer back on the source, which takes writes,
+// every commit before the migration there. A flip to another format-1
+// catalog (as rebuild will make) starts the writer there.
+func TestRealRockLakeServeFollowsMigration(t *testing.T) {
+	bin, err := rocklake.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, other := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "catalogs", "prod-next")
+	for c, name := range map[string]string{src: "first_src", other: "first_next"} {
+		srv, err := rocklake.Serve(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err = rocklake.WriteSampleCatalog(ctx, srv); err == nil {
+			err = writeSchema(ctx, srv, name)
+		}
+		if stopErr := srv.Stop(); err == nil {
+			err = stopErr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var out, errOut syncBuffer
+	serveCtx, stopServe := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin, "--interval", "200ms",
+			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "16"})
+	}()
+	stopped := false
+	stop := func() int {
+		if stopped {
+			return -1
+		}
+		stopped = true
+		stopServe()
+		select {
+		case code := <-done:
+			return code
+		case <-time.After(30 * time.Second):
+			t.Fatalf("serve did not stop within 30 s\n%s", errOut.String())
+			return -1
+		}
+	}
+	defer stop()
+	cl := rocklake.Client(port)
+	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
+
+	// migrate --to v2, its lock watched: reads go on, writes are refused.
+	migrated := make(chan result, 1)
+	go func() {
+		migrated <- cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--freeze-grace", "4s")
+	}()
+	eventually(t, "writes refused under the lock", func() error {
+		err := writeSchema(ctx, cl, "under_lock")
+		switch {
+		case err == nil:
+			return fmt.Errorf("a write was accepted")
+		case !strings.Contains(err.Error(), "57P04"):
+			return err
+		}
+		t.Logf("a write under the lock: %v", err)
+		return nil
+	})
+	if names, err := schemas(ctx, cl); err != nil || !strings.Contains(names, "before_migration") {
+		t.Fatalf("reads under the lock: %q, %v", names, err)
+	}
+	r := <-migrated
+	r.want(t, exitOK)
+	// Flipped to v2; no v2 binary: the source's reader stays, degraded.
+	eventually(t, "degraded", func() error {
+		if !strings.Contains(errOut.String(), "state=degraded") {
+			return fmt.Errorf("no degraded health line")
+		}
+		return nil
+	})
+	// Freeze fenced that reader (RockLake's reader mode opens the catalog
+	// as a SlateDB writer): once the migration is over it is restarted,
+	// and serves the source's reads again.
+	eventually(t, "reads after the flip to v2", func() error {
+		names, err := schemas(ctx, cl)
+		if err == nil && !strings.Contains(names, "before_migration") {
+			err = fmt.Errorf("schemas %q", names)
+		}
+		return err
+	})
+	if err := writeSchema(ctx, cl, "after_flip"); err == nil {
+		t.Fatal("the reader on the frozen source took a write")
+	}
+
+	// Rollback: the writer on the source again, commits kept.
+	cli(t, "rollback", "--pointer", ptr).want(t, exitOK)
+	eventually(t, "the writer is back on the source", func() error { return writeSchema(ctx, cl, "after_rollback") })
+	if names, err := schemas(ctx, cl); err != nil || !strings.Contains(names, "before_migration") || !strings.Contains(names, "after_rollback") {
+		t.Fatalf("after the rollback: %q, %v", names, err)
+	}
+
+	// A flip to another format-1 catalog: the writer there once the lock
+	// is free (taken and freed as a migration would).
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, ref, err := pointer.Read(ctx, store, ptr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Flip(ctx, store, ptr, cur.Next("file://"+other, format.V1, "m-next"), ref); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the writer on the new catalog", func() error {
+		names, err := schemas(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(names, "first_next") {
+			return fmt.Errorf("schemas %q: not the new catalog's", names)
+		}
+		return writeSchema(ctx, cl, "on_next")
+	})
+	if code := stop(); code != exitOK {
+		t.Fatalf("serve stopped with exit %d\n%s", code, errOut.String())
+	}
+	for _, want := range []string{"mode=writer catalog=file://" + src, "mode=reader catalog=file://" + src, "state=degraded", "mode=writer catalog=file://" + other} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Fatalf("health lines lack %q:\n%s", want, errOut.String())
+		}
+	}
+	// RockLake's own output passes through.
+	if !strings.Contains(out.String()+errOut.String(), "Opening catalog in read-only mode") {
+		t.Fatalf("RockLake's log is not passed through:\nstdout: %.2000s\nstderr: %.2000s", out.String(), errOut.String())
+	}
+}
+
+// event is one statement a benchmark client sent.
+type event struct {
+	at    time.Time
+	write bool
+	ok    bool
+}
+
+// gaps are the spans from a failed statement to the next successful one of
+// the same kind.
+func gaps(evs []event, write bool) []time.Duration {
+	var out []time.Duration
+	var failed time.Time
+	for _, e := range evs {
+		if e.write != write {
+			continue
+		}
+		switch {
+		case !e.ok && failed.IsZero():
+			failed = e.at
+		case e.ok && !failed.IsZero():
+			out = append(out, e.at.Sub(failed))
+			failed = time.Time{}
+		}
+	}
+	return out
+}
+
+// BenchmarkServeSwitch measures what a client of `rocklake-migrate serve`
+// sees through `migrate --to v2` (default grace and interval) of a seeded
+// catalog of $ROCKLAKE_BENCH_ROWS rows (100 000 by default) and the
+// rollback after it: a read every 20 ms and a write every 100 ms, each on a
+// new connection. It reports the read gaps (first failed to first
+// successful read: at the switch to reader mode, and at the rollback's
+// switch back), the write freeze (first refused write to the flip, when a
+// writer for the new format would start) and the rollback's write gap (its
+// pointer write to the first accepted write: one restart).
+// scripts/bench-serve.sh runs it.
+func BenchmarkServeSwitch(b *testing.B) {
+	rows := 100000
+	if v := os.Getenv("ROCKLAKE_BENCH_ROWS"); v != "" {
+		var err error
+		if rows, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bin, err := rocklake.Binary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := localstacktest.Start(b)
+	localstacktest.SetEnv(b, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		b.Fatal(err)
+	}
+	src := filepath.Join(b.TempDir(), "catalogs", "prod")
+	var out, errOut syncBuffer
+	mustRun := func(args ...string) {
+		b.Helper()
+		var o, e bytes.Buffer
+		if code := run(ctx, &env{stdout: &o, stderr: &e}, args); code != exitOK {
+			b.Fatalf("%v: exit %d\n%s", args, code, e.String())
+		}
+	}
+	mustRun("seed", "--catalog", "file://"+src, "--rows", strconv.Itoa(rows), "--seed", "1")
+	ptr := "s3://rocklake/CURRENT"
+	mustRun("init-pointer", "--pointer", ptr, "--catalog", "file://"+src)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	serveCtx, stopServe := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin,
+			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "64"})
+	}()
+	defer func() {
+		stopServe()
+		<-done
+	}()
+	cl := rocklake.Client(port)
+	deadline := time.Now().Add(60 * time.Second)
+	for writeSchema(ctx, cl, "warm") != nil {
+		if time.Now().After(deadline) {
+			b.Fatalf("the writer took no write within 60 s\n%s", errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var mu sync.Mutex
+	var evs []event
+	clientCtx, stopClient := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	client := func(write bool, every time.Duration) {
+		defer wg.Done()
+		for n := 0; clientCtx.Err() == nil; n++ {
+			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
+			var err error
+			if write {
+				err = writeSchema(sctx, cl, fmt.Sprintf("w%d", n))
+			} else {
+				_, err = rocklake.LatestSnapshotID(sctx, cl)
+			}
+			cancel()
+			if clientCtx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			evs = append(evs, event{at: time.Now(), write: write, ok: err == nil})
+			mu.Unlock()
+			time.Sleep(every)
+		}
+	}
+	wg.Add(2)
+	go client(false, 20*time.Millisecond)
+	go client(true, 100*time.Millisecond)
+	b.ResetTimer()
+	var mo, me bytes.Buffer
+	if code := run(ctx, &env{stdout: &mo, stderr: &me}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "4"}); code != exitOK {
+		b.Fatalf("migrate: exit %d\n%s", code, me.String())
+	}
+	flipped := time.Now()
+	mustRun("rollback", "--pointer", ptr)
+	rolledBack := time.Now()
+	for {
+		mu.Lock()
+		var ok bool
+		for _, e := range evs {
+			if e.write && e.ok && e.at.After(rolledBack) {
+				ok = true
+			}
+		}
+		mu.Unlock()
+		if ok || time.Since(rolledBack) > time.Minute {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	b.StopTimer()
+	stopClient()
+	wg.Wait()
+	var firstRefused, firstAfter time.Time
+	for _, e := range evs {
+		if e.write && !e.ok && firstRefused.IsZero() {
+			firstRefused = e.at
+		}
+		if e.write && e.ok && e.at.After(rolledBack) && firstAfter.IsZero() {
+			firstAfter = e.at
+		}
+	}
+	reads := gaps(evs, false)
+	var worst time.Duration
+	for _, g := range reads {
+		worst = max(worst, g)
+	}
+	b.ReportMetric(float64(rows), "rows")
+	b.ReportMetric(worst.Seconds(), "max-read-gap-s")
+	b.ReportMetric(flipped.Sub(firstRefused).Seconds(), "write-freeze-s")
+	b.ReportMetric(firstAfter.Sub(rolledBack).Seconds(), "rollback-write-gap-s")
+	b.Logf("rows %d: read gaps %v; writes refused from %s to the flip %s (%.2f s); rollback's write gap %.2f s; %d statements",
+		rows, reads, firstRefused.Format("15:04:05.000"), flipped.Format("15:04:05.000"), flipped.Sub(firstRefused).Seconds(), firstAfter.Sub(rolledBack).Seconds(), len(evs))
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/notify"
+	"github.com/rocklake/rocklake-migrate/pkg/supervise"
+)
+
+func newServeCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "serve --pointer s3://… --rocklake 1=PATH [--rocklake 2=PATH] [-- rocklake serve flags]",
+		Short: "run RockLake on the catalog the pointer names, and follow the pointer through migrations",
+		Long: `serve runs ` + "`rocklake serve`" + ` (the binary given for the pointer's format) on the
+catalog the pointer names and keeps it there. It reads the pointer and the
+migration lock every --interval (conditional GETs). When a migration takes the
+lock it restarts RockLake in reader mode on the source before Freeze fences it
+(reads go on, writes are refused); when the pointer flips it starts the writer
+for the new format on the new catalog; after an abort it returns to the writer
+on the source; a rollback is followed the same way. It never starts a writer
+while a migration holds the lock. A flip to a format with no --rocklake binary,
+or to a catalog that is not there, keeps the last good server in reader mode,
+says so in a health line, in an SNS message (--sns-topic) and in the exit
+status when stopped (5). RockLake's output passes through; health lines go to
+stderr (--json: one JSON object each). SIGTERM, SIGINT and SIGHUP stop
+RockLake gracefully (SIGTERM: its drain) and then the supervisor; SIGUSR1 and
+SIGUSR2 are forwarded to it.
+
+Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
+--mode reader there makes a fleet reader that follows the pointer as a reader.`,
+		Example: `  rocklake-migrate serve --pointer s3://b/rocklake/CURRENT --rocklake 1=/usr/local/bin/rocklake -- --bind 0.0.0.0:5432 --drain-timeout 3
+  rocklake-migrate serve --pointer s3://b/rocklake/CURRENT --rocklake 1=/opt/rocklake-0.47/rocklake --rocklake 2=/opt/rocklake-0.48/rocklake -- --mode reader`,
+	}
+	fs := c.Flags()
+	ptr := pointerFlag(fs)
+	bins := fs.StringArray("rocklake", nil, "FORMAT=PATH: the RockLake binary serving catalogs of that format (1=…, 2=…); repeat for each format")
+	interval := fs.Duration("interval", supervise.DefaultInterval, "how often to read the pointer and the lock")
+	stopTimeout := fs.Duration("stop-timeout", supervise.DefaultStopTimeout, "how long RockLake may drain after SIGTERM before SIGKILL (give it a shorter --drain-timeout)")
+	maxRestarts := fs.Int("max-restarts", supervise.DefaultMaxRestarts, "restarts of a RockLake that keeps exiting by itself before giving up (exit 1)")
+	startTimeout := fs.Duration("start-timeout", supervise.DefaultStartTimeout, "how long to retry a first read of the pointer that fails")
+	topic := fs.String("sns-topic", "", "SNS topic ARN for a degraded supervisor or one giving up")
+	asJSON := jsonFlag(fs, "health lines as JSON objects on stderr")
+	timeout := fs.Duration("timeout", 0, "stop serving (gracefully) after this long; 0: until a signal")
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
+			return usagef("serve takes no arguments before --, got %q (RockLake's flags go after --)", args)
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, extra []string) error {
+		e.ran = true
+		if err := needPointer(*ptr); err != nil {
+			return err
+		}
+		binaries, err := parseBinaries(*bins)
+		if err != nil {
+			return err
+		}
+		if *interval <= 0 || *stopTimeout <= 0 || *maxRestarts < 1 || *startTimeout <= 0 || *timeout < 0 {
+			return usagef("--interval, --stop-timeout and --start-timeout want positive durations, --timeout 0 or more, --max-restarts 1 or more")
+		}
+		// main's context ends on SIGTERM, SIGINT and SIGHUP: the graceful stop.
+		ctx := cmd.Context()
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		store, err := blob.New(ctx)
+		if err != nil {
+			return err
+		}
+		var mu sync.Mutex
+		opts := supervise.Options{
+			Pointer: *ptr, Binaries: binaries, Extra: extra, Interval: *interval, StopTimeout: *stopTimeout,
+			MaxRestarts: *maxRestarts, StartTimeout: *startTimeout, ListenAddr: listenAddr(extra),
+			Stdout: e.stdout, Stderr: e.stderr, Store: store,
+			Health: func(h supervise.Health) {
+				mu.Lock()
+				defer mu.Unlock()
+				if *asJSON {
+					b, _ := json.Marshal(h) // plain fields
+					fmt.Fprintf(e.stderr, "%s\n", b)
+					return
+				}
+				fmt.Fprintf(e.stderr, "rocklake-migrate serve: %s\n", h)
+			},
+		}
+		if *topic != "" {
+			pub, err := notify.NewPublisher(ctx, notify.Options{})
+			if err != nil {
+				return err
+			}
+			opts.Alert = func(ctx context.Context, subject, body string) error {
+				_, err := pub.PublishOutcome(ctx, *topic, subject, body)
+				return err
+			}
+		}
+		s, err := supervise.New(opts)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		forward := make(chan os.Signal, 4)
+		signal.Notify(forward, syscall.SIGUSR1, syscall.SIGUSR2)
+		defer signal.Stop(forward)
+		go func() {
+			for {
+				select {
+				case sig := <-forward:
+					s.Signal(sig)
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		err = s.Run(ctx)
+		if err != nil && (supervise.ErrorName(err) == supervise.NameNoBinary || supervise.ErrorName(err) == supervise.NamePointerDangling) {
+			return degradedError{err}
+		}
+		return err
+	}
+	return c
+}
+
+// degradedError is a supervisor stopped while degraded (exit 5).
+type degradedError struct{ err error }
+
+func (d degradedError) Error() string { return d.err.Error() }
+func (d degradedError) Unwrap() error { return d.err }
+
+// parseBinaries reads --rocklake FORMAT=PATH values.
+func parseBinaries(values []string) (map[format.Version]string, error) {
+	if len(values) == 0 {
+		return nil, usagef("--rocklake FORMAT=PATH is required: the RockLake binary for each catalog format (1=/usr/local/bin/rocklake)")
+	}
+	bins := map[format.Version]string{}
+	for _, v := range values {
+		f, path, ok := strings.Cut(v, "=")
+		n, err := strconv.ParseUint(strings.TrimPrefix(f, "v"), 10, 32)
+		if !ok || err != nil || n == 0 || path == "" {
+			return nil, usagef("--rocklake %q: want FORMAT=PATH, like 1=/usr/local/bin/rocklake", v)
+		}
+		if _, dup := bins[format.Version(n)]; dup {
+			return nil, usagef("--rocklake: format %d given twice", n)
+		}
+		if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+			return nil, usagef("--rocklake %s: %s is not an executable file", v, path)
+		}
+		bins[format.Version(n)] = path
+	}
+	return bins, nil
+}
+
+// listenAddr is where RockLake listens, from its --bind (its default,
+// 0.0.0.0:5432, otherwise), as an address to probe.
+func listenAddr(extra []string) string {
+	bind := "0.0.0.0:5432"
+	for i, a := range extra {
+		switch {
+		case (a == "--bind" || a == "-b") && i+1 < len(extra):
+			bind = extra[i+1]
+		case strings.HasPrefix(a, "--bind="):
+			bind = strings.TrimPrefix(a, "--bind=")
+		}
+	}
+	return strings.Replace(bind, "0.0.0.0:", "127.0.0.1:", 1)
+}

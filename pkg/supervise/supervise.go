@@ -1,0 +1,462 @@
+package supervise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// Defaults of Options.
+const (
+	DefaultInterval     = 1500 * time.Millisecond
+	DefaultStopTimeout  = 10 * time.Second
+	DefaultMaxRestarts  = 5
+	DefaultStableAfter  = 30 * time.Second
+	DefaultStartTimeout = time.Minute
+	firstBackoff        = time.Second
+	maxBackoff          = 30 * time.Second
+	// readTimeout bounds one read of the pointer or the lock.
+	readTimeout = 10 * time.Second
+	// readerStart is what a reader's start is given before the
+	// migration's fence when the writer's drain is cut short; minStop is
+	// the least a drain is given.
+	readerStart = 500 * time.Millisecond
+	minStop     = 500 * time.Millisecond
+)
+
+// Options configure a Supervisor.
+type Options struct {
+	Pointer string
+	// Binaries is the RockLake binary for each catalog format.
+	Binaries map[format.Version]string
+	// Extra are flags added to every `rocklake serve` (--bind,
+	// --drain-timeout, ...); --mode reader (or --read-only) among them makes
+	// this a reader of a fleet: it follows the pointer, always as a reader.
+	// --catalog and --mode are the supervisor's.
+	Extra []string
+	// Interval between reads of the pointer and the lock (conditional
+	// GETs); 0: DefaultInterval.
+	Interval time.Duration
+	// StopTimeout bounds a graceful stop (SIGTERM, RockLake's drain) before
+	// SIGKILL; 0: DefaultStopTimeout. Give RockLake a --drain-timeout below
+	// it.
+	StopTimeout time.Duration
+	// MaxRestarts bounds the restarts of a RockLake that keeps exiting by
+	// itself (1 s, 2 s, 4 s ... 30 s apart); past it, Run returns
+	// ErrServerFailing. A server that ran StableAfter resets the count.
+	MaxRestarts int
+	StableAfter time.Duration
+	// StartTimeout bounds the first read of the pointer: an unreadable one
+	// is retried until then.
+	StartTimeout time.Duration
+	// ListenAddr, if set, is where the server listens (host:port); health
+	// lines then say when it accepts connections.
+	ListenAddr string
+	// Stdout and Stderr receive RockLake's output; Health a line per change.
+	Stdout, Stderr io.Writer
+	Health         func(Health)
+	// Alert, if set, is called when the supervisor degrades or gives up
+	// (an SNS message in the CLI); its error is logged, never fatal.
+	Alert func(ctx context.Context, subject, body string) error
+	Store *blob.Store
+}
+
+// Health is one line of the supervisor's state, written at each change.
+type Health struct {
+	Time    time.Time `json:"time"`
+	State   State     `json:"state"`
+	Event   string    `json:"event"` // started, ready, stopped, exited, restarting, unchanged, ...
+	Mode    Mode      `json:"mode,omitempty"`
+	Catalog string    `json:"catalog,omitempty"`
+	Format  string    `json:"format,omitempty"`
+	Binary  string    `json:"binary,omitempty"`
+	PID     int       `json:"pid,omitempty"`
+	// Generation and LockHolder are what was last read.
+	Generation uint64 `json:"pointer_generation"`
+	LockHolder string `json:"lock_holder,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Seconds: for ready, since the start; for stopped, the stop's.
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+func (h Health) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s state=%s event=%s", h.Time.UTC().Format(time.RFC3339Nano), h.State, h.Event)
+	if h.Mode != "" {
+		fmt.Fprintf(&b, " mode=%s catalog=%s format=%s pid=%d", h.Mode, h.Catalog, h.Format, h.PID)
+	}
+	fmt.Fprintf(&b, " pointer_generation=%d", h.Generation)
+	if h.LockHolder != "" {
+		fmt.Fprintf(&b, " lock=%s", h.LockHolder)
+	}
+	if h.Seconds != 0 {
+		fmt.Fprintf(&b, " seconds=%.3f", h.Seconds)
+	}
+	if h.Reason != "" {
+		fmt.Fprintf(&b, " reason=%q", h.Reason)
+	}
+	return b.String()
+}
+
+// Supervisor runs RockLake on the pointer's catalog; see the package doc.
+type Supervisor struct {
+	opts        Options
+	readersOnly bool
+	extra       []string
+
+	obs       Observation
+	ptrETag   string
+	lockETag  string
+	lock      workflow.Lock
+	checked   map[string]bool // catalogs found there
+	cur       *process        // running, or exited and not restarted yet
+	last      *Child          // the last server that ran
+	decision  Decision
+	failures  int
+	restartAt time.Time
+	signals   chan os.Signal
+}
+
+// New checks opts and makes a Supervisor.
+func New(opts Options) (*Supervisor, error) {
+	if opts.Pointer == "" || opts.Store == nil || len(opts.Binaries) == 0 {
+		return nil, errors.New("supervise: a pointer, a store and at least one binary are required")
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = DefaultStopTimeout
+	}
+	if opts.MaxRestarts <= 0 {
+		opts.MaxRestarts = DefaultMaxRestarts
+	}
+	if opts.StableAfter <= 0 {
+		opts.StableAfter = DefaultStableAfter
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	extra, readersOnly, err := splitMode(opts.Extra)
+	if err != nil {
+		return nil, err
+	}
+	return &Supervisor{opts: opts, extra: extra, readersOnly: readersOnly, checked: map[string]bool{}, signals: make(chan os.Signal, 4)}, nil
+}
+
+// splitMode takes --mode and --read-only out of RockLake's extra flags (the
+// supervisor sets the mode) and says whether they asked for a reader;
+// --catalog is refused: the pointer names it.
+func splitMode(extra []string) (rest []string, reader bool, err error) {
+	for i := 0; i < len(extra); i++ {
+		a := extra[i]
+		switch {
+		case a == "--catalog" || a == "-c" || strings.HasPrefix(a, "--catalog="):
+			return nil, false, errors.New("supervise: --catalog among RockLake's flags: the pointer names the catalog")
+		case a == "--read-only":
+			reader = true
+		case a == "--mode" && i+1 < len(extra):
+			reader = extra[i+1] == string(Reader)
+			i++
+		case strings.HasPrefix(a, "--mode="):
+			reader = strings.TrimPrefix(a, "--mode=") == string(Reader)
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, reader, nil
+}
+
+// Signal forwards sig to the running server (SIGHUP, SIGUSR1, ...); SIGTERM
+// and SIGINT are the caller's to turn into a cancelled ctx.
+func (s *Supervisor) Signal(sig os.Signal) {
+	select {
+	case s.signals <- sig:
+	default:
+	}
+}
+
+// Run supervises until ctx ends, then stops the server gracefully. It
+// returns nil after a stop while healthy, an error wrapping ErrNoBinary or
+// ErrPointerDangling after a stop while degraded, ErrServerFailing when
+// RockLake kept exiting, and the read's error when the pointer could not be
+// read within StartTimeout at the start.
+func (s *Supervisor) Run(ctx context.Context) error {
+	if err := s.first(ctx); err != nil {
+		return err
+	}
+	tick := time.NewTicker(s.opts.Interval)
+	defer tick.Stop()
+	for {
+		if err := s.step(ctx); err != nil {
+			s.shutdown()
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			s.shutdown()
+			if s.decision.Err != nil {
+				return fmt.Errorf("supervise: stopped while degraded: %w (%s)", s.decision.Err, s.decision.Reason)
+			}
+			return nil
+		case sig := <-s.signals:
+			if s.cur != nil {
+				s.cur.signal(sig)
+			}
+		case <-s.exitedChan():
+		case <-tick.C:
+			s.observe(ctx)
+		}
+	}
+}
+
+// first reads the pointer and the lock until both are known, within
+// StartTimeout; a missing or malformed pointer fails at once.
+func (s *Supervisor) first(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+	defer cancel()
+	wait := firstBackoff
+	for {
+		err := s.observe(ctx)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, pointer.ErrPointerMissing) || errors.Is(err, pointer.ErrBadPointer) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("supervise: no pointer read within %s: %w", s.opts.StartTimeout, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// exitedChan is closed when the running server exits; nil (never ready)
+// when none runs.
+func (s *Supervisor) exitedChan() <-chan struct{} {
+	if s.cur == nil || !s.cur.alive() {
+		return nil
+	}
+	return s.cur.exited
+}
+
+// observe reads the pointer and the lock (conditional GETs), and checks a
+// catalog not seen before. A pointer that cannot be read keeps the last
+// one; a lock that cannot be read is unknown.
+func (s *Supervisor) observe(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	p, ref, err := pointer.ReadIfChanged(rctx, s.opts.Store, s.opts.Pointer, s.ptrETag)
+	switch {
+	case errors.Is(err, pointer.ErrNotModified):
+	case err != nil:
+		err = readError(err)
+		if s.ptrETag == "" {
+			return err
+		}
+		s.report(Health{Event: "pointer-unreadable", Reason: err.Error()})
+	default:
+		s.obs.Pointer, s.ptrETag = p, ref.ETag
+	}
+	l, etag, lerr := workflow.ReadLock(rctx, s.opts.Store, s.opts.Pointer, s.lockETag)
+	switch {
+	case errors.Is(lerr, blob.ErrNotModified):
+		s.obs.LockKnown = true
+	case lerr != nil:
+		s.obs.LockKnown, s.lockETag = false, ""
+	default:
+		s.obs.LockKnown, s.lock, s.lockETag = true, l, etag
+	}
+	s.obs.Now = time.Now()
+	s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = "", false, time.Time{}
+	if s.obs.LockKnown && s.lock.Held(s.obs.Now) {
+		s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = s.lock.MigrationID, s.lock.DryRun, s.lock.FenceAt
+		if s.obs.FenceAt.IsZero() {
+			// A lock that names no fence time may fence at once.
+			s.obs.FenceAt = s.lock.AcquiredAt
+		}
+	}
+	c := s.obs.Pointer.Catalog
+	if !s.checked[c] {
+		switch cerr := catalogThere(rctx, s.opts.Store, c); {
+		case cerr == nil:
+			s.checked[c] = true
+			s.obs.CatalogMissing = false
+		case errors.Is(cerr, ErrPointerDangling):
+			s.obs.CatalogMissing = true
+		default:
+			// Cannot tell: start nothing new on it this round.
+			s.obs.LockKnown = false
+		}
+	} else {
+		s.obs.CatalogMissing = false
+	}
+	return nil
+}
+
+// step brings the running server in line with the last observation.
+func (s *Supervisor) step(ctx context.Context) error {
+	last := s.last
+	d := Decide(s.obs, last, s.opts.Binaries, s.readersOnly)
+	changed := d.State != s.decision.State || d.Reason != s.decision.Reason
+	s.decision = d
+	if changed {
+		s.report(Health{Event: "decided", Reason: d.Reason})
+		if d.Err != nil {
+			s.alert(ctx, "RockLake supervisor degraded: "+s.opts.Pointer, d.Reason)
+		}
+	}
+	o := s.obs
+	if s.cur != nil && o.LockHolder != "" && !o.LockDryRun && o.Pointer.MigrationID != o.LockHolder &&
+		s.cur.child.Catalog == o.Pointer.Catalog && !o.Now.Before(o.FenceAt) {
+		s.cur.frozen = true
+	}
+	// A server Freeze fenced is restarted once the migration is over.
+	refresh := s.cur != nil && s.cur.frozen && o.LockKnown && o.LockHolder == ""
+	if d.Hold || !refresh && s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive() {
+		return nil
+	}
+	if s.cur != nil && s.cur.alive() {
+		timeout := s.opts.StopTimeout
+		if !d.OpenBy.IsZero() {
+			// The writer is fenced at the migration's fence anyway: its
+			// drain may not keep the reader from opening before it.
+			timeout = min(timeout, max(time.Until(d.OpenBy)-readerStart, minStop))
+		}
+		s.stopCurrent("stopped", timeout)
+		s.cur = nil // stopped on purpose: no restart backoff
+	}
+	if s.cur != nil && !s.cur.alive() && d.Child != nil && *d.Child == s.cur.child {
+		// It exited by itself: restart with backoff, bounded.
+		if s.restartAt.IsZero() {
+			if time.Since(s.cur.started) >= s.opts.StableAfter {
+				s.failures = 0
+			}
+			s.failures++
+			s.report(Health{Event: "exited", Mode: s.cur.child.Mode, Catalog: s.cur.child.Catalog, Reason: s.cur.cmd.ProcessState.String()})
+			if s.failures > s.opts.MaxRestarts {
+				err := fmt.Errorf("%w: %s exited %d times in a row (last: %s)", ErrServerFailing, s.cur.child, s.failures, s.cur.cmd.ProcessState)
+				s.alert(ctx, "RockLake supervisor gave up: "+s.opts.Pointer, err.Error())
+				return err
+			}
+			s.restartAt = time.Now().Add(min(firstBackoff<<(s.failures-1), maxBackoff))
+			s.report(Health{Event: "restarting", Reason: fmt.Sprintf("restart %d of at most %d at %s", s.failures, s.opts.MaxRestarts, s.restartAt.UTC().Format(time.RFC3339))})
+		}
+		if time.Now().Before(s.restartAt) {
+			return nil
+		}
+	}
+	s.restartAt = time.Time{}
+	if d.Child == nil {
+		s.cur = nil
+		return nil
+	}
+	want := *d.Child
+	if want.Mode == Writer && !s.lockFreeNow(ctx) {
+		// The lock was taken since the last read: a writer now would fence
+		// the migration. The next round decides again.
+		s.cur = nil
+		return nil
+	}
+	if !d.OpenBy.IsZero() && time.Now().After(d.OpenBy) {
+		// The stop took too long: a reader opened now could come after the
+		// fence and move the frozen source.
+		s.report(Health{Event: "not-started", Reason: fmt.Sprintf("too close to the migration's fence (%s) to open %s", d.OpenBy.Add(OpenMargin).UTC().Format(time.RFC3339), want.Catalog)})
+		s.cur = nil
+		return nil
+	}
+	p, err := start(want, s.extra, s.opts.Stdout, s.opts.Stderr)
+	if err != nil {
+		return err
+	}
+	if s.last == nil || *s.last != want {
+		s.failures = 0
+	}
+	s.cur, s.last = p, &want
+	s.report(Health{Event: "started"})
+	if s.opts.ListenAddr != "" {
+		rctx, cancel := context.WithTimeout(ctx, s.opts.StableAfter)
+		ok := p.waitListening(rctx, s.opts.ListenAddr)
+		cancel()
+		if ok {
+			s.report(Health{Event: "ready", Seconds: time.Since(p.started).Seconds()})
+		}
+	}
+	return nil
+}
+
+// lockFreeNow reads the lock unconditionally right before a writer starts.
+func (s *Supervisor) lockFreeNow(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	l, etag, err := workflow.ReadLock(rctx, s.opts.Store, s.opts.Pointer, "")
+	if err != nil {
+		s.obs.LockKnown, s.lockETag = false, ""
+		return false
+	}
+	s.lock, s.lockETag = l, etag
+	return !l.Held(time.Now())
+}
+
+func (s *Supervisor) stopCurrent(event string, timeout time.Duration) {
+	t := time.Now()
+	killed := s.cur.stop(timeout)
+	h := Health{Event: event, Mode: s.cur.child.Mode, Catalog: s.cur.child.Catalog, Format: s.cur.child.Format.String(), Binary: s.cur.child.Binary, PID: s.cur.cmd.Process.Pid, Seconds: time.Since(t).Seconds()}
+	if killed {
+		h.Reason = fmt.Sprintf("it did not stop within %s of SIGTERM: killed", timeout)
+	}
+	s.report(h)
+}
+
+// shutdown stops the server gracefully.
+func (s *Supervisor) shutdown() {
+	if s.cur != nil && s.cur.alive() {
+		s.stopCurrent("stopped", s.opts.StopTimeout)
+	}
+}
+
+func (s *Supervisor) report(h Health) {
+	if s.opts.Health == nil {
+		return
+	}
+	h.Time = time.Now()
+	h.State = s.decision.State
+	if h.State == "" {
+		h.State = Undecided
+	}
+	h.Generation, h.LockHolder = s.obs.Pointer.Generation, s.obs.LockHolder
+	if h.Mode == "" && s.cur != nil && slices.Contains([]string{"started", "ready"}, h.Event) {
+		c := s.cur.child
+		h.Mode, h.Catalog, h.Format, h.Binary, h.PID = c.Mode, c.Catalog, c.Format.String(), c.Binary, s.cur.cmd.Process.Pid
+	}
+	s.opts.Health(h)
+}
+
+func (s *Supervisor) alert(ctx context.Context, subject, body string) {
+	if s.opts.Alert == nil {
+		return
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	if err := s.opts.Alert(actx, subject, body); err != nil {
+		s.report(Health{Event: "alert-failed", Reason: err.Error()})
+	}
+}
