@@ -84,6 +84,18 @@ func TargetURL(source string, v format.Version, id string) (string, error) {
 	return dir + v.String() + "-" + id, nil
 }
 
+// ReplicaURL is where migration id's Freeze copies the frozen source for
+// the servers to read from while it is fenced: beside the source (a
+// checkpoint copy stays in the source's bucket), <dir>/replica-<id>. It is
+// the migration's until its Abort or Flip removes it.
+func ReplicaURL(source, id string) (string, error) {
+	dir, err := targetDir(source)
+	if err != nil {
+		return "", err
+	}
+	return dir + "replica-" + id, nil
+}
+
 // targetDir is the directory, ending in "/", where the targets of
 // migrations from catalog are made.
 func targetDir(catalog string) (string, error) {

@@ -2,7 +2,8 @@
 // (`rocklake-migrate serve`): it watches the pointer and the migration lock,
 // decides which server should run (Decide: binary, catalog, mode) and runs
 // it (Supervisor), restarting RockLake in reader mode while a migration holds
-// the lock, on the new catalog after a flip, on the old one after an abort or
+// the lock (on the frozen source's read replica once Freeze names one in the
+// lock), on the new catalog after a flip, on the old one after an abort or
 // a rollback. Resolve is what `rocklake-migrate resolve` prints.
 //
 // The one rule it never breaks: no writer is started while a migration holds
@@ -51,6 +52,9 @@ type Observation struct {
 	LockHolder string
 	LockDryRun bool
 	FenceAt    time.Time
+	// Replica is the frozen source's copy the holder's Freeze named in the
+	// lock ("" when none): reads are served from it until the flip.
+	Replica string
 	// Now is when it was read.
 	Now time.Time
 	// CatalogMissing: the pointer's catalog has no SlateDB manifest (a
@@ -135,6 +139,12 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 	case holder != "" && p.MigrationID == holder:
 		want.Mode = Reader
 		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " flipped the pointer and still holds the lock: reads only until it frees it"}
+	case holder != "" && obs.Replica != "":
+		// The frozen source's copy: nothing opened on it moves the source,
+		// and it holds every commit the source does (writes are frozen).
+		want.Catalog, want.Mode = obs.Replica, Reader
+		return Decision{Child: &want, State: Migrating,
+			Reason: fmt.Sprintf("migration %s froze the source: reads only, from its read replica %s, until it flips or aborts", holder, obs.Replica)}
 	case holder != "" && obs.Now.Add(OpenMargin).Before(obs.FenceAt):
 		want.Mode = Reader
 		return Decision{Child: &want, State: Migrating, OpenBy: obs.FenceAt.Add(-OpenMargin),

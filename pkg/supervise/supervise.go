@@ -286,9 +286,9 @@ func (s *Supervisor) observe(ctx context.Context) error {
 		s.obs.LockKnown, s.lock, s.lockETag = true, l, etag
 	}
 	s.obs.Now = time.Now()
-	s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = "", false, time.Time{}
+	s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt, s.obs.Replica = "", false, time.Time{}, ""
 	if s.obs.LockKnown && s.lock.Held(s.obs.Now) {
-		s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = s.lock.MigrationID, s.lock.DryRun, s.lock.FenceAt
+		s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt, s.obs.Replica = s.lock.MigrationID, s.lock.DryRun, s.lock.FenceAt, s.lock.Replica
 		if s.obs.FenceAt.IsZero() {
 			// A lock that names no fence time may fence at once.
 			s.obs.FenceAt = s.lock.AcquiredAt

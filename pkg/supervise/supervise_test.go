@@ -77,7 +77,11 @@ func (f fixture) flip(t *testing.T, catalog string, v format.Version, id string)
 func (f fixture) lock(t *testing.T, id string, grace time.Duration) {
 	t.Helper()
 	now := time.Now().UTC()
-	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(workflow.LockLease), FenceAt: now.Add(grace)})
+	lease, err := workflow.Env{}.LockLease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(lease), FenceAt: now.Add(grace)})
 	if _, err := f.store.Put(f.ctx, workflow.LockURL(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
@@ -457,6 +461,20 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 			if d := supervise.Decide(obs, last, bins, false); !d.Hold || d.Child != nil {
 				t.Errorf("hold case %d (last %v): %+v, want a hold", i, last, d)
 			}
+		}
+	}
+	// Past the fence with a read replica named in the lock: a reader on
+	// the replica, never on the source, whoever asks; just flipped, hold
+	// (the replica's reader goes on until the lock is freed).
+	for _, readers := range []bool{false, true} {
+		obs := supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: past, Replica: "s3://b/replica-m-1"}
+		d := supervise.Decide(obs, writer, bins, readers)
+		if d.Hold || d.Child == nil || d.Child.Mode != supervise.Reader || d.Child.Catalog != "s3://b/replica-m-1" || d.State != supervise.Migrating || !d.OpenBy.IsZero() {
+			t.Errorf("replica (readers only %v): %+v, want a reader on the replica", readers, d)
+		}
+		obs.Pointer = flipped
+		if d := supervise.Decide(obs, d.Child, bins, readers); !d.Hold {
+			t.Errorf("replica, just flipped (readers only %v): %+v, want a hold", readers, d)
 		}
 	}
 	v2 := p

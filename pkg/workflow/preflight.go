@@ -46,7 +46,8 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	ok := func(check, detail string) { found = append(found, Finding{Check: check, OK: true, Detail: detail}) }
 
 	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
-		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild}
+		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
+		ReadReplica: in.ReadReplica == nil || *in.ReadReplica}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
 		fail("input", err)

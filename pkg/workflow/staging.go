@@ -34,6 +34,8 @@ type Plan struct {
 	// indexes), else "bytes (...)" (a byte scan) or by the counters'
 	// estimate when the scan would take too long, with why (planShards).
 	Balance string `json:"balance,omitempty"`
+	// Replica is the read replica Freeze made ("" when none).
+	Replica string `json:"replica,omitempty"`
 }
 
 // Staging names the objects of one migration under <staging>/<migration-id>/.

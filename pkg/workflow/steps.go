@@ -109,6 +109,13 @@ type Migration struct {
 	// FenceAt is the lock's fence_at: FreezeGrace after the lock was
 	// written, what the supervisors read; the source is fenced no earlier.
 	FenceAt time.Time `json:"fence_at,omitzero"`
+	// ReadReplica: Freeze copies the frozen source into a replica
+	// (drift.ReplicaURL) and names it in the lock, so that the servers'
+	// supervisors serve reads from it while the source is fenced.
+	// Replica is the replica Freeze made ("" when none: skipped, or not
+	// asked for); Abort and Flip remove it.
+	ReadReplica bool   `json:"read_replica,omitempty"`
+	Replica     string `json:"replica,omitempty"`
 }
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -144,6 +151,10 @@ type CheckInput struct {
 	// FreezeGrace is Migration.FreezeGrace in seconds: nil (left out) is
 	// DefaultFreezeGrace, 0 fences as soon as Freeze runs.
 	FreezeGrace *float64 `json:"freeze_grace,omitempty"`
+	// ReadReplica: nil (left out) or true makes Freeze copy the frozen
+	// source into a read replica the servers' supervisors serve reads from
+	// until the flip or the abort (Migration.ReadReplica); false makes none.
+	ReadReplica *bool `json:"read_replica,omitempty"`
 }
 
 // DefaultFreezeGrace is the wait between taking the lock and fencing the
@@ -369,6 +380,9 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
+	// Reads fail from the fence until the servers read the replica: it is
+	// made first.
+	m.Replica = makeReplica(ctx, env, m, cp.ID)
 	ranges, balance, err := planShards(ctx, w.Catalog, blockSource{m.Source, cp.ID, so}, m.Shards, byteScanBudget)
 	if err != nil {
 		return m, err
@@ -378,6 +392,94 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	m.Checkpoint = cp.ID
 	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
+}
+
+// Bounds of the read replica's copy (server side, about the catalog's
+// bytes): at most replicaBudget, and a third of what Freeze has left; with
+// less than minReplicaBudget there, Freeze makes none.
+const (
+	replicaBudget    = 2 * time.Minute
+	minReplicaBudget = 10 * time.Second
+)
+
+// replicaLinger is how long Abort and Flip leave the replica after freeing
+// the lock: the supervisors (polling every 1.5 s) move off it first.
+const replicaLinger = 5 * time.Second
+
+// makeReplica copies checkpoint cp of the frozen source into the
+// migration's replica (drift.ReplicaURL) and names it in the lock, for the
+// servers' supervisors to serve reads from until the flip or the abort. It
+// is an optional help: when it cannot be made in its budget, or fails, the
+// run goes on without it (reads then fail until the flip), the reason
+// logged. It returns the replica's URL, "" when none.
+func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
+	if !m.ReadReplica {
+		return ""
+	}
+	skip := func(why string, err error) string {
+		slog.WarnContext(ctx, "workflow: freeze: no read replica: "+why, "migration_id", m.MigrationID, "source", m.Source, "error", err)
+		return ""
+	}
+	url, err := drift.ReplicaURL(m.Source, m.MigrationID)
+	if err != nil {
+		return skip("no place beside the source", err)
+	}
+	budget := replicaBudget
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)/3)
+	}
+	if budget < minReplicaBudget {
+		return skip(fmt.Sprintf("%s left for the copy, under %s", budget.Round(time.Second), minReplicaBudget), nil)
+	}
+	// The name is this migration's: whatever is there is an earlier
+	// attempt's (a retried Freeze), copied from another checkpoint.
+	if _, err := env.Store.DeletePrefix(ctx, url+"/"); err != nil {
+		return skip("the earlier attempt's copy cannot be removed", err)
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	copied, err := slatedb.CopyCheckpoint(cctx, m.Source, cp, url, env.SlateDB)
+	cancel()
+	if err == nil {
+		err = nameReplica(ctx, env, m.Pointer, m.MigrationID, url)
+	}
+	if err != nil {
+		if _, derr := env.Store.DeletePrefix(context.WithoutCancel(ctx), url+"/"); derr != nil {
+			err = fmt.Errorf("%w; removing the partial copy failed: %w", err, derr)
+		}
+		return skip(fmt.Sprintf("the copy to %s failed within its %s budget", url, budget.Round(time.Second)), err)
+	}
+	slog.InfoContext(ctx, "workflow: freeze: read replica made", "migration_id", m.MigrationID, "replica", url,
+		"objects", copied.Objects, "bytes", copied.Bytes, "seconds", time.Since(start).Seconds())
+	return url
+}
+
+// dropReplica removes migration m's read replica, if any, once the lock
+// is free: after replicaLinger (the supervisors leave it), and fencing a
+// server still on it (deleteTarget). The name is the migration's own
+// (drift.ReplicaURL), so a Freeze that died before returning is covered.
+func dropReplica(ctx context.Context, env Env, m Migration) error {
+	if m.Source == "" || m.InPlace || m.DryRun {
+		return nil
+	}
+	url, err := drift.ReplicaURL(m.Source, m.MigrationID)
+	if err != nil {
+		return nil // Freeze made none: there is no place for it
+	}
+	left, err := env.Store.List(ctx, url+"/")
+	if err != nil && !errors.Is(err, blob.ErrNotFound) && !errors.Is(err, blob.ErrNoSuchBucket) {
+		return fmt.Errorf("workflow: look for the read replica %s: %w", url, err)
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	if err := sleepCtx(ctx, replicaLinger); err != nil {
+		return fmt.Errorf("workflow: remove the read replica %s: %w", url, err)
+	}
+	if _, err := deleteTarget(ctx, env, url); err != nil {
+		return fmt.Errorf("workflow: remove the read replica: %w", err)
+	}
+	return nil
 }
 
 // freezeDryRun is a dry run's Freeze: it fences nothing and writes nothing
@@ -945,6 +1047,8 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	}
 	if err := releaseLock(ctx, env, m); err != nil {
 		cleanup = append(cleanup, err.Error())
+	} else if err := dropReplica(ctx, env, m); err != nil {
+		cleanup = append(cleanup, err.Error())
 	}
 	out.CleanupError = strings.Join(cleanup, "; ")
 	stats, notes := collectStats(ctx, env, m)
@@ -1269,7 +1373,10 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		return out, fmt.Errorf("workflow: abort: delete staging: %w", err)
 	}
 	out.StagingObjects = n
-	return out, releaseLock(ctx, env, m)
+	if err := releaseLock(ctx, env, m); err != nil {
+		return out, err
+	}
+	return out, dropReplica(ctx, env, m)
 }
 
 // The target's removal waits for what an abandoned writer still had in
