@@ -77,6 +77,15 @@ func runUntilVerify(t *testing.T, ctx context.Context, f fixture, shards int) wo
 	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
 		t.Fatalf("freeze: %v", err)
 	}
+	return finishToVerify(t, ctx, f, m)
+}
+
+// finishToVerify runs frozen migration m's steps after Freeze, up to and
+// including Verify.
+func finishToVerify(t *testing.T, ctx context.Context, f fixture, m workflow.Migration) workflow.Migration {
+	t.Helper()
+	shards := m.Shards
+	var err error
 	for i := 0; i < shards; i++ {
 		if _, err := workflow.ExportTransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
 			t.Fatalf("export and transform %d: %v", i, err)

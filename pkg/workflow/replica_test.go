@@ -1,0 +1,83 @@
+package workflow_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// replicaObjects counts what is under migration m's read replica.
+func replicaObjects(t *testing.T, ctx context.Context, f fixture, m workflow.Migration) int {
+	t.Helper()
+	url, err := drift.ReplicaURL(f.source, m.MigrationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := f.env.Store.List(ctx, url+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(objs)
+}
+
+// Issue 25: Freeze copies the frozen source into a read replica beside it
+// and names it in the lock (what the servers' supervisors read), holding
+// exactly the source's keys; Flip and Abort remove it, and a run asked for
+// none (read_replica false) makes none.
+func TestReadReplicaMadeAtFreezeAndRemovedByFlipAndAbort(t *testing.T) {
+	ctx, f := setup(t, 500)
+	before := dumpSource(t, ctx, f.source)
+	for _, end := range []string{"abort", "none", "flip"} {
+		in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()}
+		if end == "none" {
+			no := false
+			in.ReadReplica = &no
+		}
+		m, err := workflow.Check(ctx, f.env, in)
+		if err != nil {
+			t.Fatalf("%s: check: %v", end, err)
+		}
+		if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+			t.Fatalf("%s: freeze: %v", end, err)
+		}
+		want, _ := drift.ReplicaURL(f.source, m.MigrationID)
+		if end == "none" {
+			if m.Replica != "" || lockHolder(t, ctx, f).Replica != "" || replicaObjects(t, ctx, f, m) != 0 {
+				t.Fatalf("read_replica false: replica %q, lock %+v", m.Replica, lockHolder(t, ctx, f))
+			}
+			if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if l := lockHolder(t, ctx, f); m.Replica != want || l.Replica != want || l.MigrationID != m.MigrationID {
+			t.Fatalf("%s: replica %q, lock %+v, want %s named in the lock", end, m.Replica, l, want)
+		}
+		if got := dumpSource(t, ctx, want); !maps.Equal(got, before) {
+			t.Fatalf("%s: the replica holds %d keys, the source %d (or they differ)", end, len(got), len(before))
+		}
+		switch end {
+		case "flip":
+			// Flip's checks read the plan Freeze wrote; the steps between
+			// are runUntilVerify's, on this run.
+			m = finishToVerify(t, ctx, f, m)
+			out, err := workflow.Flip(ctx, f.env, m)
+			if err != nil || out.CleanupError != "" {
+				t.Fatalf("flip: %+v, %v", out, err)
+			}
+		case "abort":
+			if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := replicaObjects(t, ctx, f, m); n != 0 {
+			t.Fatalf("%s: %d objects left under the replica %s", end, n, want)
+		}
+		if l := lockHolder(t, ctx, f); l.MigrationID != "" || l.Replica != "" {
+			t.Fatalf("%s: the lock after: %+v", end, l)
+		}
+	}
+}
