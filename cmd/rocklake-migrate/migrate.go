@@ -67,6 +67,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
 	postpone := fs.Bool("postpone-flip", false, "stop after Verify at the gate, the source frozen and the lock held, until `approve ID` flips or `abort ID` cleans up")
 	shards := fs.Int("shards", 8, "shards to export, transform and import")
+	replica := fs.Bool("read-replica", true, "at Freeze, copy the frozen source into a read replica beside it (server side) that `serve` answers reads from until the flip or the abort; --read-replica=false makes none")
 	concurrency := fs.Int("concurrency", 2, "shards worked on at once")
 	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
 	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
@@ -126,7 +127,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		check := workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
-			Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace}
+			Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, ReadReplica: replica}
 		if *auto {
 			// Chosen here, read-only, since the CLI runs A and B differently;
 			// Check then runs with the choice made.

@@ -105,8 +105,9 @@ type Decision struct {
 	OpenBy time.Time
 }
 
-// Decide is the server that should run given what was observed, the server
-// running now or last (nil if none), the binaries per format, and whether
+// Decide is the server that should run given what was observed, the last
+// server that ran on a catalog the pointer named (nil if none; never a
+// migration's read replica), the binaries per format, and whether
 // this supervisor runs readers only (a fleet's readers).
 func Decide(obs Observation, last *Child, bins map[format.Version]string, readersOnly bool) Decision {
 	p := obs.Pointer

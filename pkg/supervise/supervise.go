@@ -114,13 +114,17 @@ type Supervisor struct {
 	readersOnly bool
 	extra       []string
 
-	obs       Observation
-	ptrETag   string
-	lockETag  string
-	lock      workflow.Lock
-	checked   map[string]bool // catalogs found there
-	cur       *process        // running, or exited and not restarted yet
-	last      *Child          // the last server that ran
+	obs      Observation
+	ptrETag  string
+	lockETag string
+	lock     workflow.Lock
+	checked  map[string]bool // catalogs found there
+	cur      *process        // running, or exited and not restarted yet
+	last     *Child          // the last server that ran
+	// served is the last server that ran on a catalog the pointer named
+	// (not a migration's read replica, which goes with the migration):
+	// what a degraded supervisor falls back to.
+	served    *Child
 	decision  Decision
 	failures  int
 	restartAt time.Time
@@ -314,8 +318,7 @@ func (s *Supervisor) observe(ctx context.Context) error {
 
 // step brings the running server in line with the last observation.
 func (s *Supervisor) step(ctx context.Context) error {
-	last := s.last
-	d := Decide(s.obs, last, s.opts.Binaries, s.readersOnly)
+	d := Decide(s.obs, s.served, s.opts.Binaries, s.readersOnly)
 	changed := d.State != s.decision.State || d.Reason != s.decision.Reason
 	s.decision = d
 	if changed {
@@ -391,6 +394,9 @@ func (s *Supervisor) step(ctx context.Context) error {
 		s.failures = 0
 	}
 	s.cur, s.last = p, &want
+	if s.obs.Replica == "" || want.Catalog != s.obs.Replica {
+		s.served = &want
+	}
 	s.report(Health{Event: "started"})
 	if s.opts.ListenAddr != "" {
 		rctx, cancel := context.WithTimeout(ctx, s.opts.StableAfter)
