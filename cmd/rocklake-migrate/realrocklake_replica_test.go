@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// Issue 25: reads never fail for longer than one restart. A client reads
+// every 50 ms and writes every 200 ms through the real RockLake under
+// `rocklake-migrate serve` while `migrate --rebuild --postpone-flip` holds
+// the source frozen at the gate for well over one restart, then `approve`
+// flips. Freeze copies the frozen source into a read replica and names it
+// in the lock; the supervisor serves reads from it (RockLake's reader mode
+// opens its catalog as a SlateDB writer, so Freeze's fence stops a reader
+// on the source). The longest read gap stays under readGapMax while the
+// frozen window is longer; every write from the first refused one to the
+// flip is refused (57P04); after the flip the writer on the new catalog
+// takes writes, every earlier commit there; the replica is gone.
+// Old main served no replica: its reader on the source failed every read
+// from Freeze to the flip.
+func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
+	const readGapMax, frozenMin = 10 * time.Second, 15 * time.Second
+	bin, err := rocklake.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := localstacktest.Start(t)
+	localstacktest.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "catalogs", "prod")
+	srv, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = rocklake.WriteSampleCatalog(ctx, srv); err == nil {
+		err = writeSchema(ctx, srv, "first_src")
+	}
+	if stopErr := srv.Stop(); err == nil {
+		err = stopErr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var out, errOut syncBuffer
+	serveCtx, stopServe := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin, "--interval", "200ms",
+			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "32"})
+	}()
+	defer func() {
+		stopServe()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("serve did not stop within 30 s")
+		}
+	}()
+	cl := rocklake.Client(port)
+	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
+
+	// The client: a read every 50 ms, a write every 200 ms.
+	type stmt struct {
+		event
+		name string
+		err  error
+	}
+	var mu sync.Mutex
+	var evs []stmt
+	clientCtx, stopClient := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	client := func(write bool, every time.Duration) {
+		defer wg.Done()
+		for n := 0; clientCtx.Err() == nil; n++ {
+			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
+			name := fmt.Sprintf("w%d", n)
+			var err error
+			if write {
+				err = writeSchema(sctx, cl, name)
+			} else {
+				var names string
+				if names, err = schemas(sctx, cl); err == nil && !strings.Contains(names, "before_migration") {
+					err = fmt.Errorf("a read without the commits before the migration: %q", names)
+				}
+			}
+			cancel()
+			if clientCtx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			evs = append(evs, stmt{event{time.Now(), write, err == nil}, name, err})
+			mu.Unlock()
+			time.Sleep(every)
+		}
+	}
+	wg.Add(2)
+	go client(false, 50*time.Millisecond)
+	go client(true, 200*time.Millisecond)
+	defer func() {
+		stopClient()
+		wg.Wait()
+	}()
+
+	started := time.Now()
+	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "2s", "--postpone-flip", "--json")
+	r.want(t, exitOK)
+	var rep migrateReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Gate == nil {
+		t.Fatalf("migrate --postpone-flip report %q: %v", r.stdout, err)
+	}
+	replica, err := drift.ReplicaURL("file://"+src, rep.MigrationID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock, _, err := workflow.ReadLock(ctx, store, ptr, ""); err != nil || lock.Replica != replica {
+		t.Fatalf("the lock at the gate: %+v, %v; want the replica %s named", lock, err, replica)
+	}
+	// Frozen at the gate for well over one restart.
+	time.Sleep(time.Until(started.Add(frozenMin)))
+	cli(t, "approve", rep.MigrationID, "--pointer", ptr).want(t, exitOK)
+	cur, _, err := pointer.Read(ctx, store, ptr)
+	if err != nil || cur.MigrationID != rep.MigrationID {
+		t.Fatalf("the pointer after approve: %+v, %v", cur, err)
+	}
+	// The flip is the pointer's write (approve then frees the lock and
+	// removes the replica).
+	flipped := cur.UpdatedAt
+	eventually(t, "a write on the new catalog", func() error { return writeSchema(ctx, cl, "after_flip") })
+	stopClient()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	var firstRefused time.Time
+	var committed []string
+	refused57P04 := 0
+	for _, e := range evs {
+		switch {
+		case !e.write:
+		case e.ok && !firstRefused.IsZero() && e.at.Before(flipped):
+			t.Fatalf("write %s accepted at %s, under the lock (first refused at %s, flipped at %s)\n%s", e.name, e.at.Format("15:04:05.000"), firstRefused.Format("15:04:05.000"), flipped.Format("15:04:05.000"), healthLines(errOut.String()))
+		case e.ok:
+			committed = append(committed, e.name)
+		case firstRefused.IsZero():
+			firstRefused = e.at
+			fallthrough
+		default:
+			if strings.Contains(e.err.Error(), "57P04") {
+				refused57P04++
+			}
+		}
+	}
+	frozen := flipped.Sub(firstRefused)
+	reads := gaps(func() []event {
+		var r []event
+		for _, e := range evs {
+			r = append(r, e.event)
+		}
+		return r
+	}(), false)
+	var worst time.Duration
+	for _, g := range reads {
+		worst = max(worst, g)
+	}
+	t.Logf("read gaps %v (longest %s); writes refused for %s (%d with 57P04), %d statements", reads, worst.Round(time.Millisecond), frozen.Round(time.Millisecond), refused57P04, len(evs))
+	if firstRefused.IsZero() || refused57P04 == 0 || frozen < frozenMin-5*time.Second {
+		t.Fatalf("writes refused from %s, %d with 57P04, for %s: want the source frozen, writes refused with 57P04, for over %s", firstRefused, refused57P04, frozen, frozenMin-5*time.Second)
+	}
+	if worst >= readGapMax {
+		t.Fatalf("reads failed for %s at once (gaps %v), want under %s (one restart) while the source was frozen %s\n%s", worst, reads, readGapMax, frozen, errOut.String())
+	}
+	// Every commit, before the lock and after the flip, is in the new
+	// catalog, which the pointer names.
+	names, err := schemas(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range append(committed, "first_src", "before_migration", "after_flip") {
+		if !strings.Contains(","+names+",", ","+want+",") {
+			t.Fatalf("commit %s missing from the new catalog: %q", want, names)
+		}
+	}
+	for _, want := range []string{"mode=reader catalog=" + replica, "mode=writer catalog=" + cur.Catalog} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Fatalf("health lines lack %q:\n%s", want, errOut.String())
+		}
+	}
+	if _, err := os.Stat(strings.TrimPrefix(replica, "file://")); !os.IsNotExist(err) {
+		if objs, lerr := store.List(ctx, replica+"/"); lerr != nil || len(objs) != 0 {
+			t.Fatalf("the replica %s after the flip: %d objects, %v", replica, len(objs), lerr)
+		}
+	}
+}
+
+// healthLines are the supervisor's lines among serve's stderr.
+func healthLines(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, " state=") {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
