@@ -11,5 +11,5 @@ cd "$(dirname "$0")/.."
 for rows in "$@"; do
   echo "== $rows rows ($(cut -d' ' -f1-3 /proc/loadavg))"
   ROCKLAKE_BENCH_ROWS=$rows timeout 1800 go test -count=1 -run '^$' -bench 'BenchmarkServeSwitch' -benchtime 1x -timeout 30m ./cmd/rocklake-migrate/ |
-    grep -E 'BenchmarkServeSwitch|read gaps' || true
+    grep -E 'BenchmarkServeSwitch|read gaps|read replica' || true
 done

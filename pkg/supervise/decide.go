@@ -2,8 +2,7 @@
 // (`rocklake-migrate serve`): it watches the pointer and the migration lock,
 // decides which server should run (Decide: binary, catalog, mode) and runs
 // it (Supervisor), restarting RockLake in reader mode while a migration holds
-// the lock (on the frozen source's read replica once Freeze names one in the
-// lock), on the new catalog after a flip, on the old one after an abort or
+// the lock (on the frozen source's read replica once Freeze made one), on the new catalog after a flip, on the old one after an abort or
 // a rollback. Resolve is what `rocklake-migrate resolve` prints.
 //
 // The one rule it never breaks: no writer is started while a migration holds
@@ -52,8 +51,9 @@ type Observation struct {
 	LockHolder string
 	LockDryRun bool
 	FenceAt    time.Time
-	// Replica is the frozen source's copy the holder's Freeze named in the
-	// lock ("" when none): reads are served from it until the flip.
+	// Replica is the frozen source's copy the holder's Freeze made
+	// (drift.ReplicaURL, found once whole; "" when none): reads are served
+	// from it until the flip.
 	Replica string
 	// Now is when it was read.
 	Now time.Time

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -292,11 +293,14 @@ func (s *Supervisor) observe(ctx context.Context) error {
 	s.obs.Now = time.Now()
 	s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt, s.obs.Replica = "", false, time.Time{}, ""
 	if s.obs.LockKnown && s.lock.Held(s.obs.Now) {
-		s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt, s.obs.Replica = s.lock.MigrationID, s.lock.DryRun, s.lock.FenceAt, s.lock.Replica
+		s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = s.lock.MigrationID, s.lock.DryRun, s.lock.FenceAt
 		if s.obs.FenceAt.IsZero() {
 			// A lock that names no fence time may fence at once.
 			s.obs.FenceAt = s.lock.AcquiredAt
 		}
+	}
+	if h := s.obs.LockHolder; h != "" && !s.obs.LockDryRun && s.obs.Pointer.MigrationID != h && !s.obs.Now.Before(s.obs.FenceAt) {
+		s.obs.Replica = s.replica(rctx, h)
 	}
 	c := s.obs.Pointer.Catalog
 	if !s.checked[c] {
@@ -314,6 +318,26 @@ func (s *Supervisor) observe(ctx context.Context) error {
 		s.obs.CatalogMissing = false
 	}
 	return nil
+}
+
+// replica is the read replica of migration id, which froze the pointer's
+// catalog: drift.ReplicaURL, once its manifest (copied last) is there; ""
+// until then, or when the run makes none. The name is derived, so that
+// the supervisor needs no more rights than it has (the lock, and a list of
+// the catalogs) and Freeze none on the lock.
+func (s *Supervisor) replica(ctx context.Context, id string) string {
+	url, err := drift.ReplicaURL(s.obs.Pointer.Catalog, id)
+	if err != nil {
+		return ""
+	}
+	if s.checked[url] {
+		return url
+	}
+	if catalogThere(ctx, s.opts.Store, url) != nil {
+		return ""
+	}
+	s.checked[url] = true
+	return url
 }
 
 // step brings the running server in line with the last observation.

@@ -72,9 +72,6 @@ type Lock struct {
 	// existed, where readers take AcquiredAt.
 	FenceAt time.Time `json:"fence_at,omitzero"`
 	DryRun  bool      `json:"dry_run,omitempty"`
-	// Replica is the frozen source's copy Freeze made for the servers to
-	// read from until the holder flips or aborts ("" when none).
-	Replica string `json:"replica,omitempty"`
 }
 
 // Held reports whether a migration holds l at now: taken, and its lease
@@ -236,32 +233,6 @@ func confirmLock(ctx context.Context, env Env, pointerURL, id string) error {
 		return fmt.Errorf("%w: migration %s no longer holds %s (held by %q, released by %q); nothing was written", ErrLockLost, id, url, held.MigrationID, held.ReleasedBy)
 	case !time.Now().Before(held.ExpiresAt):
 		return fmt.Errorf("%w: the lease of migration %s on %s ran out at %s; nothing was written", ErrLockLost, id, url, held.ExpiresAt.Format(time.RFC3339))
-	}
-	return nil
-}
-
-// nameReplica writes replica into the lock migration id holds, on the
-// ETag it read, so that a lock taken or broken meanwhile is never
-// overwritten (ErrLockLost then).
-func nameReplica(ctx context.Context, env Env, pointerURL, id, replica string) error {
-	url := LockURL(pointerURL)
-	held, info, err := readLock(ctx, env, url)
-	if err != nil {
-		return err
-	}
-	if held.MigrationID != id || !time.Now().Before(held.ExpiresAt) {
-		return fmt.Errorf("%w: migration %s no longer holds %s; the replica is not named", ErrLockLost, id, url)
-	}
-	held.Replica = replica
-	body, err := json.Marshal(held)
-	if err != nil {
-		return err
-	}
-	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
-		if errors.Is(err, blob.ErrPreconditionFailed) {
-			return fmt.Errorf("%w: %s changed while migration %s named its replica", ErrLockLost, url, id)
-		}
-		return fmt.Errorf("workflow: name the replica in the lock %s: %w", url, err)
 	}
 	return nil
 }

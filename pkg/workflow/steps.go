@@ -110,8 +110,9 @@ type Migration struct {
 	// written, what the supervisors read; the source is fenced no earlier.
 	FenceAt time.Time `json:"fence_at,omitzero"`
 	// ReadReplica: Freeze copies the frozen source into a replica
-	// (drift.ReplicaURL) and names it in the lock, so that the servers'
-	// supervisors serve reads from it while the source is fenced.
+	// (drift.ReplicaURL), which the servers' supervisors find from the
+	// pointer and the lock's holder and serve reads from while the source
+	// is fenced.
 	// Replica is the replica Freeze made ("" when none: skipped, or not
 	// asked for); Abort and Flip remove it.
 	ReadReplica bool   `json:"read_replica,omitempty"`
@@ -407,11 +408,15 @@ const (
 const replicaLinger = 5 * time.Second
 
 // makeReplica copies checkpoint cp of the frozen source into the
-// migration's replica (drift.ReplicaURL) and names it in the lock, for the
-// servers' supervisors to serve reads from until the flip or the abort. It
-// is an optional help: when it cannot be made in its budget, or fails, the
-// run goes on without it (reads then fail until the flip), the reason
-// logged. It returns the replica's URL, "" when none.
+// migration's replica (drift.ReplicaURL, a name the servers' supervisors
+// derive from the pointer and the lock's holder: Freeze's role writes
+// neither the lock nor deletes anything), for them to serve reads from
+// until the flip or the abort; its manifest, copied last, says it is
+// whole. It is an optional help: when it cannot be made in its budget, or
+// fails, the run goes on without it (reads then fail until the flip), the
+// reason logged; what a failed copy left, never a database, Abort or Flip
+// removes. A retried Freeze finds the earlier attempt's copy (of the same
+// frozen state) and keeps it. It returns the replica's URL, "" when none.
 func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 	if !m.ReadReplica {
 		return ""
@@ -431,27 +436,25 @@ func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 	if budget < minReplicaBudget {
 		return skip(fmt.Sprintf("%s left for the copy, under %s", budget.Round(time.Second), minReplicaBudget), nil)
 	}
-	// The name is this migration's: whatever is there is an earlier
-	// attempt's (a retried Freeze), copied from another checkpoint.
-	if _, err := env.Store.DeletePrefix(ctx, url+"/"); err != nil {
-		return skip("the earlier attempt's copy cannot be removed", err)
-	}
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	copied, err := slatedb.CopyCheckpoint(cctx, m.Source, cp, url, env.SlateDB)
 	cancel()
-	if err == nil {
-		err = nameReplica(ctx, env, m.Pointer, m.MigrationID, url)
+	if errors.Is(err, slatedb.ErrInvalid) && replicaWhole(ctx, env, url) {
+		return url // an earlier attempt's
 	}
 	if err != nil {
-		if _, derr := env.Store.DeletePrefix(context.WithoutCancel(ctx), url+"/"); derr != nil {
-			err = fmt.Errorf("%w; removing the partial copy failed: %w", err, derr)
-		}
 		return skip(fmt.Sprintf("the copy to %s failed within its %s budget", url, budget.Round(time.Second)), err)
 	}
 	slog.InfoContext(ctx, "workflow: freeze: read replica made", "migration_id", m.MigrationID, "replica", url,
 		"objects", copied.Objects, "bytes", copied.Bytes, "seconds", time.Since(start).Seconds())
 	return url
+}
+
+// replicaWhole reports whether the replica at url has its manifest.
+func replicaWhole(ctx context.Context, env Env, url string) bool {
+	objs, err := env.Store.List(ctx, url+"/manifest/")
+	return err == nil && len(objs) > 0
 }
 
 // dropReplica removes migration m's read replica, if any, once the lock
