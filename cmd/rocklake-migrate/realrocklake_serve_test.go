@@ -362,7 +362,17 @@ func BenchmarkServeSwitch(b *testing.B) {
 	if code := run(ctx, &env{stdout: &mo, stderr: &me}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "4"}); code != exitOK {
 		b.Fatalf("migrate: exit %d\n%s", code, me.String())
 	}
-	flipped := time.Now()
+	// The flip is the pointer's write (Flip then frees the lock and
+	// removes the read replica).
+	store, err := blob.New(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cur, _, err := pointer.Read(ctx, store, ptr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	flipped := cur.UpdatedAt
 	mustRun("rollback", "--pointer", ptr)
 	rolledBack := time.Now()
 	for {

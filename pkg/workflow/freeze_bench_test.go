@@ -19,7 +19,8 @@ import (
 // checkpoint, through its passive writer: "blocks" is planShards (the SSTs'
 // block indexes, what Freeze does), "bytes" the byte scan it did before
 // (planByScan, unchanged). "imbalance" is the largest shard's bytes over
-// the mean, as a full byte scan's profile measures them.
+// the mean, as a full byte scan's profile measures them. "replica" is the
+// read replica's copy at that checkpoint (makeReplica).
 func BenchmarkFreezePlan(b *testing.B) {
 	rows := 200_000
 	if s := os.Getenv("BENCH_ROWS"); s != "" {
@@ -82,4 +83,18 @@ func BenchmarkFreezePlan(b *testing.B) {
 			b.ReportMetric(shard.Imbalance(prof.RangeBytes(rs)), "imbalance")
 		})
 	}
+	// The read replica Freeze makes at its checkpoint (makeReplica: a
+	// server-side copy of the checkpoint's objects), each into a new place.
+	b.Run("replica", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			n++
+			copied, err := slatedb.CopyCheckpoint(ctx, url, cp.ID, "s3://rocklake/catalogs/replica-"+strconv.Itoa(n), so)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(copied.Bytes)/(1<<20), "MiB")
+			b.ReportMetric(float64(copied.Objects), "objects")
+		}
+	})
 }
