@@ -52,10 +52,16 @@ const (
 	// wave of 16 large SSTs; BlockSSTsPerSec rounds that down.
 	BlockReadsPerSST = 2
 	BlockSSTsPerSec  = 75
-	CheckSeconds     = 0.05
-	FreezeSeconds    = 0.4
-	FinalizeSeconds  = 0.1
-	FlipSeconds      = 0.1
+	// ReplicaBytesPerSec is Freeze's read replica copy (server side, 8
+	// objects at a time): BenchmarkFreezePlan/replica, 2026-12-03,
+	// versitygw, 1 000 000 rows: 81 MiB in 14 objects in 0.17 s (465
+	// MiB/s), 100 000 rows: 7.9 MiB in 0.056 s. S3's CopyObject within a
+	// bucket was not measured here; this is a quarter of the local rate.
+	ReplicaBytesPerSec = 120 << 20
+	CheckSeconds       = 0.05
+	FreezeSeconds      = 0.4
+	FinalizeSeconds    = 0.1
+	FlipSeconds        = 0.1
 	// ShardStepSeconds is what an ExportTransformShard costs
 	// whatever its rows (opening the source or shard, the plan, the
 	// results). Measured 2026-12-02 on the 2-core machine under heavy load:
@@ -120,6 +126,9 @@ type Input struct {
 	// for the servers' supervisors to switch to reader mode (none in a dry
 	// run, which fences nothing).
 	FreezeGraceSeconds float64
+	// ReadReplica: Freeze copies the frozen catalog (StoredBytes) into a
+	// read replica for the servers (none in a dry run).
+	ReadReplica bool
 	// ShardBytesRatio is the shard files' bytes over the catalog's bytes
 	// (compressed NDJSON); 0 takes DefaultShardBytesRatio.
 	ShardBytesRatio float64
@@ -204,6 +213,10 @@ func Run(in Input) (Estimate, error) {
 	freeze := FreezeSeconds + scan
 	if !in.DryRun {
 		freeze += in.FreezeGraceSeconds
+	}
+	if in.ReadReplica && !in.DryRun {
+		freeze += float64(in.StoredBytes) / ReplicaBytesPerSec
+		e.Assumptions = append(e.Assumptions, fmt.Sprintf("Freeze copies the frozen catalog (%d bytes) into a read replica for the servers at %d MiB/s, server side (read_replica)", in.StoredBytes, ReplicaBytesPerSec>>20))
 	}
 	e.Seconds = map[string]float64{
 		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * shardStep,

@@ -133,3 +133,32 @@ func TestFreezeGraceInThePlan(t *testing.T) {
 		t.Fatalf("a dry run waits for the grace: %.2f s against %.2f s", dry.TotalSeconds, dryNone.TotalSeconds)
 	}
 }
+
+// Issue 25: the read replica's copy (the catalog's stored bytes, server
+// side) is in Freeze's time, named in the assumptions; a dry run makes none.
+func TestReadReplicaInThePlan(t *testing.T) {
+	in := estimate.Input{Rows: 100_000_000, Bytes: 8 << 30, StoredBytes: 6 << 30, Objects: 400, Shards: 64, Concurrency: 40, Imbalance: 1, SSTs: 200}
+	none, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.ReadReplica = true
+	rep, err := estimate.Run(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(in.StoredBytes) / estimate.ReplicaBytesPerSec
+	if d := rep.Seconds["Freeze"] - none.Seconds["Freeze"]; d < want-1e-9 || d > want+1e-9 {
+		t.Fatalf("the replica adds %.2f s to Freeze, want %.2f s", d, want)
+	}
+	if !strings.Contains(strings.Join(rep.Assumptions, "\n"), "read_replica") {
+		t.Fatalf("the assumptions do not name the replica: %q", rep.Assumptions)
+	}
+	in.DryRun = true
+	dry, _ := estimate.Run(in)
+	in.ReadReplica = false
+	dryNone, _ := estimate.Run(in)
+	if dry.Seconds["Freeze"] != dryNone.Seconds["Freeze"] {
+		t.Fatalf("a dry run copies a replica: %.2f s against %.2f s", dry.Seconds["Freeze"], dryNone.Seconds["Freeze"])
+	}
+}

@@ -178,8 +178,8 @@ func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *Pr
 	est, err := estimate.Run(estimate.Input{
 		Rows: prof.Keys, Bytes: prof.Bytes, StoredBytes: size.StoredBytes, Objects: size.Objects,
 		Shards: m.Shards, Concurrency: concurrency, Imbalance: imbalance, SSTs: ssts, DryRun: m.DryRun,
-		FreezeGraceSeconds: m.FreezeGrace,
-		Definition:         statemachine.Migration,
+		FreezeGraceSeconds: m.FreezeGrace, ReadReplica: m.ReadReplica,
+		Definition: statemachine.Migration,
 	})
 	if err != nil {
 		return err

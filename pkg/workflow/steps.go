@@ -404,7 +404,8 @@ const (
 )
 
 // replicaLinger is how long Abort and Flip leave the replica after freeing
-// the lock: the supervisors (polling every 1.5 s) move off it first.
+// the lock, in a run with a freeze grace (one that servers' supervisors
+// follow): they (polling every 1.5 s) move off it first.
 const replicaLinger = 5 * time.Second
 
 // makeReplica copies checkpoint cp of the frozen source into the
@@ -459,7 +460,7 @@ func replicaWhole(ctx context.Context, env Env, url string) bool {
 
 // dropReplica removes migration m's read replica, if any, once the lock
 // is free: after replicaLinger (the supervisors leave it), and fencing a
-// server still on it (deleteTarget). The name is the migration's own
+// server still on it (deleteTarget), within half of what the step has left. The name is the migration's own
 // (drift.ReplicaURL), so a Freeze that died before returning is covered.
 func dropReplica(ctx context.Context, env Env, m Migration) error {
 	if m.Source == "" || m.InPlace || m.DryRun {
@@ -476,8 +477,17 @@ func dropReplica(ctx context.Context, env Env, m Migration) error {
 	if len(left) == 0 {
 		return nil
 	}
-	if err := sleepCtx(ctx, replicaLinger); err != nil {
-		return fmt.Errorf("workflow: remove the read replica %s: %w", url, err)
+	if dl, ok := ctx.Deadline(); ok {
+		// Half of what the step has left: its own record comes after.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	if m.FreezeGrace > 0 {
+		// A run with no grace has no supervisor to wait for.
+		if err := sleepCtx(ctx, replicaLinger); err != nil {
+			return fmt.Errorf("workflow: remove the read replica %s: %w", url, err)
+		}
 	}
 	if _, err := deleteTarget(ctx, env, url); err != nil {
 		return fmt.Errorf("workflow: remove the read replica: %w", err)
