@@ -111,7 +111,7 @@ func driftKinds(t *testing.T, r result) []drift.Kind {
 }
 
 // What a dead run leaves (a checkpoint on what is now the previous catalog,
-// its staging, its target) is drift (exit 4); cleanup's dry run deletes
+// its staging, its target and its read replica) is drift (exit 4); cleanup's dry run deletes
 // nothing; --apply deletes exactly that, and drift is clean after. The
 // current and previous catalogs, the live migration's staging and every
 // decision marker stay.
@@ -178,7 +178,12 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	// target's claim), the checkpoint. Besides them only the lock (taken and freed) and the
 	// source's manifest (the checkpoint's removal) changed.
 	after := c.objects(t)
-	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/", claim.URL(c.ptr, "m-dead")}
+	// The dead run's read replica (issue 25) goes with its target.
+	replica, _ := drift.ReplicaURL(c.src, "m-dead")
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(before)), func(u string) bool { return strings.HasPrefix(u, replica+"/manifest/") }) {
+		t.Fatalf("the dead run left no read replica %s", replica)
+	}
+	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/", claim.URL(c.ptr, "m-dead"), replica + "/"}
 	for url, etag := range before {
 		removed := slices.ContainsFunc(gone, func(p string) bool { return strings.HasPrefix(url, p) })
 		_, still := after[url]

@@ -307,10 +307,36 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 		if err != nil {
 			return n, err
 		}
+		if f.Kind == drift.KindUnclaimedTarget {
+			// The dead run's read replica, which its Abort or Flip would
+			// have removed: named after the source its claim records.
+			k, err := removeReplica(ctx, env, ptr, f.MigrationID)
+			n += k
+			if err != nil {
+				return n, err
+			}
+		}
 		// Last: until the directory is gone, its claim says whose it is.
 		return n, claim.Delete(ctx, env.Store, ptr, f.MigrationID)
 	}
 	return 0, fmt.Errorf("cleanup does not remove %s", f.Kind)
+}
+
+// removeReplica deletes the read replica of migration id of the pointer at
+// ptr (drift.ReplicaURL of the source its claim records), if any.
+func removeReplica(ctx context.Context, env Env, ptr, id string) (int, error) {
+	cl, err := claim.Read(ctx, env.Store, ptr, id)
+	if err != nil {
+		return 0, fmt.Errorf("workflow: cleanup: the read replica of %s: %w", id, err)
+	}
+	if cl.Source == "" {
+		return 0, nil
+	}
+	url, err := drift.ReplicaURL(cl.Source, id)
+	if err != nil {
+		return 0, nil // no place for one: Freeze made none
+	}
+	return env.Store.DeletePrefix(ctx, url+"/")
 }
 
 // subject is what a removable finding names.
