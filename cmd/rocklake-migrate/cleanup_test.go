@@ -387,3 +387,43 @@ func TestCleanupKeepsAnotherDeploymentsCatalogs(t *testing.T) {
 	cli(t, "check", "--catalog", devLive, "--expect", "v2").want(t, exitOK)
 	cli(t, "check", "--catalog", backup, "--expect", "v1").want(t, exitOK)
 }
+
+// Issue 25: a run that died right after Freeze (its target never written,
+// so no UnclaimedTarget) leaves its read replica beside the source; cleanup
+// removes it with the run's staging, whose plan names it. The source stays.
+func TestCleanupRemovesADeadRunsReplica(t *testing.T) {
+	c := newCleanupSetup(t)
+	m, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: "m-dead", Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = workflow.Freeze(c.ctx, c.env, m); err != nil {
+		t.Fatal(err)
+	}
+	replica, _ := drift.ReplicaURL(c.src, "m-dead")
+	count := func() int {
+		t.Helper()
+		objs, err := c.store.List(c.ctx, replica+"/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(objs)
+	}
+	if m.Replica != replica || count() == 0 {
+		t.Fatalf("Freeze made no replica at %s: %q", replica, m.Replica)
+	}
+	cli(t, "unlock", "--pointer", c.ptr, "--migration-id", "m-dead").want(t, exitOK)
+	srcDump := rawDump(t, c.src)
+	cli(t, "cleanup", "--pointer", c.ptr).want(t, exitOK)
+	if count() == 0 {
+		t.Fatal("cleanup's dry run removed the replica")
+	}
+	r := cli(t, "cleanup", "--pointer", c.ptr, "--apply")
+	r.want(t, exitOK)
+	if n := count(); n != 0 {
+		t.Fatalf("%d objects left under the dead run's replica %s\n%s", n, replica, r.stdout)
+	}
+	if rawDump(t, c.src) != srcDump {
+		t.Fatal("the source's keys changed")
+	}
+}

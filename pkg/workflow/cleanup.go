@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -301,7 +302,14 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 		}
 		return 1, nil
 	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
-		return env.Store.DeletePrefix(ctx, f.Prefix)
+		// First the read replica its plan names (a dead run's, which its
+		// Abort or Flip would have removed): the plan goes with staging.
+		k, err := removePlannedReplica(ctx, env, ptr, f.Prefix)
+		if err != nil {
+			return k, err
+		}
+		n, err := env.Store.DeletePrefix(ctx, f.Prefix)
+		return k + n, err
 	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
 		n, err := env.Store.DeletePrefix(ctx, strings.TrimSuffix(f.Catalog, "/")+"/")
 		if err != nil {
@@ -337,6 +345,27 @@ func removeReplica(ctx context.Context, env Env, ptr, id string) (int, error) {
 		return 0, nil // no place for one: Freeze made none
 	}
 	return env.Store.DeletePrefix(ctx, url+"/")
+}
+
+// removePlannedReplica deletes the read replica the plan in the staging
+// prefix names, if it is this pointer's run's, under the name Freeze gives
+// it (drift.ReplicaURL of the plan's source and id): a plan naming
+// anything else names nothing to delete.
+func removePlannedReplica(ctx context.Context, env Env, ptr, prefix string) (int, error) {
+	var p Plan
+	b, _, err := env.Store.Get(ctx, prefix+drift.PlanName)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("workflow: cleanup: read %s: %w", prefix+drift.PlanName, err)
+	case json.Unmarshal(b, &p) != nil || p.Replica == "" || p.Pointer != ptr:
+		return 0, nil
+	}
+	if want, err := drift.ReplicaURL(p.Source, p.MigrationID); err != nil || want != p.Replica {
+		return 0, nil
+	}
+	return env.Store.DeletePrefix(ctx, p.Replica+"/")
 }
 
 // subject is what a removable finding names.

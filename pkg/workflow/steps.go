@@ -641,7 +641,7 @@ func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64
 	plan := Plan{
 		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: m.Checkpoint,
-		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges, Balance: balance,
+		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges, Balance: balance, Replica: m.Replica,
 	}
 	return putJSON(ctx, env.Store, env.staging(m.MigrationID).PlanURL(), plan)
 }
