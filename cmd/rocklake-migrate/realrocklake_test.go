@@ -202,7 +202,11 @@ func TestRealRockLakeServesABulkLoad(t *testing.T) {
 		}
 	}
 	t.Logf("the load left %d L0 SSTs and %d sorted runs", len(l0), len(runs))
-	if len(l0) <= 8 || len(runs) == 0 {
+	// How many L0 SSTs remain depends on how far the compactor got before
+	// the close (20 on a quiet machine, 4 under -race on a busy one); the
+	// load must have been compacted and still be wider than RockLake's own
+	// L0 limit of 8.
+	if len(runs) == 0 || len(l0)+len(runs) <= 8 {
 		t.Fatalf("the load left %d L0 SSTs and %d sorted runs: not the shape this test is for", len(l0), len(runs))
 	}
 	cli(t, "verify", "--catalog", "file://"+dst, "--input", shards).want(t, exitOK)

@@ -77,11 +77,7 @@ func (f fixture) flip(t *testing.T, catalog string, v format.Version, id string)
 func (f fixture) lock(t *testing.T, id string, grace time.Duration) {
 	t.Helper()
 	now := time.Now().UTC()
-	lease, err := workflow.Env{}.LockLease()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(lease), FenceAt: now.Add(grace)})
+	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(24 * time.Hour), FenceAt: now.Add(grace)})
 	if _, err := f.store.Put(f.ctx, workflow.LockURL(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
