@@ -112,9 +112,8 @@ type Migration struct {
 	// ReadReplica: Freeze copies the frozen source into a replica
 	// (drift.ReplicaURL), which the servers' supervisors find from the
 	// pointer and the lock's holder and serve reads from while the source
-	// is fenced.
-	// Replica is the replica Freeze made ("" when none: skipped, or not
-	// asked for); Abort and Flip remove it.
+	// is fenced. Replica is the one Freeze made ("" when none: skipped, or
+	// not asked for); Abort and Flip remove it.
 	ReadReplica bool   `json:"read_replica,omitempty"`
 	Replica     string `json:"replica,omitempty"`
 }
@@ -459,9 +458,10 @@ func replicaWhole(ctx context.Context, env Env, url string) bool {
 }
 
 // dropReplica removes migration m's read replica, if any, once the lock
-// is free: after replicaLinger (the supervisors leave it), and fencing a
-// server still on it (deleteTarget), within half of what the step has left. The name is the migration's own
-// (drift.ReplicaURL), so a Freeze that died before returning is covered.
+// is free: after replicaLinger (the supervisors leave it), fencing a
+// server still on it (deleteTarget), within half of what the step has
+// left. The name is the migration's own (drift.ReplicaURL), so a Freeze
+// that died before returning is covered.
 func dropReplica(ctx context.Context, env Env, m Migration) error {
 	if m.Source == "" || m.InPlace || m.DryRun {
 		return nil
