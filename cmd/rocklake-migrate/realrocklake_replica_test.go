@@ -30,7 +30,10 @@ import (
 // on the source). The longest read gap stays under readGapMax while the
 // frozen window is longer; every write from the first refused one to the
 // flip is refused (57P04); after the flip the writer on the new catalog
-// takes writes, every earlier commit there; the replica is gone.
+// takes writes, every earlier commit there; the replica is gone. DuckDB
+// 1.5.3 through its DuckLake extension wrote the lake before the migration
+// and reads the same answers from the replica at the gate and from the new
+// catalog after the flip.
 // Old main served no replica: its reader on the source failed every read
 // from Freeze to the flip.
 func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
@@ -51,7 +54,23 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = rocklake.WriteSampleCatalog(ctx, srv); err == nil {
+	// DuckDB, RockLake's real client, writes a lake (DuckLake over
+	// RockLake's PostgreSQL protocol); its answers must be the same from the
+	// replica at the gate and from the new catalog after the flip.
+	data := filepath.Join(t.TempDir(), "data") + "/"
+	lake := func(on *rocklake.Server, stmts []string) (string, error) {
+		res, err := rocklake.DuckDB(ctx, on, data, stmts, rocklake.DuckDBQueries)
+		if err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(res)
+		return string(b), err
+	}
+	before, err := lake(srv, rocklake.DuckDBWorkload)
+	if err == nil && !strings.Contains(before, "with a note") {
+		err = fmt.Errorf("DuckDB did not read back what it wrote: %s", before)
+	}
+	if err == nil {
 		err = writeSchema(ctx, srv, "first_src")
 	}
 	if stopErr := srv.Stop(); err == nil {
@@ -84,6 +103,15 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 		}
 	}()
 	cl := rocklake.Client(port)
+	sameLake := func(where string) func() error {
+		return func() error {
+			got, err := lake(cl, nil)
+			if err == nil && got != before {
+				err = fmt.Errorf("DuckDB answers differ %s:\nbefore: %s\nnow:    %s", where, before, got)
+			}
+			return err
+		}
+	}
 	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
 
 	// The client: a read every 50 ms, a write every 200 ms.
@@ -146,6 +174,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	if objs, err := store.List(ctx, replica+"/manifest/"); err != nil || len(objs) == 0 {
 		t.Fatalf("the replica %s at the gate: %d manifests, %v", replica, len(objs), err)
 	}
+	eventually(t, "DuckDB reads the lake from the replica at the gate", sameLake("at the gate"))
 	// Frozen at the gate for well over one restart.
 	time.Sleep(time.Until(started.Add(frozenMin)))
 	cli(t, "approve", rep.MigrationID, "--pointer", ptr).want(t, exitOK)
@@ -157,6 +186,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	// removes the replica).
 	flipped := cur.UpdatedAt
 	eventually(t, "a write on the new catalog", func() error { return writeSchema(ctx, cl, "after_flip") })
+	eventually(t, "DuckDB reads the lake from the new catalog", sameLake("after the flip"))
 	stopClient()
 	wg.Wait()
 
