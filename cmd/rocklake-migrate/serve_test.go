@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 )
@@ -69,6 +70,10 @@ func TestServeFlagsAndDegradedExit(t *testing.T) {
 	cli(t, "serve", "--pointer", ptr, "--rocklake", "1=/bin/true", "--", "--catalog", "/x").want(t, exitUsage, "the pointer names the catalog")
 	cli(t, "serve", "--pointer", ptr, "--rocklake", "1=/bin/true").want(t, exitError, "PointerMissing")
 
+	// The degraded supervisor says so on the topic too (moto's SNS).
+	sns := notifytest.Start(t)
+	sns.SetEnv(t)
+	topic := sns.CreateTopic(t, "rocklake-serve")
 	v2 := filepath.Join(t.TempDir(), "v2")
 	cli(t, "seed", "--catalog", "file://"+v2, "--rows", "10").want(t, exitOK)
 	// A format-2 pointer, as a flip to v2 leaves it.
@@ -78,7 +83,7 @@ func TestServeFlagsAndDegradedExit(t *testing.T) {
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(runCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=/bin/true", "--interval", "100ms", "--json"})
+		done <- run(runCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=/bin/true", "--interval", "100ms", "--json", "--sns-topic", topic})
 	}()
 	eventually(t, "a degraded health line", func() error {
 		if !strings.Contains(errOut.String(), `"state":"degraded"`) {
@@ -95,6 +100,10 @@ func TestServeFlagsAndDegradedExit(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop within 30 s")
+	}
+	msgs := sns.Messages(t, topic)
+	if len(msgs) != 1 || !strings.Contains(msgs[0].Subject, "degraded") || !strings.Contains(msgs[0].Subject, ptr) {
+		t.Fatalf("SNS messages %+v, want one saying the supervisor of %s degraded", msgs, ptr)
 	}
 }
 
