@@ -43,7 +43,9 @@ tools:
 	scripts/install-local-stepfunctions.sh
 
 # The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
-# x86_64, no RPC) zipped into dist/<function>.zip for the CDK app.
+# x86_64, no RPC; -s -w: no symbol table or DWARF, which a Lambda never reads and
+# which made each zip 20.9 MB instead of 13.0) zipped into dist/<function>.zip
+# for the CDK app.
 FUNCTIONS := check export import inplace
 # The tool's version, printed by --version (a build without it falls back to
 # what Go recorded).
@@ -51,7 +53,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 build: native
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/ ./cmd/...
 	@for f in $(FUNCTIONS); do \
-		GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
+		GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -ldflags "-s -w" -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
 		rm -f dist/$$f.zip; (cd dist/$$f && python3 -m zipfile -c ../$$f.zip bootstrap) || exit 1; \
 		echo "dist/$$f.zip"; \
 	done
