@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -60,6 +61,22 @@ func (c *Catalog) Get(ctx context.Context, k format.Key) (proto.Message, error) 
 // format.SystemRetainFrom).
 func (c *Catalog) SystemValue(ctx context.Context, name string) (uint64, error) {
 	return c.uint64(ctx, format.SystemKey(name))
+}
+
+// Marks reads RockLake's writer-epoch and next_snapshot_id, which every
+// RockLake writer moves (the epoch when it opens, the counter when it
+// commits a snapshot); 0 for one absent (a catalog no RockLake writer
+// opened yet). Freeze, Flip, rollback and the in-place undo compare them.
+func (c *Catalog) Marks(ctx context.Context) (writerEpoch, nextSnapshotID uint64, err error) {
+	writerEpoch, err = c.SystemValue(ctx, format.SystemWriterEpoch)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, 0, fmt.Errorf("catalog: read writer-epoch: %w", err)
+	}
+	nextSnapshotID, err = c.Counter(ctx, format.NameNextSnapshotID)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, 0, fmt.Errorf("catalog: read next_snapshot_id: %w", err)
+	}
+	return writerEpoch, nextSnapshotID, nil
 }
 
 // Counter reads a counter (format.NameNextSnapshotID, ...; a per-table

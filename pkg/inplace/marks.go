@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
 var (
@@ -70,20 +68,6 @@ func EngineState(ctx context.Context, store *blob.Store, url string) (string, er
 		return "", err
 	}
 	return "manifest " + manifest + ", wal " + wal, nil
-}
-
-// rockLakeMarks reads writer-epoch and next_snapshot_id (0 when absent: a
-// catalog no RockLake writer opened yet).
-func rockLakeMarks(ctx context.Context, c *catalog.Catalog) (epoch, next uint64, err error) {
-	epoch, err = c.SystemValue(ctx, format.SystemWriterEpoch)
-	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return 0, 0, fmt.Errorf("read writer-epoch: %w", err)
-	}
-	next, err = c.Counter(ctx, format.NameNextSnapshotID)
-	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return 0, 0, fmt.Errorf("read next_snapshot_id: %w", err)
-	}
-	return epoch, next, nil
 }
 
 // moved says how the catalog's marks differ from was ("" when they do

@@ -90,7 +90,7 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 	defer w.Close()
 	// A RockLake writer that opened between the listing and this writer
 	// moved writer-epoch; this writer fenced it, so nothing moves now.
-	epoch, next, err := rockLakeMarks(ctx, w.Catalog)
+	epoch, next, err := w.Catalog.Marks(ctx)
 	if err != nil {
 		return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
 	}

@@ -22,7 +22,7 @@ func commitAsV2Writer(t *testing.T, url string) {
 		t.Fatalf("open the migrated catalog as a format-2 writer: %v", err)
 	}
 	defer w.Close()
-	epoch, next, err := rockLakeMarks(ctx, w.Catalog)
+	epoch, next, err := w.Catalog.Marks(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

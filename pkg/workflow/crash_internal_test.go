@@ -50,7 +50,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	if _, err := pointer.Create(ctx, store, ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := readState(ctx, env, src)
+	before, err := readState(ctx, env, src, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	}
 
 	wayBack := "s3://rocklake/catalogs/v1-m-crash"
-	if st, err := readState(ctx, env, src); err != nil || st.version != format.V2 {
+	if st, err := readState(ctx, env, src, true); err != nil || st.version != format.V2 {
 		t.Fatalf("after the batch the catalog is %v (%v), want format 2", st.version, err)
 	}
 	if got, _, err := store.Get(ctx, ptr); err != nil || string(got) != string(pointerBefore) {
@@ -155,7 +155,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	if err != nil || dry.From != format.V2 || dry.To != format.V1 || dry.Catalog != src || dry.WayBack != wayBack {
 		t.Fatalf("restore --dry-run: %+v, %v", dry, err)
 	}
-	if st, err := readState(ctx, env, src); err != nil || st.version != format.V2 {
+	if st, err := readState(ctx, env, src, true); err != nil || st.version != format.V2 {
 		t.Fatalf("the dry run changed the catalog: %v, %v", st.version, err)
 	}
 
@@ -163,7 +163,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := readState(ctx, env, src)
+	after, err := readState(ctx, env, src, true)
 	if err != nil || after.version != format.V1 || after.digest.Sum() != before.digest.Sum() || res.Digest != before.digest.Sum() {
 		t.Fatalf("after the restore: format %v, digest %s (restore said %s), want format 1 and %s (%v)", after.version, after.digest.Sum(), res.Digest, before.digest.Sum(), err)
 	}
@@ -252,7 +252,7 @@ func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 	if err != nil || out.Warning == "" || out.PointerVersionID == "" {
 		t.Fatalf("in place whose pointer moved to it: %+v, %v; want the migration's success, with a warning", out, err)
 	}
-	if st, err := readState(ctx, env, src); err != nil || st.version != format.V2 {
+	if st, err := readState(ctx, env, src, true); err != nil || st.version != format.V2 {
 		t.Fatalf("the catalog: format %v (%v), want the migrated format 2, as the pointer says", st.version, err)
 	}
 	if objs := listing(t, ctx, store, "s3://rocklake/catalogs/v1-m-landed/"); len(objs) == 0 {

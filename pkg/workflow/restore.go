@@ -128,7 +128,7 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	if err != nil {
 		return out, err
 	}
-	old, err := readState(ctx, env, cl.Catalog)
+	old, err := readState(ctx, env, cl.Catalog, false)
 	if err != nil {
 		return out, fmt.Errorf("%w: the way back %s: %w", ErrRestoreRefused, cl.Catalog, err)
 	}
@@ -136,18 +136,27 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	if cur.FormatVersion != old.version {
 		return out, fmt.Errorf("%w: the pointer says %s is in format %s, the way back %s holds format %s: the pointer was moved since", ErrRestoreRefused, cur.Catalog, cur.FormatVersion, cl.Catalog, old.version)
 	}
-	now, err := readState(ctx, env, out.Catalog)
+	now, err := readState(ctx, env, out.Catalog, false)
 	if err != nil {
 		return out, fmt.Errorf("workflow: restore: read %s: %w", out.Catalog, err)
 	}
 	out.From = now.version
-	switch {
-	case now.version == old.version && shard.Compare(now.digest, old.digest).Match:
-		out.NothingToDo, out.Digest = true, now.digest.Sum()
-		return out, nil
-	case now.version == old.version:
+	if now.version == old.version {
+		// Restored already, or written in the old format since: only the
+		// keys tell (the two scans a restore in progress does not need).
+		if old, err = readState(ctx, env, cl.Catalog, true); err == nil {
+			now, err = readState(ctx, env, out.Catalog, true)
+		}
+		if err != nil {
+			return out, fmt.Errorf("workflow: restore: compare %s with its way back: %w", out.Catalog, err)
+		}
+		if shard.Compare(now.digest, old.digest).Match {
+			out.NothingToDo, out.Digest = true, now.digest.Sum()
+			return out, nil
+		}
 		return out, fmt.Errorf("%w: %s is in the way back's format %s already but holds other keys (RockLake wrote to it since): nothing to restore", ErrRestoreRefused, out.Catalog, old.version)
-	case now.version != old.version+1:
+	}
+	if now.version != old.version+1 {
 		return out, fmt.Errorf("%w: %s is in format %s, not the migration's target %s", ErrRestoreRefused, out.Catalog, now.version, old.version+1)
 	}
 	// The batch carries writer-epoch and next_snapshot_id over: if they
@@ -219,8 +228,9 @@ type catalogState struct {
 	marks   pointer.Marks
 }
 
-// readState reads the catalog at url, in whatever format it is.
-func readState(ctx context.Context, env Env, url string) (catalogState, error) {
+// readState reads the catalog at url, in whatever format it is: its
+// version and marks, and with digest its keys' digest (a full scan).
+func readState(ctx context.Context, env Env, url string, digest bool) (catalogState, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Store: env.SlateDB})
 	if err != nil {
 		return catalogState{}, err
@@ -230,6 +240,8 @@ func readState(ctx context.Context, env Env, url string) (catalogState, error) {
 	if st.marks, err = catalogMarks(ctx, c); err != nil {
 		return st, err
 	}
-	st.digest, err = shard.DigestCatalog(ctx, c, nil)
+	if digest {
+		st.digest, err = shard.DigestCatalog(ctx, c, nil)
+	}
 	return st, err
 }

@@ -372,7 +372,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 		return m, fmt.Errorf("workflow: freeze %s: %w", m.Source, err)
 	}
 	defer w.Close()
-	epoch, nextSnap, err := sourceMarks(ctx, w.Catalog)
+	epoch, nextSnap, err := w.Catalog.Marks(ctx)
 	if err != nil {
 		return m, err
 	}
@@ -505,7 +505,7 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 		return m, fmt.Errorf("workflow: freeze (dry run) %s: %w", m.Source, err)
 	}
 	defer c.Close()
-	epoch, nextSnap, err := sourceMarks(ctx, c)
+	epoch, nextSnap, err := c.Marks(ctx)
 	if err != nil {
 		return m, err
 	}
@@ -657,20 +657,6 @@ func engineState(ctx context.Context, env Env, url string) (string, error) {
 		return "", fmt.Errorf("workflow: %w", err)
 	}
 	return s, nil
-}
-
-// sourceMarks reads what Flip compares: a write to the source after Freeze
-// moves at least one of them.
-func sourceMarks(ctx context.Context, c *catalog.Catalog) (epoch, nextSnapshot uint64, err error) {
-	epoch, err = c.SystemValue(ctx, format.SystemWriterEpoch)
-	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return 0, 0, fmt.Errorf("workflow: read writer-epoch: %w", err)
-	}
-	nextSnapshot, err = c.Counter(ctx, format.NameNextSnapshotID)
-	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return 0, 0, fmt.Errorf("workflow: read next_snapshot_id: %w", err)
-	}
-	return epoch, nextSnapshot, nil
 }
 
 func readPlan(ctx context.Context, env Env, id string) (Plan, error) {
@@ -1175,7 +1161,7 @@ func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
 	if err != nil {
 		return fmt.Errorf("workflow: flip: reopen source: %w", err)
 	}
-	epoch, nextSnap, err := sourceMarks(ctx, c)
+	epoch, nextSnap, err := c.Marks(ctx)
 	c.Close()
 	if err != nil {
 		return err
@@ -1637,6 +1623,6 @@ func newerCommits(ctx context.Context, env Env, cur pointer.Pointer) (string, er
 // catalogMarks reads what RockLake moves when it writes: writer-epoch (0
 // before any RockLake writer opened the catalog) and next_snapshot_id.
 func catalogMarks(ctx context.Context, c *catalog.Catalog) (pointer.Marks, error) {
-	epoch, next, err := sourceMarks(ctx, c)
+	epoch, next, err := c.Marks(ctx)
 	return pointer.Marks{WriterEpoch: epoch, NextSnapshotID: next}, err
 }
