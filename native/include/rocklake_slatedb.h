@@ -29,6 +29,7 @@ typedef struct rl_writer rl_writer;
 typedef struct rl_reader rl_reader;
 typedef struct rl_iter rl_iter;
 typedef struct rl_cancel rl_cancel;
+typedef struct rl_changes rl_changes;
 
 /* The process's AWS settings, from Go (pkg/awsconfig): a JSON object
  * {"region","endpoint","path_style","access_key_id","secret_access_key",
@@ -83,6 +84,25 @@ int32_t rl_checkpoint_copy(const char *url, const char *opts_json, const char *c
 int32_t rl_block_profile(const char *url, const char *opts_json, const char *checkpoint_id,
                          size_t max_blocks, uint64_t timeout_ms, const rl_cancel *cancel,
                          uint8_t **out, size_t *out_len, char **err_out);
+
+/* What changed between checkpoint from_checkpoint and checkpoint
+ * to_checkpoint (NULL or "": the latest state) of the database at url: the
+ * keys of the compacted SSTs and WAL SSTs one view names and the other does
+ * not, read in both views; or, when those sources hold more than
+ * max_fraction of the later view's bytes (<= 0: always), a merge scan of both
+ * views. Writes nothing. *summary_out (JSON, rl_string_free):
+ * {"method":"sst-diff"|"merge-scan","reason","from_manifest","to_manifest",
+ *  "ssts_added","ssts_removed","wals_added","wals_removed","changed_bytes",
+ *  "total_bytes","candidates"}. Chunks from rl_changes_next, in key order:
+ *   repeated klen | key | old | new, each of old and new 0:u8 (absent) or
+ *   1:u8 | vlen | value; an empty chunk is the end. */
+int32_t rl_changes_open(const char *url, const char *opts_json, const char *from_checkpoint,
+                        const char *to_checkpoint, double max_fraction, uint64_t timeout_ms,
+                        const rl_cancel *cancel, rl_changes **out, char **summary_out,
+                        char **err_out);
+int32_t rl_changes_next(rl_changes *c, size_t max_entries, size_t max_bytes, uint64_t timeout_ms,
+                        const rl_cancel *cancel, uint8_t **out, size_t *out_len, char **err_out);
+int32_t rl_changes_close(rl_changes *c, uint64_t timeout_ms, char **err_out);
 
 rl_cancel *rl_cancel_new(void);
 void rl_cancel_fire(const rl_cancel *c);

@@ -21,6 +21,7 @@
 
 mod aws;
 mod blocks;
+mod changes;
 mod copy;
 mod guard;
 mod http;
@@ -630,36 +631,49 @@ pub extern "C" fn rl_reader_open(
                 ),
             },
         };
-        let db = block(timeout_ms, cancel, async {
-            if !store::has_manifest(&loc).await? {
-                return Err(fail(
-                    RL_ERR_NO_DATABASE,
-                    format!("open reader {url}: no SlateDB database there (no manifest)"),
-                ));
-            }
-            let defaults = DbReaderOptions::default();
-            let poll = opts
-                .poll_interval_ms
-                .map(Duration::from_millis)
-                .unwrap_or(defaults.manifest_poll_interval)
-                .min(MAX_POLL_INTERVAL);
-            let options = DbReaderOptions {
-                manifest_poll_interval: poll,
-                checkpoint_lifetime: READER_CHECKPOINT_LIFETIME,
-                ..defaults
-            };
-            let mut builder =
-                DbReader::builder(loc.path.clone(), loc.read_only_store()).with_options(options);
-            if let Some(id) = pinned {
-                builder = builder.with_checkpoint_id(id);
-            }
-            builder
-                .build()
-                .await
-                .map_err(|e| from_slate(&format!("open reader {url}"), e))
-        })?;
+        let db = block(
+            timeout_ms,
+            cancel,
+            open_reader(&loc, url, pinned, opts.poll_interval_ms),
+        )?;
         out_handle(Reader { db }, out)
     })
+}
+
+/// Opens a reader on the database at `loc` (see rl_reader_open): pinned to
+/// checkpoint `pinned`, or following the latest state, polled every
+/// `poll_ms` (None: SlateDB's default).
+async fn open_reader(
+    loc: &store::Location,
+    url: &str,
+    pinned: Option<Uuid>,
+    poll_ms: Option<u64>,
+) -> Res<DbReader> {
+    if !store::has_manifest(loc).await? {
+        return Err(fail(
+            RL_ERR_NO_DATABASE,
+            format!("open reader {url}: no SlateDB database there (no manifest)"),
+        ));
+    }
+    let defaults = DbReaderOptions::default();
+    let poll = poll_ms
+        .map(Duration::from_millis)
+        .unwrap_or(defaults.manifest_poll_interval)
+        .min(MAX_POLL_INTERVAL);
+    let options = DbReaderOptions {
+        manifest_poll_interval: poll,
+        checkpoint_lifetime: READER_CHECKPOINT_LIFETIME,
+        ..defaults
+    };
+    let mut builder =
+        DbReader::builder(loc.path.clone(), loc.read_only_store()).with_options(options);
+    if let Some(id) = pinned {
+        builder = builder.with_checkpoint_id(id);
+    }
+    builder
+        .build()
+        .await
+        .map_err(|e| from_slate(&format!("open reader {url}"), e))
 }
 
 #[no_mangle]
@@ -1038,6 +1052,99 @@ pub extern "C" fn rl_block_profile(
             blocks::profile(&loc, url, id, max_blocks),
         )?;
         out_bytes(blocks::encode(&p), out, out_len)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Changes between two views (changes.rs).
+
+/// Opens the changes of the database at `url` between checkpoint
+/// `from_checkpoint` and checkpoint `to_checkpoint` (the latest state when
+/// null or ""), found from the sources the views do not share unless those
+/// hold more than `max_fraction` of the later view's bytes (then by a merge
+/// scan of both). Writes nothing. Returns the summary as JSON in
+/// `*summary_out` (changes::Summary::json) and the handle in `*out`.
+#[no_mangle]
+pub extern "C" fn rl_changes_open(
+    url: *const c_char,
+    opts_json: *const c_char,
+    from_checkpoint: *const c_char,
+    to_checkpoint: *const c_char,
+    max_fraction: f64,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut changes::Changes,
+    summary_out: *mut *mut c_char,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let from = changes::parse_from(cstr(from_checkpoint, "from checkpoint")?)?;
+        let to = match to_checkpoint.is_null() {
+            true => None,
+            false => match cstr(to_checkpoint, "to checkpoint")? {
+                "" => None,
+                raw => Some(
+                    Uuid::parse_str(raw)
+                        .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?,
+                ),
+            },
+        };
+        let c = block(
+            timeout_ms,
+            cancel,
+            changes::open(&loc, url, from, to, max_fraction),
+        )?;
+        out_string(c.summary.json(), summary_out)?;
+        out_handle(c, out)
+    })
+}
+
+/// Hands over the next changes (changes.rs push_change's format): up to
+/// `max_entries`, and stops adding once the chunk holds `max_bytes`. An
+/// empty chunk means the end.
+#[no_mangle]
+pub extern "C" fn rl_changes_next(
+    c: *mut changes::Changes,
+    max_entries: usize,
+    max_bytes: usize,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut *mut u8,
+    out_len: *mut usize,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        // SAFETY: Go serialises calls on one handle and passes a live one.
+        let c =
+            unsafe { c.as_mut() }.ok_or_else(|| fail(RL_ERR_INVALID, "changes handle is null"))?;
+        let chunk = block(timeout_ms, cancel, c.next_chunk(max_entries, max_bytes))?;
+        out_bytes(chunk, out, out_len)
+    })
+}
+
+/// Closes the changes' readers and frees the handle, whatever the outcome.
+#[no_mangle]
+pub extern "C" fn rl_changes_close(
+    c: *mut changes::Changes,
+    timeout_ms: u64,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let Some(mut c) = take_handle(c) else {
+            return Err(fail(RL_ERR_INVALID, "changes handle is null"));
+        };
+        let readers = std::mem::take(&mut c.readers);
+        let res = block(timeout_ms, std::ptr::null(), async {
+            for r in &readers {
+                r.close().await.map_err(|e| from_slate("close reader", e))?;
+            }
+            Ok(())
+        });
+        drop_in_runtime((c, readers));
+        res
     })
 }
 

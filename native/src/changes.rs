@@ -1,0 +1,542 @@
+//! What changed between two views of a database, at a cost in proportion to
+//! the change: the online migration's catch-up rounds (pkg/changes).
+//!
+//! SlateDB never rewrites an SST or a WAL file, so every write made after an
+//! earlier view lies in a source (compacted SST, WAL SST) that the later
+//! view names and the earlier one does not, or in one compaction wrote from
+//! it. A key whose old entry and tombstone a compaction dropped together
+//! lies in no new source, but in a source only the earlier view names. So
+//! the keys of the symmetric difference of the two views' sources are a
+//! superset of the changed keys; each is then read in both views (two
+//! pinned readers, seeking forward through the sorted keys), and only the
+//! keys whose value or presence differs are handed over.
+//!
+//! When the sources that differ hold more than a fraction of the later
+//! view's bytes (a compaction rewrote most of the database), reading their
+//! keys one block per request costs more than one streaming scan, so both
+//! views are scanned side by side instead (the merge scan), and the summary
+//! says so.
+//!
+//! Nothing is written: manifests and readers go through guard::Overlay.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ops::Range;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::{StreamExt, TryStreamExt};
+use slatedb::bytes::Bytes;
+use slatedb::config::ScanOptions;
+use slatedb::db_cache::{CachedEntry, CachedKey, DbCache};
+use slatedb::manifest::{SsTableHandle, SsTableId};
+use slatedb::{DbIterator, DbReader, KeyValue, SstReader, VersionedManifest, WalReader};
+use uuid::Uuid;
+
+use crate::manifest;
+use crate::store::{self, Location};
+use crate::{fail, from_slate, Res, RL_ERR_INVALID};
+
+/// How many SST blocks or WAL SSTs are read at once.
+const PARALLEL: usize = 16;
+
+/// How the changes were found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    SstDiff,
+    MergeScan,
+}
+
+impl Method {
+    fn name(self) -> &'static str {
+        match self {
+            Method::SstDiff => "sst-diff",
+            Method::MergeScan => "merge-scan",
+        }
+    }
+}
+
+/// What the comparison of the two views' sources found.
+#[derive(Debug)]
+pub struct Summary {
+    pub method: Method,
+    /// Why the merge scan was chosen ("" for the SST diff).
+    pub reason: String,
+    pub from_manifest: u64,
+    pub to_manifest: u64,
+    /// Compacted SSTs only the later view names, and only the earlier.
+    pub ssts_added: u64,
+    pub ssts_removed: u64,
+    /// WAL SSTs only the later view replays, and only the earlier.
+    pub wals_added: u64,
+    pub wals_removed: u64,
+    /// Stored bytes of the sources that differ, and of all the later view's.
+    pub changed_bytes: u64,
+    pub total_bytes: u64,
+    /// Distinct keys read from the sources that differ (0: merge scan).
+    pub candidates: u64,
+}
+
+impl Summary {
+    pub fn json(&self) -> String {
+        format!(
+            r#"{{"method":"{}","reason":{},"from_manifest":{},"to_manifest":{},"ssts_added":{},"ssts_removed":{},"wals_added":{},"wals_removed":{},"changed_bytes":{},"total_bytes":{},"candidates":{}}}"#,
+            self.method.name(),
+            crate::json_string(&self.reason),
+            self.from_manifest,
+            self.to_manifest,
+            self.ssts_added,
+            self.ssts_removed,
+            self.wals_added,
+            self.wals_removed,
+            self.changed_bytes,
+            self.total_bytes,
+            self.candidates
+        )
+    }
+}
+
+/// The changes between two views, handed over in chunks.
+pub struct Changes {
+    pub summary: Summary,
+    /// The two views' readers, kept open as long as their cursors.
+    pub readers: Vec<DbReader>,
+    from: Cursor,
+    to: Cursor,
+    /// The SST diff's candidate keys, in order, and the next to compare;
+    /// None for the merge scan.
+    keys: Option<(Vec<Bytes>, usize)>,
+}
+
+/// A forward cursor over one view that can skip ahead.
+struct Cursor {
+    it: DbIterator,
+    peeked: Option<KeyValue>,
+    done: bool,
+}
+
+impl Cursor {
+    async fn peek(&mut self) -> Res<Option<&KeyValue>> {
+        if self.peeked.is_none() && !self.done {
+            self.peeked = self
+                .it
+                .next()
+                .await
+                .map_err(|e| from_slate("scan next", e))?;
+            self.done = self.peeked.is_none();
+        }
+        Ok(self.peeked.as_ref())
+    }
+
+    fn advance(&mut self) {
+        self.peeked = None;
+    }
+
+    /// The value of `k` in this view. Keys must be asked in increasing order.
+    async fn value_of(&mut self, k: &Bytes) -> Res<Option<Bytes>> {
+        loop {
+            match &self.peeked {
+                Some(p) if p.key == *k => return Ok(Some(p.value.clone())),
+                Some(p) if p.key > *k => return Ok(None),
+                Some(_) => {
+                    // Behind k: jump there (k is past every key returned).
+                    self.peeked = None;
+                    self.it.seek(k).await.map_err(|e| from_slate("seek", e))?;
+                }
+                None if self.done => return Ok(None),
+                None => {
+                    self.peek().await?;
+                }
+            }
+        }
+    }
+}
+
+/// One entry of a chunk: `klen:u32 | key | old | new`, each of old and new
+/// `0` (absent) or `1 | vlen:u32 | value` (all integers little-endian).
+fn push_change(out: &mut Vec<u8>, key: &[u8], old: Option<&Bytes>, new: Option<&Bytes>) {
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+    for v in [old, new] {
+        match v {
+            None => out.push(0),
+            Some(v) => {
+                out.push(1);
+                out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                out.extend_from_slice(v);
+            }
+        }
+    }
+}
+
+impl Changes {
+    /// Appends the next changes to a chunk: up to `max_entries`, and stops
+    /// once the chunk holds `max_bytes`. An empty chunk means the end.
+    pub(crate) async fn next_chunk(
+        &mut self,
+        max_entries: usize,
+        max_bytes: usize,
+    ) -> Res<Vec<u8>> {
+        let mut out = Vec::with_capacity(max_bytes.min(8 << 20));
+        let mut n = 0usize;
+        while n < max_entries.max(1) && out.len() < max_bytes.max(1) {
+            let found = match &mut self.keys {
+                Some((keys, next)) => {
+                    let Some(k) = keys.get(*next).cloned() else {
+                        break;
+                    };
+                    *next += 1;
+                    let old = self.from.value_of(&k).await?;
+                    let new = self.to.value_of(&k).await?;
+                    if old != new {
+                        push_change(&mut out, &k, old.as_ref(), new.as_ref());
+                        true
+                    } else {
+                        false
+                    }
+                }
+                None => match merge_step(&mut self.from, &mut self.to, &mut out).await? {
+                    None => break,
+                    Some(changed) => changed,
+                },
+            };
+            if found {
+                n += 1;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One step of the merge scan: the smaller key of the two cursors (both when
+/// equal). Some(true) when it changed, None at the end of both views.
+async fn merge_step(from: &mut Cursor, to: &mut Cursor, out: &mut Vec<u8>) -> Res<Option<bool>> {
+    let a = from.peek().await?.cloned();
+    let b = to.peek().await?.cloned();
+    Ok(match (a, b) {
+        (None, None) => None,
+        (Some(a), None) => {
+            push_change(out, &a.key, Some(&a.value), None);
+            from.advance();
+            Some(true)
+        }
+        (None, Some(b)) => {
+            push_change(out, &b.key, None, Some(&b.value));
+            to.advance();
+            Some(true)
+        }
+        (Some(a), Some(b)) if a.key < b.key => {
+            push_change(out, &a.key, Some(&a.value), None);
+            from.advance();
+            Some(true)
+        }
+        (Some(a), Some(b)) if a.key > b.key => {
+            push_change(out, &b.key, None, Some(&b.value));
+            to.advance();
+            Some(true)
+        }
+        (Some(a), Some(b)) => {
+            from.advance();
+            to.advance();
+            if a.value != b.value {
+                push_change(out, &a.key, Some(&a.value), Some(&b.value));
+                Some(true)
+            } else {
+                Some(false)
+            }
+        }
+    })
+}
+
+/// The sources of one view: compacted SSTs by id (with their handles) and
+/// WAL SST ids.
+struct Sources {
+    ssts: HashMap<SsTableId, SsTableHandle>,
+    wals: Range<u64>,
+}
+
+fn sources(m: &VersionedManifest, wals: Range<u64>) -> Sources {
+    let ssts = manifest::compacted_views(m)
+        .into_iter()
+        .map(|(_, v)| (v.sst.id, v.sst.clone()))
+        .collect();
+    Sources { ssts, wals }
+}
+
+/// An SST's stored size, from where its last section ends.
+fn sst_bytes(h: &SsTableHandle) -> u64 {
+    let i = &h.info;
+    (i.index_offset + i.index_len)
+        .max(i.filter_offset + i.filter_len)
+        .max(i.stats_offset + i.stats_len)
+}
+
+/// Opens the changes between checkpoint `from` and checkpoint `to` (the
+/// latest state when None) of the database at `loc`. Sources that differ
+/// holding more than `max_fraction` of the later view's bytes take the merge
+/// scan (0 or less: always; a fraction of 2 or more never falls back, as
+/// the differing sources hold at most both views' bytes).
+pub(crate) async fn open(
+    loc: &Location,
+    url: &str,
+    from: Uuid,
+    to: Option<Uuid>,
+    max_fraction: f64,
+) -> Res<Changes> {
+    store::require_manifest(loc, url).await?;
+    let ro = loc.read_only_store();
+    let admin = slatedb::admin::Admin::builder(loc.path.clone(), ro.clone()).build();
+    let me = manifest::read(&admin, url, Some(from)).await?;
+    manifest::require_self_contained(&me, url, "find the changes of")?;
+    // The readers open first: the later view's sources are read after its
+    // reader's, so they hold at least what that reader sees.
+    let from_reader = crate::open_reader(loc, url, Some(from), Some(u64::MAX)).await?;
+    let to_reader = crate::open_reader(loc, url, to, Some(u64::MAX)).await?;
+    let ml = manifest::read(&admin, url, to).await?;
+    manifest::require_self_contained(&ml, url, "find the changes of")?;
+
+    let wal_sizes: HashMap<u64, u64> = manifest::list_ssts(loc, "wal")
+        .await?
+        .into_iter()
+        .filter_map(|(stem, size)| stem.parse::<u64>().ok().map(|n| (n, size)))
+        .collect();
+    let e = sources(&me, manifest::wal_ids(&me));
+    let l = sources(
+        &ml,
+        match to {
+            Some(_) => manifest::wal_ids(&ml),
+            None => {
+                let start = manifest::wal_ids(&ml).start;
+                let end = wal_sizes.keys().max().map_or(start, |m| (m + 1).max(start));
+                start..end
+            }
+        },
+    );
+
+    let added: Vec<&SsTableHandle> = l
+        .ssts
+        .iter()
+        .filter(|(id, _)| !e.ssts.contains_key(id))
+        .map(|(_, h)| h)
+        .collect();
+    let removed: Vec<&SsTableHandle> = e
+        .ssts
+        .iter()
+        .filter(|(id, _)| !l.ssts.contains_key(id))
+        .map(|(_, h)| h)
+        .collect();
+    let present = |r: &Range<u64>, other: &Range<u64>| -> Vec<u64> {
+        r.clone()
+            .filter(|n| !other.contains(n) && wal_sizes.contains_key(n))
+            .collect()
+    };
+    let wals_added = present(&l.wals, &e.wals);
+    let wals_removed = present(&e.wals, &l.wals);
+    let wal_bytes = |ids: &[u64]| ids.iter().map(|n| wal_sizes[n]).sum::<u64>();
+    let changed_bytes = added
+        .iter()
+        .chain(&removed)
+        .map(|h| sst_bytes(h))
+        .sum::<u64>()
+        + wal_bytes(&wals_added)
+        + wal_bytes(&wals_removed);
+    let total_bytes =
+        l.ssts.values().map(sst_bytes).sum::<u64>() + wal_bytes(&present(&l.wals, &(0..0)));
+
+    let mut summary = Summary {
+        method: Method::SstDiff,
+        reason: String::new(),
+        from_manifest: me.id(),
+        to_manifest: ml.id(),
+        ssts_added: added.len() as u64,
+        ssts_removed: removed.len() as u64,
+        wals_added: wals_added.len() as u64,
+        wals_removed: wals_removed.len() as u64,
+        changed_bytes,
+        total_bytes,
+        candidates: 0,
+    };
+    let limit = max_fraction * total_bytes as f64;
+    if max_fraction <= 0.0 || changed_bytes as f64 > limit {
+        summary.method = Method::MergeScan;
+        summary.reason = if max_fraction <= 0.0 {
+            "the merge scan was asked for".into()
+        } else {
+            format!(
+                "the sources that differ hold {changed_bytes} of {total_bytes} bytes, more than {max_fraction} of them (a compaction rewrote most of the database)"
+            )
+        };
+        let scan = ScanOptions {
+            read_ahead_bytes: 1 << 20,
+            max_fetch_tasks: 2,
+            ..ScanOptions::default()
+        };
+        return Ok(Changes {
+            summary,
+            from: cursor(&from_reader, Bytes::new(), &scan).await?,
+            to: cursor(&to_reader, Bytes::new(), &scan).await?,
+            readers: vec![from_reader, to_reader],
+            keys: None,
+        });
+    }
+
+    let mut keys = BTreeSet::new();
+    let handles: Vec<SsTableHandle> = added.into_iter().chain(removed).cloned().collect();
+    for k in sst_keys(loc, &handles).await? {
+        keys.insert(k);
+    }
+    let wal_reader = WalReader::new(loc.path.clone(), ro);
+    let per_wal: Vec<Vec<Bytes>> = futures::stream::iter(
+        wals_added
+            .iter()
+            .chain(&wals_removed)
+            .map(|&id| wal_keys(&wal_reader, id)),
+    )
+    .buffer_unordered(PARALLEL)
+    .try_collect()
+    .await?;
+    keys.extend(per_wal.into_iter().flatten());
+    summary.candidates = keys.len() as u64;
+    let keys: Vec<Bytes> = keys.into_iter().collect();
+    // Seeking costs a block per source, so the cursors read one block ahead.
+    let scan = ScanOptions::default();
+    let first = keys.first().cloned().unwrap_or_default();
+    Ok(Changes {
+        summary,
+        from: cursor(&from_reader, first.clone(), &scan).await?,
+        to: cursor(&to_reader, first, &scan).await?,
+        readers: vec![from_reader, to_reader],
+        keys: Some((keys, 0)),
+    })
+}
+
+async fn cursor(r: &DbReader, start: Bytes, scan: &ScanOptions) -> Res<Cursor> {
+    let it = r
+        .scan_with_options(start.., scan)
+        .await
+        .map_err(|e| from_slate("scan", e))?;
+    Ok(Cursor {
+        it,
+        peeked: None,
+        done: false,
+    })
+}
+
+/// Every key of a WAL SST, tombstones included.
+async fn wal_keys(r: &WalReader, id: u64) -> Res<Vec<Bytes>> {
+    let mut it = r
+        .get(id)
+        .iterator()
+        .await
+        .map_err(|e| from_slate(&format!("read WAL SST {id}"), e))?;
+    let mut keys = Vec::new();
+    while let Some(row) = it
+        .next()
+        .await
+        .map_err(|e| from_slate(&format!("read WAL SST {id}"), e))?
+    {
+        keys.push(row.key);
+    }
+    Ok(keys)
+}
+
+/// Every key of the compacted SSTs, tombstones included: each SST's index
+/// once (kept by IndexCache), then its blocks, PARALLEL at a time.
+async fn sst_keys(loc: &Location, handles: &[SsTableHandle]) -> Res<Vec<Bytes>> {
+    if handles.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cache = Arc::new(IndexCache {
+        allowed: handles
+            .iter()
+            .map(|h| CachedKey::from((h.id, h.info.index_offset)))
+            .collect(),
+        kept: std::sync::Mutex::new(HashMap::new()),
+    });
+    let reader = SstReader::new(loc.path.clone(), loc.read_only_store(), Some(cache), None);
+    let mut jobs = Vec::new();
+    for h in handles {
+        let SsTableId::Compacted(ulid) = h.id else {
+            continue;
+        };
+        let file = Arc::new(
+            reader
+                .open_with_handle(h.clone())
+                .map_err(|e| from_slate("open an SST", e))?,
+        );
+        let blocks = file
+            .index()
+            .await
+            .map_err(|e| from_slate(&format!("read the index of SST {ulid}"), e))?
+            .len();
+        jobs.extend((0..blocks).map(|b| (file.clone(), b, ulid)));
+    }
+    let per_block: Vec<Vec<Bytes>> =
+        futures::stream::iter(jobs.into_iter().map(|(file, b, ulid)| async move {
+            let rows = file
+                .read_block(b)
+                .await
+                .map_err(|e| from_slate(&format!("read block {b} of SST {ulid}"), e))?;
+            Ok::<_, crate::Fail>(rows.into_iter().map(|r| r.key).collect())
+        }))
+        .buffer_unordered(PARALLEL)
+        .try_collect()
+        .await?;
+    Ok(per_block.into_iter().flatten().collect())
+}
+
+/// Keeps the indexes of the SSTs being read, and nothing else: SstReader's
+/// read_block reads its SST's index again on every call without a cache,
+/// and an index can be most of a megabyte.
+struct IndexCache {
+    allowed: HashSet<CachedKey>,
+    kept: std::sync::Mutex<HashMap<CachedKey, CachedEntry>>,
+}
+
+impl IndexCache {
+    fn get(&self, key: &CachedKey) -> Option<CachedEntry> {
+        self.kept.lock().ok()?.get(key).cloned()
+    }
+}
+
+#[async_trait]
+impl DbCache for IndexCache {
+    async fn get_block(&self, _: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
+        Ok(None)
+    }
+    async fn get_index(&self, key: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
+        Ok(self.get(key))
+    }
+    async fn get_filter(&self, _: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
+        Ok(None)
+    }
+    async fn get_stats(&self, _: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
+        Ok(None)
+    }
+    async fn insert(&self, key: CachedKey, value: CachedEntry) {
+        if self.allowed.contains(&key) {
+            if let Ok(mut kept) = self.kept.lock() {
+                kept.insert(key, value);
+            }
+        }
+    }
+    async fn remove(&self, key: &CachedKey) {
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.remove(key);
+        }
+    }
+    fn entry_count(&self) -> u64 {
+        self.kept.lock().map_or(0, |k| k.len() as u64)
+    }
+}
+
+/// Refuses an earlier view that is not a checkpoint's: only a checkpoint
+/// keeps the sources the comparison reads.
+pub(crate) fn parse_from(raw: &str) -> Res<Uuid> {
+    if raw.is_empty() {
+        return Err(fail(
+            RL_ERR_INVALID,
+            "find changes: the earlier view must be a checkpoint",
+        ));
+    }
+    Uuid::parse_str(raw).map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))
+}
