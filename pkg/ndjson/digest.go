@@ -32,6 +32,34 @@ func (d *Digest) Add(r Record) { d.AddRaw(r.rawKey, r.rawValue) }
 // decoding it: for a scan of the catalog. An empty key, which no catalog
 // holds, counts under tag 0x00.
 func (d *Digest) AddRaw(key, value []byte) {
+	d.add(entryHash(key, value))
+	d.counts[tagOf(key)]++
+}
+
+// Remove takes r out of the digest: the inverse of Add, for a record a
+// catch-up round replaces or deletes (the sum is modulo 2^256, so the
+// digest equals the one of the set without r).
+func (d *Digest) Remove(r Record) { d.RemoveRaw(r.rawKey, r.rawValue) }
+
+// RemoveRaw is Remove by the entry's raw key and value.
+func (d *Digest) RemoveRaw(key, value []byte) {
+	h := entryHash(key, value)
+	var borrow uint64
+	for i := 3; i >= 0; i-- {
+		d.sum[i], borrow = bits.Sub64(d.sum[i], h[i], borrow)
+	}
+	d.counts[tagOf(key)]--
+}
+
+func tagOf(key []byte) format.Tag {
+	if len(key) == 0 {
+		return 0
+	}
+	return format.Tag(key[0])
+}
+
+// entryHash is the SHA-256 of one entry as a 256-bit integer.
+func entryHash(key, value []byte) [4]uint64 {
 	// Length-prefixing the key keeps (key, value) pairs from colliding
 	// when a boundary moves. A small buffer on the stack saves an
 	// allocation per record.
@@ -41,15 +69,10 @@ func (d *Digest) AddRaw(key, value []byte) {
 	b = append(b, key...)
 	b = append(b, value...)
 	h := sha256.Sum256(b)
-	d.add([4]uint64{
+	return [4]uint64{
 		binary.BigEndian.Uint64(h[0:]), binary.BigEndian.Uint64(h[8:]),
 		binary.BigEndian.Uint64(h[16:]), binary.BigEndian.Uint64(h[24:]),
-	})
-	var t format.Tag
-	if len(key) > 0 {
-		t = format.Tag(key[0])
 	}
-	d.counts[t]++
 }
 
 func (d *Digest) add(x [4]uint64) {

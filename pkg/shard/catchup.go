@@ -1,0 +1,218 @@
+package shard
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// CatchUpOptions say what a catch-up round reads and how it transforms.
+type CatchUpOptions struct {
+	// From and To are the source's and the target's formats.
+	From, To    format.Version
+	UnknownTags migration.UnknownTags
+	// MaxChangedFraction is slatedb.OpenChanges' threshold for the merge
+	// scan (0: slatedb.DefaultMaxChangedFraction).
+	MaxChangedFraction float64
+	Store              slatedb.Options
+}
+
+// CatchUpResult is what a round found and wrote.
+type CatchUpResult struct {
+	// Changes is how the source's changes were found (the method, and the
+	// merge scan's reason).
+	Changes slatedb.ChangeSummary `json:"changes"`
+	// Keys is how many source keys changed (puts and deletes); Puts and
+	// Deletes the target keys written and deleted for them.
+	Keys    int `json:"keys"`
+	Puts    int `json:"puts"`
+	Deletes int `json:"deletes"`
+	// Digest is the target's records' digest after the round: the one the
+	// round started from, each replaced or deleted record taken out and
+	// each new one added.
+	Digest ndjson.Digest `json:"digest"`
+}
+
+// ErrCatchUp: a change could not be carried into the target.
+var ErrCatchUp = errors.New("shard: catch-up")
+
+// catchUpBatch bounds a round's batches, in keys.
+const catchUpBatch = 4096
+
+// CatchUp carries into the target catalog at url the source's changes
+// between checkpoint from and checkpoint to ("": the latest state) of the
+// source at source: each changed key's old and new records transformed
+// along the migration path, the target keys only the old records had
+// deleted, the new records put. digest is the target's records' digest
+// before the round; the result's is after it.
+//
+// The target is an import (Import with NoFinalize, or a finished one):
+// while its progress record is there, the counter and system keys go into
+// that record for Finalize to write last, as Import holds them; in a
+// finalized target they are written in place. A round is idempotent: run
+// again over the same views from the same digest, it writes the same keys
+// and returns the same digest, so a round cut short is simply rerun.
+func CatchUp(ctx context.Context, source, from, to, url string, digest ndjson.Digest, opts CatchUpOptions) (CatchUpResult, error) {
+	res := CatchUpResult{Digest: digest}
+	path, err := migration.Path(opts.From, opts.To)
+	if err != nil {
+		return res, fmt.Errorf("%w: %w", ErrCatchUp, err)
+	}
+	frac := opts.MaxChangedFraction
+	if frac == 0 {
+		frac = slatedb.DefaultMaxChangedFraction
+	}
+	ch, err := slatedb.OpenChanges(ctx, source, from, to, opts.Store, frac)
+	if err != nil {
+		return res, fmt.Errorf("shard: catch-up %s: %w", source, err)
+	}
+	defer ch.Close()
+	res.Changes = ch.Summary()
+
+	so := opts.Store
+	so.Passive = true // short-lived: the catalog's own writer compacts it later
+	w, err := slatedb.OpenWriter(ctx, url, so)
+	if err != nil {
+		return res, fmt.Errorf("shard: catch-up: open target %s: %w", url, err)
+	}
+	defer w.CloseContext(ctx)
+	prog, err := importProgress(ctx, w)
+	if err != nil {
+		return res, err
+	}
+
+	tx := migration.Options{UnknownTags: opts.UnknownTags}
+	var b slatedb.Batch
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		if err := w.WriteAsync(ctx, &b); err != nil {
+			return fmt.Errorf("shard: catch-up %s: write: %w", url, err)
+		}
+		b.Reset()
+		return nil
+	}
+	for ch.Next() {
+		c := ch.Change()
+		olds, err := transformed(opts.From, c.Key, c.Old, path, tx)
+		if err != nil {
+			return res, err
+		}
+		news, err := transformed(opts.From, c.Key, c.New, path, tx)
+		if err != nil {
+			return res, err
+		}
+		res.Keys++
+		for _, r := range olds {
+			res.Digest.Remove(r)
+			k, _ := r.Raw()
+			if slices.ContainsFunc(news, func(n ndjson.Record) bool { k2, _ := n.Raw(); return bytes.Equal(k, k2) }) {
+				continue
+			}
+			res.Deletes++
+			if prog != nil && held(r) {
+				prog.setSystem(k, nil)
+				continue
+			}
+			b.Delete(k)
+		}
+		for _, r := range news {
+			res.Digest.Add(r)
+			k, v := r.Raw()
+			res.Puts++
+			if prog != nil && held(r) {
+				prog.setSystem(k, v)
+				continue
+			}
+			b.Put(k, v)
+		}
+		if b.Len() >= catchUpBatch {
+			if err := flush(); err != nil {
+				return res, err
+			}
+		}
+	}
+	if err := ch.Err(); err != nil {
+		return res, fmt.Errorf("shard: catch-up %s: %w", source, err)
+	}
+	if err := flush(); err != nil {
+		return res, err
+	}
+	if prog != nil {
+		// The progress record goes last: the round's data is in before the
+		// counter and system keys it holds for Finalize move on.
+		if err := writeProgress(ctx, w, prog, false); err != nil {
+			return res, err
+		}
+	}
+	if err := w.Flush(ctx); err != nil {
+		return res, fmt.Errorf("shard: catch-up %s: flush: %w", url, err)
+	}
+	return res, w.CloseContext(ctx)
+}
+
+// transformed is the target records of one source entry (none when value
+// is nil: the key is absent from that view).
+func transformed(v format.Version, key, value []byte, path []migration.Migration, opts migration.Options) ([]ndjson.Record, error) {
+	if value == nil {
+		return nil, nil
+	}
+	rec, err := ndjson.NewRecord(v, key, value)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key %x: %w", ErrCatchUp, key, err)
+	}
+	out, err := migration.Records(rec, path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key %x: %w", ErrCatchUp, key, err)
+	}
+	return out, nil
+}
+
+// held: a counter or system record, which an unfinished import holds in
+// its progress record until Finalize.
+func held(r ndjson.Record) bool {
+	t := r.Tag()
+	return t == format.TagCounter || t == format.TagSystem
+}
+
+// importProgress reads an unfinished import's progress record (nil for a
+// finalized target).
+func importProgress(ctx context.Context, w *slatedb.Writer) (*progress, error) {
+	raw, err := w.Get(ctx, progressKey)
+	if errors.Is(err, slatedb.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shard: catch-up %s: progress record: %w", w.URL(), err)
+	}
+	var p progress
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("shard: catch-up %s: progress record: %w", w.URL(), err)
+	}
+	return &p, nil
+}
+
+// setSystem sets a held counter or system key's value (nil: removes it).
+func (p *progress) setSystem(key, value []byte) {
+	k := hex.EncodeToString(key)
+	i := slices.IndexFunc(p.System, func(e entry) bool { return e.Key == k })
+	switch {
+	case value == nil && i >= 0:
+		p.System = slices.Delete(p.System, i, i+1)
+	case value == nil:
+	case i >= 0:
+		p.System[i].Value = hex.EncodeToString(value)
+	default:
+		p.System = append(p.System, entry{Key: k, Value: hex.EncodeToString(value)})
+	}
+}
