@@ -19,7 +19,7 @@
 //!
 //! Nothing is written: manifests and readers go through guard::Overlay.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -100,11 +100,67 @@ pub struct Changes {
     pub summary: Summary,
     /// The two views' readers, kept open as long as their cursors.
     pub readers: Vec<DbReader>,
-    from: Cursor,
-    to: Cursor,
-    /// The SST diff's candidate keys, in order, and the next to compare;
-    /// None for the merge scan.
-    keys: Option<(Vec<Bytes>, usize)>,
+    walk: Walk,
+}
+
+/// How the changes are walked.
+enum Walk {
+    /// Both views side by side.
+    Merge { from: Box<Cursor>, to: Box<Cursor> },
+    /// The SST diff's candidate keys, in order, and the next to compare: a
+    /// window of LANES × LANE_KEYS at a time, each lane's slice looked up
+    /// in both views by cursors of its own, the lanes at once (a lookup is
+    /// a request per source on S3, and they would otherwise wait in turn).
+    Keys {
+        keys: Vec<Bytes>,
+        next: usize,
+        lanes: Vec<Lane>,
+        pending: VecDeque<Found>,
+    },
+}
+
+/// A changed key, its old and its new value.
+type Found = (Bytes, Option<Bytes>, Option<Bytes>);
+
+/// How many lanes look candidate keys up at once, and how many keys of a
+/// window each takes. A lane's keys in one window all precede its keys in
+/// the next, so its cursors only move forward.
+const LANES: usize = 8;
+const LANE_KEYS: usize = 64;
+
+/// One lane's cursors over the two views, opened at its first key.
+#[derive(Default)]
+struct Lane {
+    cursors: Option<(Cursor, Cursor)>,
+}
+
+impl Lane {
+    async fn changes(&mut self, readers: &[DbReader], keys: &[Bytes]) -> Res<Vec<Found>> {
+        let (Some(first), [from, to]) = (keys.first(), readers) else {
+            return Ok(Vec::new());
+        };
+        if self.cursors.is_none() {
+            // Seeking costs a block per source, so the cursors read one
+            // block ahead.
+            let scan = ScanOptions::default();
+            self.cursors = Some((
+                cursor(from, first.clone(), &scan).await?,
+                cursor(to, first.clone(), &scan).await?,
+            ));
+        }
+        let Some((from, to)) = self.cursors.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for k in keys {
+            let old = from.value_of(k).await?;
+            let new = to.value_of(k).await?;
+            if old != new {
+                out.push((k.clone(), old, new));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// A forward cursor over one view that can skip ahead.
@@ -178,29 +234,40 @@ impl Changes {
     ) -> Res<Vec<u8>> {
         let mut out = Vec::with_capacity(max_bytes.min(8 << 20));
         let mut n = 0usize;
+        let Changes { readers, walk, .. } = self;
         while n < max_entries.max(1) && out.len() < max_bytes.max(1) {
-            let found = match &mut self.keys {
-                Some((keys, next)) => {
-                    let Some(k) = keys.get(*next).cloned() else {
-                        break;
-                    };
-                    *next += 1;
-                    let old = self.from.value_of(&k).await?;
-                    let new = self.to.value_of(&k).await?;
-                    if old != new {
+            match walk {
+                Walk::Keys {
+                    keys,
+                    next,
+                    lanes,
+                    pending,
+                } => {
+                    if let Some((k, old, new)) = pending.pop_front() {
                         push_change(&mut out, &k, old.as_ref(), new.as_ref());
-                        true
-                    } else {
-                        false
+                        n += 1;
+                        continue;
                     }
+                    if *next >= keys.len() {
+                        break;
+                    }
+                    let end = (*next + LANES * LANE_KEYS).min(keys.len());
+                    let window = &keys[*next..end];
+                    *next = end;
+                    let found = futures::future::try_join_all(
+                        lanes
+                            .iter_mut()
+                            .zip(window.chunks(LANE_KEYS))
+                            .map(|(lane, ks)| lane.changes(readers, ks)),
+                    )
+                    .await?;
+                    pending.extend(found.into_iter().flatten());
                 }
-                None => match merge_step(&mut self.from, &mut self.to, &mut out).await? {
+                Walk::Merge { from, to } => match merge_step(from, to, &mut out).await? {
                     None => break,
-                    Some(changed) => changed,
+                    Some(true) => n += 1,
+                    Some(false) => {}
                 },
-            };
-            if found {
-                n += 1;
             }
         }
         Ok(out)
@@ -372,10 +439,11 @@ pub(crate) async fn open(
         };
         return Ok(Changes {
             summary,
-            from: cursor(&from_reader, Bytes::new(), &scan).await?,
-            to: cursor(&to_reader, Bytes::new(), &scan).await?,
+            walk: Walk::Merge {
+                from: Box::new(cursor(&from_reader, Bytes::new(), &scan).await?),
+                to: Box::new(cursor(&to_reader, Bytes::new(), &scan).await?),
+            },
             readers: vec![from_reader, to_reader],
-            keys: None,
         });
     }
 
@@ -397,15 +465,15 @@ pub(crate) async fn open(
     keys.extend(per_wal.into_iter().flatten());
     summary.candidates = keys.len() as u64;
     let keys: Vec<Bytes> = keys.into_iter().collect();
-    // Seeking costs a block per source, so the cursors read one block ahead.
-    let scan = ScanOptions::default();
-    let first = keys.first().cloned().unwrap_or_default();
     Ok(Changes {
         summary,
-        from: cursor(&from_reader, first.clone(), &scan).await?,
-        to: cursor(&to_reader, first, &scan).await?,
         readers: vec![from_reader, to_reader],
-        keys: Some((keys, 0)),
+        walk: Walk::Keys {
+            keys,
+            next: 0,
+            lanes: (0..LANES).map(|_| Lane::default()).collect(),
+            pending: VecDeque::new(),
+        },
     })
 }
 

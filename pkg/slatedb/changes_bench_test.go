@@ -18,7 +18,8 @@ import (
 // latest state, the change only in the writer's WAL, "-l0" to a checkpoint
 // that moved it to an L0 SST. Seeding is
 // not timed. changes is what each run found (the same for both methods),
-// candidates the keys the SST diff read in both views.
+// candidates the keys the SST diff read in both views, open-s the part of a
+// run spent opening (manifests, readers, the differing sources' keys).
 func BenchmarkChanges(b *testing.B) {
 	for _, rows := range []int{100_000, 1_000_000} {
 		for _, be := range backends {
@@ -48,10 +49,14 @@ func BenchmarkChanges(b *testing.B) {
 					}{{slatedb.MethodSSTDiff, never}, {slatedb.MethodMergeScan, 0}} {
 						b.Run(m.name+"-"+view, func(b *testing.B) {
 							var sum slatedb.ChangeSummary
+							var open time.Duration
 							n := 0
 							for b.Loop() {
-								sum, n = drainChanges(b, ctx, url, a.ID, to, m.frac)
+								var o time.Duration
+								sum, n, o = drainChanges(b, ctx, url, a.ID, to, m.frac)
+								open += o
 							}
+							b.ReportMetric(open.Seconds()/float64(b.N), "open-s/op")
 							b.ReportMetric(float64(n), "changes")
 							b.ReportMetric(float64(sum.Candidates), "candidates")
 							b.ReportMetric(float64(sum.ChangedBytes), "changed-bytes")
@@ -104,11 +109,15 @@ func smallChange(b *testing.B, ctx context.Context, w *slatedb.Writer) {
 	}
 }
 
-func drainChanges(b *testing.B, ctx context.Context, url, from, to string, frac float64) (slatedb.ChangeSummary, int) {
+// drainChanges reads every change, and reports how long OpenChanges took
+// (the manifests, the readers, the differing sources' keys).
+func drainChanges(b *testing.B, ctx context.Context, url, from, to string, frac float64) (slatedb.ChangeSummary, int, time.Duration) {
+	start := time.Now()
 	ch, err := slatedb.OpenChanges(ctx, url, from, to, slatedb.Options{}, frac)
 	if err != nil {
 		b.Fatal(err)
 	}
+	open := time.Since(start)
 	defer ch.Close()
 	n := 0
 	for ch.Next() {
@@ -120,5 +129,5 @@ func drainChanges(b *testing.B, ctx context.Context, url, from, to string, frac 
 	if n != 240 {
 		b.Fatalf("%d changes, want 240", n)
 	}
-	return ch.Summary(), n
+	return ch.Summary(), n, open
 }
