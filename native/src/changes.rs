@@ -108,13 +108,12 @@ enum Walk {
     /// Both views side by side.
     Merge { from: Box<Cursor>, to: Box<Cursor> },
     /// The SST diff's candidate keys, in order, and the next to compare: a
-    /// window of LANES × LANE_KEYS at a time, each lane's slice looked up
-    /// in both views by cursors of its own, the lanes at once (a lookup is
-    /// a request per source on S3, and they would otherwise wait in turn).
+    /// window of LANES × LANE_KEYS at a time, the lanes' slices looked up
+    /// at once (a lookup waits on object-store requests, which would
+    /// otherwise wait in turn).
     Keys {
         keys: Vec<Bytes>,
         next: usize,
-        lanes: Vec<Lane>,
         pending: VecDeque<Found>,
     },
 }
@@ -123,47 +122,30 @@ enum Walk {
 type Found = (Bytes, Option<Bytes>, Option<Bytes>);
 
 /// How many lanes look candidate keys up at once, and how many keys of a
-/// window each takes. A lane's keys in one window all precede its keys in
-/// the next, so its cursors only move forward.
+/// window each takes.
 const LANES: usize = 8;
 const LANE_KEYS: usize = 64;
 
-/// One lane's cursors over the two views, opened at its first key.
-#[derive(Default)]
-struct Lane {
-    cursors: Option<(Cursor, Cursor)>,
-}
-
-impl Lane {
-    async fn changes(&mut self, readers: &[DbReader], keys: &[Bytes]) -> Res<Vec<Found>> {
-        let (Some(first), [from, to]) = (keys.first(), readers) else {
-            return Ok(Vec::new());
-        };
-        if self.cursors.is_none() {
-            // Seeking costs a block per source, so the cursors read one
-            // block ahead.
-            let scan = ScanOptions::default();
-            self.cursors = Some((
-                cursor(from, first.clone(), &scan).await?,
-                cursor(to, first.clone(), &scan).await?,
-            ));
+/// Looks one lane's keys up in both views: point reads, which skip every
+/// SST whose filter rules the key out (the readers keep the filters and
+/// indexes they read, KeptCache), where a cursor's seek read a block of
+/// every source.
+async fn lookup(readers: &[DbReader], keys: &[Bytes]) -> Res<Vec<Found>> {
+    let [from, to] = readers else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for k in keys {
+        let old = from.get(k).await.map_err(|e| from_slate("get", e))?;
+        let new = to.get(k).await.map_err(|e| from_slate("get", e))?;
+        if old != new {
+            out.push((k.clone(), old, new));
         }
-        let Some((from, to)) = self.cursors.as_mut() else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for k in keys {
-            let old = from.value_of(k).await?;
-            let new = to.value_of(k).await?;
-            if old != new {
-                out.push((k.clone(), old, new));
-            }
-        }
-        Ok(out)
     }
+    Ok(out)
 }
 
-/// A forward cursor over one view that can skip ahead.
+/// A forward cursor over one view, for the merge scan.
 struct Cursor {
     it: DbIterator,
     peeked: Option<KeyValue>,
@@ -185,25 +167,6 @@ impl Cursor {
 
     fn advance(&mut self) {
         self.peeked = None;
-    }
-
-    /// The value of `k` in this view. Keys must be asked in increasing order.
-    async fn value_of(&mut self, k: &Bytes) -> Res<Option<Bytes>> {
-        loop {
-            match &self.peeked {
-                Some(p) if p.key == *k => return Ok(Some(p.value.clone())),
-                Some(p) if p.key > *k => return Ok(None),
-                Some(_) => {
-                    // Behind k: jump there (k is past every key returned).
-                    self.peeked = None;
-                    self.it.seek(k).await.map_err(|e| from_slate("seek", e))?;
-                }
-                None if self.done => return Ok(None),
-                None => {
-                    self.peek().await?;
-                }
-            }
-        }
     }
 }
 
@@ -240,7 +203,6 @@ impl Changes {
                 Walk::Keys {
                     keys,
                     next,
-                    lanes,
                     pending,
                 } => {
                     if let Some((k, old, new)) = pending.pop_front() {
@@ -255,10 +217,7 @@ impl Changes {
                     let window = &keys[*next..end];
                     *next = end;
                     let found = futures::future::try_join_all(
-                        lanes
-                            .iter_mut()
-                            .zip(window.chunks(LANE_KEYS))
-                            .map(|(lane, ks)| lane.changes(readers, ks)),
+                        window.chunks(LANE_KEYS).map(|ks| lookup(readers, ks)),
                     )
                     .await?;
                     pending.extend(found.into_iter().flatten());
@@ -356,8 +315,22 @@ pub(crate) async fn open(
     manifest::require_self_contained(&me, url, "find the changes of")?;
     // The readers open first: the later view's sources are read after its
     // reader's, so they hold at least what that reader sees.
-    let from_reader = crate::open_reader(loc, url, Some(from), Some(u64::MAX)).await?;
-    let to_reader = crate::open_reader(loc, url, to, Some(u64::MAX)).await?;
+    let from_reader = crate::open_reader(
+        loc,
+        url,
+        Some(from),
+        Some(u64::MAX),
+        Some(KeptCache::new(None, READER_CACHE_BYTES)),
+    )
+    .await?;
+    let to_reader = crate::open_reader(
+        loc,
+        url,
+        to,
+        Some(u64::MAX),
+        Some(KeptCache::new(None, READER_CACHE_BYTES)),
+    )
+    .await?;
     let ml = manifest::read(&admin, url, to).await?;
     manifest::require_self_contained(&ml, url, "find the changes of")?;
 
@@ -435,6 +408,7 @@ pub(crate) async fn open(
         let scan = ScanOptions {
             read_ahead_bytes: 1 << 20,
             max_fetch_tasks: 2,
+            cache_blocks: false,
             ..ScanOptions::default()
         };
         return Ok(Changes {
@@ -471,7 +445,6 @@ pub(crate) async fn open(
         walk: Walk::Keys {
             keys,
             next: 0,
-            lanes: (0..LANES).map(|_| Lane::default()).collect(),
             pending: VecDeque::new(),
         },
     })
@@ -513,13 +486,15 @@ async fn sst_keys(loc: &Location, handles: &[SsTableHandle]) -> Res<Vec<Bytes>> 
     if handles.is_empty() {
         return Ok(Vec::new());
     }
-    let cache = Arc::new(IndexCache {
-        allowed: handles
-            .iter()
-            .map(|h| CachedKey::from((h.id, h.info.index_offset)))
-            .collect(),
-        kept: std::sync::Mutex::new(HashMap::new()),
-    });
+    let cache = KeptCache::new(
+        Some(
+            handles
+                .iter()
+                .map(|h| CachedKey::from((h.id, h.info.index_offset)))
+                .collect(),
+        ),
+        usize::MAX,
+    );
     let reader = SstReader::new(loc.path.clone(), loc.read_only_store(), Some(cache), None);
     let mut jobs = Vec::new();
     for h in handles {
@@ -552,48 +527,72 @@ async fn sst_keys(loc: &Location, handles: &[SsTableHandle]) -> Res<Vec<Bytes>> 
     Ok(per_block.into_iter().flatten().collect())
 }
 
-/// Keeps the indexes of the SSTs being read, and nothing else: SstReader's
-/// read_block reads its SST's index again on every call without a cache,
-/// and an index can be most of a megabyte.
-struct IndexCache {
-    allowed: HashSet<CachedKey>,
-    kept: std::sync::Mutex<HashMap<CachedKey, CachedEntry>>,
+/// Keeps what SlateDB reads of SSTs in memory, up to a bound: for the SST
+/// reader, only the indexes of the SSTs it reads (`allowed`; read_block
+/// reads its SST's index again on every call without a cache, and an index
+/// can be most of a megabyte); for the readers, the filters, indexes and
+/// blocks their point reads fetch, so that each filter and index is read
+/// once. The crate's own caches are features this build leaves out.
+struct KeptCache {
+    allowed: Option<HashSet<CachedKey>>,
+    limit: usize,
+    kept: std::sync::Mutex<(HashMap<CachedKey, CachedEntry>, usize)>,
 }
 
-impl IndexCache {
+/// What a reader's KeptCache holds at most.
+const READER_CACHE_BYTES: usize = 256 << 20;
+
+impl KeptCache {
+    fn new(allowed: Option<HashSet<CachedKey>>, limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            allowed,
+            limit,
+            kept: std::sync::Mutex::new((HashMap::new(), 0)),
+        })
+    }
+
     fn get(&self, key: &CachedKey) -> Option<CachedEntry> {
-        self.kept.lock().ok()?.get(key).cloned()
+        self.kept.lock().ok()?.0.get(key).cloned()
     }
 }
 
 #[async_trait]
-impl DbCache for IndexCache {
-    async fn get_block(&self, _: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
-        Ok(None)
+impl DbCache for KeptCache {
+    async fn get_block(&self, key: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
+        Ok(self.get(key))
     }
     async fn get_index(&self, key: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
         Ok(self.get(key))
     }
-    async fn get_filter(&self, _: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
-        Ok(None)
+    async fn get_filter(&self, key: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
+        Ok(self.get(key))
     }
-    async fn get_stats(&self, _: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
-        Ok(None)
+    async fn get_stats(&self, key: &CachedKey) -> Result<Option<CachedEntry>, slatedb::Error> {
+        Ok(self.get(key))
     }
     async fn insert(&self, key: CachedKey, value: CachedEntry) {
-        if self.allowed.contains(&key) {
-            if let Ok(mut kept) = self.kept.lock() {
-                kept.insert(key, value);
+        if self.allowed.as_ref().is_some_and(|a| !a.contains(&key)) {
+            return;
+        }
+        if let Ok(mut kept) = self.kept.lock() {
+            let size = value.size();
+            if kept.1 + size <= self.limit {
+                if let Some(old) = kept.0.insert(key, value) {
+                    kept.1 -= old.size();
+                }
+                kept.1 += size;
             }
         }
     }
     async fn remove(&self, key: &CachedKey) {
         if let Ok(mut kept) = self.kept.lock() {
-            kept.remove(key);
+            if let Some(old) = kept.0.remove(key) {
+                kept.1 -= old.size();
+            }
         }
     }
     fn entry_count(&self) -> u64 {
-        self.kept.lock().map_or(0, |k| k.len() as u64)
+        self.kept.lock().map_or(0, |k| k.0.len() as u64)
     }
 }
 

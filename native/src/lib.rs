@@ -634,7 +634,7 @@ pub extern "C" fn rl_reader_open(
         let db = block(
             timeout_ms,
             cancel,
-            open_reader(&loc, url, pinned, opts.poll_interval_ms),
+            open_reader(&loc, url, pinned, opts.poll_interval_ms, None),
         )?;
         out_handle(Reader { db }, out)
     })
@@ -642,12 +642,14 @@ pub extern "C" fn rl_reader_open(
 
 /// Opens a reader on the database at `loc` (see rl_reader_open): pinned to
 /// checkpoint `pinned`, or following the latest state, polled every
-/// `poll_ms` (None: SlateDB's default).
+/// `poll_ms` (None: SlateDB's default), with `cache` for what it reads of
+/// SSTs (None: the crate's default, none in this build).
 async fn open_reader(
     loc: &store::Location,
     url: &str,
     pinned: Option<Uuid>,
     poll_ms: Option<u64>,
+    cache: Option<std::sync::Arc<dyn slatedb::db_cache::DbCache>>,
 ) -> Res<DbReader> {
     if !store::has_manifest(loc).await? {
         return Err(fail(
@@ -669,6 +671,9 @@ async fn open_reader(
         DbReader::builder(loc.path.clone(), loc.read_only_store()).with_options(options);
     if let Some(id) = pinned {
         builder = builder.with_checkpoint_id(id);
+    }
+    if let Some(c) = cache {
+        builder = builder.with_db_cache(c);
     }
     builder
         .build()
