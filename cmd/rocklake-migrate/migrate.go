@@ -296,7 +296,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			printMigrateReport(e, rep)
 		}
 		var ee *asl.ExecutionError
-		if errors.As(runErr, &ee) && ee.Name == workflow.NameFormatVersionMismatch {
+		if errors.As(runErr, &ee) && ee.Name == format.NameVersionMismatch {
 			if v == 0 { // a rebuild's: the format the pointer names
 				v = state.Migration.To
 			}

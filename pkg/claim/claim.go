@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // Kind is what a claimed directory is.
@@ -91,8 +92,11 @@ var (
 	ErrNoClaim = errors.New("claim: no such claim")
 	// ErrTaken: another claim holds the migration's key (never
 	// overwritten).
-	ErrTaken = errors.New("claim: taken")
+	ErrTaken = errname.New("claim", NameTaken, "taken")
 )
+
+// NameTaken is the stable name of ErrTaken.
+const NameTaken = "ClaimTaken"
 
 // Dir is the prefix the claims of the pointer at pointerURL live under.
 func Dir(pointerURL string) string { return pointerURL + ".claims/" }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -58,15 +59,25 @@ func MaxBytesFor(memory int64) int64 {
 var (
 	// ErrTooLarge: the catalog is too big for one batch; nothing was
 	// written. Use Strategy B.
-	ErrTooLarge = errors.New("InPlaceTooLarge")
+	ErrTooLarge = errname.New("inplace", NameTooLarge, "")
 	// ErrNoWayBack: the migration has no way back (its copy is gone).
-	ErrNoWayBack = errors.New("InPlaceNoWayBack")
+	ErrNoWayBack = errname.New("inplace", NameNoWayBack, "")
 	// ErrWayBackTaken: the place where the way back is copied holds
 	// something already.
-	ErrWayBackTaken = errors.New("InPlaceWayBackTaken")
+	ErrWayBackTaken = errname.New("inplace", NameWayBackTaken, "")
 	// ErrOutcomeUnknown: the batch's write failed and whether it landed
 	// could not be read back; the checkpoint is kept.
-	ErrOutcomeUnknown = errors.New("InPlaceOutcomeUnknown")
+	ErrOutcomeUnknown = errname.New("inplace", NameOutcomeUnknown, "")
+)
+
+// Stable error names.
+const (
+	NameTooLarge       = "InPlaceTooLarge"
+	NameNoWayBack      = "InPlaceNoWayBack"
+	NameWayBackTaken   = "InPlaceWayBackTaken"
+	NameOutcomeUnknown = "InPlaceOutcomeUnknown"
+	NameCatalogMoved   = "InPlaceCatalogMoved"
+	NameUndoUndecided  = "InPlaceUndoUndecided"
 )
 
 // Options say what Migrate does.

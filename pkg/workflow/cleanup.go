@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -68,7 +69,7 @@ type CleanupOutput struct {
 
 // ErrCleanupUndecided: cleanup cannot tell what is in use (no valid pointer,
 // its history or the lock unreadable), so it deleted nothing.
-var ErrCleanupUndecided = errors.New("CleanupUndecided")
+var ErrCleanupUndecided = errname.New("workflow", NameCleanupUndecided, "")
 
 // Cleanup removes what migrations left behind: the drift check's
 // checkpoints, staging prefixes, targets this pointer's runs claimed and
@@ -517,4 +518,4 @@ func releaseWayBack(ctx context.Context, env Env, in CleanupInput, runID string)
 
 // ErrReleaseRefused: a way back cleanup was asked to release may still be
 // needed, or is not this pointer's; nothing was touched.
-var ErrReleaseRefused = errors.New(NameReleaseRefused)
+var ErrReleaseRefused = errname.New("workflow", NameReleaseRefused, "")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // The gated cut-over (input postpone_flip): after Verify the state machine
@@ -40,11 +41,11 @@ const NameAbortedByOperator = "AbortedByOperator"
 
 // ErrNotAtGate: no migration of that id waits at the gate (unknown id, a
 // migration not postponed, another pointer or staging); nothing changed.
-var ErrNotAtGate = errors.New("NotAtGate")
+var ErrNotAtGate = errname.New("workflow", NameNotAtGate, "")
 
 // ErrGateTimedOut: the gate's GateTimeout passed before approve; the
 // migration was aborted instead of flipped.
-var ErrGateTimedOut = errors.New("GateTimedOut")
+var ErrGateTimedOut = errname.New("workflow", NameGateTimedOut, "")
 
 // gateClaimLease is how long an approve or abort that claimed the gate
 // keeps another from completing it: longer than Flip or Abort with their

@@ -94,7 +94,7 @@ func TestRunsAreRecorded(t *testing.T) {
 		{history.KindRollback, history.Succeeded, ""},
 		{history.KindMigrate, history.Succeeded, ""},
 		{history.KindMigrate, history.Failed, workflow.NameSourceChanged},
-		{history.KindMigrate, history.Failed, workflow.NameTargetNotEmpty},
+		{history.KindMigrate, history.Failed, catalog.NameTargetNotEmpty},
 		{history.KindDryRun, history.DryRunOK, ""},
 	}
 	if len(runs) != len(wants) {

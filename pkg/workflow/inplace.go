@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
@@ -207,7 +208,7 @@ const DefaultInPlaceMargin = 2 * time.Minute
 
 // ErrInPlaceNoTime: the in-place step was given less time than its
 // margin; it refused before touching anything.
-var ErrInPlaceNoTime = errors.New(NameInPlaceNoTime)
+var ErrInPlaceNoTime = errname.New("workflow", NameInPlaceNoTime, "")
 
 // afterInPlaceBatch, when set (by tests), runs once the batch landed and
 // was read back, before the pointer is written: where a crash leaves the
@@ -269,8 +270,10 @@ func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, caus
 	}
 	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Landed: landed, Blob: env.Store, Store: env.SlateDB}); err != nil {
 		if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
-			return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w; the catalog %s (format %s) and its way back %s (format %s, the catalog as it was) are both kept. %s",
-				cause, err, m.Source, m.To, wayBack, m.From, finishByHand(m, landed, wayBack))
+			// Restore's error first: its name (kept) is the outcome's,
+			// whatever the cause was.
+			return pointer.Ref{}, fmt.Errorf("%w; workflow: in place: %w; the catalog %s (format %s) and its way back %s (format %s, the catalog as it was) are both kept. %s",
+				err, cause, m.Source, m.To, wayBack, m.From, finishByHand(m, landed, wayBack))
 		}
 		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
 	}

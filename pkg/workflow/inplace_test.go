@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -29,7 +30,7 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 
 	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 2000}, nil)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameInPlaceTooLarge {
+	if !errors.As(err, &ee) || ee.Name != inplace.NameTooLarge {
 		t.Fatalf("over the limit: err = %v, want InPlaceTooLarge", err)
 	}
 	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration failed" {

@@ -16,6 +16,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -189,7 +190,7 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.source, "prod") + "v1-m-moved"
-	if workflow.ErrorName(err) != workflow.NameInPlaceCatalogMoved || !strings.Contains(err.Error(), f.source) ||
+	if workflow.ErrorName(err) != inplace.NameCatalogMoved || !strings.Contains(err.Error(), f.source) ||
 		!strings.Contains(err.Error(), wayBack) || !strings.Contains(err.Error(), "finish by hand") {
 		t.Fatalf("in place, a commit after the batch, the pointer moved: err = %v (%s), want InPlaceCatalogMoved naming %s and %s and how to finish", err, workflow.ErrorName(err), f.source, wayBack)
 	}
@@ -263,7 +264,7 @@ func TestInPlaceUndoWithAnUnreadablePointerKeepsEverything(t *testing.T) {
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.source, "prod") + "v1-m-blind"
-	if workflow.ErrorName(err) != workflow.NameInPlaceUndoUndecided || !strings.Contains(err.Error(), wayBack) {
+	if workflow.ErrorName(err) != inplace.NameUndoUndecided || !strings.Contains(err.Error(), wayBack) {
 		t.Fatalf("in place, the pointer unreadable after an ambiguous write: err = %v (%s), want InPlaceUndoUndecided naming %s", err, workflow.ErrorName(err), wayBack)
 	}
 	if c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V2}); err != nil {

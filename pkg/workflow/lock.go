@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
@@ -108,7 +109,7 @@ func decodeLock(b []byte) Lock {
 }
 
 // ErrMigrationInProgress: another migration holds the pointer's lock.
-var ErrMigrationInProgress = errors.New("MigrationInProgress")
+var ErrMigrationInProgress = errname.New("workflow", NameMigrationInProgress, "")
 
 // LockURL is the lock object of the pointer at url.
 func LockURL(pointerURL string) string { return pointerURL + ".lock" }
@@ -215,7 +216,7 @@ func activeMigration(ctx context.Context, env Env, pointerURL string, now time.T
 // migration or a cleanup took it over and may be removing this run's
 // target and staging. The step wrote nothing; it is not retried, and
 // Abort removes what is this run's.
-var ErrLockLost = errors.New(NameLockLost)
+var ErrLockLost = errname.New("workflow", NameLockLost, "")
 
 // confirmLock is what every step from Freeze on does before it writes:
 // migration id of pointerURL must still hold the lock, within its lease.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -36,7 +37,7 @@ const NameHistoryUnwritable = "HistoryUnwritable"
 
 // ErrHistoryUnwritable: the run's record beside the pointer cannot be written;
 // Check refuses before anything is touched.
-var ErrHistoryUnwritable = errors.New(NameHistoryUnwritable)
+var ErrHistoryUnwritable = errname.New("workflow", NameHistoryUnwritable, "")
 
 // TriggerConsole is the trigger of a run whose input names none: someone
 // started the state machine by hand (the console, or the AWS CLI). The CLI
@@ -85,7 +86,7 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 	if checkErr != nil {
 		name = ErrorName(checkErr)
 		// No pointer, no history beside it; a transient failure is retried.
-		if name == NameTransient || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
+		if name == errname.Transient || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
 			return
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
@@ -54,7 +55,7 @@ type RestoreOutput struct {
 // ErrRestoreRefused: the restore's checks failed (no way back claimed by
 // that migration, the pointer moved on, the catalog is not what the
 // migration left); nothing was written.
-var ErrRestoreRefused = errors.New(NameRestoreRefused)
+var ErrRestoreRefused = errname.New("workflow", NameRestoreRefused, "")
 
 // Restore brings back the catalog an in-place migration left in its new
 // format when the run died between the batch and the pointer write (the

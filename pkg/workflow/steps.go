@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
@@ -170,7 +171,7 @@ const MaxFreezeGrace = 5 * time.Minute
 
 // ErrBadFreezeGrace: the input's freeze_grace is negative or longer than
 // MaxFreezeGrace; Check refuses before anything is touched.
-var ErrBadFreezeGrace = errors.New("BadFreezeGrace")
+var ErrBadFreezeGrace = errname.New("workflow", NameBadFreezeGrace, "")
 
 // freezeGrace is in's grace in seconds, checked.
 func freezeGrace(in CheckInput) (float64, error) {
@@ -284,7 +285,7 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 
 // ErrStagingUnusable: staging does not take writes (a typo in its URL, a
 // missing bucket, no permission); Check refuses before anything is touched.
-var ErrStagingUnusable = errors.New("StagingUnusable")
+var ErrStagingUnusable = errname.New("workflow", NameStagingUnusable, "")
 
 // probeStaging writes and deletes an object in the migration's staging.
 func probeStaging(ctx context.Context, env Env, m Migration) error {
@@ -343,11 +344,11 @@ func newTarget(source, dir string, to format.Version, id string) (string, error)
 // ErrBadInput: the input asks for things that exclude each other (a
 // rebuild to another format, in place into another location) or names a
 // location that is not one; Check refuses before anything is touched.
-var ErrBadInput = errors.New("BadInput")
+var ErrBadInput = errname.New("workflow", NameBadInput, "")
 
 // ErrSourceAtRoot: the catalog is at a bucket root (or "/"), with no place
 // beside it for the new catalog; Check refuses before anything is touched.
-var ErrSourceAtRoot = errors.New("SourceAtRoot")
+var ErrSourceAtRoot = errname.New("workflow", NameSourceAtRoot, "")
 
 // Freeze opens the source as its SlateDB writer, which fences the running
 // RockLake writer, records writer-epoch and next_snapshot_id, takes a
@@ -1216,7 +1217,7 @@ const (
 // ErrDecided: the other of Flip and Abort took the migration's decision
 // first. After "flip", Abort keeps the target (it may be live); after
 // "abort", Flip never writes the pointer (the target may be gone).
-var ErrDecided = errors.New("MigrationDecided")
+var ErrDecided = errname.New("workflow", NameDecided, "")
 
 // decision reads the migration's decision, "" if none was taken (or a
 // decision to flip was withdrawn).
@@ -1287,11 +1288,11 @@ type AbortOutput struct {
 
 // ErrAbortAfterFlip: the pointer already names the new catalog, which Abort
 // must then not delete.
-var ErrAbortAfterFlip = errors.New("AbortAfterFlip")
+var ErrAbortAfterFlip = errname.New("workflow", NameAbortAfterFlip, "")
 
 // ErrAbortUndecided: Abort could not read the pointer, and so refused to
 // delete anything; it is Transient, for the state machine to retry.
-var ErrAbortUndecided = errors.New("AbortUndecided")
+var ErrAbortUndecided = errname.New("workflow", errname.Transient, "Abort undecided")
 
 // Abort removes the new catalog, the staging objects and the checkpoint. It
 // never touches the source's data or the pointer, refuses to delete a catalog
@@ -1391,7 +1392,7 @@ const (
 
 // ErrTargetStillWritten: objects kept appearing under the target Abort
 // removed, for targetSettleMax; Abort is retried (Transient).
-var ErrTargetStillWritten = errors.New("TargetStillWritten")
+var ErrTargetStillWritten = errname.New("workflow", errname.Transient, "target still written")
 
 // deleteTarget removes the target this migration claimed, and reports how
 // many objects it deleted. Its writer may still be at work: an Import
@@ -1519,7 +1520,7 @@ type RollbackOutput struct {
 
 // ErrRollbackLosesCommits: the catalog the pointer names took commits after
 // the flip, which the catalog to be restored does not have.
-var ErrRollbackLosesCommits = errors.New("RollbackLosesCommits")
+var ErrRollbackLosesCommits = errname.New("workflow", NameRollbackLosesCommits, "")
 
 // Rollback makes the previous pointer version current again. Before writing
 // anything it runs the startup check on the catalog to be restored (one

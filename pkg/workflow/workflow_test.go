@@ -17,6 +17,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
@@ -346,7 +347,7 @@ func TestAbortRefusesWhenThePointerIsUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
-	if !errors.Is(err, workflow.ErrAbortUndecided) || workflow.ErrorName(err) != workflow.NameTransient {
+	if !errors.Is(err, workflow.ErrAbortUndecided) || workflow.ErrorName(err) != errname.Transient {
 		t.Fatalf("abort with a corrupt pointer: %+v, %v (%s)", out, err, workflow.ErrorName(err))
 	}
 	if out.TargetObjects != 0 || out.StagingObjects != 0 {
