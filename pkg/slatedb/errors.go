@@ -68,7 +68,12 @@ type Error struct {
 	Msg  string // the engine's message
 }
 
-func (e *Error) Error() string { return "slatedb: " + e.Op + ": " + e.Msg }
+func (e *Error) Error() string {
+	if name := e.ErrorName(); name != "" {
+		return "slatedb: " + e.Op + ": " + name + ": " + e.Msg
+	}
+	return "slatedb: " + e.Op + ": " + e.Msg
+}
 
 // ErrorName is the name of the sentinel e matches, "" for none.
 func (e *Error) ErrorName() string { return errname.Of(sentinels[e.Code]) }
