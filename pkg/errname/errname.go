@@ -8,6 +8,8 @@
 // "<package>: <Name>: <what happened>", as pkg/pointer's do.
 package errname
 
+import "errors"
+
 // Transient is the name of a failure worth retrying as it is (S3 or the
 // object store did not answer, a wait ran out): the only name the state
 // machines retry on. Several packages' errors carry it.
@@ -35,27 +37,13 @@ func (e *Error) Error() string {
 func (e *Error) ErrorName() string { return e.name }
 
 // Of is the name of the outermost named error in err's chain (the first
-// one met depth first, as errors.As meets them; an error whose ErrorName
-// is "" is passed through), "" when there is none. So a failure wrapped as
-// "%w: %w" answers to its first operand's name: the error that decided.
+// with an ErrorName that errors.As meets, depth first), "" when there is
+// none. So a failure wrapped as "%w: %w" answers to its first operand's
+// name: the error that decided.
 func Of(err error) string {
-	for err != nil {
-		if n, ok := err.(interface{ ErrorName() string }); ok && n.ErrorName() != "" {
-			return n.ErrorName()
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				if name := Of(e); name != "" {
-					return name
-				}
-			}
-			return ""
-		default:
-			return ""
-		}
+	var n interface{ ErrorName() string }
+	if errors.As(err, &n) {
+		return n.ErrorName()
 	}
 	return ""
 }

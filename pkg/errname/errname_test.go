@@ -8,12 +8,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
-type unnamed struct{ err error }
-
-func (u unnamed) Error() string     { return "unnamed: " + u.err.Error() }
-func (u unnamed) ErrorName() string { return "" }
-func (u unnamed) Unwrap() error     { return u.err }
-
 func TestOf(t *testing.T) {
 	a := errname.New("pkga", "Alpha", "first thing")
 	b := errname.New("pkgb", "Beta", "")
@@ -28,7 +22,6 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("%w: %w", a, b), "Alpha"},
 		{fmt.Errorf("%w; then %w", fmt.Errorf("x: %w", errors.New("plain")), b), "Beta"},
 		{errors.Join(fmt.Errorf("%w", b), a), "Beta"},
-		{unnamed{a}, "Alpha"}, // an empty name passes the inner one on
 	} {
 		if got := errname.Of(c.err); got != c.want {
 			t.Errorf("Of(%v) = %q, want %q", c.err, got, c.want)

@@ -69,17 +69,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	if name := e.ErrorName(); name != "" {
+	if name := errname.Of(e.Unwrap()); name != "" {
 		return "slatedb: " + e.Op + ": " + name + ": " + e.Msg
 	}
 	return "slatedb: " + e.Op + ": " + e.Msg
 }
 
-// ErrorName is the name of the sentinel e matches, "" for none.
-func (e *Error) ErrorName() string { return errname.Of(sentinels[e.Code]) }
-
-// Is makes errors.Is(err, ErrFenced) and friends work.
-func (e *Error) Is(target error) bool {
-	s, ok := sentinels[e.Code]
-	return ok && s == target
-}
+// Unwrap is the sentinel of e's code (nil for none): errors.Is(err,
+// ErrFenced) and friends hold, and e answers to the sentinel's name.
+func (e *Error) Unwrap() error { return sentinels[e.Code] }

@@ -104,14 +104,14 @@ func TestErrorNames(t *testing.T) {
 				t.Errorf("ErrorName(%v) = %s, want %s", err, got, c.name)
 			}
 		}
-		if _, ok := c.err.(*format.FormatVersionMismatch); ok {
+		if mismatch := new(format.FormatVersionMismatch); errors.As(c.err, &mismatch) {
 			continue // RockLake's own message: "FormatVersionMismatch (SQLSTATE 0A000): ..."
 		}
 		if msg := c.err.Error(); !strings.Contains(msg, ": "+c.name) {
 			t.Errorf("%q does not name %s after its package", msg, c.name)
 		}
 	}
-	for _, err := range []error{nil, errors.New("boom"), blob.ErrNotFound, slatedb.ErrNoDatabase, fmt.Errorf("x: %w", context.Canceled)} {
+	for _, err := range []error{nil, errors.New("boom"), blob.ErrNotFound, slatedb.ErrNoDatabase, &slatedb.Error{Code: slatedb.CodeInternal, Op: "get", Msg: "panic"}, fmt.Errorf("x: %w", context.Canceled)} {
 		if got := workflow.ErrorName(err); got != workflow.NameStepFailed {
 			t.Errorf("ErrorName(%v) = %s, want StepFailed", err, got)
 		}
@@ -134,6 +134,7 @@ func TestErrorNameOutermostWins(t *testing.T) {
 		// An unnamed error passes its cause's name on.
 		{fmt.Errorf("history: write: %w", blob.ErrUnreachable), "Transient"},
 		{errors.Join(errors.New("first"), shard.ErrMismatch), "VerifyMismatch"},
+		{fmt.Errorf("%w; closing failed too: %w", &slatedb.Error{Code: slatedb.CodeInternal, Op: "scan", Msg: "panic"}, blob.ErrUnreachable), "Transient"},
 	} {
 		if got := workflow.ErrorName(c.err); got != c.name {
 			t.Errorf("ErrorName(%v) = %s, want %s", c.err, got, c.name)
