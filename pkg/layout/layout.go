@@ -171,7 +171,7 @@ const ExportCheckpoint = CheckpointPrefix + "-export"
 func FreezeCheckpoint(id string) string { return CheckpointPrefix + "-" + id }
 
 // InPlaceCheckpoint names the checkpoint in-place migration id's way back
-// is copied from.
+// is copied from; it lives only while the copy is made.
 func InPlaceCheckpoint(id string) string { return CheckpointPrefix + "-inplace-" + id }
 
 // CheckpointOwner reports whether the checkpoint called name is this

@@ -81,6 +81,25 @@ func TestPaths(t *testing.T) {
 	}
 }
 
+// The target is beside the source, in its directory; a source at a root
+// has none.
+func TestTarget(t *testing.T) {
+	for src, want := range map[string]string{
+		"s3://b/catalogs/prod":   "s3://b/catalogs/v2-m-1",
+		"s3://b/catalogs/prod/":  "s3://b/catalogs/v2-m-1",
+		"s3://b/prod":            "s3://b/v2-m-1",
+		"file:///data/cats/prod": "file:///data/cats/v2-m-1",
+		"s3://b/":                "",
+		"s3://b":                 "",
+		"file:///prod":           "",
+	} {
+		got, err := layout.Target(src, format.V2, "m-1")
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("Target(%s) = %q, %v; want %q", src, got, err, want)
+		}
+	}
+}
+
 func TestBesideARoot(t *testing.T) {
 	for _, cat := range []string{"s3://b", "s3://b/", "file:///prod", "file:///"} {
 		if _, err := layout.Target(cat, format.V2, id); !errors.Is(err, layout.ErrAtRoot) {

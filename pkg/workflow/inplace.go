@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
@@ -194,7 +195,7 @@ func withdraw(ctx context.Context, env Env, m Migration, wayBack string, taken b
 		}
 	}
 	if err := claim.Delete(fresh, env.Store, m.Pointer, m.MigrationID); err != nil {
-		slog.WarnContext(ctx, "the way back's claim was not withdrawn", "claim", claim.URL(m.Pointer, m.MigrationID), "error", err.Error())
+		slog.WarnContext(ctx, "the way back's claim was not withdrawn", "claim", layout.Claim(m.Pointer, m.MigrationID), "error", err.Error())
 	}
 }
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
@@ -38,65 +36,49 @@ type Plan struct {
 	Replica string `json:"replica,omitempty"`
 }
 
-// Staging names the objects of one migration under <staging>/<migration-id>/.
+// Staging is what steps.go still calls the migration's staging names by
+// until its split lands and it asks pkg/layout itself; removed then.
 type Staging struct {
-	Root        string // e.g. s3://bucket/staging
+	Root        string
 	MigrationID string
 }
 
-func (s Staging) dir() string {
-	return strings.TrimSuffix(s.Root, "/") + "/" + s.MigrationID
-}
+func (s Staging) l() layout.Staging { return layout.Staging(s) }
 
-// Prefix is everything of this migration; Abort deletes it.
-func (s Staging) Prefix() string { return s.dir() + "/" }
-
-func (s Staging) PlanURL() string { return s.dir() + "/" + drift.PlanName }
-
-// ShardDir holds the shard files of one format.
-func (s Staging) ShardDir(v format.Version) string { return fmt.Sprintf("%s/%s", s.dir(), v) }
-
-// ImportDir holds the shards Import reads, in format to: ShardDir(to), or
-// in a rebuild (from == to) a directory of its own beside the source
-// format's, since the export's audit copy and the identity transform's
-// output are two files.
-func (s Staging) ImportDir(from, to format.Version) string {
-	if from == to {
-		return s.ShardDir(to) + rebuiltSuffix
-	}
-	return s.ShardDir(to)
-}
-
-// rebuiltSuffix names a rebuild's import directory (ImportDir).
-const rebuiltSuffix = "-rebuilt"
-
-// ImportURL is shard i of n in ImportDir(from, to).
+func (s Staging) Prefix() string                           { return s.l().Prefix() }
+func (s Staging) PlanURL() string                          { return s.l().Plan() }
+func (s Staging) ImportDir(from, to format.Version) string { return s.l().ImportDir(from, to) }
 func (s Staging) ImportURL(from, to format.Version, i, n int) string {
-	return shard.Join(s.ImportDir(from, to), shard.FileName(i, n, "zst"))
+	return s.l().ImportShard(from, to, i, n)
 }
+func (s Staging) ShardURL(v format.Version, i, n int) string { return s.l().Shard(v, i, n) }
+func (s Staging) DecisionURL() string                        { return s.l().Decision() }
 
-// ShardURL is shard i of n in format v.
-func (s Staging) ShardURL(v format.Version, i, n int) string {
-	return shard.Join(s.ShardDir(v), shard.FileName(i, n, "zst"))
-}
-
-// ResultURL is where a step keeps its result for shard i.
 func (s Staging) ResultURL(step string, i int) string {
-	return fmt.Sprintf("%s/results/%s-%05d.json", s.dir(), step, i)
+	if step == "export" {
+		return s.l().ExportResult(i)
+	}
+	return s.l().TransformResult(i)
 }
 
-// DecisionURL holds the migration's one decision, flip or abort. It is
-// outside Prefix, so that Abort's cleanup keeps it: a Flip that somehow ran
-// after an Abort still finds "abort" (the staging lifecycle expires it).
-func (s Staging) DecisionURL() string {
-	return strings.TrimSuffix(s.Root, "/") + "/" + drift.DecisionsDir + "/" + s.MigrationID
+func (s Staging) StepURL(step string) string {
+	switch step {
+	case "probe":
+		return s.l().Probe()
+	case "import":
+		return s.l().ImportResult()
+	case "target-claim":
+		return s.l().TargetClaim()
+	case "verify":
+		return s.l().VerifyResult()
+	}
+	return s.l().FlipIntent()
 }
 
-// GateURL is the gate record of a migration waiting for approve or abort.
-func (s Staging) GateURL() string { return s.StepURL("gate") }
-
-// StepURL is where a whole-migration step keeps its result.
-func (s Staging) StepURL(step string) string { return fmt.Sprintf("%s/%s.json", s.dir(), step) }
+// stagingOf names migration id's objects in staging.
+func (e Env) stagingOf(id string) layout.Staging {
+	return layout.Staging{Root: e.Staging, MigrationID: id}
+}
 
 func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {
 	b, err := json.Marshal(v)
@@ -118,9 +100,4 @@ func getJSON(ctx context.Context, store *blob.Store, url string, v any) error {
 		return fmt.Errorf("workflow: decode %s: %w", url, err)
 	}
 	return nil
-}
-
-// TimingURL is where a timed step's attempt that ended at end keeps its time.
-func (s Staging) TimingURL(step string, end time.Time) string {
-	return fmt.Sprintf("%s/timing/%s-%d.json", s.dir(), step, end.UnixNano())
 }
