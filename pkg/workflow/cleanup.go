@@ -259,7 +259,7 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 		switch {
 		case inUse:
 			return "it is the current or previous pointer's migration's", nil
-		case id == "" || id == layout.DecisionsDir || strings.Contains(id, "/") || f.Prefix != env.stagingOf(id).Prefix():
+		case id == "" || id == layout.DecisionsDir || strings.Contains(id, "/") || f.Prefix != env.staging(id).Prefix():
 			return "it is not one migration's staging directory", nil
 		}
 	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
@@ -274,7 +274,7 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 			// A version that named it may have expired from the history
 			// (the pointer bucket's lifecycle): its migration's decision
 			// still says.
-			got, _, err := env.Store.Get(ctx, env.stagingOf(f.MigrationID).Decision())
+			got, _, err := env.Store.Get(ctx, env.staging(f.MigrationID).Decision())
 			switch {
 			case err == nil && string(got) == layout.DecisionFlip:
 				return "its migration flipped the pointer to it once", nil
@@ -305,7 +305,7 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
 		// First the read replica its plan names (a dead run's, which its
 		// Abort or Flip would have removed): the plan goes with staging.
-		k, err := removePlannedReplica(ctx, env, ptr, env.stagingOf(f.MigrationID))
+		k, err := removePlannedReplica(ctx, env, ptr, env.staging(f.MigrationID))
 		if err != nil {
 			return k, err
 		}
@@ -414,7 +414,7 @@ func (o CleanupOutput) Text() string {
 // pointerNames are the catalogs pointer p names: its catalog, the previous
 // one and its in-place way back, without a trailing slash.
 func pointerNames(p pointer.Pointer) []string {
-	wb, _ := drift.WayBack(p)
+	wb, _ := layout.WayBackOf(p)
 	return []string{strings.TrimSuffix(p.Catalog, "/"), strings.TrimSuffix(p.PreviousCatalog, "/"), strings.TrimSuffix(wb, "/")}
 }
 

@@ -38,7 +38,7 @@ type InPlaceOutput struct {
 // staging): the catalog the pointer names is migrated where it lies
 // (pkg/inplace), then the pointer names it again, in its new format, with
 // the migration's id; the way back is the copy of the catalog as it was that
-// inplace.Migrate makes beside it (drift.WayBack names it), to which
+// inplace.Migrate makes beside it (layout.WayBack names it), to which
 // Rollback moves the pointer. If anything fails once the batch has landed (the
 // read-back, the pointer that someone else moved, S3, the caller's context),
 // undo decides, from the pointer read again and the catalog's marks, whether
@@ -108,7 +108,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err := awaitGrace(ctx, m); err != nil {
 		return out, err
 	}
-	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
 		return out, err
 	}
@@ -243,7 +243,7 @@ func afterwards(ctx context.Context, d time.Duration) (context.Context, context.
 func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
 	fresh, cancel := afterwards(ctx, 10*time.Minute)
 	defer cancel()
-	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
 		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w", cause, err)
 	}

@@ -251,7 +251,7 @@ func stagingReadable(ctx context.Context, env Env, id string) error {
 	if env.Staging == "" {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
-	if _, err := env.Store.List(ctx, env.stagingOf(id).Prefix()); err != nil {
+	if _, err := env.Store.List(ctx, env.staging(id).Prefix()); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
 	}
 	return nil

@@ -149,7 +149,7 @@ func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage,
 	if stepErr != nil {
 		t.ErrorName = ErrorName(stepErr)
 	}
-	if err := putJSON(ctx, env.Store, env.stagingOf(ids.MigrationID).Timing(step, ids.Index, end), t); err != nil {
+	if err := putJSON(ctx, env.Store, env.staging(ids.MigrationID).Timing(step, ids.Index, end), t); err != nil {
 		slog.WarnContext(ctx, "the step's time was not kept", "step", step, "migration_id", ids.MigrationID, "error", err.Error())
 	}
 }
@@ -165,7 +165,7 @@ type runStats struct {
 // collectStats reads migration m's timings, transform results and shards
 // from staging. What cannot be read is left out (a note says so).
 func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string) {
-	st := env.stagingOf(m.MigrationID)
+	st := env.staging(m.MigrationID)
 	s := runStats{seconds: map[string]float64{}}
 	var notes []string
 	infos, err := env.Store.List(ctx, st.Prefix())

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
@@ -34,50 +33,6 @@ type Plan struct {
 	Balance string `json:"balance,omitempty"`
 	// Replica is the read replica Freeze made ("" when none).
 	Replica string `json:"replica,omitempty"`
-}
-
-// Staging is what steps.go still calls the migration's staging names by
-// until its split lands and it asks pkg/layout itself; removed then.
-type Staging struct {
-	Root        string
-	MigrationID string
-}
-
-func (s Staging) l() layout.Staging { return layout.Staging(s) }
-
-func (s Staging) Prefix() string                           { return s.l().Prefix() }
-func (s Staging) PlanURL() string                          { return s.l().Plan() }
-func (s Staging) ImportDir(from, to format.Version) string { return s.l().ImportDir(from, to) }
-func (s Staging) ImportURL(from, to format.Version, i, n int) string {
-	return s.l().ImportShard(from, to, i, n)
-}
-func (s Staging) ShardURL(v format.Version, i, n int) string { return s.l().Shard(v, i, n) }
-func (s Staging) DecisionURL() string                        { return s.l().Decision() }
-
-func (s Staging) ResultURL(step string, i int) string {
-	if step == "export" {
-		return s.l().ExportResult(i)
-	}
-	return s.l().TransformResult(i)
-}
-
-func (s Staging) StepURL(step string) string {
-	switch step {
-	case "probe":
-		return s.l().Probe()
-	case "import":
-		return s.l().ImportResult()
-	case "target-claim":
-		return s.l().TargetClaim()
-	case "verify":
-		return s.l().VerifyResult()
-	}
-	return s.l().FlipIntent()
-}
-
-// stagingOf names migration id's objects in staging.
-func (e Env) stagingOf(id string) layout.Staging {
-	return layout.Staging{Root: e.Staging, MigrationID: id}
 }
 
 func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {

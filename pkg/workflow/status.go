@@ -72,7 +72,7 @@ func Status(ctx context.Context, env Env, pointerURL string) (RunStatus, error) 
 
 // progress fills in st from migration m's staging.
 func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
-	stg := env.stagingOf(m.MigrationID)
+	stg := env.staging(m.MigrationID)
 	infos, err := env.Store.List(ctx, stg.Prefix())
 	if err != nil {
 		return fmt.Errorf("workflow: status: list %s: %w", stg.Prefix(), err)
