@@ -2,9 +2,10 @@
 // from a pointer URL, a catalog URL, a staging root and a migration id to
 // the URL of every object the tool writes or reads, the names it gives
 // SlateDB checkpoints, and the parsers that recognise those names again in
-// a listing. No other package builds these names; drift, workflow,
-// inplace, history, claim, shard, supervise, the CLI and the CDK stack's
-// grants all ask here.
+// a listing. No other package builds these names: drift, workflow,
+// inplace, history, claim, shard, supervise and the CLI ask here (the CDK
+// module's grants, which do not import the tool, spell the three pointer
+// suffixes by key, and its TestLambdaLeastPrivilege pins them).
 //
 // Objects already sit in buckets under these names, so the bytes of every
 // name are a contract (layout_test.go pins each one): a reader of a bucket
