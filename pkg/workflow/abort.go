@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -60,7 +61,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		}
 		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
 	}
-	if err := decide(ctx, env, m, decisionAbort); err != nil {
+	if err := decide(ctx, env, m, layout.DecisionAbort); err != nil {
 		if errors.Is(err, ErrAbortAfterFlip) {
 			// Its Flip decided: the run is over, and its lock with it, so
 			// the next migration need not wait out the lease. The target

@@ -9,9 +9,9 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
 // CheckInput starts a migration: the pointer and the format to reach.
@@ -133,7 +133,7 @@ func probeStaging(ctx context.Context, env Env, m Migration) error {
 	if env.Staging == "" {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
-	url := env.staging(m.MigrationID).StepURL("probe")
+	url := env.staging(m.MigrationID).Probe()
 	if _, err := env.Store.Put(ctx, url, []byte(m.MigrationID)); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
 	}
@@ -144,21 +144,34 @@ func probeStaging(ctx context.Context, env Env, m Migration) error {
 }
 
 // targetURL puts the new catalog beside the source: .../prod → .../v2-<id>
-// (drift.TargetURL, so that the drift check knows targets when it sees one).
+// (layout.Target, the name the drift check knows targets by).
 func targetURL(source string, to format.Version, id string) (string, error) {
-	t, err := drift.TargetURL(source, to, id)
+	t, err := layout.Target(source, to, id)
+	return t, besideSource(source, err)
+}
+
+// wayBackURL is where in-place migration id copies the source as it was,
+// in format from (layout.WayBack, beside the source).
+func wayBackURL(source string, from format.Version, id string) (string, error) {
+	wb, err := layout.WayBack(source, from, id)
+	return wb, besideSource(source, err)
+}
+
+// besideSource says why there is no place beside source (err from
+// pkg/layout); nil when there is.
+func besideSource(source string, err error) error {
 	switch {
-	case errors.Is(err, drift.ErrAtRoot):
-		return "", fmt.Errorf("%w: %s is at the root of its bucket or file system, so there is no place beside it for the new catalog; move the catalog under a prefix (for example s3://bucket/catalogs/prod)", ErrSourceAtRoot, source)
+	case errors.Is(err, layout.ErrAtRoot):
+		return fmt.Errorf("%w: %s is at the root of its bucket or file system, so there is no place beside it for the new catalog; move the catalog under a prefix (for example s3://bucket/catalogs/prod)", ErrSourceAtRoot, source)
 	case err != nil:
-		return "", fmt.Errorf("workflow: catalog URL %s: %w", source, err)
+		return fmt.Errorf("workflow: catalog URL %s: %w", source, err)
 	}
-	return t, nil
+	return nil
 }
 
 // newTarget is where migration id makes its new catalog: in dir, when the
-// input names one (another prefix or bucket), as <dir>/<v>-<id>, the name
-// drift.TargetMigration knows; else beside the source (targetURL).
+// input names one (another prefix or bucket), as layout.TargetIn names it;
+// else beside the source (targetURL).
 func newTarget(source, dir string, to format.Version, id string) (string, error) {
 	if dir == "" {
 		return targetURL(source, to, id)
@@ -169,7 +182,7 @@ func newTarget(source, dir string, to format.Version, id string) (string, error)
 	if _, err := blob.Parse(dir); err != nil {
 		return "", fmt.Errorf("%w: target prefix %q: %w", ErrBadInput, dir, err)
 	}
-	return strings.TrimSuffix(dir, "/") + "/" + to.String() + "-" + id, nil
+	return layout.TargetIn(dir, to, id), nil
 }
 
 // ErrBadInput: the input asks for things that exclude each other (a

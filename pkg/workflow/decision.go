@@ -7,14 +7,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
-)
-
-// The two decisions a migration can take, once, and what a Flip that did
-// not write the pointer leaves of its own (withdrawFlip): no decision.
-const (
-	decisionFlip      = "flip"
-	decisionAbort     = "abort"
-	decisionWithdrawn = "withdrawn"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
 // ErrDecided: the other of Flip and Abort took the migration's decision
@@ -25,14 +18,14 @@ var ErrDecided = errname.New("workflow", NameDecided, "")
 // decision reads the migration's decision, "" if none was taken (or a
 // decision to flip was withdrawn).
 func decision(ctx context.Context, env Env, m Migration) (string, error) {
-	got, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).DecisionURL())
+	got, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).Decision())
 	if errors.Is(err, blob.ErrNotFound) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("workflow: read the decision of %s: %w", m.MigrationID, err)
 	}
-	if string(got) == decisionWithdrawn {
+	if string(got) == layout.DecisionWithdrawn {
 		return "", nil
 	}
 	return string(got), nil
@@ -44,7 +37,7 @@ func decision(ctx context.Context, env Env, m Migration) (string, error) {
 // marker is never deleted (a withdrawn decision is overwritten, on its
 // ETag): a delete marker would defeat If-None-Match on some S3 servers.
 func decide(ctx context.Context, env Env, m Migration, want string) error {
-	url := env.staging(m.MigrationID).DecisionURL()
+	url := env.staging(m.MigrationID).Decision()
 	_, err := env.Store.PutIfAbsent(ctx, url, []byte(want))
 	for range 3 {
 		if err == nil {
@@ -60,12 +53,12 @@ func decide(ctx context.Context, env Env, m Migration, want string) error {
 		switch string(got) {
 		case want:
 			return nil
-		case decisionWithdrawn:
+		case layout.DecisionWithdrawn:
 			_, err = env.Store.PutIfMatch(ctx, url, []byte(want), info.ETag)
 			continue
-		case decisionAbort:
+		case layout.DecisionAbort:
 			return fmt.Errorf("%w: migration %s decided to abort first: the pointer is left as it is", ErrDecided, m.MigrationID)
-		case decisionFlip:
+		case layout.DecisionFlip:
 			return fmt.Errorf("%w: migration %s decided to flip first: the target %s is kept, it may be live (%w)", ErrAbortAfterFlip, m.MigrationID, m.Target, ErrDecided)
 		}
 		return fmt.Errorf("%w: migration %s holds an unknown decision %q in %s; nothing was changed", ErrDecided, m.MigrationID, got, url)

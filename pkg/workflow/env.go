@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -46,7 +47,9 @@ type Env struct {
 	InPlaceMemory int64
 }
 
-func (e Env) staging(id string) Staging { return Staging{Root: e.Staging, MigrationID: id} }
+func (e Env) staging(id string) layout.Staging {
+	return layout.Staging{Root: e.Staging, MigrationID: id}
+}
 
 // Progress counts the long steps of a local run: the Map's export and
 // transform shards (each count shared by the shards running at once), the

@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -48,7 +49,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	if err != nil {
 		return out, err
 	}
-	if decided == decisionAbort {
+	if decided == layout.DecisionAbort {
 		return out, fmt.Errorf("%w: migration %s decided to abort first: the pointer is left as it is", ErrDecided, m.MigrationID)
 	}
 	cur, ref, err := pointer.Read(ctx, env.Store, m.Pointer)
@@ -58,7 +59,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	// A retry of a Flip whose write landed (its answer lost) has nothing
 	// left to check or write: the checkpoint it deleted moved the source's
 	// engine state, and the lock may be free already.
-	if decided != decisionFlip || cur.MigrationID != m.MigrationID || cur.Catalog != m.Target {
+	if decided != layout.DecisionFlip || cur.MigrationID != m.MigrationID || cur.Catalog != m.Target {
 		if ref, err = flip(ctx, env, m, p, ref); err != nil {
 			return out, err
 		}
@@ -119,7 +120,7 @@ func flip(ctx context.Context, env Env, m Migration, p Plan, cur pointer.Ref) (p
 		return pointer.Ref{}, err
 	}
 	// Last, the decision: once it says flip, no Abort deletes the target.
-	if err := decide(ctx, env, m, decisionFlip); err != nil {
+	if err := decide(ctx, env, m, layout.DecisionFlip); err != nil {
 		return pointer.Ref{}, err
 	}
 	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
@@ -147,10 +148,10 @@ func targetMarks(ctx context.Context, env Env, m Migration) (pointer.Marks, erro
 // back or flipped over since): that catalog was live and may hold commits,
 // and Abort keeps it. It returns cause, with what it could not do.
 func withdrawFlip(ctx context.Context, env Env, m Migration, cause error) error {
-	url := env.staging(m.MigrationID).DecisionURL()
+	url := env.staging(m.MigrationID).Decision()
 	got, info, err := env.Store.Get(ctx, url)
 	switch {
-	case errors.Is(err, blob.ErrNotFound), err == nil && string(got) != decisionFlip:
+	case errors.Is(err, blob.ErrNotFound), err == nil && string(got) != layout.DecisionFlip:
 		return cause
 	case err != nil:
 		return fmt.Errorf("%w; the decision to flip stays (reading it failed: %w)", cause, err)
@@ -162,7 +163,7 @@ func withdrawFlip(ctx context.Context, env Env, m Migration, cause error) error 
 	if named {
 		return fmt.Errorf("%w; the pointer named %s before, so the decision to flip stays and Abort keeps it", cause, m.Target)
 	}
-	if _, err := env.Store.PutIfMatch(ctx, url, []byte(decisionWithdrawn), info.ETag); err != nil {
+	if _, err := env.Store.PutIfMatch(ctx, url, []byte(layout.DecisionWithdrawn), info.ETag); err != nil {
 		return fmt.Errorf("%w; withdrawing the decision to flip failed: %w", cause, err)
 	}
 	return cause
@@ -220,7 +221,7 @@ func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
 // sends the very same bytes, which pointer.Flip recognises as already
 // current instead of a conflict.
 func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) (pointer.Pointer, error) {
-	url := env.staging(m.MigrationID).StepURL("flip-intent")
+	url := env.staging(m.MigrationID).FlipIntent()
 	var next pointer.Pointer
 	err := getJSON(ctx, env.Store, url, &next)
 	if err == nil {

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -42,7 +42,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: 7 * 24 * time.Hour, Name: drift.MigrationCheckpointName(m.MigrationID)})
+	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: 7 * 24 * time.Hour, Name: layout.FreezeCheckpoint(m.MigrationID)})
 	if err != nil {
 		return m, err
 	}
@@ -208,7 +208,7 @@ func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: m.Checkpoint,
 		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges, Balance: balance, Replica: m.Replica,
 	}
-	return putJSON(ctx, env.Store, env.staging(m.MigrationID).PlanURL(), plan)
+	return putJSON(ctx, env.Store, env.staging(m.MigrationID).Plan(), plan)
 }
 
 // engineState names the newest SlateDB manifest and WAL objects of the
@@ -226,6 +226,6 @@ func engineState(ctx context.Context, env Env, url string) (string, error) {
 
 func readPlan(ctx context.Context, env Env, id string) (Plan, error) {
 	var p Plan
-	err := getJSON(ctx, env.Store, env.staging(id).PlanURL(), &p)
+	err := getJSON(ctx, env.Store, env.staging(id).Plan(), &p)
 	return p, err
 }

@@ -54,7 +54,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 		return ImportOutput{Migration: m}, err
 	}
 	out := ImportOutput{Migration: m, Done: res.ShardsDone == res.ShardsTotal, ShardsDone: res.ShardsDone, ShardsTotal: res.ShardsTotal, Rows: prog.Records.Load() - before}
-	if err := putJSON(ctx, env.Store, st.StepURL("import"), out); err != nil {
+	if err := putJSON(ctx, env.Store, st.ImportResult(), out); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -76,12 +76,12 @@ func claimTarget(ctx context.Context, env Env, m Migration) error {
 	if err := targetFree(ctx, env, m); err != nil {
 		return err
 	}
-	return putJSON(ctx, env.Store, env.staging(m.MigrationID).StepURL("target-claim"), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
+	return putJSON(ctx, env.Store, env.staging(m.MigrationID).TargetClaim(), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
 }
 
 // ownsTarget reports whether this migration claimed its target.
 func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
-	_, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).StepURL("target-claim"))
+	_, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).TargetClaim())
 	if errors.Is(err, blob.ErrNotFound) {
 		return false, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
@@ -38,7 +39,7 @@ type InPlaceOutput struct {
 // staging): the catalog the pointer names is migrated where it lies
 // (pkg/inplace), then the pointer names it again, in its new format, with
 // the migration's id; the way back is the copy of the catalog as it was that
-// inplace.Migrate makes beside it (drift.WayBack names it), to which
+// inplace.Migrate makes beside it (layout.WayBack names it), to which
 // Rollback moves the pointer. If anything fails once the batch has landed (the
 // read-back, the pointer that someone else moved, S3, the caller's context),
 // undo decides, from the pointer read again and the catalog's marks, whether
@@ -108,7 +109,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err := awaitGrace(ctx, m); err != nil {
 		return out, err
 	}
-	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
 		return out, err
 	}
@@ -195,7 +196,7 @@ func withdraw(ctx context.Context, env Env, m Migration, wayBack string, taken b
 		}
 	}
 	if err := claim.Delete(fresh, env.Store, m.Pointer, m.MigrationID); err != nil {
-		slog.WarnContext(ctx, "the way back's claim was not withdrawn", "claim", claim.URL(m.Pointer, m.MigrationID), "error", err.Error())
+		slog.WarnContext(ctx, "the way back's claim was not withdrawn", "claim", layout.Claim(m.Pointer, m.MigrationID), "error", err.Error())
 	}
 }
 
@@ -243,7 +244,7 @@ func afterwards(ctx context.Context, d time.Duration) (context.Context, context.
 func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
 	fresh, cancel := afterwards(ctx, 10*time.Minute)
 	defer cancel()
-	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
 		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w", cause, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -153,7 +154,7 @@ func objectCount(t *testing.T, ctx context.Context, store *blob.Store, url strin
 // lockHeldBy fails unless the pointer's lock is held by migration id.
 func lockHeldBy(t *testing.T, ctx context.Context, f fixture, id string) {
 	t.Helper()
-	body, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer))
+	body, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
 	var held workflow.Lock
 	if err == nil {
 		err = json.Unmarshal(body, &held)

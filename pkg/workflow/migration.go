@@ -48,7 +48,7 @@ type Migration struct {
 	// written, what the supervisors read; the source is fenced no earlier.
 	FenceAt time.Time `json:"fence_at,omitzero"`
 	// ReadReplica: Freeze copies the frozen source into a replica
-	// (drift.ReplicaURL), which the servers' supervisors find from the
+	// (layout.Replica), which the servers' supervisors find from the
 	// pointer and the lock's holder and serve reads from while the source
 	// is fenced. Replica is the one Freeze made ("" when none: skipped, or
 	// not asked for); Abort and Flip remove it.

@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -107,7 +108,7 @@ func TestRebuildSamePrefixFlipsAndRollsBack(t *testing.T) {
 		t.Fatalf("the new catalog %s is not beside the source %s", st.Migration.Target, f.source)
 	}
 	flippedToIdentity(t, ctx, f, st, keys, digest)
-	stg := workflow.Staging{Root: f.env.Staging, MigrationID: st.Migration.MigrationID}
+	stg := layout.Staging{Root: f.env.Staging, MigrationID: st.Migration.MigrationID}
 	for _, dir := range []string{stg.ShardDir(format.V1), stg.ImportDir(format.V1, format.V1)} {
 		files, err := shard.List(ctx, f.env.Store, dir)
 		if err != nil || len(files) != 4 {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -26,7 +26,7 @@ const (
 const replicaLinger = 5 * time.Second
 
 // makeReplica copies checkpoint cp of the frozen source into the
-// migration's replica (drift.ReplicaURL, a name the servers' supervisors
+// migration's replica (layout.Replica, a name the servers' supervisors
 // derive from the pointer and the lock's holder: Freeze's role writes
 // neither the lock nor deletes anything), for them to serve reads from
 // until the flip or the abort; its manifest, copied last, says it is
@@ -43,7 +43,7 @@ func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 		slog.WarnContext(ctx, "workflow: freeze: no read replica: "+why, "migration_id", m.MigrationID, "source", m.Source, "error", err)
 		return ""
 	}
-	url, err := drift.ReplicaURL(m.Source, m.MigrationID)
+	url, err := layout.Replica(m.Source, m.MigrationID)
 	if err != nil {
 		return skip("no place beside the source", err)
 	}
@@ -78,13 +78,13 @@ func replicaWhole(ctx context.Context, env Env, url string) bool {
 // dropReplica removes migration m's read replica, if any, once the lock
 // is free: after replicaLinger (the supervisors leave it), fencing a
 // server still on it (deleteTarget), within half of what the step has
-// left. The name is the migration's own (drift.ReplicaURL), so a Freeze
+// left. The name is the migration's own (layout.Replica), so a Freeze
 // that died before returning is covered.
 func dropReplica(ctx context.Context, env Env, m Migration) error {
 	if m.Source == "" || m.InPlace || m.DryRun {
 		return nil
 	}
-	url, err := drift.ReplicaURL(m.Source, m.MigrationID)
+	url, err := layout.Replica(m.Source, m.MigrationID)
 	if err != nil {
 		return nil // Freeze made none: there is no place for it
 	}

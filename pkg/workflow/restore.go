@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -123,7 +124,7 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 			err = errors.Join(err, releaseLock(rctx, env, held))
 		}()
 	} else if active, unknown := activeMigration(ctx, env, in.Pointer, time.Now()); unknown != "" || active != "" {
-		return out, fmt.Errorf("%w: the lock %s is held by %q or cannot be read (%s): a restore waits for the run to end (or `unlock` of a dead one)", ErrMigrationInProgress, LockURL(in.Pointer), active, unknown)
+		return out, fmt.Errorf("%w: the lock %s is held by %q or cannot be read (%s): a restore waits for the run to end (or `unlock` of a dead one)", ErrMigrationInProgress, layout.Lock(in.Pointer), active, unknown)
 	}
 	cur, err := pointerStillOld(ctx, env, in, cl)
 	if err != nil {

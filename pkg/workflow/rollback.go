@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
@@ -86,7 +86,7 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 	check := func(ctx context.Context, cur, p pointer.Pointer) error {
 		out.From = cur.Catalog
 		rec.Source, rec.From, rec.Target, rec.To = cur.Catalog, cur.FormatVersion, p.Catalog, p.FormatVersion
-		wb, ok := drift.WayBack(cur)
+		wb, ok := layout.WayBackOf(cur)
 		out.InPlace = ok && p.Catalog == wb
 		c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
 		if err != nil {
@@ -117,7 +117,7 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 // relocate sends the rollback of an in-place migration to its way back: the
 // catalog as it was, copied before the migration changed it where it lies.
 func relocate(cur, restore pointer.Pointer) string {
-	wb, ok := drift.WayBack(cur)
+	wb, ok := layout.WayBackOf(cur)
 	if !ok || restore.Catalog != cur.Catalog {
 		return ""
 	}

@@ -77,7 +77,7 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	h := ndjson.Header{CatalogFormat: p.From, ShardIndex: in.Index, ShardCount: n, KeyStart: r.Start, KeyEnd: r.End,
 		CheckpointID: p.Checkpoint, Source: p.Source, CreatedBy: env.CreatedBy}
 	st := env.staging(in.MigrationID)
-	out := st.ShardURL(p.From, in.Index, n)
+	out := st.Shard(p.From, in.Index, n)
 	var res shard.ShardResult
 	var stats migration.Stats
 	if transform {
@@ -88,7 +88,7 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	if err != nil {
 		return ShardOutput{}, err
 	}
-	if err := putJSON(ctx, env.Store, st.ResultURL("export", in.Index), shardResult{Records: res.Records, Digest: res.Digest}); err != nil {
+	if err := putJSON(ctx, env.Store, st.ExportResult(in.Index), shardResult{Records: res.Records, Digest: res.Digest}); err != nil {
 		return ShardOutput{}, err
 	}
 	if transform {
@@ -112,14 +112,14 @@ func transformOf(env Env, p Plan, i int) (shard.Transformed, error) {
 	}
 	n := len(p.Ranges)
 	return shard.Transformed{
-		Out: env.staging(p.MigrationID).ImportURL(p.From, p.To, i, n), To: p.To, Path: path,
+		Out: env.staging(p.MigrationID).ImportShard(p.From, p.To, i, n), To: p.To, Path: path,
 		Options: migration.Options{UnknownTags: policy}, CreatedBy: env.CreatedBy, Progress: env.Progress.Transform,
 	}, nil
 }
 
 func putTransformResult(ctx context.Context, env Env, in ShardInput, stats migration.Stats) error {
 	res := shardResult{Records: stats.RecordsOut, Digest: stats.Digest, Carried: stats.Carried, Dropped: stats.Dropped}
-	return putJSON(ctx, env.Store, env.staging(in.MigrationID).ResultURL("transform", in.Index), res)
+	return putJSON(ctx, env.Store, env.staging(in.MigrationID).TransformResult(in.Index), res)
 }
 
 // TransformShard transforms shard Index from the source format to the
@@ -142,7 +142,7 @@ func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, e
 	if t.Progress != nil {
 		t.Options.Read = &t.Progress.Records
 	}
-	in1 := env.staging(in.MigrationID).ShardURL(p.From, in.Index, len(p.Ranges))
+	in1 := env.staging(in.MigrationID).Shard(p.From, in.Index, len(p.Ranges))
 	stats, err := migration.TransformFile(ctx, env.Store, in1, t.Out, p.To, env.CreatedBy, t.Options)
 	if err != nil {
 		return ShardOutput{}, err

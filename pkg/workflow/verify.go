@@ -52,7 +52,7 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 			return err
 		}
 		err := shard.ForEach(ctx, len(results), resultReads, func(ctx context.Context, i int) error {
-			return getJSON(ctx, env.Store, st.ResultURL("transform", i), &results[i])
+			return getJSON(ctx, env.Store, st.TransformResult(i), &results[i])
 		})
 		if err != nil {
 			return err
@@ -87,7 +87,7 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	if len(dropped) > 0 {
 		out.Dropped = dropped
 	}
-	if err := putJSON(ctx, env.Store, st.StepURL("verify"), cmp); err != nil {
+	if err := putJSON(ctx, env.Store, st.VerifyResult(), cmp); err != nil {
 		return out, err
 	}
 	if !cmp.Match {
