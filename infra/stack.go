@@ -133,12 +133,15 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	pointerURL := "s3://" + *s.Catalog.BucketName() + "/" + cfg.PointerKey
 	stagingURL := "s3://" + *s.Staging.BucketName() + "/" + strings.TrimSuffix(cfg.StagingPrefix, "/")
 	pointerArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey))
-	// The one-migration-at-a-time lock beside the pointer (workflow.LockURL).
+	// The objects beside the pointer, by key as pkg/layout names them (Lock,
+	// HistoryDir, ClaimsDir; this module does not import the tool and its
+	// AWS SDK for three suffixes, and TestLambdaLeastPrivilege pins them).
+	// The one-migration-at-a-time lock.
 	lockArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".lock"))
-	// The run records beside the pointer (pkg/history): Check, Flip, Abort
+	// The run records (pkg/history): Check, Flip, Abort
 	// and Rollback write them.
 	historyArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".history/*"))
-	// The claims beside the pointer (pkg/claim): Check claims a target,
+	// The claims (pkg/claim): Check claims a target,
 	// InPlace its way back, Flip records the flip, Abort and the in-place
 	// undo withdraw theirs.
 	claimsArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".claims/*"))

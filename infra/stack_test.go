@@ -395,13 +395,13 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 			withdraw = withdraw || strings.Contains(res, "rocklake/CURRENT.claims/*") && strings.Contains(asJSON(s["Action"]), "s3:DeleteObject")
 		}
 		if !lock {
-			t.Errorf("%s cannot take the pointer's lock (workflow.LockURL)", role)
+			t.Errorf("%s cannot take the pointer's lock (layout.Lock)", role)
 		}
 		if !history {
-			t.Errorf("%s cannot write the run records (history.Dir)", role)
+			t.Errorf("%s cannot write the run records (layout.HistoryDir)", role)
 		}
 		if !claims || !withdraw {
-			t.Errorf("%s cannot write or withdraw the claims beside the pointer (claim.Dir)", role)
+			t.Errorf("%s cannot write or withdraw the claims beside the pointer (layout.ClaimsDir)", role)
 		}
 	}
 	// The steps from Freeze on read the lock, to confirm it is still their

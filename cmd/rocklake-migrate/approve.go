@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -41,7 +42,7 @@ func completeGate(ctx context.Context, e *env, name, id, ptr, staging string, as
 		return err
 	}
 	if staging == "" {
-		staging = defaultStaging(ptr)
+		staging = layout.DefaultStaging(ptr)
 	}
 	store, err := blob.New(ctx)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -29,7 +30,7 @@ func newCleanupCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *staging == "" {
-			*staging = defaultStaging(*ptr)
+			*staging = layout.DefaultStaging(*ptr)
 		}
 		store, err := blob.New(ctx)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -179,18 +180,18 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	// source's manifest (the checkpoint's removal) changed.
 	after := c.objects(t)
 	// The dead run's read replica (issue 25) goes with its target.
-	replica, _ := drift.ReplicaURL(c.src, "m-dead")
+	replica, _ := layout.Replica(c.src, "m-dead")
 	if !slices.ContainsFunc(slices.Collect(maps.Keys(before)), func(u string) bool { return strings.HasPrefix(u, replica+"/manifest/") }) {
 		t.Fatalf("the dead run left no read replica %s", replica)
 	}
-	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/", claim.URL(c.ptr, "m-dead"), replica + "/"}
+	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/", layout.Claim(c.ptr, "m-dead"), replica + "/"}
 	for url, etag := range before {
 		removed := slices.ContainsFunc(gone, func(p string) bool { return strings.HasPrefix(url, p) })
 		_, still := after[url]
 		switch {
 		case removed && still:
 			t.Errorf("%s left", url)
-		case !removed && url != workflow.LockURL(c.ptr) && after[url] != etag:
+		case !removed && url != layout.Lock(c.ptr) && after[url] != etag:
 			t.Errorf("%s changed or deleted", url)
 		}
 	}
@@ -198,7 +199,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	for url := range after {
 		switch _, ok := before[url]; {
 		case ok, strings.HasPrefix(url, c.src+"/manifest/"):
-		case strings.HasPrefix(url, history.Dir(c.ptr)):
+		case strings.HasPrefix(url, layout.HistoryDir(c.ptr)):
 			records++ // the cleanup's record, checked below
 		default:
 			t.Errorf("new object %s", url)
@@ -216,7 +217,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	if rawDump(t, c.src) != srcDump || rawDump(t, live) != liveDump {
 		t.Fatal("the current or the previous catalog's keys changed")
 	}
-	lock, _, err := c.store.Get(c.ctx, workflow.LockURL(c.ptr))
+	lock, _, err := c.store.Get(c.ctx, layout.Lock(c.ptr))
 	if err != nil || !strings.Contains(string(lock), `"released_by":"migration `+out.LockID) {
 		t.Fatalf("lock after cleanup: %s, %v", lock, err)
 	}
@@ -380,7 +381,7 @@ func TestCleanupKeepsAnotherDeploymentsCatalogs(t *testing.T) {
 	if !strings.Contains(r.stdout, "deleted UnclaimedTarget: "+dead.Target) {
 		t.Fatalf("cleanup of prod's own leftover:\n%s", r.stdout)
 	}
-	if left, err := c.store.List(c.ctx, claim.URL(c.ptr, "m-dead")); err != nil || len(left) != 0 {
+	if left, err := c.store.List(c.ctx, layout.Claim(c.ptr, "m-dead")); err != nil || len(left) != 0 {
 		t.Fatalf("the deleted target's claim: %v, %v", left, err)
 	}
 	keep("after the second cleanup")
@@ -400,7 +401,7 @@ func TestCleanupRemovesADeadRunsReplica(t *testing.T) {
 	if m, err = workflow.Freeze(c.ctx, c.env, m); err != nil {
 		t.Fatal(err)
 	}
-	replica, _ := drift.ReplicaURL(c.src, "m-dead")
+	replica, _ := layout.Replica(c.src, "m-dead")
 	count := func() int {
 		t.Helper()
 		objs, err := c.store.List(c.ctx, replica+"/")

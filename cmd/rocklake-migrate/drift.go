@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -32,7 +33,7 @@ func newDriftCmd(e *env) *cobra.Command {
 			return usagef("--expect: %v", err)
 		}
 		if *staging == "" {
-			*staging = defaultStaging(*ptr)
+			*staging = layout.DefaultStaging(*ptr)
 		}
 		store, err := blob.New(ctx)
 		if err != nil {

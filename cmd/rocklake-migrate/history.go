@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
 func newHistoryCmd(e *env) *cobra.Command {
@@ -42,7 +43,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 			return printJSON(e.stdout, runs)
 		}
 		if len(runs) == 0 {
-			fmt.Fprintf(e.stdout, "no runs recorded under %s\n", history.Dir(*ptr))
+			fmt.Fprintf(e.stdout, "no runs recorded under %s\n", layout.HistoryDir(*ptr))
 			return nil
 		}
 		now := time.Now()

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -235,7 +235,7 @@ func kvWrite(ctx context.Context, e *env, name string, kf kvFlags, force, versio
 
 // ErrInvalidValue: kv put refuses a value that is not what the catalog's
 // format stores under that key.
-var ErrInvalidValue = errors.New("InvalidValue")
+var ErrInvalidValue = errname.New("rocklake-migrate", "InvalidValue", "")
 
 // validValue checks value against key in format v: the envelope, the row
 // type or counter encoding its shape has. Keys of unknown tags and of no

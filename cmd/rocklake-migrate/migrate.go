@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -104,7 +105,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			return usagef("--dry-run and --postpone-flip exclude each other: a dry run never flips")
 		}
 		if *staging == "" {
-			*staging = defaultStaging(*ptr)
+			*staging = layout.DefaultStaging(*ptr)
 		}
 		store, err := blob.New(ctx)
 		if err != nil {
@@ -296,7 +297,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			printMigrateReport(e, rep)
 		}
 		var ee *asl.ExecutionError
-		if errors.As(runErr, &ee) && ee.Name == workflow.NameFormatVersionMismatch {
+		if errors.As(runErr, &ee) && ee.Name == format.NameVersionMismatch {
 			if v == 0 { // a rebuild's: the format the pointer names
 				v = state.Migration.To
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -47,7 +48,7 @@ func newPlanCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *staging == "" {
-			*staging = defaultStaging(*ptr)
+			*staging = layout.DefaultStaging(*ptr)
 		}
 		store, err := blob.New(ctx)
 		if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -47,16 +46,6 @@ func needPointer(url string) error {
 		return usagef("--pointer is required")
 	}
 	return nil
-}
-
-// defaultStaging puts staging beside the pointer: s3://b/rocklake/CURRENT →
-// s3://b/rocklake/migrations.
-func defaultStaging(pointerURL string) string {
-	i := strings.LastIndex(pointerURL, "/")
-	if i < 0 {
-		return ""
-	}
-	return pointerURL[:i] + "/migrations"
 }
 
 // freezeGraceFlag adds --freeze-grace, the wait between the lock and the

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
@@ -25,7 +25,7 @@ import (
 // `rocklake-migrate serve` while `migrate --rebuild --postpone-flip` holds
 // the source frozen at the gate for well over one restart, then `approve`
 // flips. Freeze copies the frozen source into a read replica beside it;
-// the supervisor finds it (drift.ReplicaURL) and serves reads from it (RockLake's reader mode
+// the supervisor finds it (layout.Replica) and serves reads from it (RockLake's reader mode
 // opens its catalog as a SlateDB writer, so Freeze's fence stops a reader
 // on the source). The longest read gap stays under readGapMax while the
 // frozen window is longer; every write from the first refused one to the
@@ -163,7 +163,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Gate == nil {
 		t.Fatalf("migrate --postpone-flip report %q: %v", r.stdout, err)
 	}
-	replica, err := drift.ReplicaURL("file://"+src, rep.MigrationID)
+	replica, err := layout.Replica("file://"+src, rep.MigrationID)
 	if err != nil {
 		t.Fatal(err)
 	}

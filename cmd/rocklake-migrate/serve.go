@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
@@ -126,7 +127,7 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 			}
 		}()
 		err = s.Run(ctx)
-		if err != nil && (supervise.ErrorName(err) == supervise.NameNoBinary || supervise.ErrorName(err) == supervise.NamePointerDangling) {
+		if name := errname.Of(err); name == supervise.NameNoBinary || name == supervise.NamePointerDangling {
 			return degradedError{err}
 		}
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -40,7 +41,7 @@ func newStatusCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *staging == "" {
-			*staging = defaultStaging(*ptr)
+			*staging = layout.DefaultStaging(*ptr)
 		}
 		run, err := workflow.Status(ctx, workflow.Env{Store: store, Staging: *staging}, *ptr)
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -66,7 +67,7 @@ func newTransformCmd(e *env) *cobra.Command {
 		}
 		// Largest first: the last shard to finish is then a small one.
 		order := shard.LargestFirst(files)
-		if shard.IsFile(*input) != shard.IsFile(*output) {
+		if layout.IsShardFile(*input) != layout.IsShardFile(*output) {
 			return usagef("--input and --output must both be files, or both directories or prefixes")
 		}
 		var p shard.Progress
@@ -85,8 +86,8 @@ func newTransformCmd(e *env) *cobra.Command {
 		err = shard.ForEach(ctx, len(urls), *concurrency, func(ctx context.Context, next int) error {
 			i := order[next]
 			out := *output
-			if !shard.IsFile(*output) {
-				out = shard.Join(*output, path.Base(urls[i]))
+			if !layout.IsShardFile(*output) {
+				out = layout.Join(*output, path.Base(urls[i]))
 			}
 			st, err := migration.TransformFile(ctx, store, urls[i], out, v, createdBy(), migration.Options{UnknownTags: policy, Read: &p.Records})
 			rep.Stats[i] = st

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -34,7 +35,7 @@ func newUnlockCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "unlocked %s: migration %s (%s) had held it since %s\n", workflow.LockURL(*ptr), held.MigrationID, held.Owner, held.AcquiredAt.Format("2006-01-02 15:04:05Z07:00"))
+		fmt.Fprintf(e.stdout, "unlocked %s: migration %s (%s) had held it since %s\n", layout.Lock(*ptr), held.MigrationID, held.Owner, held.AcquiredAt.Format("2006-01-02 15:04:05Z07:00"))
 		return nil
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // The callback pattern (a Resource ending in .waitForTaskToken): the task's
@@ -59,10 +61,10 @@ type Completion struct {
 // Errors of Resume, named after the Step Functions API's exceptions.
 var (
 	// ErrInvalidToken: the completion's token is not the suspended task's.
-	ErrInvalidToken = errors.New("asl: InvalidToken")
+	ErrInvalidToken = errname.New("asl", "InvalidToken", "")
 	// ErrTaskDoesNotExist: the suspension names no callback task of the
 	// machine (another definition, or a damaged record).
-	ErrTaskDoesNotExist = errors.New("asl: TaskDoesNotExist")
+	ErrTaskDoesNotExist = errname.New("asl", "TaskDoesNotExist", "")
 )
 
 // Resume completes the callback task s waits at and runs the rest of the

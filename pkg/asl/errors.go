@@ -36,15 +36,10 @@ var knownStatesErrors = map[string]bool{
 	ErrTimeout: true,
 }
 
-// Named is implemented by task errors that carry an error name. Retry and
-// Catch match that name; a task error without one is States.TaskFailed.
-type Named interface {
-	ErrorName() string
-}
-
 // TaskError is a named task failure, the Go form of a Lambda function's
-// {"errorType", "errorMessage"}. Task runners return it (or any error
-// implementing Named) so that the definition can Retry and Catch by name.
+// {"errorType", "errorMessage"}. Task runners return it (or any error with
+// an ErrorName, as errname.Of finds it) so that the definition can Retry
+// and Catch by name.
 type TaskError struct {
 	Name  string // error name, e.g. "ShardCorrupt" or "Lambda.ServiceException"
 	Cause string // human-readable cause; becomes "Cause" in a Catch

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // TaskRunner runs the work of a Task state. resource is the state's
@@ -21,8 +23,8 @@ import (
 // state's TimeoutSeconds passes, the execution times out, a sibling Map
 // iteration fails, or the caller of Run cancels; a runner should return
 // promptly then (one that does not is abandoned, as the service abandons a
-// timed-out Lambda). An error implementing Named is matched by its name in
-// Retry and Catch; any other error is States.TaskFailed.
+// timed-out Lambda). An error with an ErrorName (errname.Of) is matched by
+// its name in Retry and Catch; any other error is States.TaskFailed.
 type TaskRunner interface {
 	RunTask(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error)
 }
@@ -811,7 +813,7 @@ func (r *stateRun) runTask(ctx context.Context, input any) (any, error) {
 	return v, nil
 }
 
-// taskErrorOf names a task error: by Named, else States.TaskFailed.
+// taskErrorOf names a task error: by its ErrorName, else States.TaskFailed.
 func taskErrorOf(err error) *stateError {
 	var te *TaskError
 	if errors.As(err, &te) {
@@ -825,9 +827,8 @@ func taskErrorOf(err error) *stateError {
 	if errors.As(err, &ee) {
 		return &stateError{name: ee.Name, cause: ee.Cause}
 	}
-	var n Named
-	if errors.As(err, &n) && n.ErrorName() != "" {
-		return &stateError{name: n.ErrorName(), cause: err.Error()}
+	if name := errname.Of(err); name != "" {
+		return &stateError{name: name, cause: err.Error()}
 	}
 	return &stateError{name: ErrTaskFailed, cause: err.Error()}
 }

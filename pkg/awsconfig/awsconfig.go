@@ -27,6 +27,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // DefaultRegion is the region used when none is configured: what SlateDB's
@@ -39,9 +41,12 @@ const (
 	maxRefreshMargin = 5 * time.Minute
 )
 
+// NameNoCredentials is the stable name of ErrNoCredentials.
+const NameNoCredentials = "NoCredentials"
+
 // ErrNoCredentials: no AWS credentials could be had from any standard
 // source. The error returned is a *NoCredentialsError naming what was tried.
-var ErrNoCredentials = errors.New("no AWS credentials")
+var ErrNoCredentials = errname.New("awsconfig", NameNoCredentials, "no AWS credentials")
 
 // NoCredentialsError says which sources were tried and why the last failed.
 type NoCredentialsError struct {
@@ -57,6 +62,9 @@ func (e *NoCredentialsError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrNoCredentials) hold.
 func (e *NoCredentialsError) Is(target error) bool { return target == ErrNoCredentials }
+
+// ErrorName is ErrNoCredentials' name.
+func (e *NoCredentialsError) ErrorName() string { return NameNoCredentials }
 
 // Config is the resolved configuration. It is immutable; its credentials are
 // cached and renewed on expiry.

@@ -221,7 +221,7 @@ type silenceBudget struct {
 
 // ErrSilentAttempts joins the last error of a request that the endpoint
 // left unanswered Attempts times.
-var ErrSilentAttempts = errors.New("attempts left unanswered")
+var ErrSilentAttempts = errors.New("awsconfig: attempts left unanswered")
 
 func (r silenceBudget) GetRetryToken(ctx context.Context, err error) (func(error) error, error) {
 	if n, ok := ctx.Value(silenceKey{}).(*int); ok {

@@ -20,24 +20,31 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+)
+
+// Stable names of the errors below that have one.
+const (
+	NameNoSuchBucket = "NoSuchBucket"
+	NameAccessDenied = "AccessDenied"
 )
 
 // Errors, matched with errors.Is; the error returned also wraps the
 // underlying one (an S3 API error, an *fs.PathError).
 var (
 	// ErrNotFound: no such object or version.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = errors.New("blob: not found")
 	// ErrPreconditionFailed: a conditional write found the object changed
 	// (PutIfMatch) or present (PutIfAbsent).
-	ErrPreconditionFailed = errors.New("precondition failed")
+	ErrPreconditionFailed = errors.New("blob: precondition failed")
 	// ErrNoSuchBucket: the S3 bucket does not exist.
-	ErrNoSuchBucket = errors.New("no such bucket")
+	ErrNoSuchBucket = errname.New("blob", NameNoSuchBucket, "no such bucket")
 	// ErrAccessDenied: S3 refused the credentials (unknown key, wrong
 	// secret, expired token) or they lack a permission.
-	ErrAccessDenied = errors.New("access denied")
+	ErrAccessDenied = errname.New("blob", NameAccessDenied, "access denied")
 	// ErrVersioningDisabled: a version operation on a local file or on a
 	// bucket without versioning enabled.
-	ErrVersioningDisabled = errors.New("versioning not enabled")
+	ErrVersioningDisabled = errors.New("blob: versioning not enabled")
 )
 
 // Info describes one object (one version of it, for a versioned bucket).
@@ -151,7 +158,7 @@ const MaxGetSize = 16 << 20
 // stalled one within awsconfig.Limits, timed out, refused, unresolvable);
 // the error names the cause and the endpoint. The workflow retries it
 // (Transient).
-var ErrUnreachable = errors.New("blob: S3 endpoint unreachable")
+var ErrUnreachable = errname.New("blob", errname.Transient, "S3 endpoint unreachable")
 
 // ErrNoCredentials: no AWS credentials were found by any of the standard
 // sources; the error names what was tried. It is awsconfig.ErrNoCredentials,
@@ -182,7 +189,7 @@ func (s *Store) Get(ctx context.Context, url string) ([]byte, Info, error) {
 }
 
 // ErrNotModified: GetIfNoneMatch found the object still at the ETag given.
-var ErrNotModified = errors.New("not modified")
+var ErrNotModified = errors.New("blob: not modified")
 
 // GetIfNoneMatch is Get unless the object's current ETag is etag, which is
 // ErrNotModified (S3's 304, If-None-Match): a watcher polls a small object

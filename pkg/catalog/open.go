@@ -6,17 +6,24 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// Stable error names.
+const (
+	NameNoCatalog      = "NoCatalog"
+	NameTargetNotEmpty = "TargetNotEmpty"
 )
 
 var (
 	// ErrNoCatalog: no SlateDB database at the URL. It wraps
 	// slatedb.ErrNoDatabase, so errors.Is matches either.
-	ErrNoCatalog = errors.New("catalog: no catalog at that location")
+	ErrNoCatalog = errname.New("catalog", NameNoCatalog, "no catalog at that location")
 	// ErrTargetNotEmpty: a new catalog was to be made in a location that
 	// already holds keys.
-	ErrTargetNotEmpty = errors.New("catalog: target location is not empty")
+	ErrTargetNotEmpty = errname.New("catalog", NameTargetNotEmpty, "target location is not empty")
 	// ErrNotFound is slatedb.ErrNotFound, so callers need not import slatedb
 	// to test for a missing key.
 	ErrNotFound = slatedb.ErrNotFound

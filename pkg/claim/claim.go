@@ -1,7 +1,7 @@
 // Package claim owns the claims kept beside a catalog pointer: one JSON
 // object per catalog directory a run of that pointer creates, under
-// <pointer>.claims/<migration-id>.json, written with If-None-Match BEFORE
-// the run writes anything there:
+// <pointer>.claims/<migration-id>.json (pkg/layout names it), written with
+// If-None-Match BEFORE the run writes anything there:
 //
 //	s3://bucket/rocklake/CURRENT.claims/m-20261203T101500Z-1a2b3c4d.json
 //
@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
 // Kind is what a claimed directory is.
@@ -91,14 +93,11 @@ var (
 	ErrNoClaim = errors.New("claim: no such claim")
 	// ErrTaken: another claim holds the migration's key (never
 	// overwritten).
-	ErrTaken = errors.New("claim: taken")
+	ErrTaken = errname.New("claim", NameTaken, "taken")
 )
 
-// Dir is the prefix the claims of the pointer at pointerURL live under.
-func Dir(pointerURL string) string { return pointerURL + ".claims/" }
-
-// URL is the claim of migration id of the pointer at pointerURL.
-func URL(pointerURL, id string) string { return Dir(pointerURL) + id + ".json" }
+// NameTaken is the stable name of ErrTaken.
+const NameTaken = "ClaimTaken"
 
 func (c Claim) validate() error {
 	switch {
@@ -129,7 +128,7 @@ func Create(ctx context.Context, store *blob.Store, c Claim) (created bool, err 
 	if err := c.validate(); err != nil {
 		return false, err
 	}
-	url := URL(c.Pointer, c.MigrationID)
+	url := layout.Claim(c.Pointer, c.MigrationID)
 	body, err := json.Marshal(c)
 	if err != nil {
 		return false, fmt.Errorf("claim: encode %s: %w", url, err)
@@ -172,7 +171,7 @@ func read(ctx context.Context, store *blob.Store, url string) (Claim, blob.Info,
 // Read reads the claim of migration id of the pointer at pointerURL
 // (ErrNoClaim if there is none).
 func Read(ctx context.Context, store *blob.Store, pointerURL, id string) (Claim, error) {
-	c, _, err := read(ctx, store, URL(pointerURL, id))
+	c, _, err := read(ctx, store, layout.Claim(pointerURL, id))
 	return c, err
 }
 
@@ -184,7 +183,7 @@ const updateAttempts = 5
 // conditional on the version it read, retrying a few times if that version
 // changed. fn may only record events: what is claimed stays.
 func Update(ctx context.Context, store *blob.Store, pointerURL, id string, fn func(*Claim)) (Claim, error) {
-	url := URL(pointerURL, id)
+	url := layout.Claim(pointerURL, id)
 	for attempt := 1; ; attempt++ {
 		c, info, err := read(ctx, store, url)
 		if err != nil {
@@ -212,8 +211,8 @@ func Update(ctx context.Context, store *blob.Store, pointerURL, id string, fn fu
 // Delete removes the claim of migration id: once what it claimed is gone,
 // it proves nothing any more. A missing claim is not an error.
 func Delete(ctx context.Context, store *blob.Store, pointerURL, id string) error {
-	if err := store.Delete(ctx, URL(pointerURL, id)); err != nil {
-		return fmt.Errorf("claim: delete %s: %w", URL(pointerURL, id), err)
+	if err := store.Delete(ctx, layout.Claim(pointerURL, id)); err != nil {
+		return fmt.Errorf("claim: delete %s: %w", layout.Claim(pointerURL, id), err)
 	}
 	return nil
 }
@@ -228,13 +227,13 @@ type Entry struct {
 
 // List reads every claim of the pointer at pointerURL, in key order.
 func List(ctx context.Context, store *blob.Store, pointerURL string) ([]Entry, error) {
-	infos, err := store.List(ctx, Dir(pointerURL))
+	infos, err := store.List(ctx, layout.ClaimsDir(pointerURL))
 	if err != nil {
-		return nil, fmt.Errorf("claim: list %s: %w", Dir(pointerURL), err)
+		return nil, fmt.Errorf("claim: list %s: %w", layout.ClaimsDir(pointerURL), err)
 	}
 	out := make([]Entry, 0, len(infos))
 	for _, in := range infos {
-		if !strings.HasSuffix(in.URL, ".json") {
+		if !layout.IsRecord(in.URL) {
 			continue
 		}
 		c, _, err := read(ctx, store, in.URL)
@@ -253,23 +252,19 @@ func List(ctx context.Context, store *blob.Store, pointerURL string) ([]Entry, e
 // callers that must not touch another pointer's catalogs check these and
 // rely on claims for the rest.
 func Neighbours(ctx context.Context, store *blob.Store, pointerURL string) ([]string, error) {
-	i := strings.LastIndex(pointerURL, "/")
-	if i < 0 {
+	dir, ok := layout.PointerDir(pointerURL)
+	if !ok {
 		return nil, fmt.Errorf("claim: pointer URL %q has no directory", pointerURL)
 	}
-	dir := pointerURL[:i+1]
 	dirs, err := store.ListDirs(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("claim: list %s: %w", dir, err)
 	}
 	var out []string
 	for _, d := range dirs {
-		name := path.Base(strings.TrimSuffix(d, "/"))
-		for _, suffix := range []string{".claims", ".history"} {
-			if base, ok := strings.CutSuffix(name, suffix); ok && base != "" {
-				if p := dir + base; p != pointerURL && !slices.Contains(out, p) {
-					out = append(out, p)
-				}
+		if base, ok := layout.SidecarOwner(path.Base(strings.TrimSuffix(d, "/"))); ok {
+			if p := dir + base; p != pointerURL && !slices.Contains(out, p) {
+				out = append(out, p)
 			}
 		}
 	}

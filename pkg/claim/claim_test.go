@@ -10,6 +10,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
 
@@ -52,7 +53,7 @@ func TestCreateOnceUpdateDelete(t *testing.T) {
 	if _, err := claim.Update(ctx, store, ptr, "m-1", func(c *claim.Claim) { c.Catalog = "s3://rocklake/elsewhere" }); !errors.Is(err, claim.ErrBadClaim) {
 		t.Fatalf("an update that moves the claim: %v", err)
 	}
-	if _, err := store.Put(ctx, claim.URL(ptr, "m-bad"), []byte("not json")); err != nil {
+	if _, err := store.Put(ctx, layout.Claim(ptr, "m-bad"), []byte("not json")); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := claim.List(ctx, store, ptr)
@@ -67,7 +68,7 @@ func TestCreateOnceUpdateDelete(t *testing.T) {
 	}
 
 	// The pointers beside this one that keep claims or records are found.
-	for _, u := range []string{claim.URL("s3://rocklake/a/DEV", "m-9"), "s3://rocklake/a/OTHER.history/x.json", "s3://rocklake/a/catalogs/x"} {
+	for _, u := range []string{layout.Claim("s3://rocklake/a/DEV", "m-9"), "s3://rocklake/a/OTHER.history/x.json", "s3://rocklake/a/catalogs/x"} {
 		if _, err := store.Put(ctx, u, []byte("{}")); err != nil {
 			t.Fatal(err)
 		}

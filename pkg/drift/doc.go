@@ -45,12 +45,12 @@
 //     version is not a valid pointer): orphans cannot be told from what is in
 //     use, so none is reported, and pkg/workflow's Cleanup removes nothing.
 //
-// <staging>/decisions/ (DecisionsDir) holds the migrations' decision markers,
-// kept on purpose: it is never a finding. Kind.Removable says which kinds
-// name something cleanup may delete. The package also owns the names the
-// workflow gives what it leaves (MigrationCheckpointName, TargetURL,
-// DecisionsDir, PlanName), so that the check recognises them; which
-// directories are this pointer's own is pkg/claim's.
+// <staging>/decisions/ (layout.DecisionsDir) holds the migrations' decision
+// markers, kept on purpose: it is never a finding. Kind.Removable says which
+// kinds name something cleanup may delete. The names the check recognises
+// (checkpoints, targets, way backs, staging, plans) are pkg/layout's, the
+// ones the workflow gives what it leaves; which directories are this
+// pointer's own is pkg/claim's.
 //
 // A directory beside the catalogs that no claim of this pointer names is
 // never a finding, whatever its name: v<N>-<id> is also the shape of another

@@ -15,9 +15,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -57,62 +56,7 @@ func (k Kind) Removable() bool {
 const (
 	DefaultCheckpointMaxAge = 24 * time.Hour
 	DefaultStagingMaxAge    = 24 * time.Hour
-	// CheckpointPrefix starts the name of every checkpoint this tool makes.
-	CheckpointPrefix = "rocklake-migrate"
-	// DecisionsDir holds the migrations' decision markers in staging
-	// (<staging>/decisions/<id>), kept on purpose: never a finding.
-	DecisionsDir = "decisions"
 )
-
-// MigrationCheckpointName names the checkpoint migration id's Freeze takes
-// of its source.
-func MigrationCheckpointName(id string) string { return CheckpointPrefix + "-" + id }
-
-// ErrAtRoot: a catalog at the root of its bucket or file system has no place
-// beside it for a migration's target.
-var ErrAtRoot = errors.New("drift: catalog at the root of its bucket or file system")
-
-// TargetURL is where migration id to format v makes its new catalog: beside
-// the source, <dir>/<v>-<id> (s3://b/catalogs/prod → s3://b/catalogs/v2-<id>).
-// A source at a root is ErrAtRoot: beside a bucket root is another bucket,
-// and beside "/" nothing, so the target would land inside the source.
-func TargetURL(source string, v format.Version, id string) (string, error) {
-	dir, err := targetDir(source)
-	if err != nil {
-		return "", err
-	}
-	return dir + v.String() + "-" + id, nil
-}
-
-// ReplicaURL is where migration id's Freeze copies the frozen source for
-// the servers to read from while it is fenced: beside the source (a
-// checkpoint copy stays in the source's bucket), <dir>/replica-<id>. It is
-// the migration's until its Abort or Flip removes it.
-func ReplicaURL(source, id string) (string, error) {
-	dir, err := targetDir(source)
-	if err != nil {
-		return "", err
-	}
-	return dir + "replica-" + id, nil
-}
-
-// targetDir is the directory, ending in "/", where the targets of
-// migrations from catalog are made.
-func targetDir(catalog string) (string, error) {
-	loc, err := blob.Parse(catalog)
-	if err != nil {
-		return "", err
-	}
-	atRoot := strings.Trim(loc.Key, "/") == ""
-	if !loc.IsS3() {
-		atRoot = strings.Count(strings.Trim(loc.Path, "/"), "/") < 1
-	}
-	if atRoot {
-		return "", fmt.Errorf("%w: %s", ErrAtRoot, catalog)
-	}
-	trimmed := strings.TrimSuffix(catalog, "/")
-	return trimmed[:strings.LastIndex(trimmed, "/")+1], nil
-}
 
 // Options say what to check.
 type Options struct {
@@ -302,7 +246,7 @@ func (c *checker) named(ctx context.Context, p pointer.Pointer) ([]string, error
 			c.undecided(fmt.Sprintf("version %s of the pointer is not a valid pointer (%s), so what it named is unknown", v.VersionID, v.Problem))
 			continue
 		}
-		wb, _ := WayBack(*v.Pointer)
+		wb, _ := layout.WayBackOf(*v.Pointer)
 		for _, u := range []string{v.Pointer.Catalog, v.Pointer.PreviousCatalog, wb} {
 			if u = strings.TrimSuffix(u, "/"); u != "" && !slices.Contains(named, u) {
 				named = append(named, u)
@@ -362,19 +306,6 @@ func isStoreError(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// WayBack is where the in-place migration that wrote p keeps the catalog
-// as it was (pkg/inplace), if an in-place migration wrote p (p names the
-// same catalog as the pointer before it): beside the catalog, the target
-// name of a migration of that id to the format before p's,
-// <dir>/v<N-1>-<id>.
-func WayBack(p pointer.Pointer) (string, bool) {
-	if p.MigrationID == "" || p.Catalog != p.PreviousCatalog || p.FormatVersion < 2 {
-		return "", false
-	}
-	u, err := TargetURL(p.Catalog, p.FormatVersion-1, p.MigrationID)
-	return u, err == nil
-}
-
 // checkpoints reports this tool's checkpoints on catalog url: on the current
 // catalog, those older than CheckpointMaxAge (LeftoverCheckpoint, as
 // always); on any catalog, those of a migration other than the active one
@@ -393,7 +324,8 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 		return cmp.Or(a.CreateTime.Compare(b.CreateTime), strings.Compare(a.ID, b.ID))
 	})
 	for _, cp := range cps {
-		if !strings.HasPrefix(cp.Name, CheckpointPrefix) {
+		owner, ours := layout.CheckpointOwner(cp.Name)
+		if !ours {
 			continue // someone else's
 		}
 		if cp.ExpireTime != nil && !cp.ExpireTime.After(c.now) {
@@ -409,14 +341,13 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 			f.ExpiresAt = &e
 			expiry = "expires " + e.Format(time.RFC3339)
 		}
-		owner, _ := strings.CutPrefix(cp.Name, CheckpointPrefix+"-")
 		switch {
 		case current && age > maxAge:
 			f.Kind = KindLeftoverCheckpoint
 			f.Message = fmt.Sprintf("catalog %s has checkpoint %s (%q), made %s ago, older than %s and %s: a migration left it behind; it keeps old files from garbage collection (delete it once no run uses it)",
 				url, cp.ID, cp.Name, roundAge(age), maxAge, expiry)
-		case !c.decided || cp.Name == shard.ExportCheckpointName || cp.Name == MigrationCheckpointName(c.opts.Active) ||
-			c.opts.Active != "" && cp.Name == inplace.CheckpointName(c.opts.Active):
+		case !c.decided || cp.Name == layout.ExportCheckpoint || cp.Name == layout.FreezeCheckpoint(c.opts.Active) ||
+			c.opts.Active != "" && cp.Name == layout.InPlaceCheckpoint(c.opts.Active):
 			continue
 		default:
 			f.Kind, f.MigrationID = KindOrphanCheckpoint, owner
@@ -451,7 +382,7 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 	if err != nil {
 		return fmt.Errorf("drift: list staging %s: %w", root, err)
 	}
-	keep := map[string]bool{DecisionsDir: true}
+	keep := map[string]bool{layout.DecisionsDir: true}
 	if p != nil {
 		for _, id := range []string{p.MigrationID, p.PreviousMigrationID, c.replaced} {
 			if id != "" {
@@ -464,8 +395,9 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 		if keep[id] {
 			continue
 		}
-		prefix := root + id + "/"
-		owner, err := c.stagingOwner(ctx, prefix)
+		st := layout.Staging{Root: c.opts.Staging, MigrationID: id}
+		prefix := st.Prefix()
+		owner, err := c.stagingOwner(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -499,19 +431,15 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 	return nil
 }
 
-// PlanName is the object in <staging>/<id>/ where a migration's Freeze
-// records its plan, which names the migration's pointer.
-const PlanName = "plan.json"
-
-// stagingOwner is the pointer whose migration staged under prefix, as its
-// plan says; "" when no plan says (none yet, or not one this tool wrote).
-func (c *checker) stagingOwner(ctx context.Context, prefix string) (string, error) {
-	b, _, err := c.store.Get(ctx, prefix+PlanName)
+// stagingOwner is the pointer whose migration staged in st, as its plan
+// says; "" when no plan says (none yet, or not one this tool wrote).
+func (c *checker) stagingOwner(ctx context.Context, st layout.Staging) (string, error) {
+	b, _, err := c.store.Get(ctx, st.Plan())
 	if errors.Is(err, blob.ErrNotFound) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("drift: read %s: %w", prefix+PlanName, err)
+		return "", fmt.Errorf("drift: read %s: %w", st.Plan(), err)
 	}
 	var plan struct {
 		Pointer string `json:"pointer"`
@@ -585,7 +513,7 @@ func (c *checker) claims(ctx context.Context, named []string) error {
 		case cl.Kind == claim.KindTarget:
 			f.Kind = KindUnclaimedTarget
 			f.Message = fmt.Sprintf("%s holds %d objects (%d bytes), the target migration %s of this pointer claimed (%s), which no version of the pointer ever named and no running migration is making (the lock names %s): left by a run that never flipped",
-				url, g.objects, g.bytes, cl.MigrationID, claim.URL(c.opts.Pointer, cl.MigrationID), orNone(c.opts.Active))
+				url, g.objects, g.bytes, cl.MigrationID, layout.Claim(c.opts.Pointer, cl.MigrationID), orNone(c.opts.Active))
 		case cl.Released != nil:
 			f.Kind = KindReleasedWayBack
 			f.Message = fmt.Sprintf("%s holds %d objects (%d bytes), the way back of in-place migration %s, which %s recorded as no longer needed at %s (%s), and which no version of the pointer names",

@@ -15,6 +15,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -325,8 +326,8 @@ func TestInPlaceWayBackIsNamed(t *testing.T) {
 	e.claim("m-old", e.seedCatalog("v1-m-old", format.V1), claim.KindTarget)
 	e.seedCatalog("v1-m-unclaimed", format.V1)
 	p := pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-ip", PreviousCatalog: cat, PreviousMigrationID: "initial"}
-	if got, ok := drift.WayBack(p); !ok || got != wb {
-		t.Fatalf("WayBack(%+v) = %q, %v; want %s", p, got, ok, wb)
+	if got, ok := layout.WayBackOf(p); !ok || got != wb {
+		t.Fatalf("WayBackOf(%+v) = %q, %v; want %s", p, got, ok, wb)
 	}
 	e.point(p)
 	r := e.check(drift.Options{Expect: format.V2, Now: time.Now().Add(48 * time.Hour)})
@@ -335,7 +336,7 @@ func TestInPlaceWayBackIsNamed(t *testing.T) {
 		t.Fatalf("finding %+v, want only m-old's directory", f)
 	}
 	// A pointer that is not in place has no way back.
-	if _, ok := drift.WayBack(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-b", PreviousCatalog: e.base + "/old"}); ok {
+	if _, ok := layout.WayBackOf(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "m-b", PreviousCatalog: e.base + "/old"}); ok {
 		t.Fatal("a Strategy B pointer has a way back")
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
-	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -43,16 +43,16 @@ func newOrphanEnv(t *testing.T) orphanEnv {
 		url string
 		o   slatedb.CheckpointOptions
 	}{
-		{e.v1, slatedb.CheckpointOptions{Name: drift.MigrationCheckpointName("mig-dead")}},
-		{e.v2, slatedb.CheckpointOptions{Name: drift.MigrationCheckpointName("mig-run")}},
+		{e.v1, slatedb.CheckpointOptions{Name: layout.FreezeCheckpoint("mig-dead")}},
+		{e.v2, slatedb.CheckpointOptions{Name: layout.FreezeCheckpoint("mig-run")}},
 		{e.v1, slatedb.CheckpointOptions{Name: "backup"}},
-		{e.v2, slatedb.CheckpointOptions{Name: shard.ExportCheckpointName, Lifetime: 6 * time.Hour}},
+		{e.v2, slatedb.CheckpointOptions{Name: layout.ExportCheckpoint, Lifetime: 6 * time.Hour}},
 	} {
 		cp, err := slatedb.CreateCheckpoint(ctx, c.url, c.o, slatedb.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.o.Name == drift.MigrationCheckpointName("mig-dead") {
+		if c.o.Name == layout.FreezeCheckpoint("mig-dead") {
 			e.deadCheckpoint = cp
 		}
 	}
@@ -158,25 +158,5 @@ func TestUndecided(t *testing.T) {
 	wantKinds(t, r, drift.KindUndecided)
 	if !strings.Contains(r.Findings[0].Message, "history") {
 		t.Fatalf("undecided: %s", r.Findings[0].Message)
-	}
-}
-
-func TestTargetURL(t *testing.T) {
-	for src, want := range map[string]string{
-		"s3://b/catalogs/prod":   "s3://b/catalogs/v2-m-1",
-		"s3://b/catalogs/prod/":  "s3://b/catalogs/v2-m-1",
-		"s3://b/prod":            "s3://b/v2-m-1",
-		"file:///data/cats/prod": "file:///data/cats/v2-m-1",
-		"s3://b/":                "",
-		"s3://b":                 "",
-		"file:///prod":           "",
-	} {
-		got, err := drift.TargetURL(src, format.V2, "m-1")
-		if got != want || (want == "") != (err != nil) {
-			t.Errorf("TargetURL(%s) = %q, %v; want %q", src, got, err, want)
-		}
-	}
-	if !strings.HasPrefix(shard.ExportCheckpointName, drift.CheckpointPrefix) {
-		t.Errorf("the export's checkpoint %q is not named as this tool's", shard.ExportCheckpointName)
 	}
 }

@@ -31,6 +31,13 @@ func (e *FormatVersionMismatch) Error() string {
 		SQLStateFeatureNotSupported, e.Found, e.Expected)
 }
 
+// NameVersionMismatch is the stable name of a *FormatVersionMismatch.
+const NameVersionMismatch = "FormatVersionMismatch"
+
+// ErrorName is NameVersionMismatch. The message keeps RockLake's own form
+// of this refusal ("FormatVersionMismatch (SQLSTATE 0A000): ...").
+func (e *FormatVersionMismatch) ErrorName() string { return NameVersionMismatch }
+
 // SQLState returns "0A000" (feature not supported).
 func (e *FormatVersionMismatch) SQLState() string { return SQLStateFeatureNotSupported }
 

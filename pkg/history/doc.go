@@ -1,7 +1,7 @@
 // Package history owns the run records kept beside a catalog pointer: one
 // JSON object per run (a migration, a dry run, a rollback, a cleanup, an
 // operator's abort) under <pointer>.history/, named by the run's start time
-// and id so that a listing is in time order:
+// and id (pkg/layout names them) so that a listing is in time order:
 //
 //	s3://bucket/rocklake/CURRENT.history/20260101T120000.000Z-m-20260101T120000Z-ab12cd34.json
 //

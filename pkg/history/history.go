@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
 // Kind is what sort of run a record is of.
@@ -94,17 +94,6 @@ var (
 	ErrNoRecord = errors.New("history: no such record")
 )
 
-// Dir is the prefix the records of the pointer at pointerURL live under.
-func Dir(pointerURL string) string { return pointerURL + ".history/" }
-
-// keyTime is fixed width, so that keys sort as times do.
-const keyTime = "20060102T150405.000Z"
-
-// URL is the record of run id, started at start, of the pointer at pointerURL.
-func URL(pointerURL string, start time.Time, id string) string {
-	return Dir(pointerURL) + start.UTC().Format(keyTime) + "-" + id + ".json"
-}
-
 func (r Record) validate() error {
 	switch {
 	case r.ID == "" || strings.ContainsAny(r.ID, "/\\ ") || strings.HasPrefix(r.ID, "."):
@@ -129,7 +118,7 @@ func Create(ctx context.Context, store *blob.Store, r Record) (string, error) {
 		return "", err
 	}
 	r.Start, r.End = r.Start.UTC(), r.End.UTC()
-	url := URL(r.Pointer, r.Start, r.ID)
+	url := layout.HistoryRecord(r.Pointer, r.Start, r.ID)
 	body, err := json.Marshal(r)
 	if err != nil {
 		return "", fmt.Errorf("history: encode %s: %w", url, err)
@@ -215,13 +204,13 @@ type Entry struct {
 // List reads the records of the pointer at pointerURL, newest first, at
 // most limit of them (limit <= 0: all).
 func List(ctx context.Context, store *blob.Store, pointerURL string, limit int) ([]Entry, error) {
-	infos, err := store.List(ctx, Dir(pointerURL))
+	infos, err := store.List(ctx, layout.HistoryDir(pointerURL))
 	if err != nil {
-		return nil, fmt.Errorf("history: list %s: %w", Dir(pointerURL), err)
+		return nil, fmt.Errorf("history: list %s: %w", layout.HistoryDir(pointerURL), err)
 	}
 	urls := make([]string, 0, len(infos))
 	for _, in := range infos {
-		if strings.HasSuffix(in.URL, ".json") {
+		if layout.IsRecord(in.URL) {
 			urls = append(urls, in.URL)
 		}
 	}
@@ -235,7 +224,7 @@ func List(ctx context.Context, store *blob.Store, pointerURL string, limit int) 
 		e := Entry{URL: u, Record: r}
 		if err != nil {
 			e.ReadError = err.Error()
-			e.ID = runID(u)
+			e.ID = layout.HistoryRunID(u)
 		}
 		out = append(out, e)
 	}
@@ -244,24 +233,15 @@ func List(ctx context.Context, store *blob.Store, pointerURL string, limit int) 
 
 // Find returns the URL and record of run id of the pointer at pointerURL.
 func Find(ctx context.Context, store *blob.Store, pointerURL, id string) (string, Record, error) {
-	infos, err := store.List(ctx, Dir(pointerURL))
+	infos, err := store.List(ctx, layout.HistoryDir(pointerURL))
 	if err != nil {
-		return "", Record{}, fmt.Errorf("history: list %s: %w", Dir(pointerURL), err)
+		return "", Record{}, fmt.Errorf("history: list %s: %w", layout.HistoryDir(pointerURL), err)
 	}
 	for i := len(infos) - 1; i >= 0; i-- {
-		if runID(infos[i].URL) == id {
+		if layout.HistoryRunID(infos[i].URL) == id {
 			r, _, err := read(ctx, store, infos[i].URL)
 			return infos[i].URL, r, err
 		}
 	}
 	return "", Record{}, fmt.Errorf("%w: run %s of %s", ErrNoRecord, id, pointerURL)
-}
-
-// runID is the run id in a record's URL ("" for a name of another shape).
-func runID(url string) string {
-	name := strings.TrimSuffix(path.Base(url), ".json")
-	if len(name) <= len(keyTime)+1 || name[len(keyTime)] != '-' {
-		return ""
-	}
-	return name[len(keyTime)+1:]
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
 
@@ -55,7 +56,7 @@ func TestCreateNeverOverwrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Someone else's object at the key (a corrupt one, say) stays as it is.
-	other := history.URL(ptr, start, "m-2")
+	other := layout.HistoryRecord(ptr, start, "m-2")
 	if _, err := store.Put(ctx, other, []byte(`{"id":"m-9"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestBadRecordsRefused(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if objs, err := store.List(ctx, history.Dir(ptr)); err != nil || len(objs) != 0 {
+	if objs, err := store.List(ctx, layout.HistoryDir(ptr)); err != nil || len(objs) != 0 {
 		t.Fatalf("refused records wrote %d objects, %v", len(objs), err)
 	}
 }
@@ -108,7 +109,7 @@ func TestListNewestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := store.Put(ctx, history.URL(ptr, base.Add(time.Hour), "m-broken"), []byte("{")); err != nil {
+	if _, err := store.Put(ctx, layout.HistoryRecord(ptr, base.Add(time.Hour), "m-broken"), []byte("{")); err != nil {
 		t.Fatal(err)
 	}
 	all, err := history.List(ctx, store, ptr, 0)

@@ -10,7 +10,9 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -58,15 +60,25 @@ func MaxBytesFor(memory int64) int64 {
 var (
 	// ErrTooLarge: the catalog is too big for one batch; nothing was
 	// written. Use Strategy B.
-	ErrTooLarge = errors.New("InPlaceTooLarge")
+	ErrTooLarge = errname.New("inplace", NameTooLarge, "")
 	// ErrNoWayBack: the migration has no way back (its copy is gone).
-	ErrNoWayBack = errors.New("InPlaceNoWayBack")
+	ErrNoWayBack = errname.New("inplace", NameNoWayBack, "")
 	// ErrWayBackTaken: the place where the way back is copied holds
 	// something already.
-	ErrWayBackTaken = errors.New("InPlaceWayBackTaken")
+	ErrWayBackTaken = errname.New("inplace", NameWayBackTaken, "")
 	// ErrOutcomeUnknown: the batch's write failed and whether it landed
 	// could not be read back; the checkpoint is kept.
-	ErrOutcomeUnknown = errors.New("InPlaceOutcomeUnknown")
+	ErrOutcomeUnknown = errname.New("inplace", NameOutcomeUnknown, "")
+)
+
+// Stable error names.
+const (
+	NameTooLarge       = "InPlaceTooLarge"
+	NameNoWayBack      = "InPlaceNoWayBack"
+	NameWayBackTaken   = "InPlaceWayBackTaken"
+	NameOutcomeUnknown = "InPlaceOutcomeUnknown"
+	NameCatalogMoved   = "InPlaceCatalogMoved"
+	NameUndoUndecided  = "InPlaceUndoUndecided"
 )
 
 // Options say what Migrate does.
@@ -83,11 +95,11 @@ type Options struct {
 	// writes nothing anywhere: no fence, no checkpoint, no batch.
 	DryRun bool
 	// MigrationID names the checkpoint the way back is copied from
-	// (CheckpointName).
+	// (layout.InPlaceCheckpoint).
 	MigrationID string
 	// WayBack is where the catalog as it was is copied before the batch:
 	// an empty place in the same bucket or file system (the workflow puts
-	// it beside the catalog, drift.WayBackURL). Required unless DryRun.
+	// it beside the catalog, layout.WayBack). Required unless DryRun.
 	WayBack string
 	// Blob deletes a way back that could not be completed.
 	Blob *blob.Store
@@ -124,10 +136,6 @@ type Result struct {
 	Carried map[format.Tag]uint64 `json:"carried,omitempty"`
 	Dropped map[format.Tag]uint64 `json:"dropped,omitempty"`
 }
-
-// CheckpointName is the name of the checkpoint migration id's way back is
-// copied from; it lives only while the copy is made.
-func CheckpointName(migrationID string) string { return "rocklake-migrate-inplace-" + migrationID }
 
 // beforeCommit, when set (by tests), runs after the batch is built and
 // before it is written: where a crash or an interruption hurts most.
@@ -295,7 +303,7 @@ func makeWayBack(ctx context.Context, w *catalog.Writer, url string, want ndjson
 		}
 		return nil, dropWayBack(url, opts, checkpoint, fmt.Errorf("inplace: migrate %s: the way back %s: %w; nothing was migrated", url, opts.WayBack, err))
 	}
-	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Name: CheckpointName(opts.MigrationID)})
+	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Name: layout.InPlaceCheckpoint(opts.MigrationID)})
 	if err != nil {
 		return fail(err)
 	}

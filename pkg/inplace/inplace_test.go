@@ -15,6 +15,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -193,8 +194,13 @@ func checkpointsOf(t *testing.T, url string) []slatedb.Checkpoint {
 
 // wayBackOf is where the way back of migration id goes: beside the catalog,
 // as the workflow puts it.
-func wayBackOf(url, id string) string {
-	return url[:strings.LastIndex(url, "/")+1] + "v1-" + id
+func wayBackOf(t testing.TB, url, id string) string {
+	t.Helper()
+	wb, err := layout.WayBack(url, format.V1, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wb
 }
 
 // opts are a real run's options for migration id of the catalog at url.
@@ -204,7 +210,7 @@ func opts(t testing.TB, url, id string) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{To: format.V2, MigrationID: id, WayBack: wayBackOf(url, id), Blob: store}
+	return Options{To: format.V2, MigrationID: id, WayBack: wayBackOf(t, url, id), Blob: store}
 }
 
 // objectsUnder counts the objects under url/.
@@ -250,7 +256,7 @@ func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 		if _, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1}); !errors.As(err, &mismatch) || mismatch.Found != 2 {
 			t.Fatalf("open the migrated catalog as format 1: err = %v, want FormatVersionMismatch found 2", err)
 		}
-		wb := wayBackOf(url, "m-1")
+		wb := wayBackOf(t, url, "m-1")
 		if res.WayBack == nil || res.WayBack.Catalog != wb || res.WayBack.Objects < 2 || res.WayBack.Bytes <= 0 {
 			t.Fatalf("way back %+v, want a copy at %s", res.WayBack, wb)
 		}
@@ -265,7 +271,7 @@ func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 		if _, err := Migrate(ctx, url, opts(t, url, "m-2")); !errors.As(err, &mismatch) {
 			t.Fatalf("migrate a migrated catalog: err = %v, want FormatVersionMismatch", err)
 		}
-		if n := objectsUnder(t, wayBackOf(url, "m-2")); n != 0 {
+		if n := objectsUnder(t, wayBackOf(t, url, "m-2")); n != 0 {
 			t.Fatalf("a refused migration left %d objects of a way back", n)
 		}
 
@@ -364,7 +370,7 @@ func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 		if cps := checkpointsOf(t, url); len(cps) != 0 {
 			t.Fatalf("checkpoints after the interruption: %+v", cps)
 		}
-		if n := objectsUnder(t, wayBackOf(url, "m-int")); n != 0 {
+		if n := objectsUnder(t, wayBackOf(t, url, "m-int")); n != 0 {
 			t.Fatalf("the interruption left %d objects of the way back", n)
 		}
 	})
@@ -445,7 +451,7 @@ func TestBadInputRefused(t *testing.T) {
 	if _, err := Migrate(ctx, url, Options{To: format.V2}); err == nil || !strings.Contains(err.Error(), "migration id") {
 		t.Fatalf("no migration id: err = %v", err)
 	}
-	if _, err := Restore(ctx, url, wayBackOf(url, "never"), RestoreOptions{Current: format.V2}); !errors.Is(err, ErrNoWayBack) {
+	if _, err := Restore(ctx, url, wayBackOf(t, url, "never"), RestoreOptions{Current: format.V2}); !errors.Is(err, ErrNoWayBack) {
 		t.Fatalf("restore from a way back that was never made: err = %v, want ErrNoWayBack", err)
 	}
 	other := places[0].url(t)

@@ -60,7 +60,7 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 	res := RestoreResult{Catalog: url, WayBack: wayBack, From: opts.Current}
 	old, err := catalog.Open(ctx, wayBack, catalog.Options{Store: opts.Store})
 	if err != nil {
-		return res, fmt.Errorf("%w: inplace: restore %s from %s: %w", ErrNoWayBack, url, wayBack, err)
+		return res, fmt.Errorf("%w: restore %s from %s: %w", ErrNoWayBack, url, wayBack, err)
 	}
 	defer old.Close()
 	res.To = old.Version()
@@ -70,12 +70,12 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 	var was Marks
 	if !opts.DiscardNewer {
 		if !opts.Landed.known() || opts.Blob == nil {
-			return res, fmt.Errorf("%w: inplace: restore %s: what the migration's batch left is unknown, so commits made since cannot be ruled out; nothing was restored", ErrUndoUndecided, url)
+			return res, fmt.Errorf("%w: restore %s: what the migration's batch left is unknown, so commits made since cannot be ruled out; nothing was restored", ErrUndoUndecided, url)
 		}
 		was = *opts.Landed
 		engine, err := EngineState(ctx, opts.Blob, url)
 		if err != nil {
-			return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
+			return res, fmt.Errorf("%w: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
 		}
 		if d := moved(was, was.WriterEpoch, was.NextSnapshotID, engine); d != "" {
 			return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
@@ -92,7 +92,7 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 	// moved writer-epoch; this writer fenced it, so nothing moves now.
 	epoch, next, err := w.Catalog.Marks(ctx)
 	if err != nil {
-		return res, fmt.Errorf("%w: inplace: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
+		return res, fmt.Errorf("%w: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
 	}
 	if d := moved(was, epoch, next, ""); d != "" && !opts.DiscardNewer {
 		return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)

@@ -2,12 +2,12 @@ package migration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
@@ -51,8 +51,15 @@ func ParseUnknownTags(s string) (UnknownTags, error) {
 	return 0, fmt.Errorf("migration: unknown-tags policy %q: want fail, carry or drop", s)
 }
 
+// Stable error names.
+const (
+	NameUnknownTags         = "UnknownTags"
+	NameFieldCollision      = "UnknownFieldCollision"
+	NameNestedUnknownFields = "NestedUnknownFields"
+)
+
 // ErrUnknownTags is matched by *UnknownTagsError.
-var ErrUnknownTags = errors.New("UnknownTags")
+var ErrUnknownTags = errname.New("migration", NameUnknownTags, "")
 
 // UnknownTagsError lists the unknown tags an input holds, with counts.
 type UnknownTagsError struct {
@@ -69,15 +76,18 @@ func (e *UnknownTagsError) Error() string {
 	for i, t := range tags {
 		parts[i] = fmt.Sprintf("0x%02X: %d", byte(t), e.Counts[t])
 	}
-	return fmt.Sprintf("UnknownTags: input holds records of tags this binary does not know (%s); "+
+	return fmt.Sprintf("%s: input holds records of tags this binary does not know (%s); "+
 		"rerun with --unknown-tags=carry to copy them byte for byte, or --unknown-tags=drop to skip them",
-		strings.Join(parts, ", "))
+		ErrUnknownTags, strings.Join(parts, ", "))
 }
 
 func (e *UnknownTagsError) Is(target error) bool { return target == ErrUnknownTags }
 
+// ErrorName is ErrUnknownTags' name.
+func (e *UnknownTagsError) ErrorName() string { return NameUnknownTags }
+
 // ErrFieldCollision is matched by *FieldCollisionError.
-var ErrFieldCollision = errors.New("UnknownFieldCollision")
+var ErrFieldCollision = errname.New("migration", NameFieldCollision, "")
 
 // FieldCollisionError: an unknown protobuf field of a source row has a
 // number that the target format's message defines, so carrying it would
@@ -91,11 +101,14 @@ type FieldCollisionError struct {
 }
 
 func (e *FieldCollisionError) Error() string {
-	return fmt.Sprintf("UnknownFieldCollision: %s row at key %x carries unknown field %d, which format %s defines as %q",
-		e.Table, e.Key, e.Number, e.To, e.Field)
+	return fmt.Sprintf("%s: %s row at key %x carries unknown field %d, which format %s defines as %q",
+		ErrFieldCollision, e.Table, e.Key, e.Number, e.To, e.Field)
 }
 
 func (e *FieldCollisionError) Is(target error) bool { return target == ErrFieldCollision }
+
+// ErrorName is ErrFieldCollision's name.
+func (e *FieldCollisionError) ErrorName() string { return NameFieldCollision }
 
 // CheckUnknownTags reads the trailers of the shard files at urls and returns
 // an *UnknownTagsError listing every tag this binary does not know, with

@@ -1,7 +1,6 @@
 package migration
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
@@ -79,7 +79,7 @@ func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
 // message holds fields unknown to a message nested in it, which the
 // rebuilt row could not be trusted to carry: the transform refuses it
 // rather than drop them.
-var ErrNestedUnknownFields = errors.New("NestedUnknownFields")
+var ErrNestedUnknownFields = errname.New("migration", NameNestedUnknownFields, "")
 
 // rebuildable refuses a record whose row a migration would rebuild field by
 // field when a nested message of it holds unknown fields.

@@ -2,12 +2,6 @@ package ndjson
 
 import "github.com/rocklake/rocklake-migrate/pkg/format"
 
-// The oracle and the codec's line functions, for the external tests.
-var (
-	OracleLine = oracleLine
-	OracleRead = oracleRead
-)
-
 // LineOf is r's record line, newline included.
 func LineOf(r Record) ([]byte, error) { return appendRecordLine(nil, r) }
 

@@ -9,24 +9,31 @@ import (
 	"hash"
 	"io"
 	"maps"
+
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // Reading errors, matched with errors.Is. The error returned says more:
 // the line, what was expected, what was found.
+// All of them are named NameShardCorrupt.
 var (
 	// ErrHeader: line 1 is not a shard header, or is one of another export
 	// format version, or names an unsupported catalog format.
-	ErrHeader = errors.New("ndjson: bad shard header")
+	ErrHeader = errname.New("ndjson", NameShardCorrupt, "bad shard header")
 	// ErrNoTrailer: the file ends without a trailer, so it was cut short.
-	ErrNoTrailer = errors.New("ndjson: no trailer (truncated shard file)")
+	ErrNoTrailer = errname.New("ndjson", NameShardCorrupt, "no trailer (truncated shard file)")
 	// ErrTrailerMismatch: the trailer's counts or SHA-256 differ from the
 	// records read.
-	ErrTrailerMismatch = errors.New("ndjson: trailer does not match the records")
+	ErrTrailerMismatch = errname.New("ndjson", NameShardCorrupt, "trailer does not match the records")
 	// ErrBadLine: a record line does not decode; see *LineError.
-	ErrBadLine = errors.New("ndjson: bad line")
+	ErrBadLine = errname.New("ndjson", NameShardCorrupt, "bad line")
 	// ErrCorrupt: the compressed stream is damaged or cut short.
-	ErrCorrupt = errors.New("ndjson: corrupt compressed stream")
+	ErrCorrupt = errname.New("ndjson", NameShardCorrupt, "corrupt compressed stream")
 )
+
+// NameShardCorrupt is the stable name of a shard file that cannot be read
+// as written: the reading errors above, and pkg/shard's incomplete set.
+const NameShardCorrupt = "ShardCorrupt"
 
 // LineError is a record line that does not decode. It matches ErrBadLine
 // and unwraps to the cause.
@@ -35,10 +42,13 @@ type LineError struct {
 	Err  error
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("ndjson: bad line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string { return fmt.Sprintf("%s %d: %v", ErrBadLine, e.Line, e.Err) }
 
 // Is makes every LineError an ErrBadLine.
 func (e *LineError) Is(target error) bool { return target == ErrBadLine }
+
+// ErrorName is ErrBadLine's, whatever the cause's.
+func (e *LineError) ErrorName() string { return ErrBadLine.ErrorName() }
 
 func (e *LineError) Unwrap() error { return e.Err }
 

@@ -20,7 +20,7 @@ import (
 // proto.MarshalOptions{Deterministic: true} (which format.DecodeValue and
 // EncodeValue use) and protojson.MarshalOptions{UseProtoNames: true}
 // (minus its random spaces) for the field kinds rows use; the tests hold
-// it to the reflective code it replaced (oracle_test.go). A row type with
+// it to those themselves (oracle_test.go, fuzzed). A row type with
 // another kind fails loudly.
 
 // msgTable is what the codec needs of one message type.

@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -59,11 +60,6 @@ var ErrOutput = errors.New("shard: bad export output")
 // a crashed export: garbage collection may then reclaim what it pins.
 const checkpointLifetime = 6 * time.Hour
 
-// ExportCheckpointName names the checkpoint an export makes for itself
-// (under drift.CheckpointPrefix): the drift check leaves it to its expiry,
-// as a by-hand export may be running.
-const ExportCheckpointName = "rocklake-migrate-export"
-
 // FixedView is the poll interval of a reader that must not move: longer than
 // any export.
 const FixedView = 30 * 24 * time.Hour
@@ -75,7 +71,7 @@ const FixedView = 30 * 24 * time.Hour
 // for the checkpoint entry an export without --checkpoint adds and removes.
 func Export(ctx context.Context, store *blob.Store, url, output string, opts ExportOptions) (_ ExportResult, err error) {
 	n := max(opts.Shards, 1)
-	if IsFile(output) && n > 1 {
+	if layout.IsShardFile(output) && n > 1 {
 		return ExportResult{}, fmt.Errorf("%w: %d shards need a directory or S3 prefix, not the file %s", ErrOutput, n, output)
 	}
 	if opts.Compression != "" && opts.Compression != "gz" && opts.Compression != "zst" {
@@ -91,7 +87,7 @@ func Export(ctx context.Context, store *blob.Store, url, output string, opts Exp
 
 	cp := opts.Checkpoint
 	if cp == "" {
-		made, cerr := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: ExportCheckpointName}, opts.Store)
+		made, cerr := slatedb.CreateCheckpoint(ctx, url, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.ExportCheckpoint}, opts.Store)
 		if cerr != nil {
 			err = cerr
 			return ExportResult{}, fmt.Errorf("shard: export %s: checkpoint: %w", url, err)
@@ -138,8 +134,8 @@ func Export(ctx context.Context, store *blob.Store, url, output string, opts Exp
 	res := ExportResult{Source: url, Format: c.Version(), Checkpoint: cp, Shards: make([]ShardResult, n)}
 	err = ForEach(ctx, n, opts.Concurrency, func(ctx context.Context, i int) error {
 		out := output
-		if !IsFile(output) {
-			out = Join(output, FileName(i, n, opts.Compression))
+		if !layout.IsShardFile(output) {
+			out = layout.Join(output, layout.ShardFile(i, n, opts.Compression))
 		}
 		h := ndjson.Header{
 			CatalogFormat: c.Version(), ShardIndex: i, ShardCount: n,

@@ -4,52 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
 // ErrIncompleteSet: the shard files given are not one whole export: a shard is
 // missing or doubled, or they disagree on source, checkpoint or format.
-var ErrIncompleteSet = errors.New("shard: incomplete shard set")
+var ErrIncompleteSet = errname.New("shard", ndjson.NameShardCorrupt, "incomplete shard set")
 
 // ErrNoShards: nothing at the input looks like a shard file.
 var ErrNoShards = errors.New("shard: no shard files at input")
-
-var shardName = regexp.MustCompile(`^shard-\d{5}-of-\d{5}\.ndjson(\.gz|\.zst)?$`)
-
-// FileName is shard i of n's file name, with the compression suffix ("",
-// "gz" or "zst").
-func FileName(i, n int, compression string) string {
-	name := fmt.Sprintf("shard-%05d-of-%05d.ndjson", i, n)
-	if compression != "" {
-		name += "." + compression
-	}
-	return name
-}
-
-// IsFile reports whether url names a single shard file rather than a
-// directory or prefix of them.
-func IsFile(url string) bool {
-	for _, suf := range []string{".ndjson", ".ndjson.gz", ".ndjson.zst"} {
-		if strings.HasSuffix(url, suf) {
-			return true
-		}
-	}
-	return false
-}
-
-// Join puts a file name under a directory or S3 prefix.
-func Join(dir, name string) string {
-	if strings.HasPrefix(dir, "s3://") {
-		return strings.TrimSuffix(dir, "/") + "/" + name
-	}
-	return path.Join(dir, name)
-}
 
 // List finds the shard files of input: the file itself, or the shard files
 // directly under a directory or S3 prefix, in index order.
@@ -68,7 +37,7 @@ func List(ctx context.Context, store *blob.Store, input string) ([]string, error
 // ListSized is List with each file's size (0 for a single file given as
 // input: there is nothing to order it against).
 func ListSized(ctx context.Context, store *blob.Store, input string) ([]blob.Info, error) {
-	if IsFile(input) {
+	if layout.IsShardFile(input) {
 		return []blob.Info{{URL: input}}, nil
 	}
 	prefix := strings.TrimSuffix(input, "/") + "/"
@@ -79,7 +48,7 @@ func ListSized(ctx context.Context, store *blob.Store, input string) ([]blob.Inf
 	var files []blob.Info
 	for _, in := range infos {
 		rest := strings.TrimPrefix(in.URL, prefix)
-		if !strings.Contains(rest, "/") && shardName.MatchString(rest) {
+		if !strings.Contains(rest, "/") && layout.IsShardName(rest) {
 			files = append(files, in)
 		}
 	}

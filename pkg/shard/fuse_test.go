@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -103,7 +104,7 @@ func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
 		dir := t.TempDir()
 		var total uint64
 		for _, r := range ranges {
-			name := shard.FileName(r.Index, n, tc.compression)
+			name := layout.ShardFile(r.Index, n, tc.compression)
 			sep1, sep2 := filepath.Join(dir, "sep1", name), filepath.Join(dir, "sep2", name)
 			fuse1, fuse2 := filepath.Join(dir, "fuse1", name), filepath.Join(dir, "fuse2", name)
 			h := header(c, r, n)

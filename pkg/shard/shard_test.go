@@ -29,6 +29,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -339,7 +340,7 @@ func TestBadInputsWriteNothing(t *testing.T) {
 				b, _ := os.ReadFile(u)
 				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
 			}
-			corrupt(t, filepath.Join(dir, shard.FileName(2, 3, "")), how)
+			corrupt(t, filepath.Join(dir, layout.ShardFile(2, 3, "")), how)
 			dst := fileURL(t, "dst")
 			_, err := shard.Import(ctxFor(t), store, dir, dst, shard.ImportOptions{Format: format.V1})
 			if err == nil {
@@ -741,7 +742,7 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 	exportTo(t, store, src, good, 2, "")
 	clean := fileURL(t, "clean")
 	importFrom(t, store, good, clean, format.V1)
-	bad := filepath.Join(good, shard.FileName(1, 2, ""))
+	bad := filepath.Join(good, layout.ShardFile(1, 2, ""))
 	badKeys := shardKeys(t, store, bad)
 	if len(badKeys) <= 1000 {
 		t.Fatalf("shard 1 holds %d data keys: too few to be written in more than one batch", len(badKeys))
@@ -914,7 +915,7 @@ func TestVerifyDamagedShard(t *testing.T) {
 	dir := t.TempDir()
 	exportTo(t, store, src, dir, 3, "")
 	importFrom(t, store, dir, dst, format.V1)
-	f := filepath.Join(dir, shard.FileName(1, 3, ""))
+	f := filepath.Join(dir, layout.ShardFile(1, 3, ""))
 	b, err := os.ReadFile(f)
 	if err != nil {
 		t.Fatal(err)

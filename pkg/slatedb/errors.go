@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // Code is a status code of the native library.
@@ -26,14 +27,18 @@ const (
 	CodeNoCredentials     Code = 13
 )
 
+// NameFenced is the stable name of ErrFenced; ErrUnavailable is
+// errname.Transient.
+const NameFenced = "Fenced"
+
 // Sentinel errors for errors.Is. Every *Error matches exactly one of them.
 var (
 	ErrInternal          = errors.New("slatedb: internal error")
 	ErrInvalid           = errors.New("slatedb: invalid argument")
 	ErrNotFound          = errors.New("slatedb: key not found")
-	ErrFenced            = errors.New("slatedb: fenced by a newer writer")
+	ErrFenced            = errname.New("slatedb", NameFenced, "fenced by a newer writer")
 	ErrCheckpointMissing = errors.New("slatedb: checkpoint missing")
-	ErrUnavailable       = errors.New("slatedb: object store unavailable")
+	ErrUnavailable       = errname.New("slatedb", errname.Transient, "object store unavailable")
 	ErrClosed            = errors.New("slatedb: closed")
 	ErrData              = errors.New("slatedb: unexpected persisted data")
 	ErrNoDatabase        = errors.New("slatedb: no database at that location")
@@ -63,10 +68,13 @@ type Error struct {
 	Msg  string // the engine's message
 }
 
-func (e *Error) Error() string { return "slatedb: " + e.Op + ": " + e.Msg }
-
-// Is makes errors.Is(err, ErrFenced) and friends work.
-func (e *Error) Is(target error) bool {
-	s, ok := sentinels[e.Code]
-	return ok && s == target
+func (e *Error) Error() string {
+	if name := errname.Of(e.Unwrap()); name != "" {
+		return "slatedb: " + e.Op + ": " + name + ": " + e.Msg
+	}
+	return "slatedb: " + e.Op + ": " + e.Msg
 }
+
+// Unwrap is the sentinel of e's code (nil for none): errors.Is(err,
+// ErrFenced) and friends hold, and e answers to the sentinel's name.
+func (e *Error) Unwrap() error { return sentinels[e.Code] }

@@ -52,7 +52,7 @@ type Observation struct {
 	LockDryRun bool
 	FenceAt    time.Time
 	// Replica is the frozen source's copy the holder's Freeze made
-	// (drift.ReplicaURL, found once whole; "" when none): reads are served
+	// (layout.Replica, found once whole; "" when none): reads are served
 	// from it until the flip.
 	Replica string
 	// Now is when it was read.

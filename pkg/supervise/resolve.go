@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
@@ -23,31 +24,17 @@ const (
 var (
 	// ErrPointerUnreadable: the pointer object could not be read (no
 	// credentials, access denied, S3 unreachable).
-	ErrPointerUnreadable = errors.New(NamePointerUnreadable)
+	ErrPointerUnreadable = errname.New("supervise", NamePointerUnreadable, "")
 	// ErrPointerDangling: the pointer names a catalog that is not there (no
 	// SlateDB manifest), where RockLake would create an empty one.
-	ErrPointerDangling = errors.New(NamePointerDangling)
+	ErrPointerDangling = errname.New("supervise", NamePointerDangling, "")
 	// ErrNoBinary: the pointer names a format this supervisor has no
 	// RockLake binary for; the last good server went on in reader mode.
-	ErrNoBinary = errors.New(NameNoBinary)
+	ErrNoBinary = errname.New("supervise", NameNoBinary, "")
 	// ErrServerFailing: RockLake kept exiting by itself, past the restarts
 	// allowed.
-	ErrServerFailing = errors.New(NameServerFailing)
+	ErrServerFailing = errname.New("supervise", NameServerFailing, "")
 )
-
-// ErrorName is err's stable name, "" if it has none.
-func ErrorName(err error) string {
-	var named interface{ ErrorName() string }
-	for _, e := range []error{ErrPointerUnreadable, ErrPointerDangling, ErrNoBinary, ErrServerFailing} {
-		if errors.Is(err, e) {
-			return e.Error()
-		}
-	}
-	if errors.As(err, &named) {
-		return named.ErrorName()
-	}
-	return ""
-}
 
 // Resolved is the catalog the pointer names now.
 type Resolved struct {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -321,12 +321,12 @@ func (s *Supervisor) observe(ctx context.Context) error {
 }
 
 // replica is the read replica of migration id, which froze the pointer's
-// catalog: drift.ReplicaURL, once its manifest (copied last) is there; ""
+// catalog: layout.Replica, once its manifest (copied last) is there; ""
 // until then, or when the run makes none. The name is derived, so that
 // the supervisor needs no more rights than it has (the lock, and a list of
 // the catalogs) and Freeze none on the lock.
 func (s *Supervisor) replica(ctx context.Context, id string) string {
-	url, err := drift.ReplicaURL(s.obs.Pointer.Catalog, id)
+	url, err := layout.Replica(s.obs.Pointer.Catalog, id)
 	if err != nil {
 		return ""
 	}

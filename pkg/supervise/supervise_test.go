@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
@@ -78,7 +79,7 @@ func (f fixture) lock(t *testing.T, id string, grace time.Duration) {
 	t.Helper()
 	now := time.Now().UTC()
 	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(24 * time.Hour), FenceAt: now.Add(grace)})
-	if _, err := f.store.Put(f.ctx, workflow.LockURL(f.ptr), b); err != nil {
+	if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -86,7 +87,7 @@ func (f fixture) lock(t *testing.T, id string, grace time.Duration) {
 func (f fixture) unlock(t *testing.T) {
 	t.Helper()
 	b, _ := json.Marshal(workflow.Lock{ReleasedBy: "test"})
-	if _, err := f.store.Put(f.ctx, workflow.LockURL(f.ptr), b); err != nil {
+	if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -257,7 +258,7 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	// A dry run's lock fences nothing: the writer stays.
 	now := time.Now().UTC()
 	b, _ := json.Marshal(workflow.Lock{MigrationID: "m-dry", AcquiredAt: now, ExpiresAt: now.Add(time.Hour), DryRun: true})
-	if _, err := f.store.Put(f.ctx, workflow.LockURL(f.ptr), b); err != nil {
+	if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)

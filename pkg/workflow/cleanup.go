@@ -13,7 +13,9 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -68,7 +70,7 @@ type CleanupOutput struct {
 
 // ErrCleanupUndecided: cleanup cannot tell what is in use (no valid pointer,
 // its history or the lock unreadable), so it deleted nothing.
-var ErrCleanupUndecided = errors.New("CleanupUndecided")
+var ErrCleanupUndecided = errname.New("workflow", NameCleanupUndecided, "")
 
 // Cleanup removes what migrations left behind: the drift check's
 // checkpoints, staging prefixes, targets this pointer's runs claimed and
@@ -155,10 +157,10 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 	} else {
 		active, unknown := activeMigration(ctx, env, in.Pointer, now)
 		if unknown != "" {
-			return out, fmt.Errorf("%w: the lock %s cannot be read: %s; nothing was touched", ErrCleanupUndecided, LockURL(in.Pointer), unknown)
+			return out, fmt.Errorf("%w: the lock %s cannot be read: %s; nothing was touched", ErrCleanupUndecided, layout.Lock(in.Pointer), unknown)
 		}
 		if active != "" {
-			return out, fmt.Errorf("%w: migration %s holds %s: cleanup refuses while it runs; nothing was touched", ErrMigrationInProgress, active, LockURL(in.Pointer))
+			return out, fmt.Errorf("%w: migration %s holds %s: cleanup refuses while it runs; nothing was touched", ErrMigrationInProgress, active, layout.Lock(in.Pointer))
 		}
 	}
 	if in.ReleaseWayBack != "" {
@@ -213,12 +215,12 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 // and says why f must be kept, "" if it may go. An error stops cleanup.
 func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f drift.Finding) (string, error) {
 	if in.Apply {
-		held, _, err := readLock(ctx, env, LockURL(in.Pointer))
+		held, _, err := readLock(ctx, env, layout.Lock(in.Pointer))
 		if err != nil {
 			return "", fmt.Errorf("workflow: cleanup: %w", err)
 		}
 		if held.MigrationID != lockID {
-			return "", fmt.Errorf("%w: the lock %s is no longer cleanup's (%s holds it): cleanup stopped", ErrMigrationInProgress, LockURL(in.Pointer), held.MigrationID)
+			return "", fmt.Errorf("%w: the lock %s is no longer cleanup's (%s holds it): cleanup stopped", ErrMigrationInProgress, layout.Lock(in.Pointer), held.MigrationID)
 		}
 	}
 	cur, _, err := pointer.Read(ctx, env.Store, in.Pointer)
@@ -258,7 +260,7 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 		switch {
 		case inUse:
 			return "it is the current or previous pointer's migration's", nil
-		case id == "" || id == drift.DecisionsDir || strings.Contains(id, "/") || f.Prefix != Staging{Root: env.Staging, MigrationID: id}.Prefix():
+		case id == "" || id == layout.DecisionsDir || strings.Contains(id, "/") || f.Prefix != env.staging(id).Prefix():
 			return "it is not one migration's staging directory", nil
 		}
 	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
@@ -273,9 +275,9 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 			// A version that named it may have expired from the history
 			// (the pointer bucket's lifecycle): its migration's decision
 			// still says.
-			got, _, err := env.Store.Get(ctx, Staging{Root: env.Staging, MigrationID: f.MigrationID}.DecisionURL())
+			got, _, err := env.Store.Get(ctx, env.staging(f.MigrationID).Decision())
 			switch {
-			case err == nil && string(got) == decisionFlip:
+			case err == nil && string(got) == layout.DecisionFlip:
 				return "its migration flipped the pointer to it once", nil
 			case err != nil && !errors.Is(err, blob.ErrNotFound):
 				return "", fmt.Errorf("workflow: cleanup: %w", err)
@@ -304,7 +306,7 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
 		// First the read replica its plan names (a dead run's, which its
 		// Abort or Flip would have removed): the plan goes with staging.
-		k, err := removePlannedReplica(ctx, env, ptr, f.Prefix)
+		k, err := removePlannedReplica(ctx, env, ptr, env.staging(f.MigrationID))
 		if err != nil {
 			return k, err
 		}
@@ -331,7 +333,7 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 }
 
 // removeReplica deletes the read replica of migration id of the pointer at
-// ptr (drift.ReplicaURL of the source its claim records), if any.
+// ptr (layout.Replica of the source its claim records), if any.
 func removeReplica(ctx context.Context, env Env, ptr, id string) (int, error) {
 	cl, err := claim.Read(ctx, env.Store, ptr, id)
 	if err != nil {
@@ -340,29 +342,29 @@ func removeReplica(ctx context.Context, env Env, ptr, id string) (int, error) {
 	if cl.Source == "" {
 		return 0, nil
 	}
-	url, err := drift.ReplicaURL(cl.Source, id)
+	url, err := layout.Replica(cl.Source, id)
 	if err != nil {
 		return 0, nil // no place for one: Freeze made none
 	}
 	return env.Store.DeletePrefix(ctx, url+"/")
 }
 
-// removePlannedReplica deletes the read replica the plan in the staging
-// prefix names, if it is this pointer's run's, under the name Freeze gives
-// it (drift.ReplicaURL of the plan's source and id): a plan naming
+// removePlannedReplica deletes the read replica the plan in staging st
+// names, if it is this pointer's run's, under the name Freeze gives
+// it (layout.Replica of the plan's source and id): a plan naming
 // anything else names nothing to delete.
-func removePlannedReplica(ctx context.Context, env Env, ptr, prefix string) (int, error) {
+func removePlannedReplica(ctx context.Context, env Env, ptr string, st layout.Staging) (int, error) {
 	var p Plan
-	b, _, err := env.Store.Get(ctx, prefix+drift.PlanName)
+	b, _, err := env.Store.Get(ctx, st.Plan())
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return 0, nil
 	case err != nil:
-		return 0, fmt.Errorf("workflow: cleanup: read %s: %w", prefix+drift.PlanName, err)
+		return 0, fmt.Errorf("workflow: cleanup: read %s: %w", st.Plan(), err)
 	case json.Unmarshal(b, &p) != nil || p.Replica == "" || p.Pointer != ptr:
 		return 0, nil
 	}
-	if want, err := drift.ReplicaURL(p.Source, p.MigrationID); err != nil || want != p.Replica {
+	if want, err := layout.Replica(p.Source, p.MigrationID); err != nil || want != p.Replica {
 		return 0, nil
 	}
 	return env.Store.DeletePrefix(ctx, p.Replica+"/")
@@ -413,7 +415,7 @@ func (o CleanupOutput) Text() string {
 // pointerNames are the catalogs pointer p names: its catalog, the previous
 // one and its in-place way back, without a trailing slash.
 func pointerNames(p pointer.Pointer) []string {
-	wb, _ := drift.WayBack(p)
+	wb, _ := layout.WayBackOf(p)
 	return []string{strings.TrimSuffix(p.Catalog, "/"), strings.TrimSuffix(p.PreviousCatalog, "/"), strings.TrimSuffix(wb, "/")}
 }
 
@@ -517,4 +519,4 @@ func releaseWayBack(ctx context.Context, env Env, in CleanupInput, runID string)
 
 // ErrReleaseRefused: a way back cleanup was asked to release may still be
 // needed, or is not this pointer's; nothing was touched.
-var ErrReleaseRefused = errors.New(NameReleaseRefused)
+var ErrReleaseRefused = errname.New("workflow", NameReleaseRefused, "")

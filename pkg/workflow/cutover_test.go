@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -33,7 +34,7 @@ func movePointer(t *testing.T, ctx context.Context, f fixture, by string) {
 // decisionOf is the migration's decision marker ("" when there is none).
 func decisionOf(t *testing.T, ctx context.Context, f fixture, id string) string {
 	t.Helper()
-	got, _, err := f.env.Store.Get(ctx, workflow.Staging{Root: f.env.Staging, MigrationID: id}.DecisionURL())
+	got, _, err := f.env.Store.Get(ctx, layout.Staging{Root: f.env.Staging, MigrationID: id}.Decision())
 	if errors.Is(err, blob.ErrNotFound) {
 		return ""
 	}
@@ -84,8 +85,8 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 	// An earlier attempt decided to flip and its write did not land (an
 	// error, a lost answer); the pointer moved before the retry.
 	m = runUntilVerify(t, ctx, f, 1)
-	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
-	if _, err := f.env.Store.PutIfAbsent(ctx, st.DecisionURL(), []byte("flip")); err != nil {
+	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	if _, err := f.env.Store.PutIfAbsent(ctx, st.Decision(), []byte("flip")); err != nil {
 		t.Fatal(err)
 	}
 	movePointer(t, ctx, f, "rollback")
@@ -105,7 +106,7 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 	// a move between Flip's look and its write would be): the decision is
 	// withdrawn, and Abort ends the run.
 	m = runUntilVerify(t, ctx, f, 1)
-	st = workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st = layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
 	cur, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 	stale := cur.Next(m.Target, m.To, m.MigrationID)
 	stale.Generation, stale.UpdatedAt = cur.Generation, time.Now().UTC().Truncate(time.Millisecond)
 	body, _ := json.Marshal(stale)
-	if _, err := f.env.Store.Put(ctx, st.StepURL("flip-intent"), body); err != nil {
+	if _, err := f.env.Store.Put(ctx, st.FlipIntent(), body); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) {
@@ -200,11 +201,11 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
 		t.Fatal(err)
 	}
-	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
 	setLock := func(l workflow.Lock) {
 		t.Helper()
 		b, _ := json.Marshal(l)
-		if _, err := f.env.Store.Put(ctx, workflow.LockURL(f.pointer), b); err != nil {
+		if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -270,7 +271,7 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 func TestFlipChecksTheTargetBeforeThePointer(t *testing.T) {
 	ctx, f := setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
-	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
 	cur, before, err := pointer.Read(ctx, f.env.Store, f.pointer)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +279,7 @@ func TestFlipChecksTheTargetBeforeThePointer(t *testing.T) {
 	next := cur.Next(m.Target, m.To, m.MigrationID)
 	next.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	body, _ := json.Marshal(next)
-	if _, err := f.env.Store.Put(ctx, st.StepURL("flip-intent"), body); err != nil {
+	if _, err := f.env.Store.Put(ctx, st.FlipIntent(), body); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.env.Store.DeletePrefix(ctx, m.Target+"/"); err != nil {

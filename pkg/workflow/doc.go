@@ -27,7 +27,9 @@
 // Every run is recorded beside the pointer (record.go, pkg/history), and
 // Status reads a run in progress from its lock, record and staging.
 //
-// Errors that the state machine retries or catches carry stable names
-// (errors.go): FormatVersionMismatch, SourceChangedDuringMigration,
-// PointerConflict, TargetNotEmpty, ShardCorrupt, VerifyMismatch, ...
+// Errors that the state machine retries or catches carry stable names, each
+// package's its own (pkg/errname): FormatVersionMismatch,
+// SourceChangedDuringMigration, PointerConflict, TargetNotEmpty,
+// ShardCorrupt, VerifyMismatch, ...; ErrorName (errors.go) reads the name a
+// step's error answers to.
 package workflow

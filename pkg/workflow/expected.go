@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
@@ -29,10 +29,10 @@ const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
 var (
 	// ErrNoTargetVersion: the input names no version, and no expected-version
 	// parameter is configured to read one from.
-	ErrNoTargetVersion = errors.New("NoTargetVersion")
+	ErrNoTargetVersion = errname.New("workflow", NameNoTargetVersion, "")
 	// ErrBadExpectedVersion: the expected-version parameter holds something
 	// other than a format version ("2" or "v2").
-	ErrBadExpectedVersion = errors.New("BadExpectedVersion")
+	ErrBadExpectedVersion = errname.New("workflow", NameBadExpectedVersion, "")
 )
 
 // resolveVersion is the version a step works towards: the input's when it

@@ -15,6 +15,8 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
 // The gated cut-over (input postpone_flip): after Verify the state machine
@@ -40,11 +42,11 @@ const NameAbortedByOperator = "AbortedByOperator"
 
 // ErrNotAtGate: no migration of that id waits at the gate (unknown id, a
 // migration not postponed, another pointer or staging); nothing changed.
-var ErrNotAtGate = errors.New("NotAtGate")
+var ErrNotAtGate = errname.New("workflow", NameNotAtGate, "")
 
 // ErrGateTimedOut: the gate's GateTimeout passed before approve; the
 // migration was aborted instead of flipped.
-var ErrGateTimedOut = errors.New("GateTimedOut")
+var ErrGateTimedOut = errname.New("workflow", NameGateTimedOut, "")
 
 // gateClaimLease is how long an approve or abort that claimed the gate
 // keeps another from completing it: longer than Flip or Abort with their
@@ -125,7 +127,7 @@ func Gate(ctx context.Context, env Env, in GateInput) (GateOutput, error) {
 			out.NotifyError = rec.NotifyError
 		}
 	}
-	return out, putJSON(ctx, env.Store, env.staging(m.MigrationID).GateURL(), rec)
+	return out, putJSON(ctx, env.Store, env.staging(m.MigrationID).Gate(), rec)
 }
 
 // GateSubject is the subject of the gate's message.
@@ -187,7 +189,7 @@ func ReadGate(ctx context.Context, env Env, id string) (GateRecord, error) {
 
 func readGate(ctx context.Context, env Env, id string) (GateRecord, blob.Info, error) {
 	var rec GateRecord
-	url := env.staging(id).GateURL()
+	url := env.staging(id).Gate()
 	b, info, err := env.Store.Get(ctx, url)
 	if errors.Is(err, blob.ErrNotFound) {
 		return rec, info, fmt.Errorf("%w: no migration %s waits at the gate (no %s); nothing changed", ErrNotAtGate, id, url)
@@ -217,7 +219,7 @@ func RecordSuspension(ctx context.Context, env Env, id string, s *asl.Suspended)
 	if err != nil {
 		return rec, err
 	}
-	if _, err := env.Store.PutIfMatch(ctx, env.staging(id).GateURL(), b, info.ETag); err != nil {
+	if _, err := env.Store.PutIfMatch(ctx, env.staging(id).Gate(), b, info.ETag); err != nil {
 		return rec, fmt.Errorf("workflow: record the suspended run of %s: %w", id, err)
 	}
 	return rec, nil
@@ -362,7 +364,7 @@ func releaseClaim(ctx context.Context, env Env, claimed GateRecord) {
 	}
 	rec.Completed, rec.CompletedBy, rec.CompletedAt = "", "", time.Time{}
 	if b, err := json.Marshal(rec); err == nil {
-		_, _ = env.Store.PutIfMatch(ctx, env.staging(id).GateURL(), b, info.ETag)
+		_, _ = env.Store.PutIfMatch(ctx, env.staging(id).Gate(), b, info.ETag)
 	}
 }
 
@@ -401,7 +403,7 @@ func claimGate(ctx context.Context, env Env, id, action string, opts GateOptions
 	if err != nil {
 		return rec, err
 	}
-	if _, err := env.Store.PutIfMatch(ctx, env.staging(id).GateURL(), b, info.ETag); err != nil {
+	if _, err := env.Store.PutIfMatch(ctx, env.staging(id).Gate(), b, info.ETag); err != nil {
 		if errors.Is(err, blob.ErrPreconditionFailed) {
 			return rec, fmt.Errorf("%w: another approve or abort of migration %s came first; nothing changed", ErrDecided, id)
 		}
@@ -411,7 +413,7 @@ func claimGate(ctx context.Context, env Env, id, action string, opts GateOptions
 }
 
 func decidedError(id, d string) error {
-	if d == decisionFlip {
+	if d == layout.DecisionFlip {
 		return fmt.Errorf("%w: migration %s was approved and flipped already; nothing changed", ErrDecided, id)
 	}
 	return fmt.Errorf("%w: migration %s was aborted already; nothing changed", ErrDecided, id)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -133,7 +134,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	m, arn = open("e2")
 	// A completion Step Functions refuses (here a token it never issued)
 	// leaves the gate open for the next command.
-	gateURL := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.GateURL()
+	gateURL := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.Gate()
 	rec, _ = workflow.ReadGate(ctx, f.env, m.MigrationID)
 	token := rec.TaskToken
 	rec.TaskToken = "not-a-token"

@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -83,7 +84,7 @@ func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) work
 // lockHolder is the migration holding the pointer's lock ("" when free).
 func lockHolder(t *testing.T, ctx context.Context, f fixture) workflow.Lock {
 	t.Helper()
-	b, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer))
+	b, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func TestGateAbortCleansUp(t *testing.T) {
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
 		t.Fatalf("target after abort: %v", err)
 	}
-	if objs, err := f.env.Store.List(ctx, workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.Prefix()); err != nil || len(objs) != 0 {
+	if objs, err := f.env.Store.List(ctx, layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.Prefix()); err != nil || len(objs) != 0 {
 		t.Fatalf("staging after abort: %d objects, %v", len(objs), err)
 	}
 	if n := checkpoints(t, ctx, f.source); n != 0 {
@@ -298,7 +299,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 		rec := postpone(t, ctx, f, pub)
 		rec.Suspended.EnteredTime = rec.Suspended.EnteredTime.Add(-21 * time.Hour)
 		body, _ := json.Marshal(rec)
-		if _, err := f.env.Store.Put(ctx, workflow.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}.GateURL(), body); err != nil {
+		if _, err := f.env.Store.Put(ctx, layout.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}.Gate(), body); err != nil {
 			t.Fatal(err)
 		}
 		return rec
@@ -309,7 +310,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 		t.Fatalf("abort after the gate's timeout: %+v, %v", res.Abort, err)
 	}
 	rec = expired()
-	st := workflow.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}
+	st := layout.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}
 	res, err = workflow.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
 	if !errors.Is(err, workflow.ErrGateTimedOut) || workflow.ErrorName(err) != "GateTimedOut" {
 		t.Fatalf("approve after the gate's timeout: %v", err)
@@ -320,7 +321,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
 		t.Fatalf("the pointer moved: %+v", p)
 	}
-	if _, _, err := f.env.Store.Get(ctx, st.GateURL()); !errors.Is(err, blob.ErrNotFound) {
+	if _, _, err := f.env.Store.Get(ctx, st.Gate()); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("the gate record after the abort: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -94,7 +95,7 @@ func TestRunsAreRecorded(t *testing.T) {
 		{history.KindRollback, history.Succeeded, ""},
 		{history.KindMigrate, history.Succeeded, ""},
 		{history.KindMigrate, history.Failed, workflow.NameSourceChanged},
-		{history.KindMigrate, history.Failed, workflow.NameTargetNotEmpty},
+		{history.KindMigrate, history.Failed, catalog.NameTargetNotEmpty},
 		{history.KindDryRun, history.DryRunOK, ""},
 	}
 	if len(runs) != len(wants) {
@@ -148,7 +149,7 @@ func TestRunsAreRecorded(t *testing.T) {
 func TestFlipStandsWhenItsRecordIsGone(t *testing.T) {
 	ctx, f := setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	if _, err := f.env.Store.DeletePrefix(ctx, history.Dir(f.pointer)); err != nil {
+	if _, err := f.env.Store.DeletePrefix(ctx, layout.HistoryDir(f.pointer)); err != nil {
 		t.Fatal(err)
 	}
 	out, err := workflow.Flip(ctx, f.env, m)
@@ -163,7 +164,7 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 	ctx, f := setup(t, 100)
 	// An object named like the records' directory: on versitygw's posix
 	// backend no key can go under it, so every record write fails.
-	if _, err := f.env.Store.Put(ctx, strings.TrimSuffix(history.Dir(f.pointer), "/"), []byte("in the way")); err != nil {
+	if _, err := f.env.Store.Put(ctx, strings.TrimSuffix(layout.HistoryDir(f.pointer), "/"), []byte("in the way")); err != nil {
 		t.Fatal(err)
 	}
 	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, MigrationID: "m-blocked"})
@@ -254,7 +255,7 @@ func TestTakeOverEndsTheExpiredRunsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale, _ := json.Marshal(workflow.Lock{MigrationID: dead.MigrationID, Owner: "dead", AcquiredAt: dead.StartedAt, ExpiresAt: time.Now().Add(-time.Minute)})
-	if _, err := f.env.Store.Put(ctx, workflow.LockURL(f.pointer), stale); err != nil {
+	if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), stale); err != nil {
 		t.Fatal(err)
 	}
 	next, err := workflow.Check(ctx, f.env, in)

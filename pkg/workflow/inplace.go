@@ -11,9 +11,11 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
@@ -37,7 +39,7 @@ type InPlaceOutput struct {
 // staging): the catalog the pointer names is migrated where it lies
 // (pkg/inplace), then the pointer names it again, in its new format, with
 // the migration's id; the way back is the copy of the catalog as it was that
-// inplace.Migrate makes beside it (drift.WayBack names it), to which
+// inplace.Migrate makes beside it (layout.WayBack names it), to which
 // Rollback moves the pointer. If anything fails once the batch has landed (the
 // read-back, the pointer that someone else moved, S3, the caller's context),
 // undo decides, from the pointer read again and the catalog's marks, whether
@@ -107,7 +109,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err := awaitGrace(ctx, m); err != nil {
 		return out, err
 	}
-	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
 		return out, err
 	}
@@ -194,7 +196,7 @@ func withdraw(ctx context.Context, env Env, m Migration, wayBack string, taken b
 		}
 	}
 	if err := claim.Delete(fresh, env.Store, m.Pointer, m.MigrationID); err != nil {
-		slog.WarnContext(ctx, "the way back's claim was not withdrawn", "claim", claim.URL(m.Pointer, m.MigrationID), "error", err.Error())
+		slog.WarnContext(ctx, "the way back's claim was not withdrawn", "claim", layout.Claim(m.Pointer, m.MigrationID), "error", err.Error())
 	}
 }
 
@@ -207,7 +209,7 @@ const DefaultInPlaceMargin = 2 * time.Minute
 
 // ErrInPlaceNoTime: the in-place step was given less time than its
 // margin; it refused before touching anything.
-var ErrInPlaceNoTime = errors.New(NameInPlaceNoTime)
+var ErrInPlaceNoTime = errname.New("workflow", NameInPlaceNoTime, "")
 
 // afterInPlaceBatch, when set (by tests), runs once the batch landed and
 // was read back, before the pointer is written: where a crash leaves the
@@ -242,7 +244,7 @@ func afterwards(ctx context.Context, d time.Duration) (context.Context, context.
 func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
 	fresh, cancel := afterwards(ctx, 10*time.Minute)
 	defer cancel()
-	wayBack, err := targetURL(m.Source, m.From, m.MigrationID)
+	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
 		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w", cause, err)
 	}
@@ -269,8 +271,10 @@ func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, caus
 	}
 	if _, err := inplace.Restore(fresh, m.Source, wayBack, inplace.RestoreOptions{Current: m.To, Landed: landed, Blob: env.Store, Store: env.SlateDB}); err != nil {
 		if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
-			return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; %w; the catalog %s (format %s) and its way back %s (format %s, the catalog as it was) are both kept. %s",
-				cause, err, m.Source, m.To, wayBack, m.From, finishByHand(m, landed, wayBack))
+			// Restore's error first: its name (kept) is the outcome's,
+			// whatever the cause was.
+			return pointer.Ref{}, fmt.Errorf("%w; workflow: in place: %w; the catalog %s (format %s) and its way back %s (format %s, the catalog as it was) are both kept. %s",
+				err, cause, m.Source, m.To, wayBack, m.From, finishByHand(m, landed, wayBack))
 		}
 		return pointer.Ref{}, fmt.Errorf("workflow: in place: %w; the catalog %s is format %s, and restoring it from its way back %s failed too: %w", cause, m.Source, m.To, wayBack, err)
 	}

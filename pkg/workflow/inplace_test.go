@@ -14,6 +14,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -29,7 +31,7 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 
 	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 2000}, nil)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameInPlaceTooLarge {
+	if !errors.As(err, &ee) || ee.Name != inplace.NameTooLarge {
 		t.Fatalf("over the limit: err = %v, want InPlaceTooLarge", err)
 	}
 	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration failed" {
@@ -41,7 +43,7 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 		c.Close()
 	}
 	// The way back's claim, made before the refusal, was withdrawn.
-	if left, err := f.env.Store.List(ctx, claim.Dir(f.pointer)); err != nil || len(left) != 0 {
+	if left, err := f.env.Store.List(ctx, layout.ClaimsDir(f.pointer)); err != nil || len(left) != 0 {
 		t.Fatalf("claims after the refusal: %v, %v", left, err)
 	}
 
@@ -173,7 +175,7 @@ func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 		t.Fatalf("the catalog after the refusal: %v", err)
 	}
 	c.Close()
-	for _, prefix := range []string{strings.TrimSuffix(f.source, "prod") + "v1-m-short/", claim.Dir(f.pointer)} {
+	for _, prefix := range []string{strings.TrimSuffix(f.source, "prod") + "v1-m-short/", layout.ClaimsDir(f.pointer)} {
 		if left, err := f.env.Store.List(ctx, prefix); err != nil || len(left) != 0 {
 			t.Fatalf("%s after the refusal: %d objects (%v)", prefix, len(left), err)
 		}

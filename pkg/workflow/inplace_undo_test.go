@@ -16,6 +16,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -152,7 +154,7 @@ func objectCount(t *testing.T, ctx context.Context, store *blob.Store, url strin
 // lockHeldBy fails unless the pointer's lock is held by migration id.
 func lockHeldBy(t *testing.T, ctx context.Context, f fixture, id string) {
 	t.Helper()
-	body, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer))
+	body, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
 	var held workflow.Lock
 	if err == nil {
 		err = json.Unmarshal(body, &held)
@@ -189,7 +191,7 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.source, "prod") + "v1-m-moved"
-	if workflow.ErrorName(err) != workflow.NameInPlaceCatalogMoved || !strings.Contains(err.Error(), f.source) ||
+	if workflow.ErrorName(err) != inplace.NameCatalogMoved || !strings.Contains(err.Error(), f.source) ||
 		!strings.Contains(err.Error(), wayBack) || !strings.Contains(err.Error(), "finish by hand") {
 		t.Fatalf("in place, a commit after the batch, the pointer moved: err = %v (%s), want InPlaceCatalogMoved naming %s and %s and how to finish", err, workflow.ErrorName(err), f.source, wayBack)
 	}
@@ -263,7 +265,7 @@ func TestInPlaceUndoWithAnUnreadablePointerKeepsEverything(t *testing.T) {
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.source, "prod") + "v1-m-blind"
-	if workflow.ErrorName(err) != workflow.NameInPlaceUndoUndecided || !strings.Contains(err.Error(), wayBack) {
+	if workflow.ErrorName(err) != inplace.NameUndoUndecided || !strings.Contains(err.Error(), wayBack) {
 		t.Fatalf("in place, the pointer unreadable after an ambiguous write: err = %v (%s), want InPlaceUndoUndecided naming %s", err, workflow.ErrorName(err), wayBack)
 	}
 	if c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V2}); err != nil {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
@@ -85,7 +87,7 @@ func (l Lock) Held(now time.Time) bool { return l.MigrationID != "" && now.Befor
 // lock; one that cannot be decoded is held (fail closed: only unlock
 // clears it). It returns the lock and its ETag.
 func ReadLock(ctx context.Context, store *blob.Store, pointerURL, etag string) (Lock, string, error) {
-	url := LockURL(pointerURL)
+	url := layout.Lock(pointerURL)
 	b, info, err := store.GetIfNoneMatch(ctx, url, etag)
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
@@ -108,15 +110,12 @@ func decodeLock(b []byte) Lock {
 }
 
 // ErrMigrationInProgress: another migration holds the pointer's lock.
-var ErrMigrationInProgress = errors.New("MigrationInProgress")
-
-// LockURL is the lock object of the pointer at url.
-func LockURL(pointerURL string) string { return pointerURL + ".lock" }
+var ErrMigrationInProgress = errname.New("workflow", NameMigrationInProgress, "")
 
 // inProgress is the refusal of a run while migration held holds the lock.
 func inProgress(held Lock, pointerURL string) error {
 	return fmt.Errorf("%w: migration %s (%s) holds %s since %s, until %s; nothing was touched. If that run is dead, `rocklake-migrate unlock --pointer %s --migration-id %s` breaks the lock",
-		ErrMigrationInProgress, held.MigrationID, held.Owner, LockURL(pointerURL), held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), pointerURL, held.MigrationID)
+		ErrMigrationInProgress, held.MigrationID, held.Owner, layout.Lock(pointerURL), held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), pointerURL, held.MigrationID)
 }
 
 // acquireLock takes the pointer's lock for migration m, or takes over one
@@ -125,7 +124,7 @@ func inProgress(held Lock, pointerURL string) error {
 // and when it may fence the source, m's freeze grace after the lock is
 // written.
 func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock, error) {
-	url := LockURL(m.Pointer)
+	url := layout.Lock(m.Pointer)
 	now = now.UTC().Truncate(time.Millisecond)
 	lease, err := env.LockLease()
 	if err != nil {
@@ -196,14 +195,14 @@ var neverExpires = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 // check: "" when none does (no lock, a free one, or one whose lease ran out:
 // its run is dead), or why the lock cannot be read.
 func activeMigration(ctx context.Context, env Env, pointerURL string, now time.Time) (id, unknown string) {
-	held, _, err := readLock(ctx, env, LockURL(pointerURL))
+	held, _, err := readLock(ctx, env, layout.Lock(pointerURL))
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return "", ""
 	case err != nil:
 		return "", err.Error()
 	case held.MigrationID == unreadableLock:
-		return "", LockURL(pointerURL) + " is not a lock object"
+		return "", layout.Lock(pointerURL) + " is not a lock object"
 	case held.MigrationID != "" && now.Before(held.ExpiresAt):
 		return held.MigrationID, ""
 	}
@@ -215,14 +214,14 @@ func activeMigration(ctx context.Context, env Env, pointerURL string, now time.T
 // migration or a cleanup took it over and may be removing this run's
 // target and staging. The step wrote nothing; it is not retried, and
 // Abort removes what is this run's.
-var ErrLockLost = errors.New(NameLockLost)
+var ErrLockLost = errname.New("workflow", NameLockLost, "")
 
 // confirmLock is what every step from Freeze on does before it writes:
 // migration id of pointerURL must still hold the lock, within its lease.
 // The lease covers the execution's timeout, so a run of the definition
 // meets this unless its lock was broken or taken with a shorter lease.
 func confirmLock(ctx context.Context, env Env, pointerURL, id string) error {
-	url := LockURL(pointerURL)
+	url := layout.Lock(pointerURL)
 	held, _, err := readLock(ctx, env, url)
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
@@ -239,7 +238,7 @@ func confirmLock(ctx context.Context, env Env, pointerURL, id string) error {
 
 // releaseLock frees the pointer's lock if migration m holds it.
 func releaseLock(ctx context.Context, env Env, m Migration) error {
-	url := LockURL(m.Pointer)
+	url := layout.Lock(m.Pointer)
 	held, info, err := readLock(ctx, env, url)
 	if errors.Is(err, blob.ErrNotFound) {
 		return nil
@@ -268,7 +267,7 @@ func free(ctx context.Context, env Env, url, etag, by string) error {
 // must hold ("" for whichever): for an operator whose migration died with its
 // lock held. It returns the lock it freed.
 func Unlock(ctx context.Context, env Env, pointerURL, id string) (Lock, error) {
-	url := LockURL(pointerURL)
+	url := layout.Lock(pointerURL)
 	held, info, err := readLock(ctx, env, url)
 	if err != nil {
 		return Lock{}, err

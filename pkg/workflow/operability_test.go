@@ -18,6 +18,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -287,7 +288,7 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 		t.Fatalf("no version anywhere: %v", err)
 	}
 	// The refusals took no lock (the dry run's Abort freed its own).
-	raw, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer))
+	raw, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
 	var lock workflow.Lock
 	if err != nil || json.Unmarshal(raw, &lock) != nil || lock.MigrationID != "" {
 		t.Fatalf("lock after refusals: %s, %v", raw, err)

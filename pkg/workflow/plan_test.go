@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -119,7 +121,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env := f.env
 	env.Store = wrongKeys
 	rep, err := plan(env, workflow.CheckInput{Pointer: f.pointer})
-	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != workflow.NameAccessDenied || len(rep.Checks) != 1 {
+	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.NameAccessDenied || len(rep.Checks) != 1 {
 		t.Fatalf("refused credentials: %v, %+v", err, rep.Checks)
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", f.stack.SecretKey())
@@ -162,7 +164,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env = f.env
 	env.Staging = "s3://no-such-staging/migrations"
 	rep, err = plan(env, workflow.CheckInput{Pointer: f.pointer, MigrationID: "m-taken"})
-	if workflow.ErrorName(err) != workflow.NameTargetNotEmpty || finding(rep, "target").ErrorName != workflow.NameTargetNotEmpty ||
+	if workflow.ErrorName(err) != catalog.NameTargetNotEmpty || finding(rep, "target").ErrorName != catalog.NameTargetNotEmpty ||
 		finding(rep, "staging").ErrorName != workflow.NameStagingUnusable || rep.Ready {
 		t.Fatalf("an occupied target and no staging: %v, %+v", err, rep.Checks)
 	}
@@ -174,7 +176,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	}
 	rep, err = plan(f.env, workflow.CheckInput{Pointer: wrong})
 	var mismatch *format.FormatVersionMismatch
-	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != workflow.NameFormatVersionMismatch {
+	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.NameVersionMismatch {
 		t.Fatalf("a source in another format than the pointer's: %v, %+v", err, rep.Checks)
 	}
 
@@ -189,12 +191,12 @@ func TestPreflightNamesProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = plan(f.env, workflow.CheckInput{Pointer: odd})
-	if workflow.ErrorName(err) != workflow.NameUnknownTags || finding(rep, "unknown-tags").ErrorName != workflow.NameUnknownTags {
+	if workflow.ErrorName(err) != migration.NameUnknownTags || finding(rep, "unknown-tags").ErrorName != migration.NameUnknownTags {
 		t.Fatalf("unknown tags: %v, %+v", err, rep.Checks)
 	}
 	// migrate runs the same checks before Freeze: it refuses the same way,
 	// and touches nothing but its record.
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != workflow.NameUnknownTags {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.NameUnknownTags {
 		t.Fatalf("check with unknown tags: %v", err)
 	}
 	js, _ := json.Marshal(rep)

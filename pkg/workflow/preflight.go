@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -259,7 +260,7 @@ func stagingReadable(ctx context.Context, env Env, id string) error {
 // lockState says who holds the pointer's lock; a live lock of another
 // migration is MigrationInProgress.
 func lockState(ctx context.Context, env Env, pointerURL, id string, now time.Time) (string, error) {
-	held, _, err := readLock(ctx, env, LockURL(pointerURL))
+	held, _, err := readLock(ctx, env, layout.Lock(pointerURL))
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return "free (never taken)", nil

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -106,7 +108,7 @@ func TestRebuildSamePrefixFlipsAndRollsBack(t *testing.T) {
 		t.Fatalf("the new catalog %s is not beside the source %s", st.Migration.Target, f.source)
 	}
 	flippedToIdentity(t, ctx, f, st, keys, digest)
-	stg := workflow.Staging{Root: f.env.Staging, MigrationID: st.Migration.MigrationID}
+	stg := layout.Staging{Root: f.env.Staging, MigrationID: st.Migration.MigrationID}
 	for _, dir := range []string{stg.ShardDir(format.V1), stg.ImportDir(format.V1, format.V1)} {
 		files, err := shard.List(ctx, f.env.Store, dir)
 		if err != nil || len(files) != 4 {
@@ -160,9 +162,9 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 		t.Fatalf("plan of a rebuild with in_place_auto: %+v, %v", auto, err)
 	}
 	for _, c := range []struct{ prefix, name string }{
-		{"s3://no-such-bucket/catalogs", workflow.NameNoSuchBucket},
-		{f.source + "/", workflow.NameTargetNotEmpty}, // inside the source
-		{"rocklake/catalogs", workflow.NameBadInput},  // not a URL
+		{"s3://no-such-bucket/catalogs", blob.NameNoSuchBucket},
+		{f.source + "/", catalog.NameTargetNotEmpty}, // inside the source
+		{"rocklake/catalogs", workflow.NameBadInput}, // not a URL
 	} {
 		if rep := plan(c.prefix, "m-planned"); rep.Ready || target(rep).ErrorName != c.name {
 			t.Fatalf("plan into %s: ready %v, %+v; want %s", c.prefix, rep.Ready, target(rep), c.name)
@@ -176,7 +178,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 	taken := dumpSource(t, ctx, "s3://other/catalogs/v1-m-taken")
 	_, _, err = runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-taken"}, nil)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameTargetNotEmpty {
+	if !errors.As(err, &ee) || ee.Name != catalog.NameTargetNotEmpty {
 		t.Fatalf("rebuild onto someone else's catalog: %v", err)
 	}
 	if got := dumpSource(t, ctx, "s3://other/catalogs/v1-m-taken"); !maps.Equal(got, taken) {

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
@@ -36,7 +38,7 @@ const NameHistoryUnwritable = "HistoryUnwritable"
 
 // ErrHistoryUnwritable: the run's record beside the pointer cannot be written;
 // Check refuses before anything is touched.
-var ErrHistoryUnwritable = errors.New(NameHistoryUnwritable)
+var ErrHistoryUnwritable = errname.New("workflow", NameHistoryUnwritable, "")
 
 // TriggerConsole is the trigger of a run whose input names none: someone
 // started the state machine by hand (the console, or the AWS CLI). The CLI
@@ -58,7 +60,9 @@ func runKind(dryRun bool) history.Kind {
 }
 
 // recordURL is the record of migration m (Check set StartedAt).
-func recordURL(m Migration) string { return history.URL(m.Pointer, m.StartedAt, m.MigrationID) }
+func recordURL(m Migration) string {
+	return layout.HistoryRecord(m.Pointer, m.StartedAt, m.MigrationID)
+}
 
 // startRecord writes migration m's record, in progress; Check's time so far
 // is its first state time.
@@ -85,7 +89,7 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 	if checkErr != nil {
 		name = ErrorName(checkErr)
 		// No pointer, no history beside it; a transient failure is retried.
-		if name == NameTransient || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
+		if name == errname.Transient || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
 			return
 		}
 	}
@@ -146,11 +150,7 @@ func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage,
 	if stepErr != nil {
 		t.ErrorName = ErrorName(stepErr)
 	}
-	name := step
-	if ids.Index != nil {
-		name = fmt.Sprintf("%s-%05d", step, *ids.Index)
-	}
-	if err := putJSON(ctx, env.Store, env.staging(ids.MigrationID).TimingURL(name, end), t); err != nil {
+	if err := putJSON(ctx, env.Store, env.staging(ids.MigrationID).Timing(step, ids.Index, end), t); err != nil {
 		slog.WarnContext(ctx, "the step's time was not kept", "step", step, "migration_id", ids.MigrationID, "error", err.Error())
 	}
 }
@@ -175,20 +175,20 @@ func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string
 	}
 	var timings []timing
 	for _, in := range infos {
-		switch rel := strings.TrimPrefix(in.URL, st.Prefix()); {
-		case strings.HasPrefix(rel, "timing/"):
+		switch st.Object(in.URL, m.From, m.To).Kind {
+		case layout.TimingObject:
 			var t timing
 			if err := getJSON(ctx, env.Store, in.URL, &t); err == nil {
 				timings = append(timings, t)
 			}
-		case strings.HasPrefix(rel, "results/transform-"):
+		case layout.TransformResultObject:
 			var r shardResult
 			if err := getJSON(ctx, env.Store, in.URL, &r); err == nil {
 				s.rows += r.Records
 			} else {
 				notes = append(notes, "a transform result was unreadable: "+err.Error())
 			}
-		case m.To != 0 && strings.HasPrefix(rel, strings.TrimPrefix(st.ImportDir(m.From, m.To), st.Prefix())+"/"):
+		case layout.ImportShardObject:
 			s.bytes += in.Size
 		}
 	}

@@ -5,14 +5,14 @@ import (
 	"maps"
 	"testing"
 
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // replicaObjects counts what is under migration m's read replica.
 func replicaObjects(t *testing.T, ctx context.Context, f fixture, m workflow.Migration) int {
 	t.Helper()
-	url, err := drift.ReplicaURL(f.source, m.MigrationID)
+	url, err := layout.Replica(f.source, m.MigrationID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func replicaObjects(t *testing.T, ctx context.Context, f fixture, m workflow.Mig
 }
 
 // Issue 25: Freeze copies the frozen source into a read replica beside it
-// (drift.ReplicaURL, where the servers' supervisors look), holding exactly
+// (layout.Replica, where the servers' supervisors look), holding exactly
 // the source's keys; Flip and Abort remove it, and a run asked for
 // none (read_replica false) makes none.
 func TestReadReplicaMadeAtFreezeAndRemovedByFlipAndAbort(t *testing.T) {
@@ -43,7 +43,7 @@ func TestReadReplicaMadeAtFreezeAndRemovedByFlipAndAbort(t *testing.T) {
 		if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
 			t.Fatalf("%s: freeze: %v", end, err)
 		}
-		want, _ := drift.ReplicaURL(f.source, m.MigrationID)
+		want, _ := layout.Replica(f.source, m.MigrationID)
 		if end == "none" {
 			if m.Replica != "" || replicaObjects(t, ctx, f, m) != 0 {
 				t.Fatalf("read_replica false: replica %q made", m.Replica)

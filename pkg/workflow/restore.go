@@ -10,9 +10,11 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -54,7 +56,7 @@ type RestoreOutput struct {
 // ErrRestoreRefused: the restore's checks failed (no way back claimed by
 // that migration, the pointer moved on, the catalog is not what the
 // migration left); nothing was written.
-var ErrRestoreRefused = errors.New(NameRestoreRefused)
+var ErrRestoreRefused = errname.New("workflow", NameRestoreRefused, "")
 
 // Restore brings back the catalog an in-place migration left in its new
 // format when the run died between the batch and the pointer write (the
@@ -122,7 +124,7 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 			err = errors.Join(err, releaseLock(rctx, env, held))
 		}()
 	} else if active, unknown := activeMigration(ctx, env, in.Pointer, time.Now()); unknown != "" || active != "" {
-		return out, fmt.Errorf("%w: the lock %s is held by %q or cannot be read (%s): a restore waits for the run to end (or `unlock` of a dead one)", ErrMigrationInProgress, LockURL(in.Pointer), active, unknown)
+		return out, fmt.Errorf("%w: the lock %s is held by %q or cannot be read (%s): a restore waits for the run to end (or `unlock` of a dead one)", ErrMigrationInProgress, layout.Lock(in.Pointer), active, unknown)
 	}
 	cur, err := pointerStillOld(ctx, env, in, cl)
 	if err != nil {

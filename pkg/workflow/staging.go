@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
@@ -38,66 +35,6 @@ type Plan struct {
 	Replica string `json:"replica,omitempty"`
 }
 
-// Staging names the objects of one migration under <staging>/<migration-id>/.
-type Staging struct {
-	Root        string // e.g. s3://bucket/staging
-	MigrationID string
-}
-
-func (s Staging) dir() string {
-	return strings.TrimSuffix(s.Root, "/") + "/" + s.MigrationID
-}
-
-// Prefix is everything of this migration; Abort deletes it.
-func (s Staging) Prefix() string { return s.dir() + "/" }
-
-func (s Staging) PlanURL() string { return s.dir() + "/" + drift.PlanName }
-
-// ShardDir holds the shard files of one format.
-func (s Staging) ShardDir(v format.Version) string { return fmt.Sprintf("%s/%s", s.dir(), v) }
-
-// ImportDir holds the shards Import reads, in format to: ShardDir(to), or
-// in a rebuild (from == to) a directory of its own beside the source
-// format's, since the export's audit copy and the identity transform's
-// output are two files.
-func (s Staging) ImportDir(from, to format.Version) string {
-	if from == to {
-		return s.ShardDir(to) + rebuiltSuffix
-	}
-	return s.ShardDir(to)
-}
-
-// rebuiltSuffix names a rebuild's import directory (ImportDir).
-const rebuiltSuffix = "-rebuilt"
-
-// ImportURL is shard i of n in ImportDir(from, to).
-func (s Staging) ImportURL(from, to format.Version, i, n int) string {
-	return shard.Join(s.ImportDir(from, to), shard.FileName(i, n, "zst"))
-}
-
-// ShardURL is shard i of n in format v.
-func (s Staging) ShardURL(v format.Version, i, n int) string {
-	return shard.Join(s.ShardDir(v), shard.FileName(i, n, "zst"))
-}
-
-// ResultURL is where a step keeps its result for shard i.
-func (s Staging) ResultURL(step string, i int) string {
-	return fmt.Sprintf("%s/results/%s-%05d.json", s.dir(), step, i)
-}
-
-// DecisionURL holds the migration's one decision, flip or abort. It is
-// outside Prefix, so that Abort's cleanup keeps it: a Flip that somehow ran
-// after an Abort still finds "abort" (the staging lifecycle expires it).
-func (s Staging) DecisionURL() string {
-	return strings.TrimSuffix(s.Root, "/") + "/" + drift.DecisionsDir + "/" + s.MigrationID
-}
-
-// GateURL is the gate record of a migration waiting for approve or abort.
-func (s Staging) GateURL() string { return s.StepURL("gate") }
-
-// StepURL is where a whole-migration step keeps its result.
-func (s Staging) StepURL(step string) string { return fmt.Sprintf("%s/%s.json", s.dir(), step) }
-
 func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -118,9 +55,4 @@ func getJSON(ctx context.Context, store *blob.Store, url string, v any) error {
 		return fmt.Errorf("workflow: decode %s: %w", url, err)
 	}
 	return nil
-}
-
-// TimingURL is where a timed step's attempt that ended at end keeps its time.
-func (s Staging) TimingURL(step string, end time.Time) string {
-	return fmt.Sprintf("%s/timing/%s-%d.json", s.dir(), step, end.UnixNano())
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
 // RunStatus is what a migration in progress has done so far, read from its
@@ -44,7 +44,7 @@ type RunStatus struct {
 // any: the lock's holder, its record, and its progress in env's staging.
 func Status(ctx context.Context, env Env, pointerURL string) (RunStatus, error) {
 	var st RunStatus
-	l, _, err := readLock(ctx, env, LockURL(pointerURL))
+	l, _, err := readLock(ctx, env, layout.Lock(pointerURL))
 	if errors.Is(err, blob.ErrNotFound) {
 		return st, nil
 	}
@@ -80,23 +80,21 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 	havePlan, haveVerify := false, false
 	transformed := map[int]bool{}
 	for _, in := range infos {
-		rel := strings.TrimPrefix(in.URL, stg.Prefix())
-		switch {
-		case rel == "plan.json":
+		switch o := stg.Object(in.URL, 0, 0); {
+		case o.Kind == layout.PlanObject:
 			havePlan = true
-		case rel == "verify.json":
+		case o.Kind == layout.VerifyObject:
 			haveVerify = true
-		case strings.HasPrefix(rel, "results/export-"):
+		case o.Kind == layout.ExportResultObject:
 			st.Exported++
-		case strings.HasPrefix(rel, "results/transform-"):
+		case o.Kind == layout.TransformResultObject:
 			st.Transformed++
-			var i int
-			if _, err := fmt.Sscanf(rel, "results/transform-%05d.json", &i); err == nil {
-				transformed[i] = true
+			if o.Index >= 0 {
+				transformed[o.Index] = true
 			}
-		case strings.HasPrefix(rel, "timing/") && in.LastModified.After(st.LastStepAt):
+		case o.Kind == layout.TimingObject && in.LastModified.After(st.LastStepAt):
 			st.LastStepAt = in.LastModified
-			st.LastStep, _, _ = strings.Cut(strings.TrimPrefix(rel, "timing/"), "-")
+			st.LastStep = o.Step
 		}
 	}
 	if d, err := decision(ctx, env, m); err == nil {
@@ -118,7 +116,7 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 			st.FrozenSource = p.Source
 		}
 		var imp ImportOutput
-		if err := getJSON(ctx, env.Store, stg.StepURL("import"), &imp); err == nil {
+		if err := getJSON(ctx, env.Store, stg.ImportResult(), &imp); err == nil {
 			st.Imported = imp.ShardsDone
 		} else if !errors.Is(err, blob.ErrNotFound) {
 			return err

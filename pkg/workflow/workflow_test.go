@@ -17,7 +17,9 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -346,7 +348,7 @@ func TestAbortRefusesWhenThePointerIsUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
-	if !errors.Is(err, workflow.ErrAbortUndecided) || workflow.ErrorName(err) != workflow.NameTransient {
+	if !errors.Is(err, workflow.ErrAbortUndecided) || workflow.ErrorName(err) != errname.Transient {
 		t.Fatalf("abort with a corrupt pointer: %+v, %v (%s)", out, err, workflow.ErrorName(err))
 	}
 	if out.TargetObjects != 0 || out.StagingObjects != 0 {
@@ -439,9 +441,9 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 func TestFlipAbortDecideOnce(t *testing.T) {
 	ctx, f := setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
 	// Abort decided (its deletes not done yet) when the Flip gets there.
-	if _, err := f.env.Store.PutIfAbsent(ctx, st.DecisionURL(), []byte("abort")); err != nil {
+	if _, err := f.env.Store.PutIfAbsent(ctx, st.Decision(), []byte("abort")); err != nil {
 		t.Fatal(err)
 	}
 	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
@@ -458,7 +460,7 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
 		t.Fatalf("a Flip after Abort moved the pointer to %s", p.Catalog)
 	}
-	if got, _, err := f.env.Store.Get(ctx, st.DecisionURL()); err != nil || string(got) != "abort" {
+	if got, _, err := f.env.Store.Get(ctx, st.Decision()); err != nil || string(got) != "abort" {
 		t.Fatalf("Abort's cleanup removed its decision: %q, %v", got, err)
 	}
 
@@ -466,8 +468,8 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 	// pointer does not name the target yet, and Abort must keep it all the
 	// same. The run is over: Abort frees its lock.
 	m = runUntilVerify(t, ctx, f, 1)
-	st = workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
-	if _, err := f.env.Store.PutIfAbsent(ctx, st.DecisionURL(), []byte("flip")); err != nil {
+	st = layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	if _, err := f.env.Store.PutIfAbsent(ctx, st.Decision(), []byte("flip")); err != nil {
 		t.Fatal(err)
 	}
 	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
@@ -544,7 +546,7 @@ func TestOneMigrationAtATime(t *testing.T) {
 	}
 	// b's run died: an expired lease is taken over.
 	stale, _ := json.Marshal(workflow.Lock{MigrationID: b.MigrationID, Owner: "dead", ExpiresAt: time.Now().Add(-time.Minute)})
-	if _, err := f.env.Store.Put(ctx, workflow.LockURL(f.pointer), stale); err != nil {
+	if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), stale); err != nil {
 		t.Fatal(err)
 	}
 	c, err := workflow.Check(ctx, f.env, in)
@@ -581,7 +583,7 @@ func TestSourceAtBucketRootRefused(t *testing.T) {
 	if !errors.Is(err, workflow.ErrSourceAtRoot) || workflow.ErrorName(err) != "SourceAtRoot" {
 		t.Fatalf("a catalog at a bucket root: %v (%s)", err, workflow.ErrorName(err))
 	}
-	if _, _, err := f.env.Store.Get(ctx, workflow.LockURL(ptr)); err == nil {
+	if _, _, err := f.env.Store.Get(ctx, layout.Lock(ptr)); err == nil {
 		t.Fatal("the refused run took the lock")
 	}
 }
@@ -597,7 +599,7 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 	if !errors.Is(err, workflow.ErrStagingUnusable) || workflow.ErrorName(err) != "StagingUnusable" {
 		t.Fatalf("check with an unusable staging: %v (%s)", err, workflow.ErrorName(err))
 	}
-	if _, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer)); err == nil {
+	if _, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer)); err == nil {
 		t.Fatal("the refused run took the lock")
 	}
 	if after := dumpSource(t, ctx, f.source); len(after) != len(before) {
@@ -621,10 +623,10 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
 		t.Fatal(err)
 	}
-	st := workflow.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
 	objects := func(i int) [][]byte {
 		var got [][]byte
-		for _, url := range []string{st.ShardURL(format.V1, i, shards), st.ShardURL(format.V2, i, shards), st.ResultURL("export", i), st.ResultURL("transform", i)} {
+		for _, url := range []string{st.Shard(format.V1, i, shards), st.Shard(format.V2, i, shards), st.ExportResult(i), st.TransformResult(i)} {
 			b, _, err := f.env.Store.Get(ctx, url)
 			if err != nil {
 				t.Fatalf("shard %d: %v", i, err)
@@ -679,7 +681,7 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 			t.Fatalf("freeze_grace %v: %v, want BadFreezeGrace", g, err)
 		}
 	}
-	if raw, _, err := f.env.Store.Get(ctx, workflow.LockURL(f.pointer)); err == nil {
+	if raw, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer)); err == nil {
 		t.Fatalf("a refused grace took the lock: %s", raw)
 	}
 	// The default grace; a dry run's lock says it fences nothing.

@@ -1,0 +1,195 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+)
+
+// CheckInput starts a migration: the pointer and the format to reach.
+type CheckInput struct {
+	Pointer string `json:"pointer"`
+	// TargetVersion 0 (left out): the expected-version parameter's value.
+	TargetVersion uint64 `json:"target_version,omitempty"`
+	MigrationID   string `json:"migration_id,omitempty"`
+	Shards        int    `json:"shards,omitempty"`
+	DryRun        bool   `json:"dry_run,omitempty"`
+	UnknownTags   string `json:"unknown_tags,omitempty"`
+	// PostponeFlip stops at the gate after Verify (the gated cut-over).
+	PostponeFlip bool `json:"postpone_flip,omitempty"`
+	// Trigger says who started the run, for its record: "cli:<user>",
+	// "release:<event id>"; none is TriggerConsole.
+	Trigger string `json:"trigger,omitempty"`
+	// InPlace and InPlaceMaxBytes choose Strategy A (MigrateInPlace).
+	InPlace         bool  `json:"in_place,omitempty"`
+	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
+	// InPlaceAuto lets Check choose: Strategy A when the catalog's
+	// transformed keys and values fit InPlaceMaxBytes (0: the default
+	// limit), else Strategy B (ChooseInPlace).
+	InPlaceAuto bool `json:"in_place_auto,omitempty"`
+	// Rebuild moves the catalog into a new one in the same format (a
+	// compaction, a relocation, another SlateDB release), with every step
+	// and guard of a migration. TargetVersion may be left out; if given it
+	// must be the catalog's format.
+	Rebuild bool `json:"rebuild,omitempty"`
+	// TargetPrefix is the directory the new catalog is made in,
+	// <target_prefix>/v<N>-<id>, in any bucket; "" puts it beside the
+	// source.
+	TargetPrefix string `json:"target_prefix,omitempty"`
+	// FreezeGrace is Migration.FreezeGrace in seconds: nil (left out) is
+	// DefaultFreezeGrace, 0 fences as soon as Freeze runs.
+	FreezeGrace *float64 `json:"freeze_grace,omitempty"`
+	// ReadReplica: nil (left out) or true makes Freeze copy the frozen
+	// source into a read replica the servers' supervisors serve reads from
+	// until the flip or the abort (Migration.ReadReplica); false makes none.
+	ReadReplica *bool `json:"read_replica,omitempty"`
+}
+
+// Check resolves the pointer, runs the startup check on the catalog it names
+// and decides whether a migration is needed; before a migration it runs
+// every preflight check (Plan runs the same ones), proves staging takes
+// writes, takes the pointer's lock and starts the run's record. It touches
+// neither the source nor the pointer. A run it refuses is recorded as
+// failed, one with nothing to do as such.
+func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
+	start := time.Now()
+	id := in.MigrationID
+	if id == "" {
+		id = NewMigrationID()
+	}
+	m, _, err := preflight(ctx, env, in, id, start, false)
+	if err != nil || !m.NeedsMigration {
+		recordRefusal(ctx, env, in, m, start, err)
+		if err != nil {
+			return Migration{}, err
+		}
+		return m, nil
+	}
+	if m, err = begin(ctx, env, m, start); err != nil {
+		recordRefusal(ctx, env, in, m, start, err)
+		return Migration{}, err
+	}
+	return m, nil
+}
+
+// begin does what Check writes once the preflight passed: the staging
+// probe, the lock and the record.
+func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migration, error) {
+	// Staging must take writes before the source is touched: Freeze's
+	// checkpoint would otherwise be left behind by a run that cannot
+	// write its plan.
+	if err := probeStaging(ctx, env, m); err != nil {
+		return m, err
+	}
+	// One migration at a time, decided before anything is touched.
+	held, err := acquireLock(ctx, env, m, start)
+	if err != nil {
+		return m, err
+	}
+	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
+	claimed := !m.DryRun && !m.InPlace
+	if claimed {
+		// The new catalog is this pointer's before anything is written
+		// there (Import writes it): the claim is what the drift check and
+		// cleanup accept as proof. Check writes it because it holds the
+		// pointer's rights, which the shard Lambdas do not.
+		if _, err := claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: m.Target, Kind: claim.KindTarget, Source: m.Source,
+			MigrationID: m.MigrationID, Created: time.Now(), CreatedBy: env.CreatedBy}); err != nil {
+			err = fmt.Errorf("workflow: claim the target %s: %w", m.Target, err)
+			if rerr := releaseLock(ctx, env, m); rerr != nil {
+				err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
+			}
+			return m, err
+		}
+	}
+	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
+		if claimed {
+			if cerr := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); cerr != nil {
+				err = fmt.Errorf("%w; withdrawing the target's claim failed too: %w", err, cerr)
+			}
+		}
+		if rerr := releaseLock(ctx, env, m); rerr != nil {
+			err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
+		}
+		return m, err
+	}
+	return m, nil
+}
+
+// ErrStagingUnusable: staging does not take writes (a typo in its URL, a
+// missing bucket, no permission); Check refuses before anything is touched.
+var ErrStagingUnusable = errname.New("workflow", NameStagingUnusable, "")
+
+// probeStaging writes and deletes an object in the migration's staging.
+func probeStaging(ctx context.Context, env Env, m Migration) error {
+	if env.Staging == "" {
+		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
+	}
+	url := env.staging(m.MigrationID).Probe()
+	if _, err := env.Store.Put(ctx, url, []byte(m.MigrationID)); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+	}
+	if err := env.Store.Delete(ctx, url); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+	}
+	return nil
+}
+
+// targetURL puts the new catalog beside the source: .../prod → .../v2-<id>
+// (layout.Target, the name the drift check knows targets by).
+func targetURL(source string, to format.Version, id string) (string, error) {
+	t, err := layout.Target(source, to, id)
+	return t, besideSource(source, err)
+}
+
+// wayBackURL is where in-place migration id copies the source as it was,
+// in format from (layout.WayBack, beside the source).
+func wayBackURL(source string, from format.Version, id string) (string, error) {
+	wb, err := layout.WayBack(source, from, id)
+	return wb, besideSource(source, err)
+}
+
+// besideSource says why there is no place beside source (err from
+// pkg/layout); nil when there is.
+func besideSource(source string, err error) error {
+	switch {
+	case errors.Is(err, layout.ErrAtRoot):
+		return fmt.Errorf("%w: %s is at the root of its bucket or file system, so there is no place beside it for the new catalog; move the catalog under a prefix (for example s3://bucket/catalogs/prod)", ErrSourceAtRoot, source)
+	case err != nil:
+		return fmt.Errorf("workflow: catalog URL %s: %w", source, err)
+	}
+	return nil
+}
+
+// newTarget is where migration id makes its new catalog: in dir, when the
+// input names one (another prefix or bucket), as layout.TargetIn names it;
+// else beside the source (targetURL).
+func newTarget(source, dir string, to format.Version, id string) (string, error) {
+	if dir == "" {
+		return targetURL(source, to, id)
+	}
+	if !strings.HasPrefix(dir, "s3://") && !strings.HasPrefix(dir, "file://") {
+		return "", fmt.Errorf("%w: target prefix %q: want an s3:// or file:// URL", ErrBadInput, dir)
+	}
+	if _, err := blob.Parse(dir); err != nil {
+		return "", fmt.Errorf("%w: target prefix %q: %w", ErrBadInput, dir, err)
+	}
+	return layout.TargetIn(dir, to, id), nil
+}
+
+// ErrBadInput: the input asks for things that exclude each other (a
+// rebuild to another format, in place into another location) or names a
+// location that is not one; Check refuses before anything is touched.
+var ErrBadInput = errname.New("workflow", NameBadInput, "")
+
+// ErrSourceAtRoot: the catalog is at a bucket root (or "/"), with no place
+// beside it for the new catalog; Check refuses before anything is touched.
+var ErrSourceAtRoot = errname.New("workflow", NameSourceAtRoot, "")

@@ -1,0 +1,67 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+)
+
+// ErrDecided: the other of Flip and Abort took the migration's decision
+// first. After "flip", Abort keeps the target (it may be live); after
+// "abort", Flip never writes the pointer (the target may be gone).
+var ErrDecided = errname.New("workflow", NameDecided, "")
+
+// decision reads the migration's decision, "" if none was taken (or a
+// decision to flip was withdrawn).
+func decision(ctx context.Context, env Env, m Migration) (string, error) {
+	got, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).Decision())
+	if errors.Is(err, blob.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("workflow: read the decision of %s: %w", m.MigrationID, err)
+	}
+	if string(got) == layout.DecisionWithdrawn {
+		return "", nil
+	}
+	return string(got), nil
+}
+
+// decide takes the migration's decision with a conditional write that only
+// one of Flip and Abort can win, even if a state timeout lets both run at
+// once; a retry of the winner finds its own decision and goes on. The
+// marker is never deleted (a withdrawn decision is overwritten, on its
+// ETag): a delete marker would defeat If-None-Match on some S3 servers.
+func decide(ctx context.Context, env Env, m Migration, want string) error {
+	url := env.staging(m.MigrationID).Decision()
+	_, err := env.Store.PutIfAbsent(ctx, url, []byte(want))
+	for range 3 {
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, blob.ErrPreconditionFailed) {
+			return fmt.Errorf("workflow: decide %s: %w", want, err)
+		}
+		got, info, gerr := env.Store.Get(ctx, url)
+		if gerr != nil {
+			return fmt.Errorf("workflow: decide %s: read the decision: %w", want, gerr)
+		}
+		switch string(got) {
+		case want:
+			return nil
+		case layout.DecisionWithdrawn:
+			_, err = env.Store.PutIfMatch(ctx, url, []byte(want), info.ETag)
+			continue
+		case layout.DecisionAbort:
+			return fmt.Errorf("%w: migration %s decided to abort first: the pointer is left as it is", ErrDecided, m.MigrationID)
+		case layout.DecisionFlip:
+			return fmt.Errorf("%w: migration %s decided to flip first: the target %s is kept, it may be live (%w)", ErrAbortAfterFlip, m.MigrationID, m.Target, ErrDecided)
+		}
+		return fmt.Errorf("%w: migration %s holds an unknown decision %q in %s; nothing was changed", ErrDecided, m.MigrationID, got, url)
+	}
+	return fmt.Errorf("workflow: decide %s: the decision of %s kept changing: %w", want, m.MigrationID, err)
+}

@@ -1,0 +1,67 @@
+package workflow
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+)
+
+// Migration is the state payload every step after Check takes and returns:
+// a few hundred bytes, whatever the shard count.
+type Migration struct {
+	MigrationID    string         `json:"migration_id"`
+	Pointer        string         `json:"pointer"`
+	PointerETag    string         `json:"pointer_etag"`
+	Source         string         `json:"source"`
+	Target         string         `json:"target"`
+	From           format.Version `json:"from"`
+	To             format.Version `json:"to"`
+	NeedsMigration bool           `json:"needs_migration"`
+	DryRun         bool           `json:"dry_run"`
+	// PostponeFlip: wait at the gate after Verify for approve or abort.
+	PostponeFlip bool   `json:"postpone_flip"`
+	Shards       int    `json:"shards"`
+	UnknownTags  string `json:"unknown_tags"`
+	Checkpoint   string `json:"checkpoint,omitempty"`
+	// WouldFence, in a dry run, says what a real run's Freeze would fence.
+	WouldFence string `json:"would_fence,omitempty"`
+	// StartedAt (when Check took the lock) and the id name the run's
+	// record (pkg/history); Trigger says who started it.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	Trigger   string    `json:"trigger,omitempty"`
+	// InPlace: Strategy A (MigrateInPlace), the catalog migrated where it
+	// lies, for catalogs of at most InPlaceMaxBytes (0: the default).
+	// in_place is always present: the definition's Choice reads it.
+	InPlace         bool  `json:"in_place"`
+	InPlaceMaxBytes int64 `json:"in_place_max_bytes,omitempty"`
+	// Rebuild: the catalog moves into a new one in its own format (From
+	// == To), through the identity transform.
+	Rebuild bool `json:"rebuild,omitempty"`
+	// FreezeGrace is how long after the lock was taken (StartedAt) the
+	// source is fenced, in seconds: time for the supervisors of the
+	// servers on it (rocklake-migrate serve) to see the lock and switch to
+	// reader mode, so that reads go on through the migration.
+	FreezeGrace float64 `json:"freeze_grace,omitempty"`
+	// FenceAt is the lock's fence_at: FreezeGrace after the lock was
+	// written, what the supervisors read; the source is fenced no earlier.
+	FenceAt time.Time `json:"fence_at,omitzero"`
+	// ReadReplica: Freeze copies the frozen source into a replica
+	// (layout.Replica), which the servers' supervisors find from the
+	// pointer and the lock's holder and serve reads from while the source
+	// is fenced. Replica is the one Freeze made ("" when none: skipped, or
+	// not asked for); Abort and Flip remove it.
+	ReadReplica bool   `json:"read_replica,omitempty"`
+	Replica     string `json:"replica,omitempty"`
+}
+
+// NewMigrationID makes a migration id: the time and randomness, sortable.
+func NewMigrationID() string { return newRunID("m-") }
+
+// newRunID makes a run id with prefix: the time and randomness, sortable.
+func newRunID(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return prefix + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,114 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// Bounds of the read replica's copy (server side, about the catalog's
+// bytes): at most replicaBudget, and a third of what Freeze has left; with
+// less than minReplicaBudget there, Freeze makes none.
+const (
+	replicaBudget    = 2 * time.Minute
+	minReplicaBudget = 10 * time.Second
+)
+
+// replicaLinger is how long Abort and Flip leave the replica after freeing
+// the lock, in a run with a freeze grace (one that servers' supervisors
+// follow): they (polling every 1.5 s) move off it first.
+const replicaLinger = 5 * time.Second
+
+// makeReplica copies checkpoint cp of the frozen source into the
+// migration's replica (layout.Replica, a name the servers' supervisors
+// derive from the pointer and the lock's holder: Freeze's role writes
+// neither the lock nor deletes anything), for them to serve reads from
+// until the flip or the abort; its manifest, copied last, says it is
+// whole. It is an optional help: when it cannot be made in its budget, or
+// fails, the run goes on without it (reads then fail until the flip), the
+// reason logged; what a failed copy left, never a database, Abort or Flip
+// removes. A retried Freeze finds the earlier attempt's copy (of the same
+// frozen state) and keeps it. It returns the replica's URL, "" when none.
+func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
+	if !m.ReadReplica {
+		return ""
+	}
+	skip := func(why string, err error) string {
+		slog.WarnContext(ctx, "workflow: freeze: no read replica: "+why, "migration_id", m.MigrationID, "source", m.Source, "error", err)
+		return ""
+	}
+	url, err := layout.Replica(m.Source, m.MigrationID)
+	if err != nil {
+		return skip("no place beside the source", err)
+	}
+	budget := replicaBudget
+	if dl, ok := ctx.Deadline(); ok {
+		budget = min(budget, time.Until(dl)/3)
+	}
+	if budget < minReplicaBudget {
+		return skip(fmt.Sprintf("%s left for the copy, under %s", budget.Round(time.Second), minReplicaBudget), nil)
+	}
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, budget)
+	copied, err := slatedb.CopyCheckpoint(cctx, m.Source, cp, url, env.SlateDB)
+	cancel()
+	if errors.Is(err, slatedb.ErrInvalid) && replicaWhole(ctx, env, url) {
+		return url // an earlier attempt's
+	}
+	if err != nil {
+		return skip(fmt.Sprintf("the copy to %s failed within its %s budget", url, budget.Round(time.Second)), err)
+	}
+	slog.InfoContext(ctx, "workflow: freeze: read replica made", "migration_id", m.MigrationID, "replica", url,
+		"objects", copied.Objects, "bytes", copied.Bytes, "seconds", time.Since(start).Seconds())
+	return url
+}
+
+// replicaWhole reports whether the replica at url has its manifest.
+func replicaWhole(ctx context.Context, env Env, url string) bool {
+	objs, err := env.Store.List(ctx, url+"/manifest/")
+	return err == nil && len(objs) > 0
+}
+
+// dropReplica removes migration m's read replica, if any, once the lock
+// is free: after replicaLinger (the supervisors leave it), fencing a
+// server still on it (deleteTarget), within half of what the step has
+// left. The name is the migration's own (layout.Replica), so a Freeze
+// that died before returning is covered.
+func dropReplica(ctx context.Context, env Env, m Migration) error {
+	if m.Source == "" || m.InPlace || m.DryRun {
+		return nil
+	}
+	url, err := layout.Replica(m.Source, m.MigrationID)
+	if err != nil {
+		return nil // Freeze made none: there is no place for it
+	}
+	left, err := env.Store.List(ctx, url+"/")
+	if err != nil && !errors.Is(err, blob.ErrNotFound) && !errors.Is(err, blob.ErrNoSuchBucket) {
+		return fmt.Errorf("workflow: look for the read replica %s: %w", url, err)
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// Half of what the step has left: its own record comes after.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	if m.FreezeGrace > 0 {
+		// A run with no grace has no supervisor to wait for.
+		if err := sleepCtx(ctx, replicaLinger); err != nil {
+			return fmt.Errorf("workflow: remove the read replica %s: %w", url, err)
+		}
+	}
+	if _, err := deleteTarget(ctx, env, url); err != nil {
+		return fmt.Errorf("workflow: remove the read replica: %w", err)
+	}
+	return nil
+}
