@@ -89,7 +89,8 @@ type Changes struct {
 
 // OpenChanges opens the changes of the database at url between checkpoint
 // from and checkpoint to ("": the latest state, as it is when the call
-// reads it). Every key that changed lies in a source (compacted SST, WAL
+// reads it; a view no later call can name again, so chained catch-up
+// rounds need checkpoints, docs/online.md). Every key that changed lies in a source (compacted SST, WAL
 // SST) one view names and the other does not: those keys are read in both
 // views, unless those sources hold more than maxFraction of the later
 // view's stored bytes (<= 0: always), when both views are scanned side by
