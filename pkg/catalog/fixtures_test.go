@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -43,7 +44,7 @@ func inspectFields(t *testing.T, dir string) map[string]string {
 func TestRockLakeFixturesRoundTrip(t *testing.T) {
 	for _, fx := range rockLakeFixtures {
 		t.Run(fx, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testenv.Context(t)
 			dir, err := filepath.Abs(filepath.Join(fx, "catalog"))
 			if err != nil {
 				t.Fatal(err)

@@ -20,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -176,7 +177,7 @@ func checkpointIDs(t *testing.T, ctx context.Context, url string) map[string]sla
 // it, and the manifest it writes keeps Freeze's checkpoint.
 func TestRockLakeServesCatalogAfterFreeze(t *testing.T) {
 	needRockLake(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	dir := filepath.Join(t.TempDir(), "catalog")
 	url := "file://" + dir
 	srv := serve(t, ctx, dir)
@@ -289,7 +290,7 @@ func sortedRunWritten(t *testing.T, dir string) {
 // detached checkpoint of ours in its manifest stays there.
 func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 	bin := needRockLake(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	srcDir := filepath.Join(t.TempDir(), "source")
 	srv := serve(t, ctx, srcDir)
 	sampleCatalog(t, ctx, srv)
@@ -399,7 +400,7 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 // accepts a write and verifies it, and the checkpoints stay in the manifest.
 func TestRockLakeServesCatalogAfterIdleFreeze(t *testing.T) {
 	needRockLake(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	dir := filepath.Join(t.TempDir(), "catalog")
 	url := "file://" + dir
 	srv := serve(t, ctx, dir)
