@@ -14,8 +14,8 @@ import (
 )
 
 // The snapshot fixtures of docs/schema-version.md: catalogs the real RockLake
-// v0.47.11 wrote (scripts/make-fixtures.sh: through psql, and through DuckDB
-// 1.5.3 as a DuckLake client), committed with RockLake's own `inspect
+// v0.47.11 wrote (scripts/make-fixtures.sh: over the PostgreSQL wire, psql's
+// then, and through DuckDB 1.5.3 as a DuckLake client), committed with RockLake's own `inspect
 // snapshot` of them. These tests read them without RockLake.
 var rockLakeFixtures = []string{
 	"testdata/rocklake-v0.47.11",

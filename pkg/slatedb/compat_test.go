@@ -4,7 +4,7 @@ package slatedb_test
 // (DESIGN.md 2.5): what this binding writes into a catalog (Freeze's fence and
 // checkpoint, an imported catalog, detached checkpoints) must stay a catalog
 // RockLake opens, serves, writes and verifies, and what RockLake writes must be
-// readable here. These tests run the `rocklake` binary itself (pkg/rocklake;
+// readable here. These tests run the `rocklake` binary itself (internal/testenv/rocklake;
 // scripts/install-rocklake.sh builds it), which takes a catalog as a plain
 // directory.
 
@@ -104,7 +104,7 @@ func createSchema(t *testing.T, ctx context.Context, srv *rocklake.Server, schem
 	}
 }
 
-// sampleCatalog makes a catalog with RockLake itself: pkg/rocklake's DuckLake
+// sampleCatalog makes a catalog with RockLake itself: internal/testenv/rocklake's DuckLake
 // workload (schemas, tables, columns, data and delete files, snapshots).
 func sampleCatalog(t *testing.T, ctx context.Context, srv *rocklake.Server) {
 	t.Helper()

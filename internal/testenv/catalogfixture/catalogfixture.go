@@ -95,7 +95,7 @@ func Fill(m protoreflect.Message, seed uint64) {
 		case protoreflect.BytesKind:
 			val = protoreflect.ValueOfBytes([]byte{byte(n), 0, 0xFF, byte(seed)})
 		default:
-			panic("formattest: field kind " + fd.Kind().String())
+			panic("catalogfixture: field kind " + fd.Kind().String())
 		}
 		m.Set(fd, val)
 	}
