@@ -57,7 +57,7 @@ func (s *Server) clientEnv() []string {
 
 // Main runs a package's tests against one gateway shared by all of them: it
 // starts it, creates the buckets (name → versioned), points the process's
-// S3 clients at it as SetEnv does, runs m and stops the stack. Use it from
+// S3 clients at it as SetEnv does, runs m and stops the gateway. Use it from
 // TestMain: os.Exit(s3server.Main(m, buckets)). It returns the exit
 // code, printing the gateway's log when tests failed.
 func Main(m *testing.M, buckets map[string]bool) int {
