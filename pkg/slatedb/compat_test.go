@@ -14,7 +14,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,13 +25,11 @@ import (
 )
 
 // needRockLake fails the test, saying how to get it, without the binary.
-func needRockLake(t *testing.T) string {
+func needRockLake(t *testing.T) {
 	t.Helper()
-	bin, err := rocklake.Binary()
-	if err != nil {
+	if _, err := rocklake.Binary(); err != nil {
 		t.Fatalf("these tests need the real RockLake v0.47.11 binary: %v", err)
 	}
-	return bin
 }
 
 func serve(t *testing.T, ctx context.Context, dir string) *rocklake.Server {
@@ -289,7 +286,7 @@ func sortedRunWritten(t *testing.T, dir string) {
 // is a catalog RockLake opens, verifies, compacts, serves and writes; a
 // detached checkpoint of ours in its manifest stays there.
 func TestRockLakeServesCatalogWeWrote(t *testing.T) {
-	bin := needRockLake(t)
+	needRockLake(t)
 	ctx := testenv.Context(t)
 	srcDir := filepath.Join(t.TempDir(), "source")
 	srv := serve(t, ctx, srcDir)
@@ -351,8 +348,8 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 	// RockLake's checkpoint commands keep their own registry under its
 	// system keys; listing it opens the database as its writer, through a
 	// manifest that holds our SlateDB checkpoint.
-	out, err := exec.CommandContext(ctx, bin, "checkpoint", "list", "--catalog", dir).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "No checkpoints found") {
+	out, err := rocklake.Offline(ctx, dir, "checkpoint", "list")
+	if err != nil || !strings.Contains(out, "No checkpoints found") {
 		t.Fatalf("rocklake checkpoint list on our database: %v\n%s", err, out)
 	}
 	srv = serve(t, ctx, dir)

@@ -95,7 +95,7 @@ func absDir(dir string) (string, error) {
 // the report says "Status: OK". It opens the catalog as a writer: never on a
 // catalog being served.
 func Verify(ctx context.Context, catalogDir string) (string, error) {
-	out, err := oneShot(ctx, catalogDir, "verify", "catalog")
+	out, err := Offline(ctx, catalogDir, "verify", "catalog")
 	if err != nil {
 		return out, err
 	}
@@ -109,10 +109,14 @@ func Verify(ctx context.Context, catalogDir string) (string, error) {
 // its report ("Catalog State:" then "  Name: value" lines; Fields parses
 // them). It opens the catalog as a writer: never on a catalog being served.
 func InspectSnapshot(ctx context.Context, catalogDir string) (string, error) {
-	return oneShot(ctx, catalogDir, "inspect", "snapshot")
+	return Offline(ctx, catalogDir, "inspect", "snapshot")
 }
 
-func oneShot(ctx context.Context, catalogDir string, args ...string) (string, error) {
+// Offline runs `rocklake ARGS... --catalog DIR` (one of the binary's
+// offline commands: verify, inspect, checkpoint, ...) on an existing catalog
+// directory and returns its stdout; a failure carries its output. It opens
+// the catalog as a writer: never on a catalog being served.
+func Offline(ctx context.Context, catalogDir string, args ...string) (string, error) {
 	dir, err := absDir(catalogDir)
 	if err != nil {
 		return "", err
