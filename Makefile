@@ -30,8 +30,9 @@ native:
 		'// nativeLibSHA256 ties Go'"'"'s build cache to the linked archive.' "const nativeLibSHA256 = \"$$sum\"" > $(NATIVE_STAMP)
 
 # Everything the tests need that is not a Go module: versitygw (S3), protoc,
-# psql (internal/testenv/rocklake's TestPsql), the real RockLake binary (built from ../shared/rocklake into its
-# own target directory in the cache) and DuckDB with its DuckLake extension.
+# psql (internal/testenv/rocklake's TestPsql), the real RockLake binary
+# (built from ../shared/rocklake into its own target directory in the cache)
+# and DuckDB with its DuckLake extension.
 tools:
 	scripts/install-versitygw.sh
 	scripts/install-protoc.sh
