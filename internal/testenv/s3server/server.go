@@ -244,9 +244,14 @@ func (s *Server) client() *s3.Client {
 
 // Stop ends the gateway and everything in its process group: SIGTERM, then
 // SIGKILL after 5 s. It waits for the process, removes the temporary
-// directory if Launch made one, and is safe to call more than once.
+// directory if Launch made one, and is safe to call more than once. A
+// gateway that had exited by itself is an error; one that had to be killed
+// is not (its data is on disk either way).
 func (s *Server) Stop() error {
 	err := s.proc.Stop()
+	if errors.Is(err, proc.ErrKilled) {
+		err = nil
+	}
 	if s.tempDir {
 		if rmErr := os.RemoveAll(s.dir); rmErr != nil {
 			err = errors.Join(err, fmt.Errorf("s3server: %w", rmErr))
