@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint check-glibc bench demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-product-deps check-glibc bench demo clean infra-tools test-infra synth
 
 all: build
 
@@ -30,8 +30,9 @@ native:
 		'// nativeLibSHA256 ties Go'"'"'s build cache to the linked archive.' "const nativeLibSHA256 = \"$$sum\"" > $(NATIVE_STAMP)
 
 # Everything the tests need that is not a Go module: versitygw (S3), protoc,
-# psql, the real RockLake binary (built from ../shared/rocklake into its
-# own target directory in the cache) and DuckDB with its DuckLake extension.
+# psql (internal/testenv/rocklake's TestPsql), the real RockLake binary
+# (built from ../shared/rocklake into its own target directory in the cache)
+# and DuckDB with its DuckLake extension.
 tools:
 	scripts/install-versitygw.sh
 	scripts/install-protoc.sh
@@ -58,7 +59,18 @@ build: native
 		echo "dist/$$f.zip"; \
 	done
 
-lint: native
+# The product (every package under pkg/ and functions/, and the CLI; test
+# files aside) links none of the test rigs: the rigs stay under
+# internal/testenv, which only tests, cmd/run-local-s3 and integration/ use.
+# Lists every package the product depends on with what it imports, and names
+# any that imports internal/testenv.
+PRODUCT_PKGS := ./pkg/... ./functions/... ./cmd/rocklake-migrate
+lint-product-deps:
+	@bad=$$(go list -deps -f '{{.ImportPath}}:{{range .Imports}} {{.}}{{end}}' $(PRODUCT_PKGS) | \
+		grep ' github.com/rocklake/rocklake-migrate/internal/testenv' | cut -d: -f1); \
+	if [ -n "$$bad" ]; then echo "product packages import internal/testenv (test rigs): $$bad"; exit 1; fi
+
+lint: native lint-product-deps
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
 	go vet ./...
 	go tool staticcheck ./...

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real RockLake binary (`rocklake`, v0.47.11) from the read-only
 # source beside the repository (../shared/rocklake, or $ROCKLAKE_SRC) and
-# installs it as $ROCKLAKE_CACHE/bin/rocklake, the one pkg/rocklake runs.
+# installs it as $ROCKLAKE_CACHE/bin/rocklake, the one internal/testenv/rocklake runs.
 #
 # The cargo target directory lives in the tool cache
 # ($ROCKLAKE_CACHE/rocklake-target), so that reruns are quick: cargo decides

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 )
 
 // The gated cut-over from the CLI: migrate --postpone-flip exits 0 at the
@@ -16,14 +16,14 @@ import (
 // or abort (on the terminal and in one SNS message); approve flips; abort
 // of a second postponed run cleans up; both refuse what is not at the gate.
 func TestPostponedFlipApproveAndAbort(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}
-	sns := notifytest.Start(t)
+	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	topic := sns.CreateTopic(t, "rocklake-alerts")
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
 )
 
 // objects lists every object under prefix with its ETag; only the object
@@ -64,8 +64,8 @@ func strategyBDigest(t *testing.T, src string) string {
 // is a pointer flip to the way back, which drift takes for a catalog the
 // pointer names, and the next migration goes through from there.
 func TestMigrateInPlace(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -146,8 +146,8 @@ func TestMigrateInPlace(t *testing.T) {
 // RockLake serves the way back, takes a write, verifies it, and DuckDB's
 // queries answer as before.
 func TestRealRockLakeInPlace(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -201,8 +201,8 @@ func TestRealRockLakeInPlace(t *testing.T) {
 // over it through export/import, each said on stderr; forcing and choosing
 // at once is a usage error.
 func TestMigrateInPlaceAuto(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -237,8 +237,8 @@ func TestMigrateInPlaceAuto(t *testing.T) {
 // restore refuses a migration that has no way back claimed, or whose
 // migrated catalog a pointer version named (rollback is the way then).
 func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {

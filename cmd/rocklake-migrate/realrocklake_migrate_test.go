@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 )
 
 // The workflow, on a catalog the real RockLake wrote, held against the real
@@ -19,8 +19,8 @@ import (
 // FormatVersionMismatch (SQLSTATE 0A000); after rollback it serves the old one,
 // takes writes, and DuckDB's queries answer as before.
 func TestRealRockLakeMigrateRollback(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {

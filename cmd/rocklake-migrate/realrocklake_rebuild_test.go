@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
 )
 
 // commitReads are what a DuckLake client reads of the catalog as of one
@@ -63,8 +63,8 @@ func readEveryCommit(t *testing.T, ctx context.Context, dir string, latest uint6
 // current again, which RockLake serves. Old main had no --rebuild (a usage
 // error), and `--to v1` had nothing to do.
 func TestRealRockLakeRebuild(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -23,8 +23,8 @@ import (
 // The operator's loop: migrate behind a pointer, status, rollback, drift with
 // one SNS alert.
 func TestMigrateRollbackDrift(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, b := range []string{"rocklake", "plain"} {
@@ -32,7 +32,7 @@ func TestMigrateRollbackDrift(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sns := notifytest.Start(t)
+	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	topic := sns.CreateTopic(t, "rocklake-alerts")
 
@@ -117,14 +117,14 @@ func TestStrayArgumentsRefused(t *testing.T) {
 // message cannot be sent is still "migrated" (exit 0), the failed message is
 // a warning, and every report, a failed run's too, names the migration.
 func TestOutcomeIsThePointers(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}
-	sns := notifytest.Start(t)
+	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
 	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
@@ -168,8 +168,8 @@ func TestOutcomeIsThePointers(t *testing.T) {
 // Dropping unknown tags is never silent: the report counts what was dropped
 // (and carried), per tag.
 func TestMigrateReportsDroppedAndCarried(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -215,8 +215,8 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // its context) runs Abort on a fresh context: no checkpoint on the source,
 // no staging, no target, and the lock is free for the next run.
 func TestInterruptedMigrateCleansUp(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancelAll()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -257,8 +257,8 @@ func TestInterruptedMigrateCleansUp(t *testing.T) {
 // and export reads it. The engine once read only the AWS_* variables, so
 // a rollback moved the pointer and then failed opening the catalog.
 func TestProfileOnlyRollbackAndExport(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -35,8 +35,8 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}
