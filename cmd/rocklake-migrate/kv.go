@@ -135,26 +135,13 @@ func kvScan(ctx context.Context, e *env, kf kvFlags, prefixArg string) error {
 	}
 	defer c.Close()
 	w := bufio.NewWriter(e.stdout)
-	for entry, err := range c.ScanRaw(ctx, prefix, prefixEnd(prefix)) {
+	for entry, err := range c.ScanPrefix(ctx, prefix) {
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "%x %x\n", entry.Key, entry.Value)
 	}
 	return w.Flush()
-}
-
-// prefixEnd is the first key after every key starting with prefix, nil for
-// the end of the key space.
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xFF {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // newKVWriteCmd is put (nargs 2) and delete (nargs 1). They open the

@@ -88,3 +88,47 @@ func TestPutRawRepairsTheVersionKey(t *testing.T) {
 	}
 	c.Close()
 }
+
+// ScanPrefix yields exactly the keys under a prefix, one ending in 0xFF
+// included, and every key for none (tags 0x2F and 0x30: no catalog has them).
+func TestScanPrefix(t *testing.T) {
+	ctx := testCtx(t)
+	url := "file://" + t.TempDir() + "/c"
+	if err := catalog.Create(ctx, url, format.V1, slatedb.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	writeRaw(t, url, []byte{0x2f, 0xff}, nil, []byte{0x30, 0x01}, nil, []byte{0x30, 0xff}, nil, []byte{0x30, 0xff, 0x02}, nil)
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	count := func(prefix []byte) (n int) {
+		t.Helper()
+		for e, err := range c.ScanPrefix(ctx, prefix) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(e.Key) < len(prefix) || string(e.Key[:len(prefix)]) != string(prefix) {
+				t.Fatalf("prefix %x: key %x", prefix, e.Key)
+			}
+			n++
+		}
+		return n
+	}
+	all := 0
+	for _, err := range c.ScanRaw(ctx, nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all++
+	}
+	for _, c := range []struct {
+		prefix []byte
+		want   int
+	}{{[]byte{0x30}, 3}, {[]byte{0x30, 0xff}, 2}, {[]byte{0x2f}, 1}, {nil, all}} {
+		if got := count(c.prefix); got != c.want {
+			t.Errorf("prefix %x: %d keys, want %d", c.prefix, got, c.want)
+		}
+	}
+}
