@@ -15,6 +15,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // objects lists every object under prefix with its ETag; only the object
@@ -77,7 +78,7 @@ func TestMigrateInPlace(t *testing.T) {
 	wantDigest := strategyBDigest(t, src)
 	catalogObjects, pointerObjects := objects(t, ctx, src+"/"), objects(t, ctx, ptr, true)
 
-	var rep migrateReport
+	var rep workflow.LocalReport
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--dry-run", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !strings.HasPrefix(rep.Outcome, "dry run") || rep.InPlace == nil || rep.InPlace.Records == 0 {
@@ -160,7 +161,7 @@ func TestRealRockLakeInPlace(t *testing.T) {
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
 
-	var rep migrateReport
+	var rep workflow.LocalReport
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "migrated in place" || rep.Digest != wantDigest {
@@ -220,7 +221,7 @@ func TestMigrateInPlaceAuto(t *testing.T) {
 		cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 		r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place-auto", "--in-place-max-bytes", c.max, "--shards", "2", "--json")
 		r.want(t, exitOK)
-		var rep migrateReport
+		var rep workflow.LocalReport
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != c.outcome || (rep.Target == src) != (c.name == "small") {
 			t.Fatalf("%s: report %s (%v), want %q", c.name, r.stdout, err, c.outcome)
 		}
@@ -250,7 +251,7 @@ func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

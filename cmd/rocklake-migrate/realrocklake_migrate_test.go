@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The workflow, on a catalog the real RockLake wrote, held against the real
@@ -52,7 +53,7 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 
 	// A dry run fences and checkpoints the source (Freeze), verifies, and
 	// leaves it a catalog RockLake opens and writes.
-	var rep migrateReport
+	var rep workflow.LocalReport
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--dry-run", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "dry run verified" && !strings.Contains(rep.Outcome, "dry") {

@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // commitReads are what a DuckLake client reads of the catalog as of one
@@ -93,7 +94,7 @@ func TestRealRockLakeRebuild(t *testing.T) {
 	relocated := filepath.Join(dir, "relocated")
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+relocated+"/", "--shards", "2", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" || rep.From != format.V1 || rep.To != format.V1 {
 		t.Fatalf("migrate --rebuild report %q: %v", r.stdout, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // Issue 25: reads never fail for longer than one restart. A client reads
@@ -159,7 +160,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	started := time.Now()
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "2s", "--postpone-flip", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Gate == nil {
 		t.Fatalf("migrate --postpone-flip report %q: %v", r.stdout, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The operator's loop: migrate behind a pointer, status, rollback, drift with
@@ -44,7 +45,7 @@ func TestMigrateRollbackDrift(t *testing.T) {
 
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "3", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("migrate --json: %q: %v", r.stdout, err)
 	}
@@ -133,7 +134,7 @@ func TestOutcomeIsThePointers(t *testing.T) {
 	missing := "arn:aws:sns:us-east-1:123456789012:no-such-topic"
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--sns-topic", missing, "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestOutcomeIsThePointers(t *testing.T) {
 	topic := sns.CreateTopic(t, "rocklake-alerts")
 	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--sns-topic", topic, "--json")
 	r.want(t, exitError)
-	rep = migrateReport{}
+	rep = workflow.LocalReport{}
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestMigrateReportsDroppedAndCarried(t *testing.T) {
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--unknown-tags", "drop", "--dry-run", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestProfileOnlyRollbackAndExport(t *testing.T) {
 // event; each top-level state's start and end; the export, transform,
 // import and verify stages each ending with a final event whose done equals
 // its total, the catalog's rows.
-func migrateEvents(t *testing.T, stderr string, rep migrateReport) {
+func migrateEvents(t *testing.T, stderr string, rep workflow.LocalReport) {
 	t.Helper()
 	var rows uint64
 	for _, n := range rep.Counts {
