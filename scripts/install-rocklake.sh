@@ -4,9 +4,9 @@
 # (../shared/rocklake, or $ROCKLAKE_SRC) and installs it into $ROCKLAKE_CACHE/bin.
 #
 #   quick (default): $ROCKLAKE_CACHE/bin/rocklake, the one the tests run
-#     (pkg/rocklake finds it). Cargo's release profile at opt-level 1: a cold
-#     build takes about half the CPU of opt-level 3, and the tests that run it
-#     pass in the same time (README, "How long a cold make test takes").
+#     (pkg/rocklake finds it). Cargo's release profile at opt-level 1, which
+#     cost 0.87 of opt-level 3's CPU in a cold build of part of RockLake's
+#     tree (README, "How long a cold make test takes").
 #   release: $ROCKLAKE_CACHE/bin/rocklake-release, RockLake's own release
 #     profile (opt-level 3), for the benchmarks that time RockLake
 #     (scripts/bench-serve.sh).
@@ -77,7 +77,7 @@ fi
 
 built="$CARGO_TARGET_DIR/$profile/rocklake"
 if [ ! -x "$built" ]; then
-	echo "building rocklake ($profile) from $src into $CARGO_TARGET_DIR (first time: about 6 minutes on 2 cores quick, 11 release)" >&2
+	echo "building rocklake ($profile) from $src into $CARGO_TARGET_DIR (first time: about 11 minutes on 2 cores for release, somewhat less for quick)" >&2
 fi
 # The source directory may be read-only: --locked never rewrites Cargo.lock,
 # and every output goes to CARGO_TARGET_DIR.
