@@ -37,7 +37,7 @@ native:
 TOOLS := versitygw protoc psql rocklake duckdb sns-emulator lambda-rie local-stepfunctions
 INFRA_TOOLS := cfn-lint asl-validator
 INSTALLS := $(addprefix install-,$(TOOLS) $(INFRA_TOOLS))
-.PHONY: $(INSTALLS) setup modules
+.PHONY: $(INSTALLS) setup modules native-tests
 $(INSTALLS): install-%:
 	scripts/install-$*.sh
 # Both install with apt-get, which holds one lock.
@@ -52,7 +52,7 @@ modules:
 # What make test needs before its first check, side by side: the two Rust
 # builds keep the cores busy while the installers and module downloads wait on
 # the network (a cold DuckDB install: 275 s of wall time for 9 s of CPU).
-setup: native tools infra-tools modules build
+setup: native native-tests tools infra-tools modules build
 
 # The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
 # x86_64, no RPC) zipped into dist/<function>.zip for the CDK app. Linked with
@@ -82,6 +82,11 @@ lint: native
 
 test-native:
 	cd native && cargo test --release --locked
+
+# The native crate's test binary, built ahead in setup: its fat-LTO link keeps
+# one core busy for about 2 minutes (114 CPU-s), there beside the RockLake build.
+native-tests: native
+	cd native && cargo test --release --locked --no-run
 
 # integration/ runs the built bootstraps under the Lambda emulator: build first.
 test-go: native tools build
