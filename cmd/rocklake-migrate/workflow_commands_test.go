@@ -52,7 +52,7 @@ func TestMigrateRollbackDrift(t *testing.T) {
 	if rep.Outcome != "migrated" || rep.PointerVersionID == "" || rep.Counts["ducklake_data_file"] == 0 || rep.StateSeconds["Verify"] == 0 {
 		t.Fatalf("report = %+v", rep)
 	}
-	migrateEvents(t, r.stderr, rep)
+	migrateEvents(t, r.stderr)
 	cli(t, "check", "--catalog", rep.Target, "--expect", "v2").want(t, exitOK)
 	st := cli(t, "status", "--pointer", ptr)
 	st.want(t, exitOK)
@@ -295,43 +295,25 @@ func TestProfileOnlyRollbackAndExport(t *testing.T) {
 	cli(t, "export", "--catalog", src, "--format", "v1", "--output", "s3://rocklake/staging/profile", "--shards", "2").want(t, exitOK)
 }
 
-// migrateEvents checks migrate's --json progress on stderr: every line one
-// event; each top-level state's start and end; the export, transform,
-// import and verify stages each ending with a final event whose done equals
-// its total, the catalog's rows.
-func migrateEvents(t *testing.T, stderr string, rep workflow.LocalReport) {
+// migrateEvents checks what --json adds to migrate's progress: the stream
+// goes to stderr, one JSON event per line, ending with the terminal state Migrated. What
+// the events say is workflow.RunLocal's (TestRunLocalMigratesAndShowsItsProgress).
+func migrateEvents(t *testing.T, stderr string) {
 	t.Helper()
-	var rows uint64
-	for _, n := range rep.Counts {
-		rows += n
+	type event struct {
+		progress.Event
+		State string `json:"state"`
+		Phase string `json:"phase"`
 	}
-	phases := map[string]string{}
-	final := map[string]progress.Event{}
-	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		var ev struct {
-			progress.Event
-			State string `json:"state"`
-			Phase string `json:"phase"`
-		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+	var last event
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for _, line := range lines {
+		last = event{}
+		if err := json.Unmarshal([]byte(line), &last); err != nil {
 			t.Fatalf("stderr line %q: %v", line, err)
 		}
-		switch {
-		case ev.Event.Event == "state":
-			phases[ev.State] += ev.Phase + " "
-		case ev.Final:
-			final[ev.Stage] = ev.Event
-		}
 	}
-	for _, st := range []string{"Check", "Freeze", "Shards", "Import", "Finalize", "Verify", "Flip"} {
-		if !strings.HasPrefix(phases[st], "start end ") {
-			t.Errorf("state %s: events %q", st, phases[st])
-		}
-	}
-	for _, stage := range []string{"export", "transform", "import", "verify"} {
-		ev := final[stage]
-		if ev.Event != "done" || ev.Done != rows || ev.Total != rows {
-			t.Errorf("stage %s: final event %+v, want done = total = %d rows", stage, ev, rows)
-		}
+	if len(lines) < 2 || last.Event.Event != "state" || last.State != "Migrated" || last.Phase != "end" {
+		t.Fatalf("stderr: %d lines, the last %+v; want the progress events ending with Migrated", len(lines), last)
 	}
 }
