@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint lint-product-deps check-glibc bench demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench demo clean infra-tools test-infra synth
 
 all: build
 
@@ -31,7 +31,7 @@ native:
 
 # Everything the tests need that is not a Go module: versitygw (S3), protoc,
 # psql (internal/testenv/rocklake's TestPsql), the real RockLake binary (built from ../shared/rocklake into its
-# own target directory in the cache, in a quicker profile than release: see
+# own target directory in the cache, unoptimised: see
 # scripts/install-rocklake.sh) and DuckDB with its DuckLake extension. One
 # target per installer, so that `setup` can run them side by side.
 TOOLS := versitygw protoc psql rocklake duckdb sns-emulator lambda-rie local-stepfunctions
@@ -49,10 +49,19 @@ modules:
 	go mod download
 	cd infra && go mod download
 
-# What make test needs before its first check, side by side: the two Rust
-# builds keep the cores busy while the installers and module downloads wait on
-# the network (a cold DuckDB install: 275 s of wall time for 9 s of CPU).
-setup: native native-tests tools infra-tools modules build
+# What make test needs before its first test, side by side: the Rust builds
+# keep the cores busy while the installers and module downloads wait on the
+# network (a cold DuckDB install: 275 s of wall time for 9 s of CPU), and the
+# Go compiles fill the time the native library's fat-LTO links hold one core.
+setup: native native-tests tools infra-tools modules build precompile
+
+# Compiles every package and test of both modules with the test run's flags
+# into Go's build cache, without linking or running anything (go list
+# -export), so that the tests start at once. After native: its stamp file is
+# part of what pkg/slatedb's compile hashes.
+precompile: native modules
+	go list -race -test -export -deps ./... >/dev/null
+	cd infra && go list -test -export -deps ./... >/dev/null
 
 # The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
 # x86_64, no RPC) zipped into dist/<function>.zip for the CDK app. Linked with
@@ -83,11 +92,16 @@ lint-product-deps:
 		grep ' github.com/rocklake/rocklake-migrate/internal/testenv' | cut -d: -f1); \
 	if [ -n "$$bad" ]; then echo "product packages import internal/testenv (test rigs): $$bad"; exit 1; fi
 
-lint: native lint-product-deps
+lint: lint-go lint-rust
+
+# After build, whose compiles vet reuses (and native's stamp file: see precompile).
+lint-go: build lint-product-deps
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
 	go vet ./...
 	go tool staticcheck ./...
 	go tool go-errorlint ./...
+
+lint-rust:
 	cd native && cargo fmt --check
 	cd native && cargo clippy --release --locked --all-targets -- -D warnings
 
@@ -100,18 +114,24 @@ native-tests: native
 	cd native && cargo test --release --locked --no-run
 
 # integration/ runs the built bootstraps under the Lambda emulator: build first.
+# Four packages at a time: most of a package's test time is spent waiting on
+# its servers (pkg/workflow's tests use a third of a core), and the longest
+# packages are named first, so that the others fill the time beside them
+# instead of leaving the longest alone at the end.
+GO_TEST_FIRST := ./pkg/workflow ./cmd/rocklake-migrate ./integration ./pkg/slatedb
 test-go: native tools build
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) -p 4 $(GO_TEST_FIRST) ./...
 
 # Lambdas run on provided.al2023 (glibc 2.34): no binary may need newer symbols.
 check-glibc: build
 	scripts/check-glibc.sh 2.34 bin/* dist/*/bootstrap
 
-# The setup in parallel (-j), then the checks one after another (tests that
-# time themselves share the cores with nothing of this run).
+# The setup and the lints side by side (-j), then the tests one after
+# another (tests that time themselves share the cores with nothing of this
+# run).
 test:
-	$(MAKE) -j8 setup
-	$(MAKE) lint test-native test-go check-glibc test-infra
+	$(MAKE) -j8 setup lint
+	$(MAKE) test-native test-go check-glibc test-infra
 
 # The CDK app (infra/, its own module): assertions, cfn-lint and asl-validator.
 INFRA_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20

@@ -4,9 +4,12 @@
 # (../shared/rocklake, or $ROCKLAKE_SRC) and installs it into $ROCKLAKE_CACHE/bin.
 #
 #   quick (default): $ROCKLAKE_CACHE/bin/rocklake, the one the tests run
-#     (internal/testenv/rocklake finds it). Cargo's release profile at opt-level 1, which
-#     cost 0.87 of opt-level 3's CPU in a cold build of part of RockLake's
-#     tree (README, "How long a cold make test takes").
+#     (internal/testenv/rocklake finds it). Cargo's release profile at
+#     opt-level 0: the same source and settings (no debug assertions, no
+#     overflow checks), only unoptimised. A cold build took 372 CPU-s
+#     (4 min 5 s on 2 cores) against about 1 500 at opt-level 1, and the tests
+#     that run it took 100 s against 97 (README, "How long a cold make test
+#     takes").
 #   release: $ROCKLAKE_CACHE/bin/rocklake-release, RockLake's own release
 #     profile (opt-level 3), for the benchmarks that time RockLake
 #     (scripts/bench-serve.sh).
@@ -24,7 +27,7 @@ profile="${1:-quick}"
 case "$profile" in
 quick)
 	name=rocklake
-	flags=(--profile quick --config 'profile.quick.inherits="release"' --config 'profile.quick.opt-level=1')
+	flags=(--profile quick --config 'profile.quick.inherits="release"' --config 'profile.quick.opt-level=0')
 	;;
 release)
 	name=rocklake-release
@@ -77,7 +80,7 @@ fi
 
 built="$CARGO_TARGET_DIR/$profile/rocklake"
 if [ ! -x "$built" ]; then
-	echo "building rocklake ($profile) from $src into $CARGO_TARGET_DIR (first time: about 11 minutes on 2 cores for release, somewhat less for quick)" >&2
+	echo "building rocklake ($profile) from $src into $CARGO_TARGET_DIR (first time, on 2 cores: about 4 minutes for quick, 11 for release)" >&2
 fi
 # The source directory may be read-only: --locked never rewrites Cargo.lock,
 # and every output goes to CARGO_TARGET_DIR.
