@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint check-glibc bench demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench demo clean infra-tools test-infra synth
 
 all: build
 
@@ -30,61 +30,113 @@ native:
 		'// nativeLibSHA256 ties Go'"'"'s build cache to the linked archive.' "const nativeLibSHA256 = \"$$sum\"" > $(NATIVE_STAMP)
 
 # Everything the tests need that is not a Go module: versitygw (S3), protoc,
-# psql, the real RockLake binary (built from ../shared/rocklake into its
-# own target directory in the cache) and DuckDB with its DuckLake extension.
-tools:
-	scripts/install-versitygw.sh
-	scripts/install-protoc.sh
-	scripts/install-psql.sh
-	scripts/install-rocklake.sh
-	scripts/install-duckdb.sh
-	scripts/install-sns-emulator.sh
-	scripts/install-lambda-rie.sh
-	scripts/install-local-stepfunctions.sh
+# psql (internal/testenv/rocklake's TestPsql), the real RockLake binary (built from ../shared/rocklake into its
+# own target directory in the cache, unoptimised: see
+# scripts/install-rocklake.sh) and DuckDB with its DuckLake extension. One
+# target per installer, so that `setup` can run them side by side.
+TOOLS := versitygw protoc psql rocklake duckdb sns-emulator lambda-rie local-stepfunctions
+INFRA_TOOLS := cfn-lint asl-validator
+INSTALLS := $(addprefix install-,$(TOOLS) $(INFRA_TOOLS))
+.PHONY: $(INSTALLS) setup modules native-tests
+$(INSTALLS): install-%:
+	scripts/install-$*.sh
+# Both install with apt-get, which holds one lock.
+install-psql: install-protoc
+tools: $(addprefix install-,$(TOOLS))
+
+# The Go modules of both modules (the CDK's are large), fetched ahead.
+modules:
+	go mod download
+	cd infra && go mod download
+
+# What make test needs before its first test, side by side: the Rust builds
+# keep the cores busy while the installers and module downloads wait on the
+# network (a cold DuckDB install: 275 s of wall time for 9 s of CPU), and the
+# Go compiles fill the time the native library's fat-LTO links hold one core.
+setup: native native-tests tools infra-tools modules build precompile
+
+# Compiles every package and test of both modules with the test run's flags
+# into Go's build cache, without linking or running anything (go list
+# -export), so that the tests start at once. After native: its stamp file is
+# part of what pkg/slatedb's compile hashes.
+precompile: native modules
+	go list -race -test -export -deps ./... >/dev/null
+	cd infra && go list -test -export -deps ./... >/dev/null
 
 # The CLI and tools into bin/; each Lambda as bootstrap (provided.al2023,
-# x86_64, no RPC; -s -w: no symbol table or DWARF, which a Lambda never reads and
-# which made each zip 20.9 MB instead of 13.0) zipped into dist/<function>.zip
-# for the CDK app.
+# x86_64, no RPC) zipped into dist/<function>.zip for the CDK app. Linked with
+# --gc-sections: the Rust archive has one section per function and the linker
+# drops those nothing calls; the bootstraps also with -s -w (no symbol table or
+# DWARF, which a Lambda never reads). Sizes: README, "Performance".
 FUNCTIONS := check export import inplace
+LINK_GC := -extldflags=-Wl,--gc-sections
 # The tool's version, printed by --version (a build without it falls back to
 # what Go recorded).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 build: native
-	go build -ldflags "-X main.version=$(VERSION)" -o bin/ ./cmd/...
+	go build -ldflags "-X main.version=$(VERSION) $(LINK_GC)" -o bin/ ./cmd/...
 	@for f in $(FUNCTIONS); do \
-		GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -ldflags "-s -w" -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
+		GOOS=linux GOARCH=amd64 go build -tags lambda.norpc -trimpath -ldflags "-s -w $(LINK_GC)" -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
 		rm -f dist/$$f.zip; (cd dist/$$f && python3 -m zipfile -c ../$$f.zip bootstrap) || exit 1; \
-		echo "dist/$$f.zip"; \
+		echo "dist/$$f.zip $$(stat -c %s dist/$$f.zip) bytes"; \
 	done
 
-lint: native
+# The product (every package under pkg/ and functions/, and the CLI; test
+# files aside) links none of the test rigs: the rigs stay under
+# internal/testenv, which only tests, cmd/run-local-s3 and integration/ use.
+# Lists every package the product depends on with what it imports, and names
+# any that imports internal/testenv.
+PRODUCT_PKGS := ./pkg/... ./functions/... ./cmd/rocklake-migrate
+lint-product-deps:
+	@bad=$$(go list -deps -f '{{.ImportPath}}:{{range .Imports}} {{.}}{{end}}' $(PRODUCT_PKGS) | \
+		grep ' github.com/rocklake/rocklake-migrate/internal/testenv' | cut -d: -f1); \
+	if [ -n "$$bad" ]; then echo "product packages import internal/testenv (test rigs): $$bad"; exit 1; fi
+
+lint: lint-go lint-rust
+
+# After build, whose compiles vet reuses (and native's stamp file: see precompile).
+lint-go: build lint-product-deps
 	@fmt=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi
 	go vet ./...
 	go tool staticcheck ./...
 	go tool go-errorlint ./...
+
+lint-rust:
 	cd native && cargo fmt --check
 	cd native && cargo clippy --release --locked --all-targets -- -D warnings
 
 test-native:
 	cd native && cargo test --release --locked
 
+# The native crate's test binary, built ahead in setup: its fat-LTO link keeps
+# one core busy for about 2 minutes (114 CPU-s), there beside the RockLake build.
+native-tests: native
+	cd native && cargo test --release --locked --no-run
+
 # integration/ runs the built bootstraps under the Lambda emulator: build first.
+# Four packages at a time: most of a package's test time is spent waiting on
+# its servers (pkg/workflow's tests use a third of a core), and the longest
+# packages are named first, so that the others fill the time beside them
+# instead of leaving the longest alone at the end.
+GO_TEST_FIRST := ./pkg/workflow ./cmd/rocklake-migrate ./integration ./pkg/slatedb
 test-go: native tools build
-	go test $(GO_TEST_FLAGS) ./...
+	go test $(GO_TEST_FLAGS) -p 4 $(GO_TEST_FIRST) ./...
 
 # Lambdas run on provided.al2023 (glibc 2.34): no binary may need newer symbols.
 check-glibc: build
 	scripts/check-glibc.sh 2.34 bin/* dist/*/bootstrap
 
-test: native tools lint test-native test-go check-glibc test-infra
+# The setup and the lints side by side (-j), then the tests one after
+# another (tests that time themselves share the cores with nothing of this
+# run).
+test:
+	$(MAKE) -j8 setup lint
+	$(MAKE) test-native test-go check-glibc test-infra
 
 # The CDK app (infra/, its own module): assertions, cfn-lint and asl-validator.
 INFRA_ENV := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20
 
-infra-tools:
-	scripts/install-cfn-lint.sh
-	scripts/install-asl-validator.sh
+infra-tools: $(addprefix install-,$(INFRA_TOOLS))
 
 test-infra: infra-tools
 	@cd infra && fmt=$$(gofmt -l .); if [ -n "$$fmt" ]; then echo "gofmt needed: $$fmt"; exit 1; fi

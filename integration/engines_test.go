@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -12,7 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,11 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/proc"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -129,7 +128,7 @@ func (h *Harness) runASL(t *testing.T, ctx context.Context, def []byte, input an
 func localStepFunctionsModules() (string, error) {
 	dir := os.Getenv("ROCKLAKE_LOCAL_STEPFUNCTIONS")
 	if dir == "" {
-		dir = filepath.Join(localstack.CacheDir(), "node", "aws-local-stepfunctions-"+localStepFunctionsVersion, "node_modules")
+		dir = filepath.Join(proc.CacheDir(), "node", "aws-local-stepfunctions-"+localStepFunctionsVersion, "node_modules")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "aws-local-stepfunctions", "package.json")); err != nil {
 		return "", fmt.Errorf("aws-local-stepfunctions %s is not installed in %s: run `make tools` (scripts/install-local-stepfunctions.sh)", localStepFunctionsVersion, dir)
@@ -163,8 +162,7 @@ func (h *Harness) runLocalStepFunctions(t *testing.T, ctx context.Context, def [
 		t.Fatal(err)
 	}
 	script, _ := filepath.Abs(filepath.Join("testdata", "run-local-stepfunctions.cjs"))
-	cmd := exec.CommandContext(ctx, nodeBin, script, defPath, inPath)
-	cmd.Env = []string{
+	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"LSF_NODE_MODULES=" + modules,
 		"AWS_ENDPOINT_URL_LAMBDA=" + h.Front.URL(),
@@ -173,13 +171,9 @@ func (h *Harness) runLocalStepFunctions(t *testing.T, ctx context.Context, def [
 		"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
 		"SNS_ENDPOINT=" + h.SNS.Endpoint(),
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = stopGrace
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("aws-local-stepfunctions: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	stdout, err := proc.Run(ctx, env, "", nodeBin, script, defPath, inPath)
+	if err != nil {
+		t.Fatalf("aws-local-stepfunctions: %v", err)
 	}
 	var o struct {
 		Status string          `json:"status"`
@@ -187,9 +181,9 @@ func (h *Harness) runLocalStepFunctions(t *testing.T, ctx context.Context, def [
 		Cause  string          `json:"cause"`
 		Output json.RawMessage `json:"output"`
 	}
-	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
-	if err := json.Unmarshal(lines[len(lines)-1], &o); err != nil {
-		t.Fatalf("aws-local-stepfunctions printed %q (%v); stderr: %s", stdout.String(), err, stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &o); err != nil {
+		t.Fatalf("aws-local-stepfunctions printed %q: %v", stdout, err)
 	}
 	return Outcome{Status: o.Status, Error: o.Error, Cause: o.Cause, Output: o.Output}
 }
@@ -281,7 +275,7 @@ func (h *Harness) snapshot(t *testing.T, ctx context.Context, f fixture) snapsho
 	return snapshot{PointerETag: ref.ETag, Pointer: p, Source: rawDigest(t, ctx, f.Source)}
 }
 
-func (h *Harness) messages(t *testing.T, topic string) []notifytest.Message {
+func (h *Harness) messages(t *testing.T, topic string) []snsserver.Message {
 	t.Helper()
 	return h.SNS.Messages(t, topic)
 }

@@ -5,28 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/proc"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 const (
 	staging      = "s3://staging/migrations"
 	readyTimeout = 30 * time.Second
-	stopGrace    = 5 * time.Second
 	logTail      = 16 << 10
 	// lambdaTimeout is the functions' timeout (AWS_LAMBDA_FUNCTION_TIMEOUT),
 	// the largest TimeoutSeconds of the definition.
@@ -56,8 +52,8 @@ func substitutions(topic string) map[string]string {
 
 // Harness is the running local stack.
 type Harness struct {
-	S3    *localstack.Stack
-	SNS   *notifytest.Emulator
+	S3    *s3server.Server
+	SNS   *snsserver.Server
 	Store *blob.Store
 	Front *Front
 	// Topic receives the migration outcomes.
@@ -67,7 +63,7 @@ type Harness struct {
 
 // findRIE finds aws-lambda-rie: $ROCKLAKE_LAMBDA_RIE, the tool cache, PATH.
 func findRIE() (string, error) {
-	return localstack.FindTool("aws-lambda-rie", "ROCKLAKE_LAMBDA_RIE", "scripts/install-lambda-rie.sh")
+	return proc.FindTool("aws-lambda-rie", "ROCKLAKE_LAMBDA_RIE", "scripts/install-lambda-rie.sh")
 }
 
 // findBootstraps returns dist/<fn>/bootstrap for every function.
@@ -112,14 +108,14 @@ func startHarnessWith(t *testing.T, s3Front func(endpoint string) string, sandbo
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h := &Harness{root: root}
-	h.S3 = localstacktest.Start(t)
-	localstacktest.SetEnv(t, h.S3)
+	h.S3 = s3server.Start(t)
+	s3server.SetEnv(t, h.S3)
 	for _, b := range []string{"rocklake", "staging"} {
 		if err := h.S3.CreateBucket(ctx, b, true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.SNS = notifytest.Start(t)
+	h.SNS = snsserver.Start(t)
 	h.SNS.SetEnv(t)
 	h.Topic = h.SNS.CreateTopic(t, "rocklake-migrate")
 	if h.Store, err = blob.New(ctx); err != nil {
@@ -186,20 +182,9 @@ type emulator struct {
 	log       string
 
 	mu      sync.Mutex
-	addr    string // --runtime-interface-emulator-address
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	proc    *proc.Process // nil until started, and after a crash
 	starts  int
 	crashes int
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // start starts the emulator on fresh loopback ports and waits until it
@@ -207,65 +192,52 @@ func freeAddr() (string, error) {
 func (e *emulator) start() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		if last = e.startOnce(); last == nil {
-			return nil
-		}
-	}
-	return last
+	return e.startLocked()
 }
 
-func (e *emulator) startOnce() error {
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	api, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	logFile, err := os.OpenFile(e.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "--- start %d: rie %s, runtime api %s\n", e.starts+1, addr, api)
-	cmd := exec.Command(e.rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, e.bootstrap)
-	cmd.Env = e.env
-	cmd.Dir = filepath.Dir(e.bootstrap)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s for %s: %w", e.rie, e.fn, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	e.cmd, e.exited, e.addr = cmd, exited, addr
+func (e *emulator) startLocked() error {
 	e.starts++
-	deadline := time.Now().Add(readyTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return fmt.Errorf("%s[%d]: aws-lambda-rie exited before serving: %v\n%s", e.fn, e.index, cmd.ProcessState, e.logs())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	p, err := proc.Start(context.Background(), proc.Spec{
+		Name: fmt.Sprintf("aws-lambda-rie for %s[%d]", e.fn, e.index),
+		Path: e.rie,
+		Args: func(addr string) ([]string, error) {
+			api, err := proc.FreeAddr()
+			if err != nil {
+				return nil, err
+			}
+			if err := appendLine(e.log, fmt.Sprintf("--- start %d: rie %s, runtime api %s", e.starts, addr, api)); err != nil {
+				return nil, err
+			}
+			return []string{"--runtime-interface-emulator-address", addr, "--runtime-api-address", api, e.bootstrap}, nil
+		},
+		Env:          e.env,
+		Dir:          filepath.Dir(e.bootstrap),
+		LogFile:      e.log,
+		LogTail:      logTail,
+		ReadyTimeout: readyTimeout,
+	})
+	if err != nil {
+		return err
 	}
-	e.killLocked()
-	return fmt.Errorf("%s[%d]: aws-lambda-rie not listening on %s after %s", e.fn, e.index, addr, readyTimeout)
+	e.proc = p
+	return nil
+}
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	return errors.Join(err, f.Close())
 }
 
 func (e *emulator) running() bool {
-	if e.cmd == nil {
+	if e.proc == nil {
 		return false
 	}
 	select {
-	case <-e.exited:
+	case <-e.proc.Done():
 		return false
 	default:
 		return true
@@ -277,23 +249,13 @@ func (e *emulator) running() bool {
 func (e *emulator) crash() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.kill()
+	e.killLocked()
 }
 
-// kill is crash with e.mu held.
-func (e *emulator) kill() {
-	if e.cmd != nil && e.cmd.Process != nil {
-		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
-	}
-}
-
+// killLocked is crash with e.mu held.
 func (e *emulator) killLocked() {
-	e.kill()
-	if e.exited != nil {
-		select {
-		case <-e.exited:
-		case <-time.After(stopGrace):
-		}
+	if e.proc != nil {
+		e.proc.Kill()
 	}
 }
 
@@ -301,32 +263,18 @@ func (e *emulator) killLocked() {
 func (e *emulator) stop() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !e.running() {
-		return
-	}
-	_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-e.exited:
-	case <-time.After(stopGrace):
-		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-e.exited:
-		case <-time.After(stopGrace):
-		}
+	if e.running() {
+		_ = e.proc.Stop() // the sandbox's end is not what the test checks
 	}
 }
 
 func (e *emulator) logs() string {
-	f, err := os.Open(e.log)
-	if err != nil {
-		return fmt.Sprintf("(no log: %v)", err)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.proc == nil {
+		return "(never started)"
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > logTail {
-		_, _ = f.Seek(-logTail, io.SeekEnd)
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
+	return e.proc.Logs()
 }
 
 // invoke sends one call to the emulator (the caller holds it) and returns
@@ -335,12 +283,12 @@ func (e *emulator) logs() string {
 func (e *emulator) invoke(ctx context.Context, client *http.Client, payload []byte) ([]byte, int, error) {
 	e.mu.Lock()
 	if !e.running() {
-		if err := e.startOnce(); err != nil {
+		if err := e.startLocked(); err != nil {
 			e.mu.Unlock()
 			return nil, 0, err
 		}
 	}
-	addr := e.addr
+	addr := e.proc.Addr()
 	e.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/2015-03-31/functions/function/invocations", strings.NewReader(string(payload)))
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 	"github.com/rocklake/rocklake-migrate/statemachine"
@@ -110,11 +110,11 @@ func TestS3FaultsMigrationCompletes(t *testing.T) {
 // definition's Retry runs it again; the migration completes, each stall
 // costing the sandboxes' stall limit, not their 15 minutes.
 func TestS3StallsMigrationCompletes(t *testing.T) {
-	var proxy *localstacktest.StallProxy
+	var proxy *s3server.StallProxy
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	h := startHarnessWith(t, func(endpoint string) string {
-		proxy = localstacktest.StartStallProxy(t, endpoint, func(r *http.Request) bool {
+		proxy = s3server.StartStallProxy(t, endpoint, func(r *http.Request) bool {
 			p := r.URL.Path
 			if r.Method != http.MethodGet || !strings.HasSuffix(p, ".sst") && !strings.Contains(p, "/shard-00000-of-") {
 				return false

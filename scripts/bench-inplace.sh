@@ -15,7 +15,7 @@ M=bin/rocklake-migrate
 work=$(mktemp -d); stack=""
 cleanup() { [ -n "$stack" ] && { kill "$stack" 2>/dev/null || true; wait "$stack" 2>/dev/null || true; }; rm -rf "$work"; }
 trap cleanup EXIT
-bin/localstack --dir "$work/s3" --buckets rocklake --env-file "$work/env" >"$work/stack.log" 2>&1 &
+bin/run-local-s3 --dir "$work/s3" --buckets rocklake --env-file "$work/env" >"$work/stack.log" 2>&1 &
 stack=$!
 for _ in $(seq 1 300); do [ -f "$work/env" ] && break; sleep 0.1; done
 # shellcheck disable=SC1091

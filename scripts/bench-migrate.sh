@@ -22,7 +22,7 @@ cleanup() { stop_stack; rm -rf "$work"; }
 trap cleanup EXIT
 for rep in $(seq "$REPS"); do
   d="$work/$rep"; mkdir -p "$d"
-  bin/localstack --buckets rocklake --env-file "$d/env" >"$d/stack.log" 2>&1 &
+  bin/run-local-s3 --buckets rocklake --env-file "$d/env" >"$d/stack.log" 2>&1 &
   stack=$!
   for _ in $(seq 1 300); do [ -f "$d/env" ] && break; sleep 0.1; done
   # shellcheck disable=SC1091

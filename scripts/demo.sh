@@ -19,7 +19,7 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
 step "start the local S3 stack (versitygw, versioned buckets, loopback only)"
-"$BIN/localstack" --buckets rocklake,rocklake-staging --env-file "$work/stack.env" &
+"$BIN/run-local-s3" --buckets rocklake,rocklake-staging --env-file "$work/stack.env" &
 stack_pid=$!
 for _ in $(seq 1 300); do [ -f "$work/stack.env" ] && break; kill -0 "$stack_pid" 2>/dev/null || exit 1; sleep 0.1; done
 [ -f "$work/stack.env" ] || { echo "local stack did not come up" >&2; exit 1; }

@@ -2,7 +2,7 @@
 # Installs DuckDB 1.5.3 with its DuckLake, postgres_scanner and parquet
 # extensions from PyPI wheels (the real client of a DuckLake catalog, DESIGN
 # 5) in a Python virtual environment in the project's tool cache, run as
-# $ROCKLAKE_CACHE/bin/duckdb-python. pkg/rocklake's DuckDB client loads the
+# $ROCKLAKE_CACHE/bin/duckdb-python. internal/testenv/rocklake's DuckDB client loads the
 # extensions from the wheels' files: nothing is downloaded at run time.
 # Idempotent: does nothing when the pinned version is already installed.
 #

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the PostgreSQL client (psql), through which pkg/rocklake talks to
-# `rocklake serve`, from Debian's postgresql-client. Idempotent: does nothing
+# Installs the PostgreSQL client (psql), which internal/testenv/rocklake's
+# TestPsql runs against `rocklake serve` (the client an operator reaches
+# for), from Debian's postgresql-client. Idempotent: does nothing
 # when psql is already on PATH.
 set -euo pipefail
 

@@ -6,8 +6,8 @@
 #
 # moto rather than goaws: goaws binds 0.0.0.0 whatever it is configured
 # with, and test servers here listen on 127.0.0.1 only; moto_server takes
-# -H 127.0.0.1. pkg/notify/notifytest starts it and reads back what was
-# published.
+# -H 127.0.0.1. internal/testenv/snsserver starts it and reads back what
+# was published.
 set -euo pipefail
 
 VERSION=5.2.5

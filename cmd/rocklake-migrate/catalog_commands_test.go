@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -58,8 +58,8 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 		f(t, func() string { n++; return fmt.Sprintf("file://%s/catalog-%d", dir, n) })
 	})
 	t.Run("s3", func(t *testing.T) {
-		s := localstacktest.Start(t)
-		localstacktest.SetEnv(t, s)
+		s := s3server.Start(t)
+		s3server.SetEnv(t, s)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := s.CreateBucket(ctx, "catalogs", true); err != nil {

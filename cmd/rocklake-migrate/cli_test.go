@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -72,6 +74,33 @@ func TestHelpOnStdoutWithExamples(t *testing.T) {
 func TestTimeoutFlag(t *testing.T) {
 	cli(t, "status", "--pointer", "s3://b/CURRENT", "--timeout", "0s").want(t, exitUsage, "--timeout 0s: want a positive duration")
 	cli(t, "status", "--pointer", "s3://b/CURRENT", "--timeout", "soon").want(t, exitUsage, `invalid argument "soon" for "--timeout"`)
+}
+
+// lateCtx is a context whose deadline is past while its timer has not run
+// yet: a busy machine, the engine's own timer first.
+type lateCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c lateCtx) Deadline() (time.Time, bool) { return c.dl, true }
+
+// A command's deadline is over when the clock says so, before its
+// context's timer ran: the engine's timeout is then the command's
+// --timeout, named as such.
+func TestDeadlinePassed(t *testing.T) {
+	past, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	for ctx, want := range map[context.Context]bool{
+		context.Background(): false,
+		past:                 true,
+		lateCtx{context.Background(), time.Now().Add(-time.Millisecond)}: true,
+		lateCtx{context.Background(), time.Now().Add(time.Hour)}:         false,
+	} {
+		if got := deadlinePassed(ctx); got != want {
+			t.Errorf("deadlinePassed(%v) = %v, want %v", ctx, got, want)
+		}
+	}
 }
 
 // --version and version print the tool's version and build, the SlateDB

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
 
 // An endpoint that accepts connections and never answers, one that refuses
@@ -83,7 +83,7 @@ func TestUnreachableStoresFailClearly(t *testing.T) {
 // default, kept here): by pkg/blob (status reads the pointer first) and by
 // the engine (init-pointer opens the catalog first).
 func TestSilentStoreNamedBeforeTheDeadline(t *testing.T) {
-	hole := localstacktest.StartBlackHole(t)
+	hole := s3server.StartBlackHole(t)
 	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
@@ -114,8 +114,8 @@ func TestSilentStoreNamedBeforeTheDeadline(t *testing.T) {
 // fails naming the store and the limit, instead of running on to its
 // 4-hour deadline.
 func TestStalledExportFails(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "catalogs", true); err != nil {
@@ -123,7 +123,7 @@ func TestStalledExportFails(t *testing.T) {
 	}
 	url := "s3://catalogs/stalls"
 	cli(t, "seed", "--catalog", url, "--rows", "2000").want(t, exitOK)
-	proxy := localstacktest.StartStallProxy(t, s.Endpoint(), func(r *http.Request) bool {
+	proxy := s3server.StartStallProxy(t, s.Endpoint(), func(r *http.Request) bool {
 		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, ".sst")
 	})
 	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)

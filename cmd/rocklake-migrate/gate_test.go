@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The gated cut-over from the CLI: migrate --postpone-flip exits 0 at the
@@ -16,14 +17,14 @@ import (
 // or abort (on the terminal and in one SNS message); approve flips; abort
 // of a second postponed run cleans up; both refuse what is not at the gate.
 func TestPostponedFlipApproveAndAbort(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}
-	sns := notifytest.Start(t)
+	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	topic := sns.CreateTopic(t, "rocklake-alerts")
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
@@ -31,11 +32,11 @@ func TestPostponedFlipApproveAndAbort(t *testing.T) {
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--dry-run", "--postpone-flip").want(t, exitUsage, "exclude each other")
-	postpone := func() migrateReport {
+	postpone := func() workflow.LocalReport {
 		t.Helper()
 		r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--postpone-flip", "--sns-topic", topic, "--json")
 		r.want(t, exitOK)
-		var rep migrateReport
+		var rep workflow.LocalReport
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("migrate --postpone-flip --json: %q: %v", r.stdout, err)
 		}

@@ -7,8 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newInitPointerCmd(e *env) *cobra.Command {
@@ -27,21 +26,15 @@ func newInitPointerCmd(e *env) *cobra.Command {
 		if err := needCatalog(*url); err != nil {
 			return err
 		}
-		c, err := catalog.Open(ctx, *url, catalog.Options{})
-		if err != nil {
-			return err
-		}
-		v := c.Version()
-		c.Close()
 		store, err := blob.New(ctx)
 		if err != nil {
 			return err
 		}
-		ref, err := pointer.Create(ctx, store, *ptr, pointer.Pointer{Catalog: *url, FormatVersion: v, MigrationID: "initial"})
+		p, ref, err := workflow.InitPointer(ctx, workflow.Env{Store: store}, *ptr, *url)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "pointer %s → %s (format %s), version %s\n", *ptr, *url, v, ref.VersionID)
+		fmt.Fprintf(e.stdout, "pointer %s → %s (format %s), version %s\n", *ptr, *url, p.FormatVersion, ref.VersionID)
 		return nil
 	})
 }

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // objects lists every object under prefix with its ETag; only the object
@@ -64,8 +65,8 @@ func strategyBDigest(t *testing.T, src string) string {
 // is a pointer flip to the way back, which drift takes for a catalog the
 // pointer names, and the next migration goes through from there.
 func TestMigrateInPlace(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -77,7 +78,7 @@ func TestMigrateInPlace(t *testing.T) {
 	wantDigest := strategyBDigest(t, src)
 	catalogObjects, pointerObjects := objects(t, ctx, src+"/"), objects(t, ctx, ptr, true)
 
-	var rep migrateReport
+	var rep workflow.LocalReport
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--dry-run", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !strings.HasPrefix(rep.Outcome, "dry run") || rep.InPlace == nil || rep.InPlace.Records == 0 {
@@ -146,8 +147,8 @@ func TestMigrateInPlace(t *testing.T) {
 // RockLake serves the way back, takes a write, verifies it, and DuckDB's
 // queries answer as before.
 func TestRealRockLakeInPlace(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -160,7 +161,7 @@ func TestRealRockLakeInPlace(t *testing.T) {
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
 
-	var rep migrateReport
+	var rep workflow.LocalReport
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "migrated in place" || rep.Digest != wantDigest {
@@ -201,8 +202,8 @@ func TestRealRockLakeInPlace(t *testing.T) {
 // over it through export/import, each said on stderr; forcing and choosing
 // at once is a usage error.
 func TestMigrateInPlaceAuto(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -220,7 +221,7 @@ func TestMigrateInPlaceAuto(t *testing.T) {
 		cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 		r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place-auto", "--in-place-max-bytes", c.max, "--shards", "2", "--json")
 		r.want(t, exitOK)
-		var rep migrateReport
+		var rep workflow.LocalReport
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != c.outcome || (rep.Target == src) != (c.name == "small") {
 			t.Fatalf("%s: report %s (%v), want %q", c.name, r.stdout, err, c.outcome)
 		}
@@ -237,8 +238,8 @@ func TestMigrateInPlaceAuto(t *testing.T) {
 // restore refuses a migration that has no way back claimed, or whose
 // migrated catalog a pointer version named (rollback is the way then).
 func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -250,7 +251,7 @@ func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // kv is raw key-value access for experts and repair. Keys and values are
@@ -137,26 +135,13 @@ func kvScan(ctx context.Context, e *env, kf kvFlags, prefixArg string) error {
 	}
 	defer c.Close()
 	w := bufio.NewWriter(e.stdout)
-	for entry, err := range c.ScanRaw(ctx, prefix, prefixEnd(prefix)) {
+	for entry, err := range c.ScanPrefix(ctx, prefix) {
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "%x %x\n", entry.Key, entry.Value)
 	}
 	return w.Flush()
-}
-
-// prefixEnd is the first key after every key starting with prefix, nil for
-// the end of the key space.
-func prefixEnd(prefix []byte) []byte {
-	end := append([]byte(nil), prefix...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xFF {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // newKVWriteCmd is put (nargs 2) and delete (nargs 1). They open the
@@ -198,65 +183,20 @@ func kvWrite(ctx context.Context, e *env, name string, kf kvFlags, force, versio
 		}
 		return usagef("--version-key: KEY %x is not the catalog-format-version key", key)
 	}
+	if nargs == 1 && isVersion {
+		return usagef("kv delete of the catalog-format-version key would leave an uninitialized catalog that nothing opens: put the right version instead")
+	}
 	var value []byte
-	var b slatedb.Batch
 	if nargs == 2 {
 		if value, err = hexArg("VALUE", pos[1]); err != nil {
 			return err
 		}
-		b.Put(key, value)
-	} else {
-		if isVersion {
-			return usagef("kv delete of the catalog-format-version key would leave an uninitialized catalog that nothing opens: put the right version instead")
-		}
-		b.Delete(key)
 	}
 	if !force {
 		return usagef("kv %s writes to the catalog as its writer, fencing a running RockLake writer: pass --force", name)
 	}
-	opts := kf.options(e)
-	opts.Store.Passive = true // one write: leave compaction to RockLake's writer
-	w, err := catalog.OpenWriter(ctx, *kf.url, opts)
-	if err != nil {
-		return err
-	}
 	if nargs == 2 {
-		if err := validValue(w.Version(), key, value, isVersion); err != nil {
-			w.Close()
-			return err
-		}
+		return catalog.PutRaw(ctx, *kf.url, kf.options(e), key, value)
 	}
-	if err := w.Write(ctx, &b); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
-}
-
-// ErrInvalidValue: kv put refuses a value that is not what the catalog's
-// format stores under that key.
-var ErrInvalidValue = errname.New("rocklake-migrate", "InvalidValue", "")
-
-// validValue checks value against key in format v: the envelope, the row
-// type or counter encoding its shape has. Keys of unknown tags and of no
-// known shape take any bytes; with the version check skipped (v 0) only the
-// version key itself is checked.
-func validValue(v format.Version, key, value []byte, isVersion bool) error {
-	if isVersion {
-		if _, err := format.DecodeFormatVersion(value); err != nil {
-			return fmt.Errorf("%w: %x is not a catalog-format-version value (01 'SDKV' and a big-endian u32): %w", ErrInvalidValue, value, err)
-		}
-		return nil
-	}
-	if !format.Supported(v) {
-		return nil
-	}
-	k, err := format.DecodeKey(v, key)
-	if err != nil {
-		return fmt.Errorf("%w: key %x is not a %s key: %w", ErrInvalidValue, key, v, err)
-	}
-	if _, err := format.DecodeValue(v, k, value); err != nil {
-		return fmt.Errorf("%w: %x is not a %s value of %s: %w", ErrInvalidValue, value, v, k.Tag, err)
-	}
-	return nil
+	return catalog.DeleteRaw(ctx, *kf.url, kf.options(e), key)
 }

@@ -1,8 +1,10 @@
 // Command rocklake-migrate is the operator CLI: it runs every migration step
 // by hand and inspects catalogs. The root command and the exit codes live
 // here, the parts every command shares in command.go, and each command in
-// its own file, built by a small constructor listed in newRoot; the logic
-// lives in the packages under pkg/.
+// its own file, built by a small constructor listed in newRoot. A command
+// file is flags, output and exit codes only: what the command does is a
+// call into the package under pkg/ that owns it (migrate's run is
+// workflow.RunLocal).
 package main
 
 import (

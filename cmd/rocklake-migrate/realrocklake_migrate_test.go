@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The workflow, on a catalog the real RockLake wrote, held against the real
@@ -19,8 +20,8 @@ import (
 // FormatVersionMismatch (SQLSTATE 0A000); after rollback it serves the old one,
 // takes writes, and DuckDB's queries answer as before.
 func TestRealRockLakeMigrateRollback(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -52,7 +53,7 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 
 	// A dry run fences and checkpoints the source (Freeze), verifies, and
 	// leaves it a catalog RockLake opens and writes.
-	var rep migrateReport
+	var rep workflow.LocalReport
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--dry-run", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "dry run verified" && !strings.Contains(rep.Outcome, "dry") {

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // commitReads are what a DuckLake client reads of the catalog as of one
@@ -63,8 +64,8 @@ func readEveryCommit(t *testing.T, ctx context.Context, dir string, latest uint6
 // current again, which RockLake serves. Old main had no --rebuild (a usage
 // error), and `--to v1` had nothing to do.
 func TestRealRockLakeRebuild(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -93,7 +94,7 @@ func TestRealRockLakeRebuild(t *testing.T) {
 	relocated := filepath.Join(dir, "relocated")
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+relocated+"/", "--shards", "2", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" || rep.From != format.V1 || rep.To != format.V1 {
 		t.Fatalf("migrate --rebuild report %q: %v", r.stdout, err)
 	}

@@ -13,11 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // Issue 25: reads never fail for longer than one restart. A client reads
@@ -42,8 +43,8 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -159,7 +160,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	started := time.Now()
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "2s", "--postpone-flip", "--json")
 	r.want(t, exitOK)
-	var rep migrateReport
+	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Gate == nil {
 		t.Fatalf("migrate --postpone-flip report %q: %v", r.stdout, err)
 	}

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
 )
 
 // syncBuffer is a bytes.Buffer for several writers (RockLake's output and
@@ -93,8 +93,8 @@ func TestRealRockLakeServeFollowsMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -287,8 +287,8 @@ func BenchmarkServeSwitch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := localstacktest.Start(b)
-	localstacktest.SetEnv(b, s)
+	s := s3server.Start(b)
+	s3server.SetEnv(b, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {

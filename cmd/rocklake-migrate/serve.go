@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
@@ -86,7 +85,7 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 		var mu sync.Mutex
 		opts := supervise.Options{
 			Pointer: *ptr, Binaries: binaries, Extra: extra, Interval: *interval, StopTimeout: *stopTimeout,
-			MaxRestarts: *maxRestarts, StartTimeout: *startTimeout, ListenAddr: listenAddr(extra),
+			MaxRestarts: *maxRestarts, StartTimeout: *startTimeout, ListenAddr: supervise.ListenAddr(extra),
 			Stdout: e.stdout, Stderr: e.stderr, Store: store,
 			Health: func(h supervise.Health) {
 				mu.Lock()
@@ -127,7 +126,7 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 			}
 		}()
 		err = s.Run(ctx)
-		if name := errname.Of(err); name == supervise.NameNoBinary || name == supervise.NamePointerDangling {
+		if supervise.StoppedDegraded(err) {
 			return degradedError{err}
 		}
 		return err
@@ -162,19 +161,4 @@ func parseBinaries(values []string) (map[format.Version]string, error) {
 		bins[format.Version(n)] = path
 	}
 	return bins, nil
-}
-
-// listenAddr is where RockLake listens, from its --bind (its default,
-// 0.0.0.0:5432, otherwise), as an address to probe.
-func listenAddr(extra []string) string {
-	bind := "0.0.0.0:5432"
-	for i, a := range extra {
-		switch {
-		case (a == "--bind" || a == "-b") && i+1 < len(extra):
-			bind = extra[i+1]
-		case strings.HasPrefix(a, "--bind="):
-			bind = strings.TrimPrefix(a, "--bind=")
-		}
-	}
-	return strings.Replace(bind, "0.0.0.0:", "127.0.0.1:", 1)
 }

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 )
@@ -20,8 +20,8 @@ import (
 // it (a local catalog as its path), its URL, its format, or all as JSON;
 // a missing and a dangling pointer are named errors.
 func TestResolve(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -55,8 +55,8 @@ func TestResolve(t *testing.T) {
 // after --; a supervisor stopped while degraded (a v2 pointer, no v2
 // binary: nothing to serve) exits 5, never restarting anything meanwhile.
 func TestServeFlagsAndDegradedExit(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
@@ -71,7 +71,7 @@ func TestServeFlagsAndDegradedExit(t *testing.T) {
 	cli(t, "serve", "--pointer", ptr, "--rocklake", "1=/bin/true").want(t, exitError, "PointerMissing")
 
 	// The degraded supervisor says so on the topic too (moto's SNS).
-	sns := notifytest.Start(t)
+	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	topic := sns.CreateTopic(t, "rocklake-serve")
 	v2 := filepath.Join(t.TempDir(), "v2")

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -32,30 +30,17 @@ func newStatusCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		p, ref, err := pointer.Read(ctx, store, *ptr)
-		if err != nil {
-			return err
-		}
-		hist, err := pointer.History(ctx, store, *ptr)
-		if err != nil {
-			return err
-		}
 		if *staging == "" {
 			*staging = layout.DefaultStaging(*ptr)
 		}
-		run, err := workflow.Status(ctx, workflow.Env{Store: store, Staging: *staging}, *ptr)
+		st, err := workflow.StatusOf(ctx, workflow.Env{Store: store, Staging: *staging}, *ptr)
 		if err != nil {
 			return err
 		}
-		check := "ok"
-		if c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion}); err != nil {
-			check = err.Error()
-		} else {
-			c.Close()
-		}
 		if *asJSON {
-			return printJSON(e.stdout, map[string]any{"pointer": p, "ref": ref, "check": check, "history": hist, "migration": run})
+			return printJSON(e.stdout, st)
 		}
+		p, ref, hist, check, run := st.Pointer, st.Ref, st.History, st.Check, st.Migration
 		fmt.Fprintf(e.stdout, "pointer %s (version %s)\n  catalog %s, format %s, migration %s, updated %s\n  startup check: %s\n",
 			*ptr, ref.VersionID, p.Catalog, p.FormatVersion, p.MigrationID, p.UpdatedAt.Format("2006-01-02 15:04:05Z07:00"), check)
 		printRun(e, run)

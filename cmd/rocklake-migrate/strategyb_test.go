@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
@@ -80,8 +80,8 @@ func TestTransformRefusesUnknownTagsBeforeWriting(t *testing.T) {
 // catalog (its wal/ prefix) or that holds one (a parent prefix, the bucket
 // root), and writes nothing there.
 func TestImportRefusesParentAndInsideTargets(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.CreateBucket(ctx, "lake-b", false); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path"
 	"runtime"
 	"time"
 
@@ -13,19 +12,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
-	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
-
-type transformReport struct {
-	Input   string            `json:"input"`
-	Output  string            `json:"output"`
-	To      format.Version    `json:"to"`
-	Shards  int               `json:"shards"`
-	Records uint64            `json:"records"`
-	Stats   []migration.Stats `json:"stats"`
-	Digest  ndjson.Digest     `json:"digest"`
-}
 
 func newTransformCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
@@ -53,62 +41,30 @@ func newTransformCmd(e *env) *cobra.Command {
 		if err != nil {
 			return usagef("%v", err)
 		}
+		if layout.IsShardFile(*input) != layout.IsShardFile(*output) {
+			return usagef("--input and --output must both be files, or both directories or prefixes")
+		}
 		store, err := blob.New(ctx)
 		if err != nil {
 			return err
 		}
-		files, err := shard.ListSized(ctx, store, *input)
+		var p shard.Progress
+		tr, err := shard.NewTransform(ctx, store, *input, shard.TransformOptions{To: v, UnknownTags: policy, Concurrency: *concurrency, CreatedBy: createdBy(), Progress: &p})
 		if err != nil {
 			return err
-		}
-		urls := make([]string, len(files))
-		for i, f := range files {
-			urls[i] = f.URL
-		}
-		// Largest first: the last shard to finish is then a small one.
-		order := shard.LargestFirst(files)
-		if layout.IsShardFile(*input) != layout.IsShardFile(*output) {
-			return usagef("--input and --output must both be files, or both directories or prefixes")
-		}
-		var p shard.Progress
-		p.ShardsTotal.Store(int64(len(urls)))
-		if policy == migration.UnknownFail {
-			// Refuse before writing any shard, not after the others.
-			records, err := migration.CheckUnknownTags(ctx, store, urls)
-			if err != nil {
-				return err
-			}
-			p.SetRecordsTotal(records) // the other policies read no trailer up front
 		}
 		stop := e.stage("transform", *asJSON, &p)
 		start := time.Now()
-		rep := transformReport{Input: *input, Output: *output, To: v, Shards: len(urls), Stats: make([]migration.Stats, len(urls))}
-		err = shard.ForEach(ctx, len(urls), *concurrency, func(ctx context.Context, next int) error {
-			i := order[next]
-			out := *output
-			if !layout.IsShardFile(*output) {
-				out = layout.Join(*output, path.Base(urls[i]))
-			}
-			st, err := migration.TransformFile(ctx, store, urls[i], out, v, createdBy(), migration.Options{UnknownTags: policy, Read: &p.Records})
-			rep.Stats[i] = st
-			if err == nil {
-				p.ShardsDone.Add(1)
-			}
-			return err
-		})
+		rep, err := tr.Run(ctx, store, *output)
 		stop(err)
 		if err != nil {
 			return err
-		}
-		for _, st := range rep.Stats {
-			rep.Records += st.RecordsOut
-			rep.Digest.Merge(st.Digest)
 		}
 		if *asJSON {
 			return printJSON(e.stdout, rep)
 		}
 		fmt.Fprintf(e.stdout, "transformed %d shard(s), %d records, to format %s at %s in %s\n",
-			len(urls), rep.Records, v, *output, time.Since(start).Round(time.Millisecond))
+			rep.Shards, rep.Records, v, *output, time.Since(start).Round(time.Millisecond))
 		for _, st := range rep.Stats {
 			for t, n := range st.Carried {
 				fmt.Fprintf(e.stdout, "  carried %d records of unknown tag 0x%02X\n", n, byte(t))

@@ -13,15 +13,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
 
 const (
@@ -29,19 +28,13 @@ const (
 	versionedBucket = "rocklake-versioned"
 )
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // startS3 starts versitygw with a plain and a versioned bucket and returns a
 // Store configured, like production, from the environment only.
-func startS3(t *testing.T) (*blob.Store, *localstack.Stack) {
+func startS3(t *testing.T) (*blob.Store, *s3server.Server) {
 	t.Helper()
-	st := localstacktest.Start(t)
-	localstacktest.SetEnv(t, st)
-	ctx := testCtx(t)
+	st := s3server.Start(t)
+	s3server.SetEnv(t, st)
+	ctx := testenv.Context(t)
 	if err := st.CreateBucket(ctx, plainBucket, false); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +67,7 @@ func roots(t *testing.T) (*blob.Store, []root) {
 
 func TestPutGetRoundTrip(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
 			url := r.prefix + "dir/obj.json"
@@ -138,7 +131,7 @@ func testData(n int) []byte {
 
 func TestStreamLargeObject(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	data := testData(20 << 20)
 	want := sha256.Sum256(data)
 	for _, r := range roots {
@@ -187,7 +180,7 @@ func TestStreamLargeObject(t *testing.T) {
 // multipart upload holding parts.
 func TestAbortedWriteLeavesNothing(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	data := testData(20 << 20) // past the multipart threshold: parts get uploaded
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
@@ -231,7 +224,7 @@ func TestCancelledWritePublishesNothing(t *testing.T) {
 	store, roots := roots(t)
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(testCtx(t))
+			ctx, cancel := context.WithCancel(testenv.Context(t))
 			url := r.prefix + "cancelled"
 			w, err := store.Create(ctx, url)
 			if err != nil {
@@ -245,7 +238,7 @@ func TestCancelledWritePublishesNothing(t *testing.T) {
 			if err := w.Close(); !errors.Is(err, context.Canceled) {
 				t.Errorf("Close after cancel: %v, want context.Canceled", err)
 			}
-			if _, _, err := store.Get(testCtx(t), url); !errors.Is(err, blob.ErrNotFound) {
+			if _, _, err := store.Get(testenv.Context(t), url); !errors.Is(err, blob.ErrNotFound) {
 				t.Errorf("Get: %v, want ErrNotFound", err)
 			}
 		})
@@ -268,7 +261,7 @@ func rawS3(t *testing.T) *s3.Client {
 // honours If-Match and If-None-Match on PutObject) and local files.
 func TestConditionalPut(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
 			url := r.prefix + "CURRENT"
@@ -303,7 +296,7 @@ func TestConditionalPut(t *testing.T) {
 // Many writers race to replace the same version: exactly one may win.
 func TestConditionalPutIsAtomic(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	const writers = 8
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
@@ -342,7 +335,7 @@ func TestConditionalPutIsAtomic(t *testing.T) {
 
 func TestListAndDeletePrefix(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
 			p := r.prefix + "mig/"
@@ -403,7 +396,7 @@ func TestListAndDeletePrefix(t *testing.T) {
 // local directory that holds nothing.
 func TestListDirs(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
 			p := r.prefix + "staging/"
@@ -465,7 +458,7 @@ func TestListDirs(t *testing.T) {
 
 func TestVersionsAndRestore(t *testing.T) {
 	store, _ := startS3(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "s3://" + versionedBucket + "/rocklake/CURRENT"
 
 	if on, err := store.BucketVersioning(ctx, url); err != nil || !on {
@@ -530,7 +523,7 @@ func TestVersionsAndRestore(t *testing.T) {
 
 func TestVersioningDisabled(t *testing.T) {
 	store, _ := startS3(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	s3URL := "s3://" + plainBucket + "/obj"
 	_, err := store.Put(ctx, s3URL, []byte("x"))
 	if err != nil {
@@ -555,7 +548,7 @@ func TestVersioningDisabled(t *testing.T) {
 
 func TestMissingBucket(t *testing.T) {
 	store, _ := startS3(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "s3://rocklake-no-such-bucket/k"
 	check := func(op string, err error) {
 		t.Helper()
@@ -590,16 +583,16 @@ func TestMissingBucket(t *testing.T) {
 }
 
 func TestErrorsNameTheURL(t *testing.T) {
-	store, err := blob.New(testCtx(t))
+	store, err := blob.New(testenv.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	url := filepath.Join(t.TempDir(), "missing")
-	_, _, err = store.Get(testCtx(t), url)
+	_, _, err = store.Get(testenv.Context(t), url)
 	if !errors.Is(err, blob.ErrNotFound) || !strings.Contains(err.Error(), url) || !strings.Contains(err.Error(), "get") {
 		t.Errorf("Get error %q: want ErrNotFound naming the operation and %s", err, url)
 	}
-	if _, err := store.Put(testCtx(t), "gs://bucket/x", nil); err == nil || !strings.Contains(err.Error(), "gs://bucket/x") {
+	if _, err := store.Put(testenv.Context(t), "gs://bucket/x", nil); err == nil || !strings.Contains(err.Error(), "gs://bucket/x") {
 		t.Errorf("Put to an unsupported URL: %v", err)
 	}
 }
@@ -608,7 +601,7 @@ func TestErrorsNameTheURL(t *testing.T) {
 // unbounded allocation; Open still streams it.
 func TestGetRefusesLargeObjects(t *testing.T) {
 	store, rs := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	big := bytes.Repeat([]byte("x"), blob.MaxGetSize+1)
 	for _, r := range rs[:2] {
 		url := r.prefix + "big"
@@ -634,7 +627,7 @@ func TestGetRefusesLargeObjects(t *testing.T) {
 // changed: what a pointer's watcher polls with.
 func TestGetIfNoneMatch(t *testing.T) {
 	store, roots := roots(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	for _, r := range roots {
 		t.Run(r.name, func(t *testing.T) {
 			url := r.prefix + "WATCHED"

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
 
 // silentEnv points the process's S3 clients at endpoint with test
@@ -35,11 +36,11 @@ func silentEnv(t *testing.T, endpoint string) {
 // the limit it ran into, after Attempts attempts (not the 5 an answered
 // retryable error gets, nor the caller's deadline).
 func TestSilentEndpointIsNamed(t *testing.T) {
-	hole := localstacktest.StartBlackHole(t)
+	hole := s3server.StartBlackHole(t)
 	silentEnv(t, hole.URL)
 	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
 	t.Setenv(awsconfig.EnvAttempts, "2")
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	store, err := blob.New(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestSilentEndpointIsNamed(t *testing.T) {
 // whole-object Get reads it again, Attempts reads in all.
 func TestStalledBodyIsNamed(t *testing.T) {
 	startS3(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "s3://" + plainBucket + "/stalls"
 	body := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
 	direct, err := blob.New(ctx)
@@ -87,7 +88,7 @@ func TestStalledBodyIsNamed(t *testing.T) {
 	if _, err := direct.Put(ctx, url, body); err != nil {
 		t.Fatal(err)
 	}
-	proxy := localstacktest.StartStallProxy(t, os.Getenv("AWS_ENDPOINT_URL"), func(r *http.Request) bool {
+	proxy := s3server.StartStallProxy(t, os.Getenv("AWS_ENDPOINT_URL"), func(r *http.Request) bool {
 		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/stalls")
 	})
 	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)

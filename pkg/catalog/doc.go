@@ -13,6 +13,9 @@
 //   - OpenWriter gives a Writer. Opening a SlateDB writer fences RockLake's
 //     writer and writes a manifest, so the check runs through a reader first
 //     and a mismatched catalog is refused before anything is fenced.
+//   - PutRaw and DeleteRaw (raw.go) are the repairs of one key through a
+//     Writer: a value must be what the catalog's format stores under its
+//     key (CheckValue), and the version key is never deleted.
 //   - NewInitializer and Create make a new catalog in a location holding no
 //     key; the format version arrives last, in the one atomic batch that
 //     initialises the system and counter keys, so a catalog either opens

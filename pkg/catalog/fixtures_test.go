@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
 // The snapshot fixtures of docs/schema-version.md: catalogs the real RockLake
-// v0.47.11 wrote (scripts/make-fixtures.sh: through psql, and through DuckDB
-// 1.5.3 as a DuckLake client), committed with RockLake's own `inspect
+// v0.47.11 wrote (scripts/make-fixtures.sh: over the PostgreSQL wire, psql's
+// then, and through DuckDB 1.5.3 as a DuckLake client), committed with RockLake's own `inspect
 // snapshot` of them. These tests read them without RockLake.
 var rockLakeFixtures = []string{
 	"testdata/rocklake-v0.47.11",
@@ -43,7 +44,7 @@ func inspectFields(t *testing.T, dir string) map[string]string {
 func TestRockLakeFixturesRoundTrip(t *testing.T) {
 	for _, fx := range rockLakeFixtures {
 		t.Run(fx, func(t *testing.T) {
-			ctx := testCtx(t)
+			ctx := testenv.Context(t)
 			dir, err := filepath.Abs(filepath.Join(fx, "catalog"))
 			if err != nil {
 				t.Fatal(err)

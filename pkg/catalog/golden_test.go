@@ -13,10 +13,11 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -59,9 +60,9 @@ func TestGoldenCatalogV1(t *testing.T) {
 	// The same directory, copied object for object to S3, is the same
 	// catalog: the URL names the SlateDB root on either store.
 	t.Run("s3", func(t *testing.T) {
-		ctx := testCtx(t)
-		s := localstacktest.Start(t)
-		localstacktest.SetEnv(t, s)
+		ctx := testenv.Context(t)
+		s := s3server.Start(t)
+		s3server.SetEnv(t, s)
 		if err := s.CreateBucket(ctx, "golden", false); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +91,7 @@ func TestGoldenCatalogV1(t *testing.T) {
 
 func inspectAll(t *testing.T, url string) []byte {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +153,7 @@ func treeDigest(t *testing.T, dir string) string {
 // IVM tables until v0.22), counter and system keys of no known shape, and a
 // row with a field this binary does not know.
 func generateGolden(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	tmp := filepath.Join(t.TempDir(), "catalog-v1")
 	url := "file://" + tmp
 	if _, err := seed.Seed(ctx, url, seed.Options{Rows: 60, Seed: 20250110}); err != nil {
@@ -221,7 +222,7 @@ type shapeID struct {
 // system keys of no known shape, and a row with an unknown field.
 func checkGoldenCoverage(t *testing.T, url string) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)

@@ -1,24 +1,17 @@
 package catalog_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // eachBackend runs f on file:// and on s3:// (a versitygw on loopback,
 // started for the test); newURL gives a fresh catalog location each call.
@@ -28,9 +21,9 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 		f(t, func() string { n++; return fmt.Sprintf("file://%s/catalog-%d", dir, n) })
 	})
 	t.Run("s3", func(t *testing.T) {
-		s := localstacktest.Start(t)
-		localstacktest.SetEnv(t, s)
-		if err := s.CreateBucket(testCtx(t), "catalogs", true); err != nil {
+		s := s3server.Start(t)
+		s3server.SetEnv(t, s)
+		if err := s.CreateBucket(testenv.Context(t), "catalogs", true); err != nil {
 			t.Fatal(err)
 		}
 		n := 0
@@ -43,7 +36,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 // refuses to make.
 func writeRaw(t testing.TB, url string, kv ...[]byte) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)

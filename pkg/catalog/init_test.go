@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -19,7 +20,7 @@ import (
 // writer-epoch and writer-nonce are the first writer's, not the batch's.
 func TestCreateWritesTheInitialisationBatch(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		for _, v := range []format.Version{format.V1, format.V2} {
 			url := newURL()
 			if err := catalog.Create(ctx, url, v, slatedb.Options{}); err != nil {
@@ -87,7 +88,7 @@ func TestCreateWritesTheInitialisationBatch(t *testing.T) {
 
 func TestCreateRefusesNonEmpty(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		// A catalog already there.
 		url := newURL()
 		if err := catalog.Create(ctx, url, format.V1, slatedb.Options{}); err != nil {
@@ -130,7 +131,7 @@ func TestCreateRefusesNonEmpty(t *testing.T) {
 // Rows go in before the version key; an initialisation that never reaches
 // Finalize leaves a location that no open accepts and no create reuses.
 func TestInitializerWithoutFinalize(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/c"
 	in, err := catalog.NewInitializer(ctx, url, format.V1, slatedb.Options{})
 	if err != nil {
@@ -156,7 +157,7 @@ func TestInitializerWithoutFinalize(t *testing.T) {
 }
 
 func TestFinalizeCounters(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/c"
 	in, err := catalog.NewInitializer(ctx, url, format.V2, slatedb.Options{})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -30,7 +31,7 @@ func mismatch(t *testing.T, err error, found, expected uint64, missing bool) {
 
 func TestOpenRefusesVersion99(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		url := newURL()
 		snap := format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}
 		writeRaw(t, url, format.FormatVersionKey(), versionValue(99), mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
@@ -52,7 +53,7 @@ func TestOpenRefusesVersion99(t *testing.T) {
 
 func TestOpenRefusesMissingVersion(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		url := newURL()
 		// Rows but no version key: an import or seed that never finished.
 		snap := format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}
@@ -68,7 +69,7 @@ func TestOpenRefusesMissingVersion(t *testing.T) {
 
 func TestOpenNoCatalog(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		url := newURL()
 		for _, open := range []func() error{
 			func() error { _, err := catalog.Open(ctx, url, catalog.Options{}); return err },
@@ -90,7 +91,7 @@ func TestOpenNoCatalog(t *testing.T) {
 // the check runs through a reader before the writer opens.
 func TestOpenWriterRefusesWithoutFencing(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		url := newURL()
 		rocklake, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
 		if err != nil {
@@ -130,7 +131,7 @@ func TestOpenWriterRefusesWithoutFencing(t *testing.T) {
 
 func TestOpenAcceptsEitherFormat(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		for _, v := range []format.Version{format.V1, format.V2} {
 			url := newURL()
 			if err := catalog.Create(ctx, url, v, slatedb.Options{}); err != nil {
@@ -197,7 +198,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestSkipVersionCheck(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/c"
 	writeRaw(t, url, format.FormatVersionKey(), versionValue(99))
 	c, err := catalog.Open(ctx, url, catalog.Options{SkipVersionCheck: true})
@@ -222,7 +223,7 @@ func TestSkipVersionCheck(t *testing.T) {
 // A reader pinned to a checkpoint runs the check on, and sees, the
 // checkpoint's state only.
 func TestOpenAtCheckpoint(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/c"
 	if err := catalog.Create(ctx, url, format.V1, slatedb.Options{}); err != nil {
 		t.Fatal(err)

@@ -152,6 +152,25 @@ func (c *Catalog) decode(e Entry) (Row, error) {
 	return Row{Key: k, Msg: m, Raw: e, Version: c.version}, nil
 }
 
+// ScanPrefix is ScanRaw of every key starting with prefix (all keys for an
+// empty one).
+func (c *Catalog) ScanPrefix(ctx context.Context, prefix []byte) iter.Seq2[Entry, error] {
+	return c.ScanRaw(ctx, prefix, prefixEnd(prefix))
+}
+
+// prefixEnd is the first key after every key starting with prefix, nil for
+// the end of the key space.
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
 // ScanRaw yields every entry in [start, end) (nil end: to the end) in key
 // order, unknown tags included, without decoding anything. The slices stay
 // valid after the iteration moves on. The iteration stops at the first error.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -72,7 +73,7 @@ func writeRows(t *testing.T, url string, v format.Version, rows []written, extra
 
 func TestRoundTripEveryRowType(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		for _, v := range []format.Version{format.V1, format.V2} {
 			t.Run(v.String(), func(t *testing.T) {
 				url := newURL()
@@ -153,7 +154,7 @@ func findRow(t *testing.T, rows []written, key []byte) written {
 // written back byte for byte, and shown by inspect.
 func TestUnknownFieldsArePreserved(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		for _, v := range []format.Version{format.V1, format.V2} {
 			t.Run(v.String(), func(t *testing.T) {
 				url := newURL()
@@ -227,7 +228,7 @@ func hexString(b []byte) string {
 // scans and the unknown-tag counts still see them.
 func TestReadersSkipUnknownTags(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		url := newURL()
 		rows := rowsOfEveryTag(t, format.V1)
 		// 0x1D-0x20 were RockLake's IVM tables until v0.22; the others are
@@ -308,7 +309,7 @@ func TestReadersSkipUnknownTags(t *testing.T) {
 // A key-range scan yields exactly the range, and a corrupt value ends a
 // typed scan with an error naming its key.
 func TestScanRange(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/c"
 	var rows []written
 	for id := uint64(1); id <= 10; id++ {

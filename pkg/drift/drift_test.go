@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -34,7 +35,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	base := strings.TrimSuffix(newURL(t, versioned), "/CURRENT")
-	return &env{t: t, store: newStore(t), base: base, pointer: base + "/CURRENT", staging: base + "/staging"}
+	return &env{t: t, store: testenv.Store(t), base: base, pointer: base + "/CURRENT", staging: base + "/staging"}
 }
 
 // seedCatalog writes a small catalog in format v and returns its URL. The
@@ -42,7 +43,7 @@ func newEnv(t *testing.T) *env {
 // transformed and imported as a migration does.
 func (e *env) seedCatalog(name string, v format.Version) string {
 	e.t.Helper()
-	ctx := testCtx(e.t)
+	ctx := testenv.Context(e.t)
 	url := e.base + "/" + name
 	if v == format.V1 {
 		if _, err := seed.Seed(ctx, url, seed.Options{Rows: 30, Seed: 1}); err != nil {
@@ -78,7 +79,7 @@ func (e *env) seedCatalog(name string, v format.Version) string {
 
 func (e *env) point(p pointer.Pointer) {
 	e.t.Helper()
-	if _, err := pointer.Create(testCtx(e.t), e.store, e.pointer, p); err != nil {
+	if _, err := pointer.Create(testenv.Context(e.t), e.store, e.pointer, p); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -86,7 +87,7 @@ func (e *env) point(p pointer.Pointer) {
 func (e *env) check(o drift.Options) drift.Report {
 	e.t.Helper()
 	o.Pointer = e.pointer
-	r, err := drift.Check(testCtx(e.t), e.store, o)
+	r, err := drift.Check(testenv.Context(e.t), e.store, o)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -143,13 +144,13 @@ func TestHealthy(t *testing.T) {
 	// Staging kept by the current and the previous migrations, and a run
 	// in progress: none of it is left over.
 	for _, k := range []string{"mig-2/plan.json", "mig-1/plan.json", "mig-3/plan.json"} {
-		if _, err := e.store.Put(testCtx(t), e.staging+"/"+k, []byte("{}")); err != nil {
+		if _, err := e.store.Put(testenv.Context(t), e.staging+"/"+k, []byte("{}")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A young checkpoint of a run in progress, and an old one of another tool.
 	for _, name := range []string{"rocklake-migrate-mig-3", "backup"} {
-		if _, err := slatedb.CreateCheckpoint(testCtx(t), cat, slatedb.CheckpointOptions{Name: name}, slatedb.Options{}); err != nil {
+		if _, err := slatedb.CreateCheckpoint(testenv.Context(t), cat, slatedb.CheckpointOptions{Name: name}, slatedb.Options{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +164,7 @@ func TestHealthy(t *testing.T) {
 		t.Fatalf("text: %s", r.Text())
 	}
 	// The check only reads: the pointer is where it was.
-	if hist, err := pointer.History(testCtx(t), e.store, e.pointer); err != nil || len(hist) != 1 {
+	if hist, err := pointer.History(testenv.Context(t), e.store, e.pointer); err != nil || len(hist) != 1 {
 		t.Fatalf("pointer history after a check: %d, %v", len(hist), err)
 	}
 }
@@ -222,13 +223,13 @@ func TestDanglingPointer(t *testing.T) {
 func TestMissingVersionKey(t *testing.T) {
 	e := newEnv(t)
 	cat := e.base + "/half-imported"
-	w, err := slatedb.OpenWriter(testCtx(t), cat, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), cat, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b slatedb.Batch
 	b.Put([]byte{0x02, 1}, []byte("row"))
-	if err := w.Write(testCtx(t), &b); err != nil {
+	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -247,7 +248,7 @@ func TestMissingVersionKey(t *testing.T) {
 func TestBadVersionKey(t *testing.T) {
 	e := newEnv(t)
 	cat := e.base + "/documented-form"
-	w, err := slatedb.OpenWriter(testCtx(t), cat, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), cat, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestBadVersionKey(t *testing.T) {
 	}
 	var b slatedb.Batch
 	b.Put(format.FormatVersionKey(), format.EncodeEnvelope(format.V1, documented))
-	if err := w.Write(testCtx(t), &b); err != nil {
+	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
@@ -275,7 +276,7 @@ func TestLeftoverCheckpoint(t *testing.T) {
 	e := newEnv(t)
 	cat := e.seedCatalog("cat-v2", format.V2)
 	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2})
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	left, err := slatedb.CreateCheckpoint(ctx, cat, slatedb.CheckpointOptions{Name: "rocklake-migrate-mig-aborted", Lifetime: 7 * 24 * time.Hour}, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +364,7 @@ func TestOnlyThisPointersClaimsAreFindings(t *testing.T) {
 	// A target of prod's that a pointer version named once (its claim says
 	// so) is no leftover, even when no kept version names it any more.
 	e.claim("m-was-live", e.seedCatalog("catalogs/v2-m-was-live", format.V2), claim.KindTarget)
-	if _, err := claim.Update(testCtx(t), e.store, e.pointer, "m-was-live", func(c *claim.Claim) {
+	if _, err := claim.Update(testenv.Context(t), e.store, e.pointer, "m-was-live", func(c *claim.Claim) {
 		c.Named = &claim.Event{By: "m-was-live", At: time.Now(), PointerVersionID: "expired"}
 	}); err != nil {
 		t.Fatal(err)
@@ -381,7 +382,7 @@ func TestOnlyThisPointersClaimsAreFindings(t *testing.T) {
 	// While its run holds the lock, it is in use.
 	wantKinds(t, e.check(drift.Options{Expect: format.V1, Active: "m-crashed"}))
 	// Released by a later run: removable.
-	if _, err := claim.Update(testCtx(t), e.store, e.pointer, "m-crashed", func(c *claim.Claim) {
+	if _, err := claim.Update(testenv.Context(t), e.store, e.pointer, "m-crashed", func(c *claim.Claim) {
 		c.Released = &claim.Event{By: "cleanup-x", At: time.Now()}
 	}); err != nil {
 		t.Fatal(err)
@@ -398,12 +399,12 @@ func TestLeftoverStaging(t *testing.T) {
 	cat := e.seedCatalog("cat-v2", format.V2)
 	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2, MigrationID: "mig-cur", PreviousCatalog: e.base + "/old", PreviousMigrationID: "mig-prev"})
 	for _, k := range []string{"mig-cur/plan.json", "mig-prev/plan.json", "mig-aborted/plan.json", "mig-aborted/v1/shard-00000-of-00002.ndjson.zst", "mig-aborted/v1/shard-00001-of-00002.ndjson.zst"} {
-		if _, err := e.store.Put(testCtx(t), e.staging+"/"+k, []byte("0123456789")); err != nil {
+		if _, err := e.store.Put(testenv.Context(t), e.staging+"/"+k, []byte("0123456789")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A sibling that merely shares the prefix's spelling is not staging.
-	if _, err := e.store.Put(testCtx(t), e.staging+"-other/x", []byte("x")); err != nil {
+	if _, err := e.store.Put(testenv.Context(t), e.staging+"-other/x", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
 	// Young and of the running migration: nothing; of none, an orphan.
@@ -423,7 +424,7 @@ func TestLeftoverStaging(t *testing.T) {
 
 func TestPointerProblems(t *testing.T) {
 	e := newEnv(t)
-	if _, err := e.store.Put(testCtx(t), e.staging+"/mig-x/plan.json", []byte("{}")); err != nil {
+	if _, err := e.store.Put(testenv.Context(t), e.staging+"/mig-x/plan.json", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(48 * time.Hour)
@@ -432,7 +433,7 @@ func TestPointerProblems(t *testing.T) {
 	r := e.check(drift.Options{Expect: format.V2, Staging: e.staging, Now: later})
 	wantKinds(t, r, drift.KindPointerMissing, drift.KindLeftoverStaging)
 
-	if _, err := e.store.Put(testCtx(t), e.pointer, []byte(`{"catalog":"s3://x/y"}`)); err != nil {
+	if _, err := e.store.Put(testenv.Context(t), e.pointer, []byte(`{"catalog":"s3://x/y"}`)); err != nil {
 		t.Fatal(err)
 	}
 	r = e.check(drift.Options{Expect: format.V2})
@@ -443,11 +444,11 @@ func TestPointerProblems(t *testing.T) {
 }
 
 func TestOptionsRequired(t *testing.T) {
-	store := newStore(t)
-	if _, err := drift.Check(testCtx(t), store, drift.Options{Expect: format.V2}); err == nil {
+	store := testenv.Store(t)
+	if _, err := drift.Check(testenv.Context(t), store, drift.Options{Expect: format.V2}); err == nil {
 		t.Fatal("no pointer URL accepted")
 	}
-	if _, err := drift.Check(testCtx(t), store, drift.Options{Pointer: "s3://x/y"}); err == nil {
+	if _, err := drift.Check(testenv.Context(t), store, drift.Options{Pointer: "s3://x/y"}); err == nil {
 		t.Fatal("no expected version accepted")
 	}
 }

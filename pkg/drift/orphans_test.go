@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -26,7 +27,7 @@ type orphanEnv struct {
 
 func newOrphanEnv(t *testing.T) orphanEnv {
 	e := orphanEnv{env: newEnv(t)}
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	e.v1 = e.seedCatalog("cat-v1", format.V1)
 	e.v2 = e.seedCatalog("v2-mig-2", format.V2)
 	e.point(pointer.Pointer{Catalog: e.v1, FormatVersion: format.V1, MigrationID: "initial"})
@@ -85,7 +86,7 @@ func newOrphanEnv(t *testing.T) orphanEnv {
 // catalog.
 func (e *env) claim(id, catalog string, k claim.Kind) {
 	e.t.Helper()
-	if _, err := claim.Create(testCtx(e.t), e.store, claim.Claim{Pointer: e.pointer, Catalog: catalog, Kind: k, MigrationID: id, Created: time.Now()}); err != nil {
+	if _, err := claim.Create(testenv.Context(e.t), e.store, claim.Claim{Pointer: e.pointer, Catalog: catalog, Kind: k, MigrationID: id, Created: time.Now()}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -136,7 +137,7 @@ func TestUndecided(t *testing.T) {
 	}
 
 	// A version that is not a pointer: what it named is unknown.
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	good, _, err := e.store.Get(ctx, e.pointer)
 	if err != nil {
 		t.Fatal(err)

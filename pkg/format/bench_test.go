@@ -3,15 +3,15 @@ package format_test
 import (
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/catalogfixture"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 )
 
 // Benchmarks per format and key shape, on values with every field set.
 // Run: go test ./pkg/format -run '^$' -bench . -benchmem
 func BenchmarkCodec(b *testing.B) {
 	for _, v := range versions {
-		for _, k := range formattest.Keys(7) {
+		for _, k := range catalogfixture.Keys(7) {
 			name := v.String() + "/" + k.Tag.Name()
 			if k.Name != "" {
 				name += "." + k.Name
@@ -21,7 +21,7 @@ func BenchmarkCodec(b *testing.B) {
 				b.Fatal(err)
 			}
 			row, _ := format.NewRow(v, k)
-			formattest.Fill(row.ProtoReflect(), 7)
+			catalogfixture.Fill(row.ProtoReflect(), 7)
 			if format.ValueKindOf(k) == format.ValueVersion {
 				row, _ = format.DecodeValue(v, k, format.EncodeFormatVersion(uint32(v)))
 			}

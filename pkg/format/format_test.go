@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/catalogfixture"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 	rocklakev2 "github.com/rocklake/rocklake-migrate/proto/rocklake/v2"
 )
@@ -174,7 +174,7 @@ func TestRoundTripEveryShape(t *testing.T) {
 		t.Fatalf("%d shapes", n)
 	}
 	for _, v := range versions {
-		for _, k := range formattest.Keys(2) {
+		for _, k := range catalogfixture.Keys(2) {
 			raw, err := format.EncodeKey(v, k)
 			if err != nil {
 				t.Fatalf("%s %s %s: %v", v, k.Tag, k.Name, err)
@@ -187,7 +187,7 @@ func TestRoundTripEveryShape(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			formattest.Fill(row.ProtoReflect(), 5)
+			catalogfixture.Fill(row.ProtoReflect(), 5)
 			val, err := format.EncodeValue(v, k, row)
 			if err != nil {
 				t.Fatalf("%s %s %s: %v", v, k.Tag, k.Name, err)

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(localstacktest.Main(m, map[string]bool{"rocklake": true}))
+	os.Exit(s3server.Main(m, map[string]bool{"rocklake": true}))
 }
 
 var seq atomic.Int64

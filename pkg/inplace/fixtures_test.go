@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 )
@@ -25,7 +26,7 @@ func TestRockLakeFixtures(t *testing.T) {
 			before := dump(t, url)
 			want := strategyB(t, url, migration.UnknownFail)
 			o := opts(t, url, "m-fx")
-			res, err := Migrate(testCtx(t), url, o)
+			res, err := Migrate(testenv.Context(t), url, o)
 			if err != nil {
 				t.Fatalf("migrate in place: %v", err)
 			}
@@ -33,7 +34,7 @@ func TestRockLakeFixtures(t *testing.T) {
 				t.Fatalf("in place: %d records, digest %s; Strategy B's %s", res.Records, res.Digest.Sum(), want.Sum())
 			}
 			sameKV(t, "the way back", before, dump(t, res.WayBack.Catalog))
-			if _, err := Restore(testCtx(t), url, res.WayBack.Catalog, RestoreOptions{Current: format.V2, Landed: res.Landed, Blob: o.Blob}); err != nil {
+			if _, err := Restore(testenv.Context(t), url, res.WayBack.Catalog, RestoreOptions{Current: format.V2, Landed: res.Landed, Blob: o.Blob}); err != nil {
 				t.Fatalf("restore: %v", err)
 			}
 			sameKV(t, "after the restore", before, dump(t, url))

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -28,7 +29,7 @@ const bucket = "inplace-test"
 
 // One versitygw on loopback for the whole package: S3 is real here.
 func TestMain(m *testing.M) {
-	os.Exit(localstacktest.Main(m, map[string]bool{bucket: true}))
+	os.Exit(s3server.Main(m, map[string]bool{bucket: true}))
 }
 
 var seq atomic.Int64
@@ -50,15 +51,9 @@ func eachPlace(t *testing.T, f func(t *testing.T, url string)) {
 	}
 }
 
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func seeded(t testing.TB, url string, rows int) {
 	t.Helper()
-	if _, err := seed.Seed(testCtx(t), url, seed.Options{Rows: rows, Seed: 7}); err != nil {
+	if _, err := seed.Seed(testenv.Context(t), url, seed.Options{Rows: rows, Seed: 7}); err != nil {
 		t.Fatalf("seed %s: %v", url, err)
 	}
 }
@@ -66,7 +61,7 @@ func seeded(t testing.TB, url string, rows int) {
 // dump is every key and value of the database at url, whatever its format.
 func dump(t *testing.T, url string) map[string]string {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
 	if err != nil {
 		t.Fatalf("open %s: %v", url, err)
@@ -103,7 +98,7 @@ func sameKV(t *testing.T, what string, want, got map[string]string) {
 // what "writes nothing" is checked against.
 func listing(t *testing.T, url string) []string {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	if strings.HasPrefix(url, "file://") {
 		var out []string
 		root := strings.TrimPrefix(url, "file://")
@@ -144,7 +139,7 @@ func sameListing(t *testing.T, what string, before, after []string) {
 
 func digestOf(t *testing.T, url string, v format.Version) ndjson.Digest {
 	t.Helper()
-	d, err := readBack(testCtx(t), url, v, slatedb.Options{})
+	d, err := readBack(testenv.Context(t), url, v, slatedb.Options{})
 	if err != nil {
 		t.Fatalf("digest of %s as %s: %v", url, v, err)
 	}
@@ -155,7 +150,7 @@ func digestOf(t *testing.T, url string, v format.Version) ndjson.Digest {
 // source is only read) and returns the new catalog's digest.
 func strategyB(t *testing.T, src string, policy migration.UnknownTags) ndjson.Digest {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	store, err := blob.New(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +180,7 @@ func strategyB(t *testing.T, src string, policy migration.UnknownTags) ndjson.Di
 
 func checkpointsOf(t *testing.T, url string) []slatedb.Checkpoint {
 	t.Helper()
-	cps, err := slatedb.ListCheckpoints(testCtx(t), url, slatedb.Options{})
+	cps, err := slatedb.ListCheckpoints(testenv.Context(t), url, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +201,7 @@ func wayBackOf(t testing.TB, url, id string) string {
 // opts are a real run's options for migration id of the catalog at url.
 func opts(t testing.TB, url, id string) Options {
 	t.Helper()
-	store, err := blob.New(testCtx(t))
+	store, err := blob.New(testenv.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +211,11 @@ func opts(t testing.TB, url, id string) Options {
 // objectsUnder counts the objects under url/.
 func objectsUnder(t *testing.T, url string) int {
 	t.Helper()
-	store, err := blob.New(testCtx(t))
+	store, err := blob.New(testenv.Context(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := store.List(testCtx(t), url+"/")
+	infos, err := store.List(testenv.Context(t), url+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +228,7 @@ func objectsUnder(t *testing.T, url string) int {
 // checkpoint left on either, and restoring from it puts the catalog back.
 func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		seeded(t, url, 2000)
 		before := dump(t, url)
 		wantB := strategyB(t, url, migration.UnknownFail)
@@ -296,7 +291,7 @@ func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 // written over, not deleted, the catalog untouched.
 func TestWayBackPlaceTakenRefused(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		seeded(t, url, 200)
 		o := opts(t, url, "m-taken")
 		if _, err := o.Blob.Put(ctx, o.WayBack+"/someone-elses", []byte("keep me")); err != nil {
@@ -321,7 +316,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 		list := listing(t, url)
 		o := opts(t, url, "m-dry")
 		o.DryRun = true
-		res, err := Migrate(testCtx(t), url, o)
+		res, err := Migrate(testenv.Context(t), url, o)
 		if err != nil {
 			t.Fatalf("dry run: %v", err)
 		}
@@ -342,7 +337,7 @@ func TestTooLargeRefusedWritingNothing(t *testing.T) {
 		list := listing(t, url)
 		o := opts(t, url, "m-big")
 		o.MaxBytes = 4096
-		_, err := Migrate(testCtx(t), url, o)
+		_, err := Migrate(testenv.Context(t), url, o)
 		if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "Strategy B") {
 			t.Fatalf("migrate over the limit: err = %v, want ErrTooLarge naming Strategy B", err)
 		}
@@ -356,7 +351,7 @@ func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		seeded(t, url, 500)
 		before := dump(t, url)
-		ctx, cancel := context.WithCancel(testCtx(t))
+		ctx, cancel := context.WithCancel(testenv.Context(t))
 		beforeCommit = cancel
 		defer func() { beforeCommit = nil }()
 		_, err := Migrate(ctx, url, opts(t, url, "m-int"))
@@ -364,7 +359,7 @@ func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 			t.Fatalf("interrupted migration: err = %v, want context.Canceled", err)
 		}
 		sameKV(t, "after the interruption", before, dump(t, url))
-		if _, err := catalog.Open(testCtx(t), url, catalog.Options{Expect: format.V1}); err != nil {
+		if _, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1}); err != nil {
 			t.Fatalf("the catalog after the interruption: %v", err)
 		}
 		if cps := checkpointsOf(t, url); len(cps) != 0 {
@@ -379,7 +374,7 @@ func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 // Unknown tags follow the policy as in Strategy B; unknown system keys and
 // their raw values are kept.
 func TestUnknownTagsAndSystemKeys(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	future, flag := []byte{0x30, 1, 2, 3}, format.SystemKey("future-flag")
 	mk := func(t *testing.T) string {
 		url := places[0].url(t)
@@ -439,7 +434,7 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 }
 
 func TestBadInputRefused(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := places[0].url(t)
 	seeded(t, url, 100)
 	list := listing(t, url)
@@ -466,7 +461,7 @@ func TestBadInputRefused(t *testing.T) {
 // the catalog as it was, nothing deleted inside it.
 func TestWayBackRefusedByTheCopyLeavesNothing(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		seeded(t, url, 200)
 		before := dump(t, url)
 		o := opts(t, url, "m-inside")

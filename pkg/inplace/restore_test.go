@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -16,7 +17,7 @@ import (
 // snapshot (next_snapshot_id moves) with a row.
 func commitAsV2Writer(t *testing.T, url string) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: format.V2})
 	if err != nil {
 		t.Fatalf("open the migrated catalog as a format-2 writer: %v", err)
@@ -45,7 +46,7 @@ func commitAsV2Writer(t *testing.T, url string) {
 // catalog as it was. Without the batch's marks it restores nothing either.
 func TestRestoreRefusesACatalogThatTookCommits(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		seeded(t, url, 300)
 		before := dump(t, url)
 		o := opts(t, url, "m-moved")

@@ -14,9 +14,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/catalogfixture"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -132,7 +132,7 @@ func TestMovedRecordsAreTheDecodedOnesEveryShape(t *testing.T) {
 	unknown := protowire.AppendTag(nil, 900, protowire.BytesType)
 	unknown = protowire.AppendString(unknown, "added by a newer binary")
 	entries := func(yield func(key, value []byte) bool) {
-		for _, e := range formattest.Entries(format.V1) {
+		for _, e := range catalogfixture.Entries(format.V1) {
 			k, err := format.DecodeKey(format.V1, e.Key)
 			if err != nil {
 				t.Fatal(err)
@@ -162,7 +162,7 @@ func TestMovedRecordsAreTheDecodedOnesEveryShape(t *testing.T) {
 		yield([]byte{0x42, 1, 2}, []byte("opaque"))
 		yield([]byte{0x1D, 9}, format.EncodeEnvelope(format.V1, []byte{8, 1}))
 	}
-	if n := movedAgainstDecoded(t, entries); n < 3*len(formattest.Entries(format.V1)) {
+	if n := movedAgainstDecoded(t, entries); n < 3*len(catalogfixture.Entries(format.V1)) {
 		t.Fatalf("compared %d records", n)
 	}
 }

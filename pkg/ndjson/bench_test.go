@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
@@ -34,7 +35,7 @@ func perSecond(b *testing.B) {
 
 func BenchmarkEncode(b *testing.B) {
 	ctx := context.Background()
-	store := newStore(b)
+	store := testenv.Store(b)
 	for _, v := range versions {
 		for _, sfx := range suffixes {
 			b.Run(v.String()+"/"+sfx.name, func(b *testing.B) {
@@ -69,7 +70,7 @@ func BenchmarkEncode(b *testing.B) {
 
 func BenchmarkDecode(b *testing.B) {
 	ctx := context.Background()
-	store := newStore(b)
+	store := testenv.Store(b)
 	for _, v := range versions {
 		for _, sfx := range suffixes {
 			b.Run(v.String()+"/"+sfx.name, func(b *testing.B) {
@@ -126,7 +127,7 @@ func streamShard(t testing.TB, n int) (growth uint64) {
 	t.Helper()
 	v := format.V2
 	ctx := context.Background()
-	store := newStore(t)
+	store := testenv.Store(t)
 	url := filepath.Join(t.TempDir(), "shard.ndjson.zst")
 	base := liveHeap()
 	sample := func(i int) {

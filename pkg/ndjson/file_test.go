@@ -10,9 +10,10 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
@@ -23,15 +24,6 @@ var suffixes = []struct {
 	{".ndjson", []byte(`{"rocklake_export_format":1,`)},
 	{".ndjson.zst", []byte{0x28, 0xB5, 0x2F, 0xFD}},
 	{".ndjson.gz", []byte{0x1F, 0x8B}},
-}
-
-func newStore(t testing.TB) *blob.Store {
-	t.Helper()
-	s, err := blob.New(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // writeFile writes rs as a shard file at url.
@@ -101,7 +93,7 @@ func checkFileRoundTrip(t *testing.T, store *blob.Store, base string, stored fun
 
 func TestFiles(t *testing.T) {
 	dir := t.TempDir()
-	checkFileRoundTrip(t, newStore(t), dir+"/shard-", func(url string) []byte {
+	checkFileRoundTrip(t, testenv.Store(t), dir+"/shard-", func(url string) []byte {
 		b, err := os.ReadFile(url)
 		if err != nil {
 			t.Fatal(err)
@@ -111,13 +103,13 @@ func TestFiles(t *testing.T) {
 }
 
 func TestS3(t *testing.T) {
-	st := localstacktest.Start(t)
-	localstacktest.SetEnv(t, st)
+	st := s3server.Start(t)
+	s3server.SetEnv(t, st)
 	ctx := context.Background()
 	if err := st.CreateBucket(ctx, "shards", false); err != nil {
 		t.Fatal(err)
 	}
-	store := newStore(t)
+	store := testenv.Store(t)
 	checkFileRoundTrip(t, store, "s3://shards/m1/shard-", func(url string) []byte {
 		b, _, err := store.Get(ctx, url)
 		if err != nil {
@@ -148,7 +140,7 @@ func TestS3(t *testing.T) {
 // A failed or abandoned export leaves no shard, not even part of one.
 func TestFileNotPublishedOnFailure(t *testing.T) {
 	dir := t.TempDir()
-	store := newStore(t)
+	store := testenv.Store(t)
 	ctx := context.Background()
 	for _, sfx := range suffixes {
 		aborted := filepath.Join(dir, "aborted"+sfx.name)
@@ -183,7 +175,7 @@ func TestFileNotPublishedOnFailure(t *testing.T) {
 
 func TestCompressedTruncated(t *testing.T) {
 	dir := t.TempDir()
-	store := newStore(t)
+	store := testenv.Store(t)
 	for _, sfx := range suffixes[1:] {
 		url := filepath.Join(dir, "shard"+sfx.name)
 		writeFile(t, store, url, header(format.V1), records(t, format.V1, allEntries(t, format.V1)))
@@ -208,7 +200,7 @@ func TestCompressedTruncated(t *testing.T) {
 // is read.
 func TestCompressedCorrupt(t *testing.T) {
 	dir := t.TempDir()
-	store := newStore(t)
+	store := testenv.Store(t)
 	es := allEntries(t, format.V1)
 	for _, sfx := range suffixes[1:] {
 		url := filepath.Join(dir, "shard"+sfx.name)
@@ -261,7 +253,7 @@ func TestCompressedCorrupt(t *testing.T) {
 // fastest level, or another tool's) read back the same.
 func TestZstdAnyLevelReads(t *testing.T) {
 	dir := t.TempDir()
-	store := newStore(t)
+	store := testenv.Store(t)
 	es := allEntries(t, format.V1)
 	plain := filepath.Join(dir, "shard.ndjson")
 	writeFile(t, store, plain, header(format.V1), records(t, format.V1, es))

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/catalogfixture"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
@@ -26,12 +26,12 @@ var versions = []format.Version{format.V1, format.V2}
 // entry is a catalog entry as stored: raw key and value.
 type entry struct{ key, value []byte }
 
-// shapeEntries returns formattest.Entries of format v: for every shape
+// shapeEntries returns catalogfixture.Entries of format v: for every shape
 // of every known tag, one value with every field set and one empty row.
 func shapeEntries(t testing.TB, v format.Version) []entry {
 	t.Helper()
 	var out []entry
-	for _, e := range formattest.Entries(v) {
+	for _, e := range catalogfixture.Entries(v) {
 		out = append(out, entry{e.Key, e.Value})
 	}
 	if len(out) < 2*len(format.KnownTags()) {

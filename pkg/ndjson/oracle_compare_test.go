@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/catalogfixture"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
@@ -224,7 +224,7 @@ func TestCodecLikeOracle(t *testing.T) {
 			sameAsOracle(t, v, e.key, e.value)
 		}
 		nested := 0
-		for _, shape := range formattest.Keys(0) {
+		for _, shape := range catalogfixture.Keys(0) {
 			for range 300 {
 				key, value := randomEntry(t, rng, v, shape)
 				sameAsOracle(t, v, key, value)
@@ -247,7 +247,7 @@ func TestCodecLikeOracle(t *testing.T) {
 // arbitrary record line, through the codec and the oracle.
 // Run: go test ./pkg/ndjson -run '^$' -fuzz '^FuzzCodecLikeOracle$' -fuzztime 60s
 func FuzzCodecLikeOracle(f *testing.F) {
-	shapes := formattest.Keys(0)
+	shapes := catalogfixture.Keys(0)
 	for _, v := range versions {
 		file := string(encode(f, header(v), records(f, v, allEntries(f, v))))
 		lines := strings.Split(file, "\n")

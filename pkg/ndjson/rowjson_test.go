@@ -14,8 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/catalogfixture"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/format/formattest"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 )
@@ -111,7 +111,7 @@ func TestRandomRows(t *testing.T) {
 	for _, v := range versions {
 		var in []ndjson.Record
 		var wantRows []string
-		for _, shape := range formattest.Keys(0) {
+		for _, shape := range catalogfixture.Keys(0) {
 			for range 200 {
 				k := randomKey(rng, v, shape)
 				row, err := format.NewRow(v, k)

@@ -6,7 +6,7 @@
 // process's one AWS chain, shared with S3); the endpoint is
 // AWS_ENDPOINT_URL_SNS if set, else AWS_ENDPOINT_URL, else AWS's
 // (Options.Endpoint overrides all three).
-// Tests point it at an emulator on loopback (notifytest).
+// Tests point it at an emulator on loopback (internal/testenv/snsserver).
 //
 // Messages carry two string attributes for subscription filter policies:
 // "event" ("drift" or "outcome") and, for drift, "kinds" (the finding kinds,

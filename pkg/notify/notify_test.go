@@ -1,7 +1,6 @@
 package notify_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,25 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 )
 
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func newPublisher(t *testing.T) *notify.Publisher {
 	t.Helper()
-	p, err := notify.NewPublisher(testCtx(t), notify.Options{})
+	p, err := notify.NewPublisher(testenv.Context(t), notify.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +32,11 @@ func newPublisher(t *testing.T) *notify.Publisher {
 // their alerts to a real SNS emulator, both on loopback: S3 is found through
 // AWS_ENDPOINT_URL, SNS through AWS_ENDPOINT_URL_SNS, in one environment.
 func TestDriftAlerts(t *testing.T) {
-	s3 := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s3)
-	emu := notifytest.Start(t)
+	s3 := s3server.Start(t)
+	s3server.SetEnv(t, s3)
+	emu := snsserver.Start(t)
 	emu.SetEnv(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	if err := s3.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +117,14 @@ func TestDriftAlerts(t *testing.T) {
 }
 
 func TestPublishOutcome(t *testing.T) {
-	emu := notifytest.Start(t)
+	emu := snsserver.Start(t)
 	emu.SetEnv(t)
 	// S3's endpoint elsewhere must not capture SNS: the closed port would
 	// fail the publish.
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
 	topic := emu.CreateTopic(t, "rocklake-migrations")
 	pub := newPublisher(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 
 	id, err := pub.PublishOutcome(ctx, topic, "Migration mig-7 succeeded:\ns3://b/c → v2", `{"migration_id":"mig-7","outcome":"succeeded"}`)
 	if err != nil {
@@ -160,21 +154,21 @@ func TestPublishOutcome(t *testing.T) {
 }
 
 func TestExplicitEndpoint(t *testing.T) {
-	emu := notifytest.Start(t)
+	emu := snsserver.Start(t)
 	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SNS"} {
 		t.Setenv(k, "http://127.0.0.1:1") // both wrong: Options win
 	}
-	t.Setenv("AWS_REGION", notifytest.Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", notifytest.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", notifytest.SecretKey)
+	t.Setenv("AWS_REGION", snsserver.Region)
+	t.Setenv("AWS_ACCESS_KEY_ID", snsserver.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", snsserver.SecretKey)
 	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	topic := emu.CreateTopic(t, "t")
-	pub, err := notify.NewPublisher(testCtx(t), notify.Options{Endpoint: emu.Endpoint()})
+	pub, err := notify.NewPublisher(testenv.Context(t), notify.Options{Endpoint: emu.Endpoint()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pub.PublishOutcome(testCtx(t), topic, "s", "b"); err != nil {
+	if _, err := pub.PublishOutcome(testenv.Context(t), topic, "s", "b"); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(emu.Messages(t, topic)); n != 1 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -26,7 +27,7 @@ func sameContent(a, b pointer.Pointer) bool {
 // pointers as written (UpdatedAt set) and their refs.
 func chain(t *testing.T, store *blob.Store, url string) ([]pointer.Pointer, []pointer.Ref) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	ps := []pointer.Pointer{first()}
 	ps[0].UpdatedAt = t0
 	ref, err := pointer.Create(ctx, store, url, ps[0])
@@ -48,7 +49,7 @@ func chain(t *testing.T, store *blob.Store, url string) ([]pointer.Pointer, []po
 
 func mustRead(t *testing.T, store *blob.Store, url string) (pointer.Pointer, pointer.Ref) {
 	t.Helper()
-	p, ref, err := pointer.Read(testCtx(t), store, url)
+	p, ref, err := pointer.Read(testenv.Context(t), store, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func wantName(t *testing.T, err error, sentinel *pointer.Error) *pointer.Error {
 }
 
 func TestCreateRead(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	p := first()
 	ref, err := pointer.Create(ctx, store, url, p)
 	if err != nil {
@@ -105,14 +106,14 @@ func TestCreateRead(t *testing.T) {
 }
 
 func TestReadMissing(t *testing.T) {
-	_, _, err := pointer.Read(testCtx(t), newStore(t), newURL(t, versioned))
+	_, _, err := pointer.Read(testenv.Context(t), testenv.Store(t), newURL(t, versioned))
 	wantName(t, err, pointer.ErrPointerMissing)
-	_, _, err = pointer.Read(testCtx(t), newStore(t), "s3://no-such-bucket/CURRENT")
+	_, _, err = pointer.Read(testenv.Context(t), testenv.Store(t), "s3://no-such-bucket/CURRENT")
 	wantName(t, err, pointer.ErrPointerMissing)
 }
 
 func TestReadMalformed(t *testing.T) {
-	ctx, store := testCtx(t), newStore(t)
+	ctx, store := testenv.Context(t), testenv.Store(t)
 	for _, body := range []string{
 		`{"catalog": "s3://cats/x", "format_version": 2}`, // no updated_at
 		`{"catalog": "s3://cats/x", "format_version": 2, "updated_at": "2026-01-01T00:00:00Z", "extra": 1}`,
@@ -131,7 +132,7 @@ func TestReadMalformed(t *testing.T) {
 }
 
 func TestFlip(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	p0 := first()
 	ref0, err := pointer.Create(ctx, store, url, p0)
 	if err != nil {
@@ -171,7 +172,7 @@ func TestFlip(t *testing.T) {
 }
 
 func TestFlipStaleETag(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	ps, refs := chain(t, store, url)
 	before, beforeRef := mustRead(t, store, url)
 
@@ -204,7 +205,7 @@ func TestFlipStaleETag(t *testing.T) {
 }
 
 func TestRollback(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	ps, refs := chain(t, store, url) // v1 → v2 → v3
 
 	restored, ref, err := pointer.Rollback(ctx, store, url, pointer.RollbackOptions{})
@@ -270,7 +271,7 @@ func TestRollback(t *testing.T) {
 }
 
 func TestRollbackFirstPointer(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	if _, err := pointer.Create(ctx, store, url, first()); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestRollbackFirstPointer(t *testing.T) {
 func TestRollbackPreviousExpired(t *testing.T) {
 	// A pointer whose previous one is not among the kept versions (written
 	// by hand, or its history expired).
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	p := first().Next("s3://cats/prod-v2", format.V2, "mig-1")
 	if _, err := pointer.Create(ctx, store, url, p); err != nil {
 		t.Fatal(err)
@@ -297,7 +298,7 @@ func TestRollbackPreviousExpired(t *testing.T) {
 }
 
 func TestRollbackCorruptCurrent(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	ps, _ := chain(t, store, url)
 	if _, err := store.Put(ctx, url, []byte("{garbage")); err != nil {
 		t.Fatal(err)
@@ -316,7 +317,7 @@ func TestRollbackCorruptCurrent(t *testing.T) {
 }
 
 func TestUnversionedRefused(t *testing.T) {
-	ctx, store := testCtx(t), newStore(t)
+	ctx, store := testenv.Context(t), testenv.Store(t)
 	url := newURL(t, unversioned)
 
 	_, err := pointer.Create(ctx, store, url, first())
@@ -360,7 +361,7 @@ func TestUnversionedRefused(t *testing.T) {
 }
 
 func TestFlipRetryIsIdempotent(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	ref0, err := pointer.Create(ctx, store, url, first())
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +391,7 @@ func TestFlipRetryIsIdempotent(t *testing.T) {
 // the rollback restored the content it expected; so must a pointer built
 // from an older read whose ETag happens to match.
 func TestStaleFlipAfterRollbackConflicts(t *testing.T) {
-	ctx, store, url := testCtx(t), newStore(t), newURL(t, versioned)
+	ctx, store, url := testenv.Context(t), testenv.Store(t), newURL(t, versioned)
 	ps, refs := chain(t, store, url) // v1 → v2 → v3
 	staleNext := ps[2].Next("s3://cats/stale", format.V2, "mig-stale")
 	staleRef := refs[2]
@@ -423,7 +424,7 @@ func TestStaleFlipAfterRollbackConflicts(t *testing.T) {
 // pointer stays at the ETag it was read at, the new pointer after a flip,
 // and Read's named errors for a missing one.
 func TestReadIfChanged(t *testing.T) {
-	ctx, store := testCtx(t), newStore(t)
+	ctx, store := testenv.Context(t), testenv.Store(t)
 	url := newURL(t, versioned)
 	if _, _, err := pointer.ReadIfChanged(ctx, store, url, ""); !errors.Is(err, pointer.ErrPointerMissing) {
 		t.Fatalf("no pointer: %v, want PointerMissing", err)

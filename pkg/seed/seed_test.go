@@ -1,31 +1,24 @@
 package seed_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 )
-
-func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func fileURL(t testing.TB) string { return "file://" + t.TempDir() + "/catalog" }
 
 func open(t testing.TB, url string) *catalog.Catalog {
 	t.Helper()
-	c, err := catalog.Open(testCtx(t), url, catalog.Options{Expect: format.V1})
+	c, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +29,7 @@ func open(t testing.TB, url string) *catalog.Catalog {
 // digest hashes every key and value of the catalog.
 func digest(t *testing.T, c *catalog.Catalog) string {
 	h := sha256.New()
-	for e, err := range c.ScanRaw(testCtx(t), nil, nil) {
+	for e, err := range c.ScanRaw(testenv.Context(t), nil, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +41,7 @@ func digest(t *testing.T, c *catalog.Catalog) string {
 // The catalog holds exactly the keys Seed reports, at least as many as
 // asked for, in a realistic mix: every key decodes in format 1.
 func TestCountsAndMix(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	for _, n := range []int{0, 1, 500, 30000} {
 		url := fileURL(t)
 		res, err := seed.Seed(ctx, url, seed.Options{Rows: n, Seed: int64(n)})
@@ -92,7 +85,7 @@ func TestCountsAndMix(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	seedOnce := func(s int64) string {
 		url := fileURL(t)
 		if _, err := seed.Seed(ctx, url, seed.Options{Rows: 3000, Seed: s}); err != nil {
@@ -113,7 +106,7 @@ func TestDeterministic(t *testing.T) {
 // tables, and ended rows end after they begin (what `rocklake verify
 // catalog` checks, and what RockLake's readers assume).
 func TestConsistent(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := fileURL(t)
 	res, err := seed.Seed(ctx, url, seed.Options{Rows: 20000, Seed: 7})
 	if err != nil {
@@ -156,7 +149,7 @@ func TestConsistent(t *testing.T) {
 }
 
 func TestRefusesNonEmptyTarget(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := fileURL(t)
 	if _, err := seed.Seed(ctx, url, seed.Options{Rows: 10}); err != nil {
 		t.Fatal(err)
@@ -170,9 +163,9 @@ func TestRefusesNonEmptyTarget(t *testing.T) {
 }
 
 func TestSeedOnS3(t *testing.T) {
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
-	ctx := testCtx(t)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
+	ctx := testenv.Context(t)
 	if err := s.CreateBucket(ctx, "seed", true); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package shard_test
 import (
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
@@ -12,7 +13,7 @@ func exactBytes(t *testing.T, c *catalog.Catalog, rs []shard.Range) []int64 {
 	t.Helper()
 	out := make([]int64, len(rs))
 	for i, r := range rs {
-		for e, err := range c.ScanRaw(ctxFor(t), r.Start, r.End) {
+		for e, err := range c.ScanRaw(testenv.Context(t), r.Start, r.End) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -26,7 +27,7 @@ func exactBytes(t *testing.T, c *catalog.Catalog, rs []shard.Range) []int64 {
 // mean, measured by scanning each range), where the counter-estimated key
 // ranges are far apart; both partition the key space.
 func TestByteBalancedShards(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	url := fileURL(t, "c")
 	seeded(t, url, 20000)
 	c, err := catalog.Open(ctx, url, catalog.Options{})
@@ -89,7 +90,7 @@ func TestByteBalancedShards(t *testing.T) {
 // Measure scans in parts at once, and counts every key and byte exactly
 // once: its totals, overall and by tag, are a plain scan's.
 func TestMeasureCountsEveryKeyOnce(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	url := fileURL(t, "c")
 	seeded(t, url, 5000)
 	c, err := catalog.Open(ctx, url, catalog.Options{})

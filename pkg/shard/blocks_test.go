@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -18,7 +19,7 @@ func TestBlockPlanBalancesLikeTheByteScan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("seeds 200 000 rows")
 	}
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	url := fileURL(t, "c")
 	seeded(t, url, 200_000)
 	c, err := catalog.Open(ctx, url, catalog.Options{})
@@ -87,7 +88,7 @@ func TestBlocksUnusable(t *testing.T) {
 		}
 	}
 	// A tiny catalog has too few blocks for 4 shards.
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	url := fileURL(t, "small")
 	seeded(t, url, 10)
 	if _, err := shard.PlanByBlocks(ctx, url, "", slatedb.Options{}, 4); !errors.Is(err, shard.ErrBlocksUnusable) {

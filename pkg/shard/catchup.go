@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -42,8 +43,8 @@ type CatchUpResult struct {
 	Digest ndjson.Digest `json:"digest"`
 }
 
-// ErrCatchUp: a change could not be carried into the target.
-var ErrCatchUp = errors.New("shard: catch-up")
+// ErrCatchUp: a change could not be carried into the target (CatchUpFailed).
+var ErrCatchUp = errname.New("shard", "CatchUpFailed", "catch-up")
 
 // catchUpBatch bounds a round's batches, in keys.
 const catchUpBatch = 4096

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -128,7 +129,7 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 		t.Fatalf("this test needs the real RockLake v0.47.11 binary: %v", err)
 	}
 	ctx := ctxFor(t)
-	store := newStore(t)
+	store := testenv.Store(t)
 	dir := filepath.Join(t.TempDir(), "src")
 	src := "file://" + dir
 	seeded(t, src, rows)
@@ -186,7 +187,7 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 // In a finalized target, counter and system keys are written in place.
 func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
 	ctx := ctxFor(t)
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, rows)
 	w, err := slatedb.OpenWriter(ctx, src, slatedb.Options{})

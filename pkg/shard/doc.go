@@ -10,6 +10,9 @@
 //     in the same pass, the shard transformed to another format
 //     (ExportTransformShard: the workflow's Map reads each range once);
 //   - files.go: shard file names, and checking that a set of shards is whole;
+//   - transform.go: shard files transformed to another format, largest
+//     first, unknown tags refused from the trailers before any is written
+//     (the CLI's transform; the workflow transforms one shard at a time);
 //   - import.go: the one writer of a fresh target, shard after shard (every
 //     shard's checksum checked before the first write, each decoded on a
 //     goroutine ahead of the writer), with its progress kept in the target

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
@@ -22,14 +23,14 @@ import (
 // putRaw writes key, value into the catalog at url.
 func putRaw(t *testing.T, url string, key, value []byte) {
 	t.Helper()
-	w, err := slatedb.OpenWriter(ctxFor(t), url, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), url, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	var b slatedb.Batch
 	b.Put(key, value)
-	if err := w.Write(ctxFor(t), &b); err != nil {
+	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -55,7 +56,7 @@ func fuseSource(t *testing.T) string {
 
 func openV1(t *testing.T, url string) *catalog.Catalog {
 	t.Helper()
-	c, err := catalog.Open(ctxFor(t), url, catalog.Options{Expect: format.V1})
+	c, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +91,10 @@ func readAll(t *testing.T, path string) []byte {
 // TransformFile of its output write, with the same digests and counts, for
 // every shard of a plan, compressed or not, unknown tags carried or dropped.
 func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	c := openV1(t, fuseSource(t))
 	const n = 3
-	ranges, err := shard.PlanByBytes(ctxFor(t), c, n, nil)
+	ranges, err := shard.PlanByBytes(testenv.Context(t), c, n, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,18 +109,18 @@ func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
 			sep1, sep2 := filepath.Join(dir, "sep1", name), filepath.Join(dir, "sep2", name)
 			fuse1, fuse2 := filepath.Join(dir, "fuse1", name), filepath.Join(dir, "fuse2", name)
 			h := header(c, r, n)
-			want, err := shard.ExportShard(ctxFor(t), store, c, h, sep1, nil)
+			want, err := shard.ExportShard(testenv.Context(t), store, c, h, sep1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantStats, err := migration.TransformFile(ctxFor(t), store, sep1, sep2, format.V2, "test", migration.Options{UnknownTags: tc.policy})
+			wantStats, err := migration.TransformFile(testenv.Context(t), store, sep1, sep2, format.V2, "test", migration.Options{UnknownTags: tc.policy})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var prog shard.Progress
 			tr := fused(t, fuse2, migration.Options{UnknownTags: tc.policy})
 			tr.Progress = &prog
-			got, gotStats, err := shard.ExportTransformShard(ctxFor(t), store, c, h, fuse1, tr, nil)
+			got, gotStats, err := shard.ExportTransformShard(testenv.Context(t), store, c, h, fuse1, tr, nil)
 			if err != nil {
 				t.Fatalf("shard %d (%q): %v", r.Index, tc.compression, err)
 			}
@@ -139,7 +140,7 @@ func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
 			if prog.Records.Load() != want.Records {
 				t.Errorf("shard %d: progress counted %d records transformed, want %d", r.Index, prog.Records.Load(), want.Records)
 			}
-			if _, _, err := ndjson.VerifyFile(ctxFor(t), store, fuse2); err != nil {
+			if _, _, err := ndjson.VerifyFile(testenv.Context(t), store, fuse2); err != nil {
 				t.Errorf("shard %d: %v", r.Index, err)
 			}
 			total += got.Records
@@ -154,7 +155,7 @@ func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
 // the transform refuses in the middle of the range, one the export cannot
 // read, and the fail policy's unknown tags, which it only knows at the end.
 func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fuseSource(t)
 	// The last snapshot row gets field 100, which format 2 defines
 	// (snapshot_time_micros): its transform fails with many records still
@@ -163,7 +164,7 @@ func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
 	snap := -1
 	func() {
 		c := openV1(t, src)
-		for e, err := range c.ScanRaw(ctxFor(t), nil, nil) {
+		for e, err := range c.ScanRaw(testenv.Context(t), nil, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +194,7 @@ func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
 		putRaw(t, src, tc.key, tc.value)
 		c := openV1(t, src)
 		out1, out2 := filepath.Join(dir, tc.name+"-v1.ndjson.zst"), filepath.Join(dir, tc.name+"-v2.ndjson.zst")
-		_, _, err := shard.ExportTransformShard(ctxFor(t), store, c, header(c, shard.Range{}, 1), out1, fused(t, out2, migration.Options{UnknownTags: tc.policy}), nil)
+		_, _, err := shard.ExportTransformShard(testenv.Context(t), store, c, header(c, shard.Range{}, 1), out1, fused(t, out2, migration.Options{UnknownTags: tc.policy}), nil)
 		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {
 			t.Fatalf("%s: err = %v, want %v", tc.name, err, tc.want)
 		}

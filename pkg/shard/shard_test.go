@@ -26,11 +26,12 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -41,26 +42,11 @@ import (
 
 const rows = 3000
 
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func newStore(t *testing.T) *blob.Store {
-	t.Helper()
-	s, err := blob.New(ctxFor(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func fileURL(t *testing.T, name string) string { return "file://" + filepath.Join(t.TempDir(), name) }
 
 func seeded(t *testing.T, url string, n int) {
 	t.Helper()
-	if _, err := seed.Seed(ctxFor(t), url, seed.Options{Rows: n, Seed: 7}); err != nil {
+	if _, err := seed.Seed(testenv.Context(t), url, seed.Options{Rows: n, Seed: 7}); err != nil {
 		t.Fatalf("seed %s: %v", url, err)
 	}
 }
@@ -68,7 +54,7 @@ func seeded(t *testing.T, url string, n int) {
 // dump returns every key and value of a catalog location, whatever it holds.
 func dump(t *testing.T, url string) map[string]string {
 	t.Helper()
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
 	if err != nil {
 		t.Fatalf("open %s: %v", url, err)
@@ -103,7 +89,7 @@ func sameKV(t *testing.T, what string, a, b map[string]string) {
 
 func exportTo(t *testing.T, store *blob.Store, src, out string, n int, compression string) shard.ExportResult {
 	t.Helper()
-	res, err := shard.Export(ctxFor(t), store, src, out, shard.ExportOptions{Format: format.V1, Shards: n, Compression: compression})
+	res, err := shard.Export(testenv.Context(t), store, src, out, shard.ExportOptions{Format: format.V1, Shards: n, Compression: compression})
 	if err != nil {
 		t.Fatalf("export %s → %s: %v", src, out, err)
 	}
@@ -112,7 +98,7 @@ func exportTo(t *testing.T, store *blob.Store, src, out string, n int, compressi
 
 func importFrom(t *testing.T, store *blob.Store, in, dst string, v format.Version) shard.ImportResult {
 	t.Helper()
-	res, err := shard.Import(ctxFor(t), store, in, dst, shard.ImportOptions{Format: v})
+	res, err := shard.Import(testenv.Context(t), store, in, dst, shard.ImportOptions{Format: v})
 	if err != nil {
 		t.Fatalf("import %s → %s: %v", in, dst, err)
 	}
@@ -123,11 +109,11 @@ func importFrom(t *testing.T, store *blob.Store, in, dst string, v format.Versio
 }
 
 func TestExportImportV1IsIdentical(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, rows)
 	// A row that a newer binary wrote, with a field this one does not know.
-	w, err := slatedb.OpenWriter(ctxFor(t), src, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), src, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +138,7 @@ func TestExportImportV1IsIdentical(t *testing.T) {
 	var b slatedb.Batch
 	b.Put(key, value)
 	b.Put(packedKey, packedValue)
-	if err := w.Write(ctxFor(t), &b); err != nil {
+	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -171,18 +157,18 @@ func TestExportImportV1IsIdentical(t *testing.T) {
 	if got := imported[string(packedKey)]; got != string(packedValue) {
 		t.Fatalf("row with a nested unknown field came back as %x, want %x", got, packedValue)
 	}
-	if _, err := shard.Verify(ctxFor(t), store, dst, out, shard.VerifyOptions{}); err != nil {
+	if _, err := shard.Verify(testenv.Context(t), store, dst, out, shard.VerifyOptions{}); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 	// The export left no checkpoint behind on the source.
-	cps, err := slatedb.ListCheckpoints(ctxFor(t), src, slatedb.Options{})
+	cps, err := slatedb.ListCheckpoints(testenv.Context(t), src, slatedb.Options{})
 	if err != nil || len(cps) != 0 {
 		t.Fatalf("checkpoints left on the source: %v, %v", cps, err)
 	}
 }
 
 func TestTwentyShardsImportLikeOneFile(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
 	one, many := filepath.Join(t.TempDir(), "all.ndjson"), t.TempDir()
@@ -211,7 +197,7 @@ func TestTwentyShardsImportLikeOneFile(t *testing.T) {
 // the catalog's logical content, independent of key layout.
 func rowsByTable(t *testing.T, url string, v format.Version) map[string][]string {
 	t.Helper()
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: v})
 	if err != nil {
 		t.Fatal(err)
@@ -260,26 +246,26 @@ func rowsByTable(t *testing.T, url string, v format.Version) map[string][]string
 }
 
 func TestV1ToV2KeepsEveryRowAndField(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, rows)
 	v1dir, v2dir := t.TempDir(), t.TempDir()
 	exportTo(t, store, src, v1dir, 4, "")
-	urls, err := shard.List(ctxFor(t), store, v1dir)
+	urls, err := shard.List(testenv.Context(t), store, v1dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range urls {
 		out := filepath.Join(v2dir, filepath.Base(u))
-		if _, err := migration.TransformFile(ctxFor(t), store, u, out, format.V2, "test", migration.Options{}); err != nil {
+		if _, err := migration.TransformFile(testenv.Context(t), store, u, out, format.V2, "test", migration.Options{}); err != nil {
 			t.Fatalf("transform %s: %v", u, err)
 		}
 	}
 	importFrom(t, store, v2dir, dst, format.V2)
-	if _, err := shard.Verify(ctxFor(t), store, dst, v2dir, shard.VerifyOptions{}); err != nil {
+	if _, err := shard.Verify(testenv.Context(t), store, dst, v2dir, shard.VerifyOptions{}); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
-	c, err := catalog.Open(ctxFor(t), dst, catalog.Options{Expect: format.V2})
+	c, err := catalog.Open(testenv.Context(t), dst, catalog.Options{Expect: format.V2})
 	if err != nil {
 		t.Fatalf("v2 catalog does not pass the startup check: %v", err)
 	}
@@ -327,7 +313,7 @@ func corrupt(t *testing.T, path string, how string) {
 }
 
 func TestBadInputsWriteNothing(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, 500)
 	good := t.TempDir()
@@ -335,37 +321,37 @@ func TestBadInputsWriteNothing(t *testing.T) {
 	for _, how := range []string{"line", "truncated", "no-trailer", "wrong-version"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()
-			urls, _ := shard.List(ctxFor(t), store, good)
+			urls, _ := shard.List(testenv.Context(t), store, good)
 			for _, u := range urls {
 				b, _ := os.ReadFile(u)
 				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
 			}
 			corrupt(t, filepath.Join(dir, layout.ShardFile(2, 3, "")), how)
 			dst := fileURL(t, "dst")
-			_, err := shard.Import(ctxFor(t), store, dir, dst, shard.ImportOptions{Format: format.V1})
+			_, err := shard.Import(testenv.Context(t), store, dir, dst, shard.ImportOptions{Format: format.V1})
 			if err == nil {
 				t.Fatal("a damaged shard set was imported")
 			}
 			t.Logf("%s: %v", how, err)
-			if _, err := slatedb.OpenReader(ctxFor(t), dst, slatedb.ReaderOptions{}); !errors.Is(err, slatedb.ErrNoDatabase) {
+			if _, err := slatedb.OpenReader(testenv.Context(t), dst, slatedb.ReaderOptions{}); !errors.Is(err, slatedb.ErrNoDatabase) {
 				t.Fatalf("the failed import left a database at the target: %v", err)
 			}
 		})
 	}
 	t.Run("missing shard", func(t *testing.T) {
 		dir := t.TempDir()
-		urls, _ := shard.List(ctxFor(t), store, good)
+		urls, _ := shard.List(testenv.Context(t), store, good)
 		for _, u := range urls[:2] {
 			b, _ := os.ReadFile(u)
 			os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
 		}
-		_, err := shard.Import(ctxFor(t), store, dir, fileURL(t, "dst"), shard.ImportOptions{Format: format.V1})
+		_, err := shard.Import(testenv.Context(t), store, dir, fileURL(t, "dst"), shard.ImportOptions{Format: format.V1})
 		if !errors.Is(err, shard.ErrIncompleteSet) {
 			t.Fatalf("err = %v, want ErrIncompleteSet", err)
 		}
 	})
 	t.Run("wrong format", func(t *testing.T) {
-		_, err := shard.Import(ctxFor(t), store, good, fileURL(t, "dst"), shard.ImportOptions{Format: format.V2})
+		_, err := shard.Import(testenv.Context(t), store, good, fileURL(t, "dst"), shard.ImportOptions{Format: format.V2})
 		if !errors.Is(err, shard.ErrWrongFormat) {
 			t.Fatalf("err = %v, want ErrWrongFormat", err)
 		}
@@ -373,14 +359,14 @@ func TestBadInputsWriteNothing(t *testing.T) {
 }
 
 func TestTargetMustBeEmpty(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, other := fileURL(t, "src"), fileURL(t, "other")
 	seeded(t, src, 200)
 	seeded(t, other, 100)
 	out := filepath.Join(t.TempDir(), "c.ndjson")
 	exportTo(t, store, src, out, 1, "")
 	before := dump(t, other)
-	_, err := shard.Import(ctxFor(t), store, out, other, shard.ImportOptions{Format: format.V1})
+	_, err := shard.Import(testenv.Context(t), store, out, other, shard.ImportOptions{Format: format.V1})
 	if !errors.Is(err, shard.ErrTargetNotEmpty) {
 		t.Fatalf("import onto a catalog: err = %v, want ErrTargetNotEmpty", err)
 	}
@@ -388,54 +374,54 @@ func TestTargetMustBeEmpty(t *testing.T) {
 }
 
 func TestVerifyFindsDifferences(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, 300)
 	out := filepath.Join(t.TempDir(), "c.ndjson")
 	exportTo(t, store, src, out, 1, "")
 	importFrom(t, store, out, dst, format.V1)
-	w, err := slatedb.OpenWriter(ctxFor(t), dst, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), dst, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b slatedb.Batch
 	key, _ := format.EncodeKey(format.V1, format.Key{Tag: format.TagTableStats, Parts: []uint64{999999}})
 	b.Put(key, format.EncodeEnvelope(format.V1, nil))
-	if err := w.Write(ctxFor(t), &b); err != nil {
+	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
-	res, err := shard.Verify(ctxFor(t), store, dst, out, shard.VerifyOptions{})
+	res, err := shard.Verify(testenv.Context(t), store, dst, out, shard.VerifyOptions{})
 	if !errors.Is(err, shard.ErrMismatch) || res.Match || len(res.Diff) != 1 || !strings.Contains(res.Diff[0], "ducklake_table_stats") {
 		t.Fatalf("verify after tampering: %+v, %v", res, err)
 	}
 }
 
 func TestUnknownTagsThroughThePipeline(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, 200)
-	w, err := slatedb.OpenWriter(ctxFor(t), src, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), src, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b slatedb.Batch
 	b.Put([]byte{0x30, 1, 2, 3}, []byte("a table from the future"))
-	if err := w.Write(ctxFor(t), &b); err != nil {
+	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
 	v1 := filepath.Join(t.TempDir(), "c.ndjson")
 	exportTo(t, store, src, v1, 1, "")
 	v2 := filepath.Join(t.TempDir(), "c2.ndjson")
-	_, err = migration.TransformFile(ctxFor(t), store, v1, v2, format.V2, "test", migration.Options{})
+	_, err = migration.TransformFile(testenv.Context(t), store, v1, v2, format.V2, "test", migration.Options{})
 	if !errors.Is(err, migration.ErrUnknownTags) || !strings.Contains(err.Error(), "0x30: 1") {
 		t.Fatalf("default policy: err = %v", err)
 	}
 	if _, err := os.Stat(v2); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused transform published %s", v2)
 	}
-	if _, err := migration.TransformFile(ctxFor(t), store, v1, v2, format.V2, "test", migration.Options{UnknownTags: migration.UnknownCarry}); err != nil {
+	if _, err := migration.TransformFile(testenv.Context(t), store, v1, v2, format.V2, "test", migration.Options{UnknownTags: migration.UnknownCarry}); err != nil {
 		t.Fatal(err)
 	}
 	dst := fileURL(t, "dst")
@@ -449,7 +435,7 @@ func TestUnknownTagsThroughThePipeline(t *testing.T) {
 // it made some shards durable, runs the import again, and compares the end
 // result with an uninterrupted import.
 func TestImportKilledMidwayResumes(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
 	dir := t.TempDir()
@@ -482,7 +468,7 @@ func TestImportKilledMidwayResumes(t *testing.T) {
 		t.Fatalf("helper process finished only %d shards before exiting", done)
 	}
 	// Mid-import, the target is no catalog: the startup check refuses it.
-	if _, err := catalog.Open(ctxFor(t), dst, catalog.Options{}); err == nil {
+	if _, err := catalog.Open(testenv.Context(t), dst, catalog.Options{}); err == nil {
 		t.Fatal("a half-imported target opened as a catalog")
 	}
 	res := importFrom(t, store, dir, dst, format.V1)
@@ -497,7 +483,7 @@ func TestImportKilledMidwayResumes(t *testing.T) {
 // durable and its progress record is not. The rerun must resume to the
 // catalog, and digest, of an uninterrupted import.
 func TestImportKilledMidShardResumes(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
 	dir := t.TempDir()
@@ -538,7 +524,7 @@ func TestImportHelperProcess(t *testing.T) {
 	if in == "" {
 		return
 	}
-	store := newStore(t)
+	store := testenv.Store(t)
 	opts := shard.ImportOptions{
 		Format: format.V1,
 		AfterShard: func(i int) {
@@ -565,13 +551,13 @@ func TestImportHelperProcess(t *testing.T) {
 }
 
 func TestOnS3(t *testing.T) {
-	stack := localstacktest.Start(t)
-	localstacktest.SetEnv(t, stack)
-	ctx := ctxFor(t)
+	stack := s3server.Start(t)
+	s3server.SetEnv(t, stack)
+	ctx := testenv.Context(t)
 	if err := stack.CreateBucket(ctx, "catalogs", true); err != nil {
 		t.Fatal(err)
 	}
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := "s3://catalogs/src", "s3://catalogs/dst"
 	seeded(t, src, 1000)
 	out := "s3://catalogs/staging/export"
@@ -584,23 +570,23 @@ func TestOnS3(t *testing.T) {
 }
 
 func TestFinalizeAsItsOwnStep(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, 500)
 	dir := t.TempDir()
 	exportTo(t, store, src, dir, 3, "")
-	if err := shard.Finalize(ctxFor(t), dst, format.V1, slatedb.Options{}); err == nil {
+	if err := shard.Finalize(testenv.Context(t), dst, format.V1, slatedb.Options{}); err == nil {
 		t.Fatal("finalize of a target with no import succeeded")
 	}
-	res, err := shard.Import(ctxFor(t), store, dir, dst, shard.ImportOptions{Format: format.V1, NoFinalize: true})
+	res, err := shard.Import(testenv.Context(t), store, dir, dst, shard.ImportOptions{Format: format.V1, NoFinalize: true})
 	if err != nil || res.Done || res.ShardsDone != 3 {
 		t.Fatalf("import without finalize: %+v, %v", res, err)
 	}
-	if _, err := catalog.Open(ctxFor(t), dst, catalog.Options{}); err == nil {
+	if _, err := catalog.Open(testenv.Context(t), dst, catalog.Options{}); err == nil {
 		t.Fatal("an unfinalized target opened as a catalog")
 	}
 	for i := 0; i < 2; i++ { // a retried Finalize is harmless
-		if err := shard.Finalize(ctxFor(t), dst, format.V1, slatedb.Options{}); err != nil {
+		if err := shard.Finalize(testenv.Context(t), dst, format.V1, slatedb.Options{}); err != nil {
 			t.Fatalf("finalize %d: %v", i, err)
 		}
 	}
@@ -610,7 +596,7 @@ func TestFinalizeAsItsOwnStep(t *testing.T) {
 // An import stopped inside its very first shard resumes on the rerun instead
 // of finding a target that is "not empty".
 func TestImportStoppedInFirstShardResumes(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
 	dir := t.TempDir()
@@ -619,7 +605,7 @@ func TestImportStoppedInFirstShardResumes(t *testing.T) {
 	importFrom(t, store, dir, clean, format.V1)
 
 	dst := fileURL(t, "dst")
-	ctx, cancel := context.WithCancel(ctxFor(t))
+	ctx, cancel := context.WithCancel(testenv.Context(t))
 	var p shard.Progress
 	go func() {
 		for p.Records.Load() == 0 && ctx.Err() == nil {
@@ -643,7 +629,7 @@ func TestImportStoppedInFirstShardResumes(t *testing.T) {
 // yet no range may be empty (a shard header refuses one) and the shards
 // still import into the same catalog.
 func TestManyShardsOfASmallCatalog(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, 50)
 	dir := t.TempDir()
@@ -707,7 +693,7 @@ func reseal(t *testing.T, path string, edit func(lines [][]byte, tr map[string]a
 // are written only at the end, in the final batch).
 func shardKeys(t *testing.T, store *blob.Store, url string) []string {
 	t.Helper()
-	fr, err := ndjson.Open(ctxFor(t), store, url)
+	fr, err := ndjson.Open(testenv.Context(t), store, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +721,7 @@ func shardKeys(t *testing.T, store *blob.Store, url string) []string {
 // unfinished import, and with the shard put right the rerun resumes to the
 // same catalog as a clean import.
 func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
 	good := t.TempDir()
@@ -765,20 +751,20 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			urls, _ := shard.List(ctxFor(t), store, good)
+			urls, _ := shard.List(testenv.Context(t), store, good)
 			for _, u := range urls {
 				b, _ := os.ReadFile(u)
 				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
 			}
 			damaged := filepath.Join(dir, filepath.Base(bad))
 			reseal(t, damaged, c.edit)
-			if _, _, err := ndjson.SkimFile(ctxFor(t), store, damaged); err != nil {
+			if _, _, err := ndjson.SkimFile(testenv.Context(t), store, damaged); err != nil {
 				t.Fatalf("the resealed shard does not pass the up-front check: %v", err)
 			}
 			dst := fileURL(t, "dst")
 			var written atomic.Uint64
 			p := &shard.Progress{}
-			_, err := shard.Import(ctxFor(t), store, dir, dst, shard.ImportOptions{Format: format.V1, Progress: p,
+			_, err := shard.Import(testenv.Context(t), store, dir, dst, shard.ImportOptions{Format: format.V1, Progress: p,
 				AfterShard: func(int) { written.Store(p.Records.Load()) }})
 			if !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
@@ -792,7 +778,7 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 					t.Fatalf("key %x of the bad shard survived its failed import", k)
 				}
 			}
-			if _, err := catalog.Open(ctxFor(t), dst, catalog.Options{}); err == nil {
+			if _, err := catalog.Open(testenv.Context(t), dst, catalog.Options{}); err == nil {
 				t.Fatal("the failed import's target opened as a catalog")
 			}
 			b, _ := os.ReadFile(bad)
@@ -812,23 +798,23 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
-	w, err := slatedb.OpenWriter(ctxFor(t), src, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), src, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b slatedb.Batch
 	b.Put([]byte{0x30, 1, 2, 3}, []byte("a table from the future"))
-	if err := w.Write(ctxFor(t), &b); err != nil {
+	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
-	c, err := catalog.Open(ctxFor(t), src, catalog.Options{Expect: format.V1})
+	c, err := catalog.Open(testenv.Context(t), src, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	var want ndjson.Digest
-	for e, err := range c.ScanRaw(ctxFor(t), nil, nil) {
+	for e, err := range c.ScanRaw(testenv.Context(t), nil, nil) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -838,7 +824,7 @@ func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
 		}
 		want.Add(rec)
 	}
-	got, err := shard.DigestCatalog(ctxFor(t), c, nil)
+	got, err := shard.DigestCatalog(testenv.Context(t), c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -851,10 +837,10 @@ func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
 // estimate (from the counters) is replaced by the real counts as shards
 // finish, import's comes from the shard trailers, verify's is both passes.
 func TestProgressTotals(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	c, err := catalog.Open(ctx, src, catalog.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -909,7 +895,7 @@ func TestLargestFirst(t *testing.T) {
 // Verify reads the shards and the catalog at the same time: a damaged shard
 // is that shard's error, not a difference.
 func TestVerifyDamagedShard(t *testing.T) {
-	store := newStore(t)
+	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, 300)
 	dir := t.TempDir()
@@ -925,7 +911,7 @@ func TestVerifyDamagedShard(t *testing.T) {
 	if err := os.WriteFile(f, bytes.Join(lines[:len(lines)-1], nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = shard.Verify(ctxFor(t), store, dst, dir, shard.VerifyOptions{})
+	_, err = shard.Verify(testenv.Context(t), store, dst, dir, shard.VerifyOptions{})
 	if !errors.Is(err, ndjson.ErrNoTrailer) || errors.Is(err, shard.ErrMismatch) {
 		t.Fatalf("verify with a shard cut short: %v, want ErrNoTrailer", err)
 	}

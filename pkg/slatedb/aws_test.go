@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -45,7 +46,7 @@ func writeFile(t *testing.T, path, text string, mode os.FileMode) {
 // reader, and puts and gets one object through pkg/blob beside it.
 func roundTrip(t *testing.T, url string) {
 	t.Helper()
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	w := openWriter(t, ctx, url)
 	put(t, ctx, w, "k1", "v1", "k2", "v2")
 	if err := w.Close(); err != nil {
@@ -116,7 +117,7 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","Expiration":"%%s
 		return strings.Count(string(b), "run\n")
 	}
 
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := fmt.Sprintf("s3://%s/shortlived-%d", bucket, seq.Add(1))
 	w := openWriter(t, ctx, url)
 	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Options: slatedb.Options{PollInterval: 100 * time.Millisecond}})
@@ -156,7 +157,7 @@ printf '{"Version":1,"AccessKeyId":"%s","SecretAccessKey":"%s","Expiration":"%%s
 // no credentials.
 func TestNoCredentialsIsOneClearError(t *testing.T) {
 	unsetAWS(t, t.TempDir())
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := fmt.Sprintf("s3://%s/nocreds-%d", bucket, seq.Add(1))
 	before := slatedb.LiveHandles()
 

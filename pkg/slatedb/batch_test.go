@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -15,7 +16,7 @@ import (
 // share ends up put, not deleted.
 func TestBatchLastOperationOnAKeyWins(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		put(t, ctx, w, "same", "old", "gone", "old", "kept", "old")
 		// Deletes and puts collected apart, then joined: deletes first.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -15,7 +16,7 @@ import (
 // written.
 func TestProfileBlocks(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		raw := 0
 		var b slatedb.Batch

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -126,7 +127,7 @@ func flushMemtable(t *testing.T, ctx context.Context, w *slatedb.Writer) {
 // the keys written since; the merge scan finds the same.
 func TestChangesBetweenCheckpoints(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		var b slatedb.Batch
 		for i := range 2000 {
@@ -195,7 +196,7 @@ func TestChangesBetweenCheckpoints(t *testing.T) {
 // are still found. The compaction rewrote the whole database, so the
 // default threshold takes the merge scan and says why.
 func TestChangesFindDeletesAfterCompaction(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/db"
 	w := openWriter(t, ctx, url)
 	var b slatedb.Batch
@@ -260,7 +261,7 @@ func TestChangesFindDeletesAfterCompaction(t *testing.T) {
 }
 
 func TestChangesNeedACheckpointFirst(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/db"
 	w := openWriter(t, ctx, url)
 	put(t, ctx, w, "k", "v")

@@ -4,7 +4,7 @@ package slatedb_test
 // (DESIGN.md 2.5): what this binding writes into a catalog (Freeze's fence and
 // checkpoint, an imported catalog, detached checkpoints) must stay a catalog
 // RockLake opens, serves, writes and verifies, and what RockLake writes must be
-// readable here. These tests run the `rocklake` binary itself (pkg/rocklake;
+// readable here. These tests run the `rocklake` binary itself (internal/testenv/rocklake;
 // scripts/install-rocklake.sh builds it), which takes a catalog as a plain
 // directory.
 
@@ -14,24 +14,22 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // needRockLake fails the test, saying how to get it, without the binary.
-func needRockLake(t *testing.T) string {
+func needRockLake(t *testing.T) {
 	t.Helper()
-	bin, err := rocklake.Binary()
-	if err != nil {
+	if _, err := rocklake.Binary(); err != nil {
 		t.Fatalf("these tests need the real RockLake v0.47.11 binary: %v", err)
 	}
-	return bin
 }
 
 func serve(t *testing.T, ctx context.Context, dir string) *rocklake.Server {
@@ -103,7 +101,7 @@ func createSchema(t *testing.T, ctx context.Context, srv *rocklake.Server, schem
 	}
 }
 
-// sampleCatalog makes a catalog with RockLake itself: pkg/rocklake's DuckLake
+// sampleCatalog makes a catalog with RockLake itself: internal/testenv/rocklake's DuckLake
 // workload (schemas, tables, columns, data and delete files, snapshots).
 func sampleCatalog(t *testing.T, ctx context.Context, srv *rocklake.Server) {
 	t.Helper()
@@ -176,7 +174,7 @@ func checkpointIDs(t *testing.T, ctx context.Context, url string) map[string]sla
 // it, and the manifest it writes keeps Freeze's checkpoint.
 func TestRockLakeServesCatalogAfterFreeze(t *testing.T) {
 	needRockLake(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	dir := filepath.Join(t.TempDir(), "catalog")
 	url := "file://" + dir
 	srv := serve(t, ctx, dir)
@@ -288,8 +286,8 @@ func sortedRunWritten(t *testing.T, dir string) {
 // is a catalog RockLake opens, verifies, compacts, serves and writes; a
 // detached checkpoint of ours in its manifest stays there.
 func TestRockLakeServesCatalogWeWrote(t *testing.T) {
-	bin := needRockLake(t)
-	ctx := testCtx(t)
+	needRockLake(t)
+	ctx := testenv.Context(t)
 	srcDir := filepath.Join(t.TempDir(), "source")
 	srv := serve(t, ctx, srcDir)
 	sampleCatalog(t, ctx, srv)
@@ -350,8 +348,8 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 	// RockLake's checkpoint commands keep their own registry under its
 	// system keys; listing it opens the database as its writer, through a
 	// manifest that holds our SlateDB checkpoint.
-	out, err := exec.CommandContext(ctx, bin, "checkpoint", "list", "--catalog", dir).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "No checkpoints found") {
+	out, err := rocklake.Offline(ctx, dir, "checkpoint", "list")
+	if err != nil || !strings.Contains(out, "No checkpoints found") {
 		t.Fatalf("rocklake checkpoint list on our database: %v\n%s", err, out)
 	}
 	srv = serve(t, ctx, dir)
@@ -399,7 +397,7 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 // accepts a write and verifies it, and the checkpoints stay in the manifest.
 func TestRockLakeServesCatalogAfterIdleFreeze(t *testing.T) {
 	needRockLake(t)
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	dir := filepath.Join(t.TempDir(), "catalog")
 	url := "file://" + dir
 	srv := serve(t, ctx, dir)

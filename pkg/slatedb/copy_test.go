@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -15,7 +16,7 @@ import (
 // source's checkpoints are not in it.
 func TestCopyCheckpointIsADatabaseOfItsOwn(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		var b slatedb.Batch
 		for i := range 3000 {
@@ -102,7 +103,7 @@ func TestCopyCheckpointIsADatabaseOfItsOwn(t *testing.T) {
 // inside the source, a missing checkpoint and another bucket.
 func TestCopyCheckpointRefusals(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		put(t, ctx, w, "a", "1")
 		cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Name: "way-back"})

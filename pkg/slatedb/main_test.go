@@ -6,14 +6,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 )
 
 const bucket = "slatedb-test"
 
 // One versitygw on loopback for the whole package: S3 is real here.
 func TestMain(m *testing.M) {
-	os.Exit(localstacktest.Main(m, map[string]bool{bucket: true}))
+	os.Exit(s3server.Main(m, map[string]bool{bucket: true}))
 }
 
 var seq atomic.Int64

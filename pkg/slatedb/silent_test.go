@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -21,7 +21,7 @@ import (
 // naming it and the limit it ran into, after the handed attempts: not a
 // wait for the total request timeout, nor for the caller's deadline.
 func TestSilentStoreIsNamed(t *testing.T) {
-	hole := localstacktest.StartBlackHole(t)
+	hole := s3server.StartBlackHole(t)
 	t.Setenv("AWS_ENDPOINT_URL", hole.URL)
 	t.Setenv("AWS_ENDPOINT", hole.URL)
 	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
@@ -87,7 +87,7 @@ func TestStalledReadsRetryOrFail(t *testing.T) {
 		seen[r.URL.Path] = true
 		return first
 	}
-	proxy := localstacktest.StartStallProxy(t, direct, once)
+	proxy := s3server.StartStallProxy(t, direct, once)
 	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
 	t.Setenv("AWS_ENDPOINT", proxy.URL)
 	t.Setenv(awsconfig.EnvStallTimeout, "1s")

@@ -12,14 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func key(i int) []byte   { return []byte(fmt.Sprintf("key-%08d", i)) }
 func value(i int) []byte { return []byte(fmt.Sprintf("value-%d-%s", i, strings.Repeat("x", i%50))) }
@@ -65,7 +60,7 @@ func scanAll(t *testing.T, ctx context.Context, kv slatedb.KV, start, end []byte
 
 func TestWriteAndScan100000Keys(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		const n = 100_000
 		var b slatedb.Batch
@@ -116,7 +111,7 @@ func TestWriteAndScan100000Keys(t *testing.T) {
 
 func TestDeletesAndMissingKeys(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		put(t, ctx, w, "a", "1", "b", "2", "c", "3")
 		var b slatedb.Batch
@@ -143,7 +138,7 @@ func TestDeletesAndMissingKeys(t *testing.T) {
 
 func TestSecondWriterFencesFirst(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		first := openWriter(t, ctx, url)
 		put(t, ctx, first, "k", "first")
 		second := openWriter(t, ctx, url)
@@ -162,7 +157,7 @@ func TestSecondWriterFencesFirst(t *testing.T) {
 
 func TestCheckpointPinsReader(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w := openWriter(t, ctx, url)
 		put(t, ctx, w, "before", "1")
 		cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Hour, Name: "test"})
@@ -218,7 +213,7 @@ func TestCheckpointPinsReader(t *testing.T) {
 
 func TestDetachedCheckpointLifecycle(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		first := openWriter(t, ctx, url)
 		put(t, ctx, first, "a", "1")
 		if err := first.Close(); err != nil {
@@ -262,7 +257,7 @@ func TestDetachedCheckpointLifecycle(t *testing.T) {
 
 func TestReaderNeedsADatabase(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		if _, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{}); !errors.Is(err, slatedb.ErrNoDatabase) {
 			t.Fatalf("reader on an empty location: err = %v, want ErrNoDatabase", err)
 		}
@@ -273,7 +268,7 @@ func TestReaderNeedsADatabase(t *testing.T) {
 }
 
 func TestClosedHandles(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir()
 	w := openWriter(t, ctx, url)
 	put(t, ctx, w, "a", "1")
@@ -348,7 +343,7 @@ func TestBadLocationsFailClearly(t *testing.T) {
 }
 
 func TestNoHandleLeaks(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir()
 	w := openWriter(t, ctx, url)
 	for i := 0; i < 100; i++ {
@@ -402,7 +397,7 @@ func TestEngineVersionIsThePinnedOne(t *testing.T) {
 // Contexts canceled while calls end: the cancel token must outlive the
 // goroutine that may be firing it (a use-after-free here corrupted the heap).
 func TestCancelRacingCallCompletion(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	w := openWriter(t, ctx, "file://"+t.TempDir())
 	put(t, ctx, w, "k", "v")
 	base := slatedb.LiveHandles()
@@ -445,7 +440,7 @@ func checkpointCount(t *testing.T, ctx context.Context, url string) int {
 // checkpoint (which covers what the manifest records, not the WAL) sees it.
 func TestFlushMemtableReachesTheManifest(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{MaxUnflushedBytes: 8 << 20})
 		if err != nil {
 			t.Fatalf("open writer: %v", err)
@@ -482,7 +477,7 @@ func TestFlushMemtableReachesTheManifest(t *testing.T) {
 // opened after Close reads every write.
 func TestBulkLoadWritesAreDurableInL0(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := testCtx(t)
+		ctx := testenv.Context(t)
 		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{BulkLoad: true})
 		if err != nil {
 			t.Fatalf("open bulk-load writer: %v", err)
@@ -538,7 +533,7 @@ func TestBulkLoadWritesAreDurableInL0(t *testing.T) {
 // rewrites them and no garbage collection removes them, however many L0 SSTs
 // wait to be compacted.
 func TestPassiveWriterReorganisesNothing(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	dir := t.TempDir()
 	url := "file://" + dir
 	ssts := func() map[string]bool {
@@ -616,7 +611,7 @@ func TestPassiveWriterReorganisesNothing(t *testing.T) {
 // file as it was, while the follower still sees writes that are only in the
 // live writer's WAL, and new ones as it polls.
 func TestReadersWriteNothing(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	dir := t.TempDir()
 	url := "file://" + dir
 	// Passive: no compactor or collector of the writer's touches files meanwhile.
@@ -684,7 +679,7 @@ func TestReadersWriteNothing(t *testing.T) {
 // never used after it is freed (mu), the scan ends, and its error, if any,
 // says the iterator was closed. Run with -race.
 func TestIteratorCloseRacesNext(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/db"
 	w := openWriter(t, ctx, url)
 	var b slatedb.Batch
@@ -723,7 +718,7 @@ func TestIteratorCloseRacesNext(t *testing.T) {
 // had CloseContext all along; a writer abandoned mid-flush would go on
 // writing into the test's directory after the test.)
 func TestCloseHonoursTheDeadline(t *testing.T) {
-	ctx := testCtx(t)
+	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir()
 	w := openWriter(t, ctx, url)
 	put(t, ctx, w, "k", "v")

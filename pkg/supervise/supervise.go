@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"io"
 	"os"
 	"slices"
@@ -186,6 +187,30 @@ func splitMode(extra []string) (rest []string, reader bool, err error) {
 		}
 	}
 	return rest, reader, nil
+}
+
+// ListenAddr is where RockLake listens with extra flags, from its --bind
+// (its default, 0.0.0.0:5432, otherwise), as an address to probe
+// (Options.ListenAddr).
+func ListenAddr(extra []string) string {
+	bind := "0.0.0.0:5432"
+	for i, a := range extra {
+		switch {
+		case (a == "--bind" || a == "-b") && i+1 < len(extra):
+			bind = extra[i+1]
+		case strings.HasPrefix(a, "--bind="):
+			bind = strings.TrimPrefix(a, "--bind=")
+		}
+	}
+	return strings.Replace(bind, "0.0.0.0:", "127.0.0.1:", 1)
+}
+
+// StoppedDegraded reports whether Run stopped while degraded: no RockLake binary
+// for the pointer's format, or no catalog where it points, the last good
+// server having been kept in reader mode.
+func StoppedDegraded(err error) bool {
+	name := errname.Of(err)
+	return err != nil && (name == NameNoBinary || name == NamePointerDangling)
 }
 
 // Signal forwards sig to the running server (SIGHUP, SIGUSR1, ...); SIGTERM

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -35,8 +36,8 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	s := localstacktest.Start(t)
-	localstacktest.SetEnv(t, s)
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
 	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}
@@ -376,8 +377,8 @@ func TestDanglingAndMissingPointer(t *testing.T) {
 	if _, err := os.Stat(path(gone)); !os.IsNotExist(err) {
 		t.Fatalf("the dangling catalog's place was created: %v", err)
 	}
-	if err := r.stop(t); !errors.Is(err, supervise.ErrPointerDangling) {
-		t.Fatalf("stopped while dangling: %v, want PointerDangling", err)
+	if err := r.stop(t); !errors.Is(err, supervise.ErrPointerDangling) || !supervise.StoppedDegraded(err) {
+		t.Fatalf("stopped while dangling: %v, want PointerDangling, degraded", err)
 	}
 }
 
@@ -557,5 +558,38 @@ func TestDrainCutShortBeforeTheFence(t *testing.T) {
 	f.lock(t, "m-1", grace)
 	if l := waitLaunch(t, log, 2); l.Mode != "reader" || time.Now().After(fenceAt) {
 		t.Fatalf("%+v at %s, want a reader before the fence at %s", l, time.Now().Format("15:04:05.000"), fenceAt.Format("15:04:05.000"))
+	}
+}
+
+// The address probed for readiness is RockLake's --bind, on loopback when
+// it binds every interface, and RockLake's default without one; a stop is
+// degraded only for a missing binary or catalog.
+func TestListenAddrAndStoppedDegraded(t *testing.T) {
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "127.0.0.1:5432"},
+		{[]string{"--drain-timeout", "3"}, "127.0.0.1:5432"},
+		{[]string{"--bind", "0.0.0.0:6543"}, "127.0.0.1:6543"},
+		{[]string{"-b", "10.1.2.3:5433"}, "10.1.2.3:5433"},
+		{[]string{"--bind=127.0.0.1:7000", "--mode", "reader"}, "127.0.0.1:7000"},
+		{[]string{"--bind"}, "127.0.0.1:5432"},
+	} {
+		if got := supervise.ListenAddr(c.extra); got != c.want {
+			t.Errorf("ListenAddr(%q) = %s, want %s", c.extra, got, c.want)
+		}
+	}
+	for err, want := range map[error]bool{
+		nil: false,
+		fmt.Errorf("run: %w", supervise.ErrNoBinary): true,
+		supervise.ErrPointerDangling:                 true,
+		supervise.ErrServerFailing:                   false,
+		supervise.ErrPointerUnreadable:               false,
+		errors.New("something else"):                 false,
+	} {
+		if got := supervise.StoppedDegraded(err); got != want {
+			t.Errorf("StoppedDegraded(%v) = %v, want %v", err, got, want)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -98,9 +97,7 @@ func Cleanup(ctx context.Context, env Env, in CleanupInput) (CleanupOutput, erro
 		return out, err
 	}
 	id := out.LockID
-	rec := history.Record{ID: id, Kind: history.KindCleanup, Trigger: trigger(in.Trigger), Pointer: in.Pointer,
-		Start: start, End: time.Now(), State: "Cleanup"}
-	rec.StateSeconds = map[string]float64{"Cleanup": rec.End.Sub(start).Seconds()}
+	rec := history.Record{ID: id, Kind: history.KindCleanup, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Cleanup"}
 	counts := map[string]int{}
 	for _, it := range out.Items {
 		counts[it.Action]++
@@ -113,18 +110,7 @@ func Cleanup(ctx context.Context, env Env, in CleanupInput) (CleanupOutput, erro
 			rec.Notes = append(rec.Notes, fmt.Sprintf("%s: %d", a, counts[a]))
 		}
 	}
-	switch {
-	case err != nil:
-		rec.Outcome, rec.ErrorName, rec.Error = history.Failed, ErrorName(err), err.Error()
-	default:
-		rec.Outcome = history.Succeeded
-	}
-	// A record that cannot be written does not undo what cleanup did: it is
-	// reported beside the result, as a rollback's is.
-	if _, herr := history.Create(ctx, env.Store, rec); herr != nil {
-		slog.ErrorContext(ctx, "the cleanup's record was not written", "run_id", id, "pointer", in.Pointer, "error", herr.Error())
-		out.HistoryError = herr.Error()
-	}
+	out.HistoryError = recordOneStateRun(ctx, env, rec, err, history.Succeeded)
 	return out, err
 }
 

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 )
@@ -33,8 +33,8 @@ import (
 func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	stack := localstacktest.Start(t)
-	localstacktest.SetEnv(t, stack)
+	stack := s3server.Start(t)
+	s3server.SetEnv(t, stack)
 	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}
@@ -217,8 +217,8 @@ func listing(t *testing.T, ctx context.Context, store *blob.Store, prefix string
 func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stack := localstacktest.Start(t)
-	localstacktest.SetEnv(t, stack)
+	stack := s3server.Start(t)
+	s3server.SetEnv(t, stack)
 	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
 		t.Fatal(err)
 	}

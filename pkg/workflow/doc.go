@@ -1,35 +1,50 @@
-// Package workflow owns the steps of the migration workflow (DESIGN 3):
-// Check, Freeze, ExportTransformShard (the Map's; ExportShard and
-// TransformShard are its two halves, for by hand), Import, Finalize, Verify, Gate,
-// Flip, Abort and Rollback, and completing the gate (gate.go: approve or
-// abort a migration that waits for it, on Step Functions or in the CLI). Each is a plain function from an input struct to an
-// output struct, both JSON, shared by the Lambdas (functions/), the CLI and
-// the local interpreter. State payloads stay small whatever the shard count:
-// the plan and every per-shard result live in S3 under
+// Package workflow owns the steps of the migration workflow (DESIGN 3) and
+// the runs made of them. Each step is a plain function from an input struct
+// to an output struct, both JSON, shared by the Lambdas (functions/), the
+// CLI and the local interpreter. State payloads stay small whatever the
+// shard count: the plan and every per-shard result live in S3 under
 // <staging>/<migration-id>/ (staging.go), and a step reads what it needs.
 //
-// Cleanup (cleanup.go) removes what dead runs left behind, as the drift
-// check finds it, holding the same lock as a migration; a directory only if
-// a claim of this pointer's run names it (pkg/claim: Import and the
-// in-place step claim what they create before they write there). Restore
-// (restore.go) brings back a catalog an in-place run left in its new format
-// from its way back.
+// One file per step, in the order the definition runs them:
 //
-// It also owns what the Lambdas need around the steps: the handler
-// (handler.go), whose log lines carry the request id, step, migration id,
-// shard and pointer and whose steps log their rows and duration in
-// CloudWatch's embedded metric format (logging.go), and the expected
-// format version, read from an SSM parameter at run time when an input
-// names none (expected.go).
+//	check.go        Check: preflight (preflight.go, shared with Plan), the staging probe, the lock, the run's record, the target's claim
+//	freeze.go       Freeze: the fence, the checkpoint, the shard plan (blocks, else a bounded scan, else the counters) written to staging
+//	shards.go       ExportTransformShard, the Map's (ExportShard and TransformShard are its two halves, for by hand)
+//	import.go       Import (the one writer of the new catalog, resumable) and Finalize (the batch that makes it open)
+//	verify.go       Verify: the new catalog's counts and digest against the transforms'
+//	gate.go         Gate, and completing it: Approve and AbortGate, on Step Functions or by resuming a local run
+//	flip.go         Flip: every precondition, the decision, the pointer's conditional write
+//	abort.go        Abort: the target (fenced, then deleted until it stays empty), staging, the checkpoint, the lock
+//	rollback.go     Rollback: the previous pointer version, checked, refused if it loses commits
+//	inplace.go      MigrateInPlace (Strategy A) and its undo
+//	drift.go        Drift, the scheduled check (pkg/drift finds, pkg/notify sends)
 //
-// Before a migration, Check runs the read-only preflight (preflight.go)
-// that Preflight, the CLI's `plan`, runs too, with its estimates (plan.go).
-// Every run is recorded beside the pointer (record.go, pkg/history), and
-// Status reads a run in progress from its lock, record and staging.
+// What the steps share:
 //
-// Errors that the state machine retries or catches carry stable names, each
-// package's its own (pkg/errname): FormatVersionMismatch,
-// SourceChangedDuringMigration, PointerConflict, TargetNotEmpty,
-// ShardCorrupt, VerifyMismatch, ...; ErrorName (errors.go) reads the name a
-// step's error answers to.
+//	env.go          Env, what every step runs with, and Progress, the local run's counters
+//	migration.go    Migration, the state payload, and the run ids
+//	grace.go        the freeze grace: checked at Check, waited out before the fence
+//	replica.go      the read replica Freeze makes and Flip and Abort remove
+//	decision.go     the decision (flip or abort) only one of Flip and Abort can take
+//	marks.go        the marks (writer-epoch, next_snapshot_id) the pointer records
+//	staging.go      the plan, written to and read from staging (where each object lives: pkg/layout)
+//	lock.go         the pointer's lock (one migration at a time) and Unlock
+//	record.go       the run's record beside the pointer (pkg/history)
+//	errors.go       ErrorName: the stable name a step's error answers to (each package's errors carry their own, pkg/errname) and workflow's own names
+//
+// Runs and the operator's reads around them:
+//
+//	local.go        RunLocal, the CLI's migrate: the definition under pkg/asl with LocalTasks (or Check then InPlace), its display, interruption → Abort, the gate's suspension, the report
+//	plan.go         Preflight, the CLI's plan, with its estimates
+//	status.go       Status (the run in progress) and StatusOf (the CLI's status)
+//	initpointer.go  InitPointer, the first pointer to a catalog
+//	cleanup.go      Cleanup: what dead runs left behind, as the drift check finds it, under the same lock (a directory only if a claim of this pointer's run names it)
+//	restore.go      Restore: a catalog an in-place run left in its new format, brought back from its way back
+//
+// And what the Lambdas need around the steps: the handler (handler.go),
+// whose log lines carry the request id, step, migration id, shard and
+// pointer and whose steps log their rows and duration in CloudWatch's
+// embedded metric format (logging.go); the environment (config.go, and
+// memory.go for the in-place limit); and the expected format version, read
+// from an SSM parameter at run time when an input names none (expected.go).
 package workflow

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -32,8 +32,8 @@ func BenchmarkFreezePlan(b *testing.B) {
 	}
 	const shards = 16
 	ctx := context.Background()
-	stack := localstacktest.Start(b)
-	localstacktest.SetEnv(b, stack)
+	stack := s3server.Start(b)
+	s3server.SetEnv(b, stack)
 	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
 		b.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	sfntypes "github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -27,7 +27,7 @@ import (
 // does not run there, so the test calls the Gate step as the Lambda would.
 func TestGateOnStepFunctions(t *testing.T) {
 	ctx, f := setup(t, 50)
-	moto := notifytest.Start(t)
+	moto := snsserver.Start(t)
 	moto.SetEnv(t)
 	t.Setenv("AWS_ENDPOINT_URL_SFN", moto.Endpoint())
 	enable, _ := json.Marshal(map[string]any{"stepfunctions": map[string]any{"execute_state_machine": true}})

@@ -59,26 +59,22 @@ func TestGateStateFitsTheLease(t *testing.T) {
 	}
 }
 
-// postpone runs the definition with postpone_flip to its gate and records
-// the suspended run, as `migrate --postpone-flip` does.
+// postpone runs a migration with postpone_flip to its gate, as
+// `migrate --postpone-flip` does (RunLocal), which records the suspended
+// run there.
 func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) workflow.GateRecord {
 	t.Helper()
-	m, err := workflow.LoadLocal("arn:aws:sns:us-east-1:000000000000:rocklake")
-	if err != nil {
-		t.Fatal(err)
+	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
+		Check: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, FreezeGrace: noGrace()},
+		Topic: localTopic, Publish: pub.publish,
+	})
+	if err != nil || rep.Gate == nil || rep.Gate.Suspended == nil || rep.Gate.Suspended.State != "Gate" {
+		t.Fatalf("postponed run: %+v, %v, want suspended at Gate", rep, err)
 	}
-	id := workflow.NewMigrationID()
-	raw, _ := json.Marshal(workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, MigrationID: id, FreezeGrace: noGrace()})
-	_, err = asl.Run(ctx, m, raw, asl.Options{Tasks: workflow.LocalTasks(f.env, pub.publish), Sleep: func(context.Context, time.Duration) error { return nil }})
-	var s *asl.Suspended
-	if !errors.As(err, &s) || s.State != "Gate" {
-		t.Fatalf("postponed run: %v, want suspended at Gate", err)
+	if rep.Outcome != "waiting at the gate for approve or abort" || !strings.Contains(rep.GateHow, "rocklake-migrate approve "+rep.MigrationID) {
+		t.Fatalf("postponed run's report: %+v", rep)
 	}
-	rec, err := workflow.RecordSuspension(ctx, f.env, id, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return *rep.Gate
 }
 
 // lockHolder is the migration holding the pointer's lock ("" when free).

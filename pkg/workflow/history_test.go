@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -225,6 +226,39 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 	runs, err := history.List(ctx, f.env.Store, f.pointer, 1)
 	if err != nil || len(runs) != 1 || runs[0].Outcome != history.Aborted || runs[0].StateSeconds["Freeze"] <= 0 || runs[0].StateSeconds["Abort"] <= 0 {
 		t.Fatalf("the aborted run: %+v, %v", runs, err)
+	}
+}
+
+// InitPointer points a new pointer at a catalog in the format the catalog
+// opens as, once; StatusOf shows a pointer with its versions, the run in
+// progress (none) and the startup check of its catalog, whose failure is a
+// status, not an error.
+func TestInitPointerAndStatusOf(t *testing.T) {
+	ctx, f := setup(t, 100)
+	other := "s3://rocklake/OTHER"
+	p, ref, err := workflow.InitPointer(ctx, f.env, other, f.source)
+	if err != nil || p.Catalog != f.source || p.FormatVersion != format.V1 || p.MigrationID != "initial" || ref.VersionID == "" {
+		t.Fatalf("init: %+v %+v, %v", p, ref, err)
+	}
+	if _, _, err := workflow.InitPointer(ctx, f.env, other, f.source); err == nil {
+		t.Fatal("a second init of the same pointer succeeded")
+	}
+	if _, _, err := workflow.InitPointer(ctx, f.env, "s3://rocklake/NONE", "s3://rocklake/catalogs/none"); err == nil {
+		t.Fatal("init to a missing catalog succeeded")
+	}
+	st, err := workflow.StatusOf(ctx, f.env, other)
+	if err != nil || st.Check != "ok" || st.Pointer.Catalog != f.source || st.Pointer.FormatVersion != format.V1 || st.Ref.VersionID != ref.VersionID || len(st.History) != 1 || !st.History[0].Current || st.Migration.Running {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
+	gone := "s3://rocklake/GONE"
+	if _, err := pointer.Create(ctx, f.env.Store, gone, pointer.Pointer{Catalog: "s3://rocklake/catalogs/gone", FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := workflow.StatusOf(ctx, f.env, gone); err != nil || st.Check == "ok" || st.Check == "" {
+		t.Fatalf("status of a pointer to no catalog: check %q, %v", st.Check, err)
+	}
+	if _, err := workflow.StatusOf(ctx, f.env, "s3://rocklake/MISSING"); err == nil {
+		t.Fatal("status of a missing pointer succeeded")
 	}
 }
 

@@ -3,10 +3,18 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"sync"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
+	display "github.com/rocklake/rocklake-migrate/pkg/progress"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
@@ -92,4 +100,346 @@ func LoadLocalDefinition(def []byte, topic string) (*asl.Machine, error) {
 		return nil, err
 	}
 	return asl.Load(sub)
+}
+
+// LocalOptions configure RunLocal.
+type LocalOptions struct {
+	// Check is the run's input. InPlace runs Strategy A; InPlaceAuto
+	// chooses between A and B first (ChooseInPlace, read-only). An empty
+	// MigrationID is given a new one, so that every report names the
+	// migration, even one Check refused.
+	Check CheckInput
+	// Topic is the SNS topic of the outcome messages ("" for none);
+	// Publish sends them (nil: SNSPublish when there is a topic).
+	Topic   string
+	Publish Publish
+	// Concurrency is the Map's MaxConcurrency: shards worked on at once.
+	Concurrency int
+	// Display, when set, is called once a Strategy B run starts, for the
+	// display of its states and long stages, which RunLocal closes.
+	Display func() *display.Display
+	// Log gets the run's plain lines (nil: none): the strategy InPlaceAuto
+	// chose, and a Strategy A run's states and warnings.
+	Log io.Writer
+}
+
+// LocalReport is what a local run did: the CLI's migrate report.
+type LocalReport struct {
+	MigrationID      string             `json:"migration_id"`
+	Outcome          string             `json:"outcome"`
+	Source           string             `json:"source,omitempty"`
+	Target           string             `json:"target,omitempty"`
+	From             format.Version     `json:"from,omitempty"`
+	To               format.Version     `json:"to,omitempty"`
+	Counts           map[string]uint64  `json:"counts,omitempty"`
+	Digest           string             `json:"digest,omitempty"`
+	PointerVersionID string             `json:"pointer_version_id,omitempty"`
+	StateSeconds     map[string]float64 `json:"state_seconds"`
+	Error            string             `json:"error,omitempty"`
+	// NotifyError: the outcome message could not be sent. It does not
+	// change the outcome, which is what happened to the pointer.
+	NotifyError string `json:"notify_error,omitempty"`
+	// HistoryError: the run's record beside the pointer could not be
+	// finished. It does not change the outcome either.
+	HistoryError string `json:"history_error,omitempty"`
+	// WouldFence: a dry run touches nothing in the source; this says what a
+	// real run would fence.
+	WouldFence string `json:"would_fence,omitempty"`
+	// Carried and Dropped: records of unknown tags, by tag.
+	Carried map[string]uint64 `json:"carried_unknown,omitempty"`
+	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
+	// Gate: the migration waits at the gate (PostponeFlip); GateHow says
+	// how to approve or abort it.
+	Gate    *GateRecord `json:"gate,omitempty"`
+	GateHow string      `json:"gate_instructions,omitempty"`
+	// InPlace: what a Strategy A run did.
+	InPlace *inplace.Result `json:"in_place,omitempty"`
+}
+
+// RunLocal runs a migration in this process, as the CLI's migrate does:
+// Strategy A as Check then MigrateInPlace; Strategy B as the migration
+// definition under pkg/asl with LocalTasks. A run interrupted (its context
+// ended) after Check runs Abort on a fresh context, the state machine's own
+// Abort having not run; a run that stops at the gate is recorded there
+// (RecordSuspension) for approve and abort to resume, and reported as
+// waiting, not failed. The report says what happened to the pointer; the
+// error is the run's (an execution's FormatVersionMismatch as
+// *format.FormatVersionMismatch). A nil report comes with an error only: the
+// run's outcome cannot be told.
+func RunLocal(ctx context.Context, env Env, opts LocalOptions) (*LocalReport, error) {
+	in := opts.Check
+	if in.MigrationID == "" {
+		in.MigrationID = NewMigrationID()
+	}
+	publish := opts.Publish
+	if publish == nil && opts.Topic != "" {
+		var err error
+		if publish, err = SNSPublish(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if in.InPlaceAuto {
+		// Chosen here, read-only, since A and B run differently here; Check
+		// then runs with the choice made.
+		a, why, err := ChooseInPlace(ctx, env, CheckInput{Pointer: in.Pointer, TargetVersion: in.TargetVersion, UnknownTags: in.UnknownTags, InPlaceMaxBytes: in.InPlaceMaxBytes})
+		if err != nil {
+			return nil, err
+		}
+		logf(opts.Log, "strategy: %s\n", why)
+		in.InPlaceAuto, in.InPlace = false, a
+	}
+	if in.InPlace {
+		return runInPlace(ctx, env, in, publish, opts)
+	}
+	in.InPlaceMaxBytes = 0
+	m, err := LoadLocal(opts.Topic)
+	if err != nil {
+		return nil, err
+	}
+	return runMachine(ctx, env, m, in, publish, opts)
+}
+
+func logf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format, a...)
+	}
+}
+
+// runMachine is a Strategy B run: the definition m, its states and long
+// stages shown as they go (a line per top-level state as it starts and
+// ends; export and transform, the Shards map, by shard, their totals not
+// known up front; import and verify by rows, totals from the shards).
+func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, publish Publish, opts LocalOptions) (*LocalReport, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	times := map[string]float64{}
+	// Known as soon as Check is done, so that every report names the
+	// migration, a failed one too.
+	var checked Migration
+	var verified json.RawMessage // the state after Verify, for a run that stops at the gate
+	var d *display.Display
+	if opts.Display != nil {
+		d = opts.Display()
+	}
+	var exportP, transformP, importP, verifyP shard.Progress
+	env.Progress = Progress{Export: &exportP, Transform: &transformP, Import: &importP, Verify: &verifyP}
+	stages := map[string]*display.Stage{}
+	start := func(name string, p *shard.Progress) {
+		if d != nil && stages[name] == nil { // Import loops until done: one stage
+			stages[name] = d.Stage(name, "rows", p)
+		}
+	}
+	failed := func(ev asl.StateEvent) error {
+		if ev.Output != nil {
+			return nil
+		}
+		return fmt.Errorf("%s: %s", ev.Error, ev.Cause)
+	}
+	obs := asl.ObserverFuncs{
+		Entered: func(ev asl.StateEvent) {
+			if len(ev.MapIndex) > 0 {
+				return
+			}
+			if d != nil {
+				d.State(ev.Name, false, ev.Time, 0)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch ev.Name {
+			case "Shards":
+				exportP.ShardsTotal.Store(int64(in.Shards))
+				transformP.ShardsTotal.Store(int64(in.Shards))
+				start("export", &exportP)
+				start("transform", &transformP)
+			case "Import":
+				start("import", &importP)
+			case "Verify":
+				start("verify", &verifyP)
+			}
+		},
+		Exited: func(ev asl.StateEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			times[ev.Name] += ev.Duration.Seconds()
+			switch {
+			case (ev.Name == "ExportTransformShard" || ev.Name == "TransformShard") && ev.Output != nil:
+				transformP.ShardsDone.Add(1)
+			case len(ev.MapIndex) > 0:
+				return
+			case ev.Name == "Check" && ev.Output != nil:
+				var st struct {
+					Migration Migration `json:"migration"`
+				}
+				if json.Unmarshal(ev.Output, &st) == nil {
+					checked = st.Migration
+				}
+			case ev.Name == "Shards":
+				stages["export"].Stop(failed(ev))
+				stages["transform"].Stop(failed(ev))
+			case ev.Name == "Import":
+				var st struct {
+					Import ImportOutput `json:"import"`
+				}
+				if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
+					stages["import"].Stop(failed(ev))
+				}
+			case ev.Name == "Verify":
+				stages["verify"].Stop(failed(ev))
+				verified = ev.Output // the state after Verify, for a run that stops at the gate
+			}
+			if len(ev.MapIndex) == 0 && d != nil {
+				d.State(ev.Name, true, ev.Time, ev.Duration)
+			}
+		},
+	}
+	out, runErr := asl.Run(ctx, m, raw, asl.Options{Tasks: LocalTasks(env, publish), Observer: obs, MaxConcurrency: opts.Concurrency})
+	for _, st := range stages {
+		st.Stop(runErr) // a no-op for a stage already ended
+	}
+	if d != nil {
+		d.Close()
+	}
+	rep := &LocalReport{StateSeconds: times, Outcome: "migrated"}
+	if runErr != nil && ctx.Err() != nil && checked.NeedsMigration {
+		// Interrupted (a signal, the deadline): the state machine's own
+		// Abort did not run. Run it on a fresh context so that no
+		// checkpoint, staging, lock or half-made target is left; it
+		// refuses to touch a target the pointer already names.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		ab, err := Abort(actx, env, AbortInput{Migration: checked, Error: map[string]any{"Error": "Interrupted", "Cause": runErr.Error()}})
+		cancel()
+		if err != nil {
+			runErr = fmt.Errorf("%w; the cleanup after the interruption failed too: %w", runErr, err)
+		} else {
+			runErr = fmt.Errorf("%w; cleaned up after the interruption (%d target and %d staging objects removed)", runErr, ab.TargetObjects, ab.StagingObjects)
+		}
+	}
+	var state struct {
+		Migration   Migration                      `json:"migration"`
+		Verify      VerifyOutput                   `json:"verify"`
+		Flip        FlipOutput                     `json:"flip"`
+		NotifyError *struct{ Error, Cause string } `json:"notify_error"`
+	}
+	state.Migration = checked
+	if state.Migration.MigrationID == "" {
+		state.Migration.MigrationID = in.MigrationID
+	}
+	var suspended *asl.Suspended
+	if errors.As(runErr, &suspended) {
+		// At the gate: the run is over for this process, not failed.
+		rec, err := RecordSuspension(ctx, env, in.MigrationID, suspended)
+		if err != nil {
+			return nil, fmt.Errorf("migrate: migration %s waits at the gate, but its run could not be recorded for approve (abort %s still works): %w", in.MigrationID, in.MigrationID, err)
+		}
+		runErr, out = nil, verified
+		rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, GateInstructions(rec)
+	}
+	if runErr == nil {
+		if err := json.Unmarshal(out, &state); err != nil {
+			return nil, fmt.Errorf("migrate: the run's output: %w", err)
+		}
+	}
+	if state.NotifyError != nil {
+		rep.NotifyError = state.NotifyError.Error + ": " + state.NotifyError.Cause
+	}
+	rep.MigrationID, rep.Source, rep.Target = state.Migration.MigrationID, state.Migration.Source, state.Migration.Target
+	rep.From, rep.To, rep.Counts, rep.Digest = state.Migration.From, state.Migration.To, state.Verify.Counts, state.Verify.Digest
+	rep.PointerVersionID = state.Flip.PointerVersionID
+	rep.HistoryError = state.Flip.HistoryError
+	rep.WouldFence = state.Migration.WouldFence
+	rep.Carried, rep.Dropped = state.Verify.Carried, state.Verify.Dropped
+	switch {
+	case runErr != nil:
+		rep.Outcome, rep.Error = "failed", runErr.Error()
+	case !state.Migration.NeedsMigration:
+		rep.Outcome = "nothing to do"
+	case state.Migration.DryRun:
+		rep.Outcome = "dry run verified (pointer unchanged)"
+	case state.Migration.Rebuild:
+		rep.Outcome = "rebuilt"
+	}
+	var ee *asl.ExecutionError
+	if errors.As(runErr, &ee) && ee.Name == format.NameVersionMismatch {
+		v := in.TargetVersion
+		if v == 0 { // a rebuild's: the format the pointer names
+			v = uint64(state.Migration.To)
+		}
+		return rep, &format.FormatVersionMismatch{Found: uint64(state.Migration.From), Expected: v}
+	}
+	return rep, runErr
+}
+
+// runInPlace is a Strategy A run: Check (the lock and the refusals, before
+// anything is touched), then MigrateInPlace, each state's start logged,
+// reported as a Strategy B run is, with the outcome message sent.
+func runInPlace(ctx context.Context, env Env, in CheckInput, publish Publish, opts LocalOptions) (*LocalReport, error) {
+	times := map[string]float64{}
+	rep := &LocalReport{MigrationID: in.MigrationID, StateSeconds: times, Outcome: "migrated in place"}
+	timed := func(state string, f func() error) error {
+		logf(opts.Log, "%s → %s\n", time.Now().Format("15:04:05"), state)
+		start := time.Now()
+		err := f()
+		times[state] = time.Since(start).Seconds()
+		return err
+	}
+	var m Migration
+	err := timed("Check", func() (err error) {
+		m, err = Check(ctx, env, in)
+		return err
+	})
+	if err == nil {
+		rep.Source, rep.Target, rep.From, rep.To = m.Source, m.Target, m.From, m.To
+	}
+	if err == nil && m.NeedsMigration {
+		var out InPlaceOutput
+		err = timed("InPlace", func() (err error) {
+			out, err = MigrateInPlace(ctx, env, m)
+			return err
+		})
+		res := out.InPlace
+		rep.InPlace, rep.PointerVersionID = &res, out.PointerVersionID
+		if err == nil {
+			rep.Counts, rep.Digest = res.Digest.Counts(), res.Digest.Sum()
+		}
+		for t, n := range res.Carried {
+			rep.Carried = countTag(rep.Carried, t.String(), n)
+		}
+		for t, n := range res.Dropped {
+			rep.Dropped = countTag(rep.Dropped, t.String(), n)
+		}
+		for _, w := range []string{out.Warning, out.CleanupError} {
+			if w != "" {
+				logf(opts.Log, "warning: %s\n", w)
+			}
+		}
+	}
+	switch {
+	case err != nil:
+		rep.Outcome, rep.Error = "failed", err.Error()
+	case !m.NeedsMigration:
+		rep.Outcome = "nothing to do"
+	case m.DryRun:
+		rep.Outcome = "dry run (nothing written; the pointer unchanged)"
+	}
+	if publish != nil && opts.Topic != "" {
+		msg := fmt.Sprintf("migration %s (in place) of %s: %s", rep.MigrationID, rep.Source, rep.Outcome)
+		if rep.Error != "" {
+			msg += ": " + rep.Error
+		}
+		if perr := publish(ctx, opts.Topic, "rocklake-migrate "+rep.MigrationID+": "+rep.Outcome, msg); perr != nil {
+			rep.NotifyError = perr.Error()
+		}
+	}
+	return rep, err
+}
+
+func countTag(m map[string]uint64, tag string, n uint64) map[string]uint64 {
+	if m == nil {
+		m = map[string]uint64{}
+	}
+	m[tag] += n
+	return m
 }

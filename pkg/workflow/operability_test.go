@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/notify/notifytest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 	"github.com/rocklake/rocklake-migrate/statemachine"
@@ -322,11 +322,11 @@ func TestParseExpectedVersion(t *testing.T) {
 func TestSSMParameterRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	emu := notifytest.Start(t)
+	emu := snsserver.Start(t)
 	emu.SetEnv(t)
 	t.Setenv("AWS_ENDPOINT_URL_SSM", emu.Endpoint())
-	client := ssm.New(ssm.Options{Region: notifytest.Region, BaseEndpoint: aws.String(emu.Endpoint()),
-		Credentials: credentials.NewStaticCredentialsProvider(notifytest.AccessKey, notifytest.SecretKey, "")})
+	client := ssm.New(ssm.Options{Region: snsserver.Region, BaseEndpoint: aws.String(emu.Endpoint()),
+		Credentials: credentials.NewStaticCredentialsProvider(snsserver.AccessKey, snsserver.SecretKey, "")})
 	put := func(v string) {
 		if _, err := client.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/rocklake/expected-format-version"),
 			Value: aws.String(v), Type: ssmtypes.ParameterTypeString, Overwrite: aws.Bool(true)}); err != nil {

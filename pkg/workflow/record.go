@@ -114,6 +114,25 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 	}
 }
 
+// recordOneStateRun writes the whole record of a run of one state
+// (rollback, restore, cleanup): its time in rec.State since rec.Start, and
+// Failed with the error's name if err, else outcome. A record that cannot
+// be written does not undo what the run did: the failure is logged and
+// returned as text, for the caller to report beside its result.
+func recordOneStateRun(ctx context.Context, env Env, rec history.Record, err error, outcome history.Outcome) (historyError string) {
+	rec.End = time.Now()
+	rec.StateSeconds = map[string]float64{rec.State: rec.End.Sub(rec.Start).Seconds()}
+	rec.Outcome = outcome
+	if err != nil {
+		rec.Outcome, rec.ErrorName, rec.Error = history.Failed, ErrorName(err), err.Error()
+	}
+	if _, herr := history.Create(ctx, env.Store, rec); herr != nil {
+		slog.ErrorContext(ctx, "the run's record was not written", "run_id", rec.ID, "kind", rec.Kind, "pointer", rec.Pointer, "error", herr.Error())
+		return herr.Error()
+	}
+	return ""
+}
+
 // timing is what a timed step leaves in staging: its time, and its error.
 type timing struct {
 	Step      string    `json:"step"`

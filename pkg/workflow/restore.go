@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -81,26 +80,18 @@ func Restore(ctx context.Context, env Env, in RestoreInput) (RestoreOutput, erro
 	rec := history.Record{ID: out.RunID, Kind: history.KindRestore, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Restore"}
 	out, err := restore(ctx, env, in, out)
 	rec.Source, rec.Target, rec.From, rec.To, rec.Rows = out.WayBack, out.Catalog, out.From, out.To, out.Records
-	rec.End = time.Now()
-	rec.StateSeconds = map[string]float64{"Restore": rec.End.Sub(start).Seconds()}
 	rec.Notes = []string{"way back of migration " + in.MigrationID}
+	outcome := history.Succeeded
 	switch {
-	case err != nil:
-		rec.Outcome, rec.ErrorName, rec.Error = history.Failed, ErrorName(err), err.Error()
 	case in.DryRun:
-		rec.Outcome = history.DryRunOK
+		outcome = history.DryRunOK
 	case out.NothingToDo:
-		rec.Outcome = history.NothingToDo
-	default:
-		rec.Outcome = history.Succeeded
+		outcome = history.NothingToDo
 	}
 	if out.Newer != "" {
 		rec.Notes = append(rec.Notes, "left behind: "+out.Newer)
 	}
-	if _, herr := history.Create(ctx, env.Store, rec); herr != nil {
-		slog.ErrorContext(ctx, "the restore's record was not written", "run_id", out.RunID, "pointer", in.Pointer, "error", herr.Error())
-		out.HistoryError = herr.Error()
-	}
+	out.HistoryError = recordOneStateRun(ctx, env, rec, err, outcome)
 	return out, err
 }
 

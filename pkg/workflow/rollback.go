@@ -3,7 +3,6 @@ package workflow
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -62,23 +61,16 @@ func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, e
 	out := RollbackOutput{RunID: newRunID("r-")}
 	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Rollback"}
 	out, err := rollback(ctx, env, in, out, &rec)
-	rec.End = time.Now()
-	rec.StateSeconds = map[string]float64{"Rollback": rec.End.Sub(start).Seconds()}
-	switch {
-	case err != nil:
-		rec.Outcome, rec.ErrorName, rec.Error = history.Failed, ErrorName(err), err.Error()
-	case in.DryRun:
-		rec.Outcome = history.DryRunOK
-	default:
-		rec.Outcome, rec.PointerVersionID = history.Succeeded, out.PointerVersionID
+	outcome := history.Succeeded
+	if in.DryRun {
+		outcome = history.DryRunOK
+	} else {
+		rec.PointerVersionID = out.PointerVersionID
 	}
 	if out.Newer != "" {
 		rec.Notes = []string{"left behind: " + out.Newer}
 	}
-	if _, herr := history.Create(ctx, env.Store, rec); herr != nil {
-		slog.ErrorContext(ctx, "the rollback's record was not written", "run_id", out.RunID, "pointer", in.Pointer, "error", herr.Error())
-		out.HistoryError = herr.Error()
-	}
+	out.HistoryError = recordOneStateRun(ctx, env, rec, err, outcome)
 	return out, err
 }
 

@@ -7,9 +7,48 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
+
+// PointerStatus is the CLI's status: the pointer, the catalog it names with
+// its startup check, the pointer's versions and the migration in progress.
+// Its fields are in name order, as its JSON has always been.
+type PointerStatus struct {
+	// Check is "ok", or the startup check's error on the catalog the
+	// pointer names: a status, not a failure of StatusOf.
+	Check     string            `json:"check"`
+	History   []pointer.Version `json:"history"`
+	Migration RunStatus         `json:"migration"`
+	Pointer   pointer.Pointer   `json:"pointer"`
+	Ref       pointer.Ref       `json:"ref"`
+}
+
+// StatusOf reads the pointer at pointerURL, its versions and the migration
+// in progress (Status, in env's staging), and runs the startup check on the
+// catalog the pointer names; it writes nothing.
+func StatusOf(ctx context.Context, env Env, pointerURL string) (PointerStatus, error) {
+	var st PointerStatus
+	var err error
+	if st.Pointer, st.Ref, err = pointer.Read(ctx, env.Store, pointerURL); err != nil {
+		return st, err
+	}
+	if st.History, err = pointer.History(ctx, env.Store, pointerURL); err != nil {
+		return st, err
+	}
+	if st.Migration, err = Status(ctx, env, pointerURL); err != nil {
+		return st, err
+	}
+	st.Check = "ok"
+	if c, err := catalog.Open(ctx, st.Pointer.Catalog, catalog.Options{Expect: st.Pointer.FormatVersion, Store: env.SlateDB}); err != nil {
+		st.Check = err.Error()
+	} else {
+		c.Close()
+	}
+	return st, nil
+}
 
 // RunStatus is what a migration in progress has done so far, read from its
 // lock, its record and its staging; nothing is written.

@@ -14,14 +14,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -32,15 +31,15 @@ type fixture struct {
 	env     workflow.Env
 	pointer string
 	source  string
-	stack   *localstack.Stack
+	stack   *s3server.Server
 }
 
 func setup(t *testing.T, rows int) (context.Context, fixture) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	stack := localstacktest.Start(t)
-	localstacktest.SetEnv(t, stack)
+	stack := s3server.Start(t)
+	s3server.SetEnv(t, stack)
 	for _, b := range []string{"rocklake", "staging"} {
 		if err := stack.CreateBucket(ctx, b, true); err != nil {
 			t.Fatal(err)

@@ -127,14 +127,14 @@ type sampleWriter struct {
 	exp Expected
 }
 
-// psqlTx runs statements through psql as one transaction and checks that it
-// made one more snapshot.
-func (w *sampleWriter) psqlTx(ctx context.Context, stmts ...string) error {
-	script := "BEGIN;\n" + strings.Join(stmts, ";\n") + ";\nCOMMIT;\n"
-	if _, err := w.srv.Exec(ctx, script); err != nil {
+// simpleTx runs statements over the simple-query protocol as one
+// transaction and checks that it made one more snapshot.
+func (w *sampleWriter) simpleTx(ctx context.Context, stmts ...string) error {
+	all := append(append([]string{"BEGIN"}, stmts...), "COMMIT")
+	if _, err := w.srv.Exec(ctx, all...); err != nil {
 		return err
 	}
-	w.exp.Steps = append(w.exp.Steps, script)
+	w.exp.Steps = append(w.exp.Steps, strings.Join(all, ";\n")+";\n")
 	return w.committed(ctx)
 }
 
@@ -248,7 +248,7 @@ func (w *sampleWriter) readSchemas(ctx context.Context) error {
 }
 
 func (w *sampleWriter) createSchema(ctx context.Context) error {
-	err := w.psqlTx(ctx,
+	err := w.simpleTx(ctx,
 		fmt.Sprintf(`INSERT INTO ducklake_schema VALUES (1, 'a4e3c0de-0000-4000-8000-000000000001', %d, NULL, %s, %s, true)`,
 			w.exp.LatestSnapshotID+1, quote(SampleSchema), quote(SampleSchema+"/")),
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot VALUES (%d, NOW(), 1, 2, 0)`, w.exp.LatestSnapshotID+1),
@@ -290,7 +290,7 @@ func (w *sampleWriter) createTables(ctx context.Context) error {
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot VALUES (%d, NOW(), 2, 4, 0)`, snap),
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot_changes VALUES (%d, 'created_table:"%s"."%s",created_table:"%s"."%s"', NULL, NULL, NULL)`,
 			snap, SampleSchema, SampleTable, SampleSchema, SampleDroppedTable))
-	if err := w.psqlTx(ctx, stmts...); err != nil {
+	if err := w.simpleTx(ctx, stmts...); err != nil {
 		return err
 	}
 	w.exp.Tables += 2
@@ -329,7 +329,7 @@ func (w *sampleWriter) createTables(ctx context.Context) error {
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot VALUES (%d, NOW(), 3, 4, 0)`, snap),
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot_changes VALUES (%d, 'altered_table:%d,altered_table:%d', NULL, NULL, NULL)`,
 			snap, w.exp.TableIDs[SampleTable], w.exp.TableIDs[SampleDroppedTable]))
-	if err := w.psqlTx(ctx, stmts...); err != nil {
+	if err := w.simpleTx(ctx, stmts...); err != nil {
 		return err
 	}
 	w.exp.SnapshotChanges++
@@ -348,7 +348,7 @@ func (w *sampleWriter) insertData(ctx context.Context) error {
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot VALUES (%d, NOW(), 3, 4, 4)`, snap),
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot_changes VALUES (%d, 'inserted_into_table:%d,inserted_into_table:%d', NULL, NULL, NULL)`,
 			snap, w.exp.TableIDs[SampleTable], w.exp.TableIDs[SampleDroppedTable]))
-	if err := w.psqlTx(ctx, stmts...); err != nil {
+	if err := w.simpleTx(ctx, stmts...); err != nil {
 		return err
 	}
 	w.exp.DataFiles += len(SampleDataFiles)
@@ -394,7 +394,7 @@ func (w *sampleWriter) deleteRows(ctx context.Context) error {
 
 func (w *sampleWriter) tag(ctx context.Context) error {
 	snap := w.exp.LatestSnapshotID + 1
-	err := w.psqlTx(ctx,
+	err := w.simpleTx(ctx,
 		fmt.Sprintf(`INSERT INTO ducklake_tag VALUES (%d, %d, NULL, 'comment', 'orders placed online')`, w.exp.TableIDs[SampleTable], snap),
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot VALUES (%d, NOW(), 3, 4, 4)`, snap),
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot_changes VALUES (%d, 'altered_table:%d', NULL, NULL, NULL)`, snap, w.exp.TableIDs[SampleTable]),
@@ -415,7 +415,7 @@ func (w *sampleWriter) endRows(ctx context.Context) error {
 			noteID = k + 1
 		}
 	}
-	err := w.psqlTx(ctx,
+	err := w.simpleTx(ctx,
 		fmt.Sprintf(`UPDATE ducklake_column SET end_snapshot = %d WHERE column_id IN (%d) AND end_snapshot IS NULL`, snap, noteID),
 		fmt.Sprintf(`UPDATE ducklake_table SET end_snapshot = %d WHERE table_id = %d AND end_snapshot IS NULL`, snap, customers),
 		fmt.Sprintf(`INSERT INTO ducklake_snapshot VALUES (%d, NOW(), 4, 4, 4)`, snap),
@@ -434,7 +434,7 @@ func (w *sampleWriter) endRows(ctx context.Context) error {
 	return nil
 }
 
-// AddSchema commits one more schema through psql, as a DuckDB client's
+// AddSchema commits one more schema, as a DuckDB client's
 // CREATE SCHEMA does, and returns the snapshot it made: the proof that a
 // server accepts writes on the catalog it serves.
 func AddSchema(ctx context.Context, srv *Server, name string) (uint64, error) {
@@ -442,9 +442,9 @@ func AddSchema(ctx context.Context, srv *Server, name string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	script := fmt.Sprintf("BEGIN;\nINSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-00000000ffff', %d, NULL, '%s', '%s/', true);\nCOMMIT;\n",
-		before+1, strings.ReplaceAll(name, "'", "''"), strings.ReplaceAll(name, "'", "''"))
-	if _, err := srv.Exec(ctx, script); err != nil {
+	insert := fmt.Sprintf("INSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-00000000ffff', %d, NULL, %s, %s, true)",
+		before+1, quote(name), quote(name+"/"))
+	if _, err := srv.Exec(ctx, "BEGIN", insert, "COMMIT"); err != nil {
 		return 0, err
 	}
 	after, err := LatestSnapshotID(ctx, srv)

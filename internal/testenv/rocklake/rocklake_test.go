@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/proc"
 )
 
 // -rocklake.fixture=DIR makes TestWriteFixture write the sample catalog with
@@ -136,7 +140,7 @@ func TestSampleCatalog(t *testing.T) {
 	// allocating ids after the ones used.
 	srv = serve(t, ctx, dir)
 	checkServed(t, ctx, srv, exp)
-	if _, err := srv.Exec(ctx, "BEGIN; INSERT INTO ducklake_schema VALUES (9, 'c0000000-0000-4000-8000-000000000009', 9, NULL, 'later', 'later/', true); INSERT INTO ducklake_snapshot VALUES (9, NOW(), 5, 9, 4); COMMIT;"); err != nil {
+	if _, err := srv.Exec(ctx, "BEGIN", "INSERT INTO ducklake_schema VALUES (9, 'c0000000-0000-4000-8000-000000000009', 9, NULL, 'later', 'later/', true)", "INSERT INTO ducklake_snapshot VALUES (9, NOW(), 5, 9, 4)", "COMMIT"); err != nil {
 		t.Fatal(err)
 	}
 	id, err := LatestSnapshotID(ctx, srv)
@@ -265,44 +269,68 @@ func checkServed(t *testing.T, ctx context.Context, srv *Server, exp Expected) {
 	}
 }
 
-// TestExecErrors: failures carry psql's message; a cancelled context ends
-// the call at once.
+// TestExecErrors: a refused statement is a *pgconn.PgError with its
+// SQLSTATE, over either protocol; a cancelled context ends the call at once.
 func TestExecErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv := serve(t, ctx, t.TempDir())
 	if rows, err := srv.Query(ctx, "SELECT 1"); err != nil || len(rows) != 1 || rows[0]["?column?"] != "1" {
+		// RockLake sends the integer in binary: pgconn's format code says so.
 		t.Fatalf("SELECT 1: %v, %v", rows, err)
 	}
-	if out, err := srv.Exec(ctx, "SELECT 1"); err != nil || strings.TrimSpace(out) != "" {
-		// psql prints RockLake's binary integers as empty strings.
-		t.Fatalf("psql SELECT 1: %q, %v", out, err)
-	}
-	_, err := srv.Exec(ctx, "DROP DATABASE everything")
-	if err == nil || !strings.Contains(err.Error(), "ERROR") {
-		t.Errorf("unsupported statement: err = %v, want psql's ERROR", err)
-	}
-	_, err = srv.ExecExtended(ctx, Stmt{SQL: "DROP DATABASE everything"})
-	var pgErr *pgError
-	if !errors.As(err, &pgErr) || pgErr.Code == "" {
-		t.Errorf("extended: err = %v, want a server error with SQLSTATE", err)
-	}
-
-	cancelled, cancelNow := context.WithCancel(ctx)
-	cancelNow()
-	start := time.Now()
-	if _, err := srv.Exec(cancelled, "SELECT 1"); err == nil {
-		t.Error("Exec with a cancelled context succeeded")
-	}
-	if _, err := srv.ExecExtended(cancelled, Stmt{SQL: "SELECT 1"}); err == nil {
-		t.Error("ExecExtended with a cancelled context succeeded")
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("cancelled calls took %s", d)
+	for name, exec := range map[string]func(context.Context, string) ([]Result, error){
+		"simple":   func(ctx context.Context, sql string) ([]Result, error) { return srv.Exec(ctx, sql) },
+		"extended": func(ctx context.Context, sql string) ([]Result, error) { return srv.ExecExtended(ctx, Stmt{SQL: sql}) },
+	} {
+		_, err := exec(ctx, "DROP DATABASE everything")
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code == "" || !strings.Contains(err.Error(), "DROP DATABASE everything") {
+			t.Errorf("%s: err = %v, want a server error with SQLSTATE, naming the statement", name, err)
+		}
+		cancelled, cancelNow := context.WithCancel(ctx)
+		cancelNow()
+		start := time.Now()
+		if _, err := exec(cancelled, "SELECT 1"); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: %v", name, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: cancelled call took %s", name, d)
+		}
 	}
 	stop(t, srv)
 	if err := srv.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+}
+
+// TestPsql runs psql on purpose (the only place psql runs): it is the
+// client an operator reaches for, so RockLake must take a psql script's
+// writes, and a refused statement must stop the script with psql's ERROR.
+// psql shows RockLake's binary integers as empty strings, which is why the
+// other tests read through pgconn.
+func TestPsql(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	psql, err := proc.FindTool("psql", "ROCKLAKE_PSQL", "scripts/install-psql.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve(t, ctx, t.TempDir())
+	exec := func(sql string) (string, error) {
+		return run(ctx, sql+"\n", psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-d", srv.ConnString(), "-f", "-")
+	}
+	if out, err := exec("SELECT 1;"); err != nil || strings.TrimSpace(out) != "" {
+		t.Fatalf("psql SELECT 1: %q, %v (psql prints RockLake's binary integers as empty strings)", out, err)
+	}
+	if _, err := exec("BEGIN; INSERT INTO ducklake_schema VALUES (0, 'a4e3c0de-0000-4000-8000-0000000000aa', 1, NULL, 'from_psql', 'from_psql/', true); COMMIT;"); err != nil {
+		t.Fatal(err)
+	}
+	if got := column(query(t, ctx, srv, "SELECT schema_id, schema_name FROM ducklake_schema"), "schema_name"); strings.Join(got, ",") != "from_psql" {
+		t.Errorf("schemas after psql's write: %v", got)
+	}
+	if _, err := exec("DROP DATABASE everything;"); err == nil || !strings.Contains(err.Error(), "ERROR") {
+		t.Errorf("unsupported statement: err = %v, want psql's ERROR", err)
 	}
 }
 

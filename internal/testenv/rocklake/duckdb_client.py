@@ -1,4 +1,4 @@
-# DuckDB as a DuckLake client of `rocklake serve`, driven by pkg/rocklake.
+# DuckDB as a DuckLake client of `rocklake serve`, driven by internal/testenv/rocklake.
 # Input (stdin, JSON): {"port": P, "data_path": DIR, "statements": [...],
 # "queries": [...]}. It attaches the catalog as DuckDB's DuckLake extension
 # does for any PostgreSQL-backed catalog, runs the statements, then the

@@ -1,7 +1,7 @@
-// Package localstacktest starts the local S3 stack for a test. It is separate
-// from pkg/localstack so that programs using the stack (the demo) do not link
-// package testing.
-package localstacktest
+package s3server
+
+// What tests use: a gateway for one test or for a package's tests, and the
+// process's S3 clients pointed at it.
 
 import (
 	"context"
@@ -10,17 +10,15 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
 )
 
-// Start starts a stack that is stopped when the test ends. A missing
+// Start starts a gateway that is stopped when the test ends. A missing
 // versitygw fails the test (the error says to run `make tools`) rather than
 // skipping it, so that a run without S3 cannot pass silently. If the test
 // failed, the gateway's log is added to the test output.
-func Start(t testing.TB) *localstack.Stack {
+func Start(t testing.TB) *Server {
 	t.Helper()
-	s, err := localstack.Start(context.Background(), localstack.Options{})
+	s, err := Launch(t.Context(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,30 +36,34 @@ func Start(t testing.TB) *localstack.Stack {
 // SetEnv points the process's S3 clients at s for the rest of the test (so
 // the test must not be parallel). Variables from the host that would send
 // requests elsewhere or sign them differently are cleared for the test.
-func SetEnv(t testing.TB, s *localstack.Stack) {
+func SetEnv(t testing.TB, s *Server) {
 	t.Helper()
-	for _, kv := range s.Env() {
+	for _, kv := range s.clientEnv() {
 		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
+		t.Setenv(k, v) // records the old value, restored after the test
+		if v == "" {
+			os.Unsetenv(k)
+		}
 	}
-	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"} {
-		t.Setenv(k, "") // records the old value, restored after the test
-		os.Unsetenv(k)
-	}
-	// Without these, a profile in ~/.aws could still change the S3 settings.
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 }
 
-// Main runs a package's tests against one stack shared by all of them: it
+// clientEnv is Env, and the host's variables that would send requests
+// elsewhere or sign them differently cleared (empty values), and no
+// ~/.aws profile that could still change the S3 settings.
+func (s *Server) clientEnv() []string {
+	return append(s.Env(), "AWS_ENDPOINT_URL_S3=", "AWS_PROFILE=", "AWS_SESSION_TOKEN=",
+		"AWS_CONFIG_FILE="+os.DevNull, "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull)
+}
+
+// Main runs a package's tests against one gateway shared by all of them: it
 // starts it, creates the buckets (name → versioned), points the process's
-// S3 clients at it as SetEnv does, runs m and stops the stack. Use it from
-// TestMain: os.Exit(localstacktest.Main(m, buckets)). It returns the exit
+// S3 clients at it as SetEnv does, runs m and stops the gateway. Use it from
+// TestMain: os.Exit(s3server.Main(m, buckets)). It returns the exit
 // code, printing the gateway's log when tests failed.
 func Main(m *testing.M, buckets map[string]bool) int {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := localstack.Start(ctx, localstack.Options{})
+	s, err := Launch(ctx, Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start local S3:", err)
 		return 1
@@ -73,15 +75,14 @@ func Main(m *testing.M, buckets map[string]bool) int {
 			return 1
 		}
 	}
-	for _, kv := range s.Env() {
+	for _, kv := range s.clientEnv() {
 		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v)
+		if v == "" {
+			os.Unsetenv(k)
+		} else {
+			os.Setenv(k, v)
+		}
 	}
-	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"} {
-		os.Unsetenv(k)
-	}
-	os.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	os.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "versitygw log:\n%s\n", s.Logs())

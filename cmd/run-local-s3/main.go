@@ -1,9 +1,10 @@
-// Command localstack runs the local S3 stack (versitygw on 127.0.0.1, with
-// versioning) in the foreground for demos and manual work: it creates the
-// given buckets, writes the AWS_* settings to an env file, and stops the
-// gateway on SIGINT or SIGTERM.
+// Command run-local-s3 runs the local S3 stack (versitygw on 127.0.0.1, with
+// versioning; internal/testenv/s3server) in the foreground for `make demo`
+// and manual work: it creates the given buckets, writes the AWS_* settings
+// to an env file, and stops the gateway on SIGINT or SIGTERM. It is a test
+// rig, not part of the product.
 //
-//	localstack --buckets rocklake,rocklake-staging --env-file /tmp/stack.env &
+//	run-local-s3 --buckets rocklake,rocklake-staging --env-file /tmp/stack.env &
 //	. /tmp/stack.env   # once the file exists
 package main
 
@@ -18,12 +19,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 )
 
 func main() {
 	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "localstack:", err)
+		fmt.Fprintln(os.Stderr, "run-local-s3:", err)
 		os.Exit(1)
 	}
 }
@@ -38,7 +39,7 @@ func run() error {
 	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	s, err := localstack.Start(startCtx, localstack.Options{Dir: *dir})
+	s, err := s3server.Launch(startCtx, s3server.Options{Dir: *dir})
 	if err != nil {
 		return err
 	}

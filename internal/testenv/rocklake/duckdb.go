@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/proc"
 )
 
 //go:embed duckdb_client.py
@@ -17,7 +17,7 @@ var duckdbClient string
 // and parquet extension wheels: $ROCKLAKE_DUCKDB_PYTHON, else the tool
 // cache's duckdb-python, else on PATH.
 func DuckDBPython() (string, error) {
-	return localstack.FindTool("duckdb-python", "ROCKLAKE_DUCKDB_PYTHON", "scripts/install-duckdb.sh")
+	return proc.FindTool("duckdb-python", "ROCKLAKE_DUCKDB_PYTHON", "scripts/install-duckdb.sh")
 }
 
 // DuckDB runs DuckDB as the DuckLake client of srv: it attaches the catalog

@@ -1,7 +1,7 @@
-// Package formattest builds catalog entries for tests of the packages that
-// carry them (ndjson, migration, shard): for every key shape of every known
-// tag, in either format, a row with every field set and an empty row.
-package formattest
+// Package catalogfixture builds catalog entries for tests of the packages
+// that carry them (format, ndjson, migration): for every key shape of every
+// known tag, in either format, a row with every field set and an empty row.
+package catalogfixture
 
 import (
 	"strings"
@@ -95,7 +95,7 @@ func Fill(m protoreflect.Message, seed uint64) {
 		case protoreflect.BytesKind:
 			val = protoreflect.ValueOfBytes([]byte{byte(n), 0, 0xFF, byte(seed)})
 		default:
-			panic("formattest: field kind " + fd.Kind().String())
+			panic("catalogfixture: field kind " + fd.Kind().String())
 		}
 		m.Set(fd, val)
 	}

@@ -1,4 +1,4 @@
-package localstacktest
+package s3server
 
 import (
 	"net"

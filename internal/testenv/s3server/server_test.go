@@ -1,4 +1,4 @@
-package localstack_test
+package s3server_test
 
 import (
 	"context"
@@ -12,12 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
-	"github.com/rocklake/rocklake-migrate/pkg/localstack/localstacktest"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 )
 
 func TestStartServesOnLoopbackAndStops(t *testing.T) {
-	s := localstacktest.Start(t)
+	s := s3server.Start(t)
 
 	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") {
 		t.Fatalf("endpoint %q is not on loopback", s.Endpoint())
@@ -66,7 +65,7 @@ func TestStartServesOnLoopbackAndStops(t *testing.T) {
 // Every port the gateway opens must be the loopback S3 port: nothing else
 // (admin API, WebUI) may listen, on any address.
 func TestListensOnlyOnItsPort(t *testing.T) {
-	s := localstacktest.Start(t)
+	s := s3server.Start(t)
 	_, port, err := net.SplitHostPort(strings.TrimPrefix(s.Endpoint(), "http://"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +79,7 @@ func TestListensOnlyOnItsPort(t *testing.T) {
 
 func TestKeepsGivenDir(t *testing.T) {
 	dir := t.TempDir()
-	s, err := localstack.Start(context.Background(), localstack.Options{Dir: dir})
+	s, err := s3server.Launch(context.Background(), s3server.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,14 +98,14 @@ func TestKeepsGivenDir(t *testing.T) {
 
 func TestMissingBinaryNamesMakeTools(t *testing.T) {
 	t.Setenv("ROCKLAKE_VERSITYGW", filepath.Join(t.TempDir(), "no-such-versitygw"))
-	_, err := localstack.Start(context.Background(), localstack.Options{})
+	_, err := s3server.Launch(context.Background(), s3server.Options{})
 	if err == nil || !strings.Contains(err.Error(), "make tools") {
 		t.Fatalf("Start with a missing binary: %v, want an error naming `make tools`", err)
 	}
 }
 
 // gatewayPID finds the versitygw serving s by its --port argument.
-func gatewayPID(t *testing.T, s *localstack.Stack) string {
+func gatewayPID(t *testing.T, s *s3server.Server) string {
 	t.Helper()
 	arg := "\x00" + strings.TrimPrefix(s.Endpoint(), "http://") + "\x00"
 	dirs, err := filepath.Glob("/proc/[0-9]*")

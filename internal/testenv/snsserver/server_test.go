@@ -1,4 +1,4 @@
-package notifytest
+package snsserver
 
 import (
 	"strings"
@@ -21,17 +21,19 @@ func TestMissingEmulatorNamesMakeTools(t *testing.T) {
 }
 
 func TestStartStop(t *testing.T) {
-	e := Start(t)
-	if !strings.HasPrefix(e.Endpoint(), "http://127.0.0.1:") {
-		t.Fatalf("endpoint %s is not on loopback", e.Endpoint())
+	s := Start(t)
+	if !strings.HasPrefix(s.Endpoint(), "http://127.0.0.1:") {
+		t.Fatalf("endpoint %s is not on loopback", s.Endpoint())
 	}
-	topic := e.CreateTopic(t, "x")
-	if msgs := e.Messages(t, topic); len(msgs) != 0 {
+	topic := s.CreateTopic(t, "x")
+	if msgs := s.Messages(t, topic); len(msgs) != 0 {
 		t.Fatalf("new topic has messages: %+v", msgs)
 	}
-	e.stop()
+	if err := s.proc.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	select {
-	case <-e.exited:
+	case <-s.proc.Done():
 	default:
 		t.Fatal("emulator still running after stop")
 	}

@@ -1,17 +1,17 @@
-// Package rocklake runs the real RockLake binary for tests and the demo:
-// `rocklake serve` on loopback against a catalog directory (Serve), SQL
-// through psql (Server.Exec) or through a minimal extended-protocol client
-// for statements that RockLake reads only from bound parameters
-// (Server.ExecParams), `rocklake verify catalog` (Verify) and
-// `rocklake inspect snapshot` (InspectSnapshot), and WriteSampleCatalog, the
-// DuckLake-style workload that writes a small but complete catalog through
-// the PostgreSQL wire, as a DuckDB client would.
+// Package rocklake runs the real RockLake binary for tests, the demo's
+// fixtures and scripts/make-fixtures.sh: `rocklake serve` on loopback against
+// a catalog directory (Serve), SQL over the PostgreSQL wire through jackc/pgx's
+// pgconn (Server.Query and Server.Exec with the simple-query protocol,
+// Server.ExecExtended with bound parameters, which RockLake reads some
+// statements from), `rocklake verify catalog` (Verify) and
+// `rocklake inspect snapshot` (InspectSnapshot), DuckDB as a DuckLake client
+// (DuckDB), and WriteSampleCatalog, the DuckLake-style workload that writes
+// a small but complete catalog as a DuckDB client would.
 //
 // The binary is RockLake v0.47.11 built from ../shared/rocklake by
-// scripts/install-rocklake.sh (`make tools`); psql comes from
-// scripts/install-psql.sh. Everything here is bounded by the caller's
-// context, runs each child in its own process group (killed with the caller
-// if the caller dies), and listens on 127.0.0.1 only.
+// scripts/install-rocklake.sh (`make tools`). Everything here is bounded by
+// the caller's context, runs each child through internal/testenv/proc (its
+// own process group, killed with the caller), and listens on 127.0.0.1 only.
 //
 // Two facts about the binary shape this package:
 //   - Catalog locations are plain absolute directory paths: it takes a
@@ -21,19 +21,15 @@
 package rocklake
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/localstack"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/proc"
 )
 
 const (
@@ -49,9 +45,6 @@ const (
 	// most drainTimeout, and a little more is allowed for the exit itself.
 	stopGrace    = 10 * time.Second
 	drainTimeout = 3 * time.Second
-	// waitDelay bounds how long a cancelled one-shot command (psql, verify,
-	// inspect) may take to exit and close its output after SIGKILL.
-	waitDelay = 5 * time.Second
 	// logTail is how much of a server's stdout and stderr is kept for error
 	// messages (RockLake logs every statement on stdout).
 	logTail = 64 << 10
@@ -61,19 +54,14 @@ const (
 // $ROCKLAKE_CACHE/bin/rocklake, else rocklake on PATH. A missing binary is an
 // error naming scripts/install-rocklake.sh.
 func Binary() (string, error) {
-	return localstack.FindTool("rocklake", "ROCKLAKE_BIN", "scripts/install-rocklake.sh")
-}
-
-// PSQL is the path of psql: $ROCKLAKE_PSQL, else the tool cache, else PATH.
-func PSQL() (string, error) {
-	return localstack.FindTool("psql", "ROCKLAKE_PSQL", "scripts/install-psql.sh")
+	return proc.FindTool("rocklake", "ROCKLAKE_BIN", "scripts/install-rocklake.sh")
 }
 
 // childEnv is the whole environment of every child: RockLake reads its
 // catalog, auth and extension settings from ROCKLAKE_* and S3 settings from
 // AWS_*, and psql reads PG*; none of the caller's may leak in.
 func childEnv() []string {
-	env := []string{
+	return []string{
 		"HOME=" + os.Getenv("HOME"),
 		"TMPDIR=" + os.TempDir(),
 		"PATH=" + os.Getenv("PATH"),
@@ -81,52 +69,13 @@ func childEnv() []string {
 		"NO_COLOR=1", // plain tracing lines
 		"RUST_BACKTRACE=0",
 	}
-	return env
 }
 
-func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{
-		Setpgid: true, // signals go to the whole group
-		// If the caller dies without cleaning up (a test timeout panics and
-		// exits), the child must not linger holding a port or a catalog.
-		Pdeathsig: syscall.SIGKILL,
-	}
-}
-
-// run runs a one-shot command bounded by ctx and returns its stdout. On a
-// non-zero exit or a cancelled context, the error carries stderr (and stdout,
-// where RockLake prints most of what it has to say).
+// run runs a one-shot command (DuckDB's Python, the binary's offline
+// commands, psql in the test that means to run it) with the environment
+// every child here gets, bounded by ctx; see proc.Run.
 func run(ctx context.Context, stdin string, bin string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = childEnv()
-	cmd.SysProcAttr = procAttr()
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = waitDelay
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			err = fmt.Errorf("%w (%w)", ctxErr, err)
-		}
-		return stdout.String(), fmt.Errorf("%s %s: %w%s", filepath.Base(bin), strings.Join(args, " "), err,
-			outputs(stderr.String(), stdout.String()))
-	}
-	return stdout.String(), nil
-}
-
-func outputs(stderr, stdout string) string {
-	var b strings.Builder
-	if s := strings.TrimSpace(stderr); s != "" {
-		b.WriteString("\nstderr:\n" + s)
-	}
-	if s := strings.TrimSpace(stdout); s != "" {
-		b.WriteString("\nstdout:\n" + s)
-	}
-	return b.String()
+	return proc.Run(ctx, childEnv(), stdin, bin, args...)
 }
 
 // absDir resolves a catalog directory to the plain absolute path the binary
@@ -146,7 +95,7 @@ func absDir(dir string) (string, error) {
 // the report says "Status: OK". It opens the catalog as a writer: never on a
 // catalog being served.
 func Verify(ctx context.Context, catalogDir string) (string, error) {
-	out, err := oneShot(ctx, catalogDir, "verify", "catalog")
+	out, err := Offline(ctx, catalogDir, "verify", "catalog")
 	if err != nil {
 		return out, err
 	}
@@ -160,10 +109,14 @@ func Verify(ctx context.Context, catalogDir string) (string, error) {
 // its report ("Catalog State:" then "  Name: value" lines; Fields parses
 // them). It opens the catalog as a writer: never on a catalog being served.
 func InspectSnapshot(ctx context.Context, catalogDir string) (string, error) {
-	return oneShot(ctx, catalogDir, "inspect", "snapshot")
+	return Offline(ctx, catalogDir, "inspect", "snapshot")
 }
 
-func oneShot(ctx context.Context, catalogDir string, args ...string) (string, error) {
+// Offline runs `rocklake ARGS... --catalog DIR` (one of the binary's
+// offline commands: verify, inspect, checkpoint, ...) on an existing catalog
+// directory and returns its stdout; a failure carries its output. It opens
+// the catalog as a writer: never on a catalog being served.
+func Offline(ctx context.Context, catalogDir string, args ...string) (string, error) {
 	dir, err := absDir(catalogDir)
 	if err != nil {
 		return "", err
@@ -195,27 +148,4 @@ func Fields(report string) map[string]string {
 		m[k] = strings.TrimSpace(v)
 	}
 	return m
-}
-
-// tail keeps the last max bytes written to it; safe for concurrent use.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -1,4 +1,4 @@
-package localstack
+package proc
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 )
 
-// CacheDir is where `make tools` installs the local stack's tools:
+// CacheDir is where `make tools` installs the rigs' tools:
 // $ROCKLAKE_CACHE, else $HOME/.cache/rocklake-migrate.
 func CacheDir() string {
 	if c := os.Getenv("ROCKLAKE_CACHE"); c != "" {
@@ -17,10 +17,10 @@ func CacheDir() string {
 	return filepath.Join(home, ".cache", "rocklake-migrate")
 }
 
-// FindTool finds a tool of the local stack (versitygw, moto_server,
-// aws-lambda-rie): the path in envVar if set, else CacheDir()/bin/name, else
-// name on PATH. A missing tool is an error that says which script installs it,
-// so that a test fails (never skips) with the fix in its message.
+// FindTool finds a tool a rig runs (versitygw, moto_server, rocklake, psql,
+// aws-lambda-rie, ...): the path in envVar if set, else CacheDir()/bin/name,
+// else name on PATH. A missing tool is an error that says which script
+// installs it, so that a test fails (never skips) with the fix in its message.
 func FindTool(name, envVar, installer string) (string, error) {
 	if p := os.Getenv(envVar); p != "" {
 		if _, err := os.Stat(p); err != nil {
