@@ -24,7 +24,7 @@ import (
 // the digest of the records the transforms wrote.
 func migrateOffline(t *testing.T, store *blob.Store, src, cp, dst string, finalize bool) ndjson.Digest {
 	t.Helper()
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	dir := t.TempDir()
 	v1, v2 := filepath.Join(dir, "v1"), filepath.Join(dir, "v2")
 	res, err := shard.Export(ctx, store, src, v1, shard.ExportOptions{Format: format.V1, Shards: 3, Checkpoint: cp})
@@ -54,7 +54,7 @@ func migrateOffline(t *testing.T, store *blob.Store, src, cp, dst string, finali
 // the given keys through that writer.
 func commit(t *testing.T, dir string, schemas []string, deletes [][]byte) string {
 	t.Helper()
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	srv, err := rocklake.Serve(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 	if _, err := rocklake.Binary(); err != nil {
 		t.Fatalf("this test needs the real RockLake v0.47.11 binary: %v", err)
 	}
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	store := testenv.Store(t)
 	dir := filepath.Join(t.TempDir(), "src")
 	src := "file://" + dir
@@ -186,7 +186,7 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 
 // In a finalized target, counter and system keys are written in place.
 func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := testenv.Context(t)
 	store := testenv.Store(t)
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, rows)

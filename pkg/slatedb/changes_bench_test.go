@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
