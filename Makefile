@@ -56,7 +56,7 @@ modules:
 # What make test needs before its first test, side by side: the Rust builds
 # keep the cores busy while the installers and module downloads wait on the
 # network (a cold DuckDB install: 275 s of wall time for 9 s of CPU), and the
-# Go compiles fill the time the native library's fat-LTO links hold one core.
+# Go compiles use whatever the Rust builds leave (a cold setup keeps both cores busy).
 setup: native native-tests tools infra-tools modules build precompile
 
 # Compiles every package and test of both modules with the test run's flags
