@@ -85,21 +85,25 @@ int32_t rl_block_profile(const char *url, const char *opts_json, const char *che
                          size_t max_blocks, uint64_t timeout_ms, const rl_cancel *cancel,
                          uint8_t **out, size_t *out_len, char **err_out);
 
-/* What changed between checkpoint from_checkpoint and checkpoint
- * to_checkpoint (NULL or "": the latest state) of the database at url: the
- * keys of the compacted SSTs and WAL SSTs one view names and the other does
- * not, read in both views; or, when those sources hold more than
+/* What changed between two views of the database at url, each a checkpoint
+ * plus the WAL SSTs past its manifest's up to *_wal_end (exclusive; at or
+ * below the manifest's own end: none): the keys of the compacted SSTs and
+ * WAL SSTs one view names and the other does not, read in both views; or, when those sources hold more than
  * max_fraction of the later view's bytes (<= 0: always), a merge scan of both
  * views. Writes nothing. *summary_out (JSON, rl_string_free):
  * {"method":"sst-diff"|"merge-scan","reason","from_manifest","to_manifest",
+ *  "from_wal_end","to_wal_end",
  *  "ssts_added","ssts_removed","wals_added","wals_removed","changed_bytes",
  *  "total_bytes","candidates"}. Chunks from rl_changes_next, in key order:
  *   repeated klen | key | old | new, each of old and new 0:u8 (absent) or
  *   1:u8 | vlen | value; an empty chunk is the end. */
 int32_t rl_changes_open(const char *url, const char *opts_json, const char *from_checkpoint,
-                        const char *to_checkpoint, double max_fraction, uint64_t timeout_ms,
-                        const rl_cancel *cancel, rl_changes **out, char **summary_out,
-                        char **err_out);
+                        uint64_t from_wal_end, const char *to_checkpoint, uint64_t to_wal_end,
+                        double max_fraction, uint64_t timeout_ms, const rl_cancel *cancel,
+                        rl_changes **out, char **summary_out, char **err_out);
+/* One past the highest WAL SST id of the database at url in *out (0: none). */
+int32_t rl_wal_end(const char *url, const char *opts_json, uint64_t timeout_ms,
+                   const rl_cancel *cancel, uint64_t *out, char **err_out);
 int32_t rl_changes_next(rl_changes *c, size_t max_entries, size_t max_bytes, uint64_t timeout_ms,
                         const rl_cancel *cancel, uint8_t **out, size_t *out_len, char **err_out);
 int32_t rl_changes_close(rl_changes *c, uint64_t timeout_ms, char **err_out);

@@ -17,9 +17,17 @@
 //! views are scanned side by side instead (the merge scan), and the summary
 //! says so.
 //!
+//! A view is a checkpoint plus, optionally, the WAL SSTs after the ones its
+//! manifest names, up to an id (View): a detached checkpoint of a live
+//! database holds only what its writer's manifest records, and a writer's
+//! latest commits sit in WAL SSTs the manifest does not name yet. Those
+//! WAL SSTs' entries are laid over the checkpoint's reader (Overlay), in
+//! the point reads and in the merge scan alike, so that a round's later
+//! view is exactly the next round's earlier one (docs/online.md).
+//!
 //! Nothing is written: manifests and readers go through guard::Overlay.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -29,12 +37,35 @@ use slatedb::bytes::Bytes;
 use slatedb::config::ScanOptions;
 use slatedb::db_cache::{CachedEntry, CachedKey, DbCache};
 use slatedb::manifest::{SsTableHandle, SsTableId};
-use slatedb::{DbIterator, DbReader, KeyValue, SstReader, VersionedManifest, WalReader};
+use slatedb::{
+    DbIterator, DbReader, KeyValue, SstReader, ValueDeletable, VersionedManifest, WalReader,
+};
 use uuid::Uuid;
 
 use crate::manifest;
 use crate::store::{self, Location};
-use crate::{fail, from_slate, Res, RL_ERR_INVALID};
+use crate::{fail, from_slate, Res, RL_ERR_INVALID, RL_ERR_NOT_FOUND};
+
+/// A view of a database: checkpoint `checkpoint`, plus the WAL SSTs from
+/// the first its manifest does not name up to `wal_end` (exclusive; at or
+/// below that first one: none).
+#[derive(Clone, Copy, Debug)]
+pub struct View {
+    pub checkpoint: Uuid,
+    pub wal_end: u64,
+}
+
+/// The entries of a view's WAL SSTs past its checkpoint's manifest, newest
+/// per key, in key order: None is a tombstone.
+type Overlay = Vec<(Bytes, Option<Bytes>)>;
+
+/// Reads `key` in a view: its overlay first, then its checkpoint's reader.
+async fn view_get(r: &DbReader, overlay: &Overlay, key: &Bytes) -> Res<Option<Bytes>> {
+    if let Ok(i) = overlay.binary_search_by(|(k, _)| k.cmp(key)) {
+        return Ok(overlay[i].1.clone());
+    }
+    r.get(key).await.map_err(|e| from_slate("get", e))
+}
 
 /// How many SST blocks or WAL SSTs are read at once.
 const PARALLEL: usize = 16;
@@ -63,6 +94,9 @@ pub struct Summary {
     pub reason: String,
     pub from_manifest: u64,
     pub to_manifest: u64,
+    /// The end of the WAL SSTs each view replays.
+    pub from_wal_end: u64,
+    pub to_wal_end: u64,
     /// Compacted SSTs only the later view names, and only the earlier.
     pub ssts_added: u64,
     pub ssts_removed: u64,
@@ -79,11 +113,13 @@ pub struct Summary {
 impl Summary {
     pub fn json(&self) -> String {
         format!(
-            r#"{{"method":"{}","reason":{},"from_manifest":{},"to_manifest":{},"ssts_added":{},"ssts_removed":{},"wals_added":{},"wals_removed":{},"changed_bytes":{},"total_bytes":{},"candidates":{}}}"#,
+            r#"{{"method":"{}","reason":{},"from_manifest":{},"to_manifest":{},"from_wal_end":{},"to_wal_end":{},"ssts_added":{},"ssts_removed":{},"wals_added":{},"wals_removed":{},"changed_bytes":{},"total_bytes":{},"candidates":{}}}"#,
             self.method.name(),
             crate::json_string(&self.reason),
             self.from_manifest,
             self.to_manifest,
+            self.from_wal_end,
+            self.to_wal_end,
             self.ssts_added,
             self.ssts_removed,
             self.wals_added,
@@ -100,6 +136,8 @@ pub struct Changes {
     pub summary: Summary,
     /// The two views' readers, kept open as long as their cursors.
     pub readers: Vec<DbReader>,
+    /// The two views' overlays, for the SST diff's point reads.
+    overlays: [Overlay; 2],
     walk: Walk,
 }
 
@@ -130,14 +168,14 @@ const LANE_KEYS: usize = 64;
 /// SST whose filter rules the key out (the readers keep the filters and
 /// indexes they read, KeptCache), where a cursor's seek read a block of
 /// every source.
-async fn lookup(readers: &[DbReader], keys: &[Bytes]) -> Res<Vec<Found>> {
+async fn lookup(readers: &[DbReader], overlays: &[Overlay; 2], keys: &[Bytes]) -> Res<Vec<Found>> {
     let [from, to] = readers else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for k in keys {
-        let old = from.get(k).await.map_err(|e| from_slate("get", e))?;
-        let new = to.get(k).await.map_err(|e| from_slate("get", e))?;
+        let old = view_get(from, &overlays[0], k).await?;
+        let new = view_get(to, &overlays[1], k).await?;
         if old != new {
             out.push((k.clone(), old, new));
         }
@@ -145,22 +183,53 @@ async fn lookup(readers: &[DbReader], keys: &[Bytes]) -> Res<Vec<Found>> {
     Ok(out)
 }
 
-/// A forward cursor over one view, for the merge scan.
+/// A forward cursor over one view, for the merge scan: its checkpoint's
+/// scan with its overlay laid over it.
 struct Cursor {
     it: DbIterator,
-    peeked: Option<KeyValue>,
+    /// The scan's next entry, not yet merged.
+    scanned: Option<KeyValue>,
     done: bool,
+    overlay: Overlay,
+    /// The overlay's next entry.
+    next_overlay: usize,
+    /// The view's next entry.
+    peeked: Option<(Bytes, Bytes)>,
 }
 
 impl Cursor {
-    async fn peek(&mut self) -> Res<Option<&KeyValue>> {
-        if self.peeked.is_none() && !self.done {
-            self.peeked = self
-                .it
-                .next()
-                .await
-                .map_err(|e| from_slate("scan next", e))?;
-            self.done = self.peeked.is_none();
+    async fn peek(&mut self) -> Res<Option<&(Bytes, Bytes)>> {
+        while self.peeked.is_none() {
+            if self.scanned.is_none() && !self.done {
+                self.scanned = self
+                    .it
+                    .next()
+                    .await
+                    .map_err(|e| from_slate("scan next", e))?;
+                self.done = self.scanned.is_none();
+            }
+            let laid = self.overlay.get(self.next_overlay);
+            match (self.scanned.take(), laid) {
+                (None, None) => return Ok(None),
+                (Some(kv), None) => self.peeked = Some((kv.key, kv.value)),
+                (scanned, Some((k, v))) => {
+                    let key = k.clone();
+                    let value = v.clone();
+                    match scanned {
+                        Some(kv) if kv.key < key => {
+                            self.peeked = Some((kv.key, kv.value));
+                            continue;
+                        }
+                        // The overlay shadows the scan's entry of its key.
+                        Some(kv) if kv.key == key => {}
+                        other => self.scanned = other,
+                    }
+                    self.next_overlay += 1;
+                    if let Some(value) = value {
+                        self.peeked = Some((key, value));
+                    }
+                }
+            }
         }
         Ok(self.peeked.as_ref())
     }
@@ -197,7 +266,12 @@ impl Changes {
     ) -> Res<Vec<u8>> {
         let mut out = Vec::with_capacity(max_bytes.min(8 << 20));
         let mut n = 0usize;
-        let Changes { readers, walk, .. } = self;
+        let Changes {
+            readers,
+            overlays,
+            walk,
+            ..
+        } = self;
         while n < max_entries.max(1) && out.len() < max_bytes.max(1) {
             match walk {
                 Walk::Keys {
@@ -217,7 +291,9 @@ impl Changes {
                     let window = &keys[*next..end];
                     *next = end;
                     let found = futures::future::try_join_all(
-                        window.chunks(LANE_KEYS).map(|ks| lookup(readers, ks)),
+                        window
+                            .chunks(LANE_KEYS)
+                            .map(|ks| lookup(readers, overlays, ks)),
                     )
                     .await?;
                     pending.extend(found.into_iter().flatten());
@@ -241,30 +317,30 @@ async fn merge_step(from: &mut Cursor, to: &mut Cursor, out: &mut Vec<u8>) -> Re
     Ok(match (a, b) {
         (None, None) => None,
         (Some(a), None) => {
-            push_change(out, &a.key, Some(&a.value), None);
+            push_change(out, &a.0, Some(&a.1), None);
             from.advance();
             Some(true)
         }
         (None, Some(b)) => {
-            push_change(out, &b.key, None, Some(&b.value));
+            push_change(out, &b.0, None, Some(&b.1));
             to.advance();
             Some(true)
         }
-        (Some(a), Some(b)) if a.key < b.key => {
-            push_change(out, &a.key, Some(&a.value), None);
+        (Some(a), Some(b)) if a.0 < b.0 => {
+            push_change(out, &a.0, Some(&a.1), None);
             from.advance();
             Some(true)
         }
-        (Some(a), Some(b)) if a.key > b.key => {
-            push_change(out, &b.key, None, Some(&b.value));
+        (Some(a), Some(b)) if a.0 > b.0 => {
+            push_change(out, &b.0, None, Some(&b.1));
             to.advance();
             Some(true)
         }
         (Some(a), Some(b)) => {
             from.advance();
             to.advance();
-            if a.value != b.value {
-                push_change(out, &a.key, Some(&a.value), Some(&b.value));
+            if a.1 != b.1 {
+                push_change(out, &a.0, Some(&a.1), Some(&b.1));
                 Some(true)
             } else {
                 Some(false)
@@ -296,61 +372,49 @@ fn sst_bytes(h: &SsTableHandle) -> u64 {
         .max(i.stats_offset + i.stats_len)
 }
 
-/// Opens the changes between checkpoint `from` and checkpoint `to` (the
-/// latest state when None) of the database at `loc`. Sources that differ
-/// holding more than `max_fraction` of the later view's bytes take the merge
-/// scan (0 or less: always; a fraction of 2 or more never falls back, as
-/// the differing sources hold at most both views' bytes).
+/// Opens the changes between views `from` and `to` of the database at
+/// `loc`. Sources that differ holding more than `max_fraction` of the later
+/// view's bytes take the merge scan (0 or less: always; a fraction of 2 or
+/// more never falls back, as the differing sources hold at most both
+/// views' bytes).
 pub(crate) async fn open(
     loc: &Location,
     url: &str,
-    from: Uuid,
-    to: Option<Uuid>,
+    from: View,
+    to: View,
     max_fraction: f64,
 ) -> Res<Changes> {
     store::require_manifest(loc, url).await?;
     let ro = loc.read_only_store();
     let admin = slatedb::admin::Admin::builder(loc.path.clone(), ro.clone()).build();
-    let me = manifest::read(&admin, url, Some(from)).await?;
+    let me = manifest::read(&admin, url, Some(from.checkpoint)).await?;
     manifest::require_self_contained(&me, url, "find the changes of")?;
-    // The readers open first: the later view's sources are read after its
-    // reader's, so they hold at least what that reader sees.
-    let from_reader = crate::open_reader(
-        loc,
-        url,
-        Some(from),
-        Some(u64::MAX),
-        Some(KeptCache::new(None, READER_CACHE_BYTES)),
-    )
-    .await?;
-    let to_reader = crate::open_reader(
-        loc,
-        url,
-        to,
-        Some(u64::MAX),
-        Some(KeptCache::new(None, READER_CACHE_BYTES)),
-    )
-    .await?;
-    let ml = manifest::read(&admin, url, to).await?;
+    let ml = manifest::read(&admin, url, Some(to.checkpoint)).await?;
     manifest::require_self_contained(&ml, url, "find the changes of")?;
+    let open = |v: View| {
+        crate::open_reader(
+            loc,
+            url,
+            Some(v.checkpoint),
+            Some(u64::MAX),
+            Some(KeptCache::new(None, READER_CACHE_BYTES)),
+        )
+    };
+    let from_reader = open(from).await?;
+    let to_reader = open(to).await?;
 
     let wal_sizes: HashMap<u64, u64> = manifest::list_ssts(loc, "wal")
         .await?
         .into_iter()
         .filter_map(|(stem, size)| stem.parse::<u64>().ok().map(|n| (n, size)))
         .collect();
-    let e = sources(&me, manifest::wal_ids(&me));
-    let l = sources(
-        &ml,
-        match to {
-            Some(_) => manifest::wal_ids(&ml),
-            None => {
-                let start = manifest::wal_ids(&ml).start;
-                let end = wal_sizes.keys().max().map_or(start, |m| (m + 1).max(start));
-                start..end
-            }
-        },
-    );
+    let wal_reader = WalReader::new(loc.path.clone(), ro);
+    let e = sources(&me, view_wals(&me, from));
+    let l = sources(&ml, view_wals(&ml, to));
+    let overlays = [
+        overlay(&wal_reader, &wal_sizes, &me, from, url).await?,
+        overlay(&wal_reader, &wal_sizes, &ml, to, url).await?,
+    ];
 
     let added: Vec<&SsTableHandle> = l
         .ssts
@@ -387,6 +451,8 @@ pub(crate) async fn open(
         reason: String::new(),
         from_manifest: me.id(),
         to_manifest: ml.id(),
+        from_wal_end: e.wals.end,
+        to_wal_end: l.wals.end,
         ssts_added: added.len() as u64,
         ssts_removed: removed.len() as u64,
         wals_added: wals_added.len() as u64,
@@ -411,13 +477,15 @@ pub(crate) async fn open(
             cache_blocks: false,
             ..ScanOptions::default()
         };
+        let [from_overlay, to_overlay] = overlays;
         return Ok(Changes {
             summary,
             walk: Walk::Merge {
-                from: Box::new(cursor(&from_reader, Bytes::new(), &scan).await?),
-                to: Box::new(cursor(&to_reader, Bytes::new(), &scan).await?),
+                from: Box::new(cursor(&from_reader, from_overlay, &scan).await?),
+                to: Box::new(cursor(&to_reader, to_overlay, &scan).await?),
             },
             readers: vec![from_reader, to_reader],
+            overlays: [Vec::new(), Vec::new()],
         });
     }
 
@@ -426,12 +494,17 @@ pub(crate) async fn open(
     for k in sst_keys(loc, &handles).await? {
         keys.insert(k);
     }
-    let wal_reader = WalReader::new(loc.path.clone(), ro);
     let per_wal: Vec<Vec<Bytes>> = futures::stream::iter(
         wals_added
             .iter()
             .chain(&wals_removed)
-            .map(|&id| wal_keys(&wal_reader, id)),
+            .map(|&id| {
+                let r = &wal_reader;
+                async move {
+                    let entries = wal_entries(r, id).await?;
+                    Ok::<_, crate::Fail>(entries.into_iter().map(|(k, _, _)| k).collect())
+                }
+            }),
     )
     .buffer_unordered(PARALLEL)
     .try_collect()
@@ -442,6 +515,7 @@ pub(crate) async fn open(
     Ok(Changes {
         summary,
         readers: vec![from_reader, to_reader],
+        overlays,
         walk: Walk::Keys {
             keys,
             next: 0,
@@ -450,34 +524,105 @@ pub(crate) async fn open(
     })
 }
 
-async fn cursor(r: &DbReader, start: Bytes, scan: &ScanOptions) -> Res<Cursor> {
-    let it = r
-        .scan_with_options(start.., scan)
-        .await
-        .map_err(|e| from_slate("scan", e))?;
-    Ok(Cursor {
-        it,
-        peeked: None,
-        done: false,
-    })
+/// The WAL SSTs a view replays: its checkpoint's, then those up to its
+/// `wal_end`.
+fn view_wals(m: &VersionedManifest, v: View) -> Range<u64> {
+    let own = manifest::wal_ids(m);
+    own.start..own.end.max(v.wal_end)
 }
 
-/// Every key of a WAL SST, tombstones included.
-async fn wal_keys(r: &WalReader, id: u64) -> Res<Vec<Bytes>> {
+/// Reads the WAL SSTs of view `v` past its checkpoint's manifest `m` into
+/// its overlay. Each must still be there: the checkpoint does not protect
+/// them from SlateDB's garbage collection once the writer moved them into
+/// an L0 SST (after 5 minutes, its default), and a view missing one would
+/// quietly drop commits.
+async fn overlay(
+    r: &WalReader,
+    listed: &HashMap<u64, u64>,
+    m: &VersionedManifest,
+    v: View,
+    url: &str,
+) -> Res<Overlay> {
+    let ids: Vec<u64> = (manifest::wal_ids(m).end..v.wal_end).collect();
+    if let Some(gone) = ids.iter().find(|n| !listed.contains_key(n)) {
+        return Err(fail(
+            RL_ERR_NOT_FOUND,
+            format!(
+                "find the changes of {url}: WAL SST {gone} of the view at checkpoint {} (WAL up to {}) is gone: its garbage collection removed it",
+                v.checkpoint, v.wal_end
+            ),
+        ));
+    }
+    let per_wal: Vec<Vec<(Bytes, u64, Option<Bytes>)>> =
+        futures::stream::iter(ids.iter().map(|&id| wal_entries(r, id)))
+            .buffered(PARALLEL)
+            .try_collect()
+            .await?;
+    let mut newest: BTreeMap<Bytes, (u64, Option<Bytes>)> = BTreeMap::new();
+    for (key, seq, value) in per_wal.into_iter().flatten() {
+        match newest.get(&key) {
+            Some((s, _)) if *s >= seq => {}
+            _ => {
+                newest.insert(key, (seq, value));
+            }
+        }
+    }
+    Ok(newest.into_iter().map(|(k, (_, v))| (k, v)).collect())
+}
+
+/// Every entry of a WAL SST: key, sequence number, value (None: a
+/// tombstone). Merge operands are refused: RockLake writes none, and their
+/// value depends on entries this view does not read.
+async fn wal_entries(r: &WalReader, id: u64) -> Res<Vec<(Bytes, u64, Option<Bytes>)>> {
+    let what = format!("read WAL SST {id}");
     let mut it = r
         .get(id)
         .iterator()
         .await
-        .map_err(|e| from_slate(&format!("read WAL SST {id}"), e))?;
-    let mut keys = Vec::new();
-    while let Some(row) = it
-        .next()
-        .await
-        .map_err(|e| from_slate(&format!("read WAL SST {id}"), e))?
-    {
-        keys.push(row.key);
+        .map_err(|e| from_slate(&what, e))?;
+    let mut out = Vec::new();
+    while let Some(row) = it.next().await.map_err(|e| from_slate(&what, e))? {
+        let value = match row.value {
+            ValueDeletable::Value(v) => Some(v),
+            ValueDeletable::Tombstone => None,
+            ValueDeletable::Merge(_) => {
+                return Err(fail(
+                    RL_ERR_INVALID,
+                    format!("{what}: a merge operand, which this tool does not read"),
+                ))
+            }
+        };
+        out.push((row.key, row.seq, value));
     }
-    Ok(keys)
+    Ok(out)
+}
+
+/// The end of the WAL SSTs of the database at `loc` (one past the highest
+/// id listed; 0 when there is none): with a checkpoint taken just before,
+/// the view of everything its writer had written by then.
+pub(crate) async fn wal_end(loc: &Location, url: &str) -> Res<u64> {
+    store::require_manifest(loc, url).await?;
+    Ok(manifest::list_ssts(loc, "wal")
+        .await?
+        .into_iter()
+        .filter_map(|(stem, _)| stem.parse::<u64>().ok())
+        .max()
+        .map_or(0, |n| n + 1))
+}
+
+async fn cursor(r: &DbReader, overlay: Overlay, scan: &ScanOptions) -> Res<Cursor> {
+    let it = r
+        .scan_with_options(Bytes::new().., scan)
+        .await
+        .map_err(|e| from_slate("scan", e))?;
+    Ok(Cursor {
+        it,
+        scanned: None,
+        done: false,
+        overlay,
+        next_overlay: 0,
+        peeked: None,
+    })
 }
 
 /// Every key of the compacted SSTs, tombstones included: each SST's index
@@ -599,14 +744,19 @@ impl DbCache for KeptCache {
     }
 }
 
-/// Refuses an earlier view that is not a checkpoint's: only a checkpoint
-/// keeps the sources the comparison reads.
-pub(crate) fn parse_from(raw: &str) -> Res<Uuid> {
+/// A view from its checkpoint's id and its WAL end: only a checkpoint keeps
+/// the sources the comparison reads.
+pub(crate) fn parse_view(raw: &str, wal_end: u64) -> Res<View> {
     if raw.is_empty() {
         return Err(fail(
             RL_ERR_INVALID,
-            "find changes: the earlier view must be a checkpoint",
+            "find changes: a view must be a checkpoint",
         ));
     }
-    Uuid::parse_str(raw).map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))
+    let checkpoint = Uuid::parse_str(raw)
+        .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?;
+    Ok(View {
+        checkpoint,
+        wal_end,
+    })
 }

@@ -1063,9 +1063,9 @@ pub extern "C" fn rl_block_profile(
 // ---------------------------------------------------------------------------
 // Changes between two views (changes.rs).
 
-/// Opens the changes of the database at `url` between checkpoint
-/// `from_checkpoint` and checkpoint `to_checkpoint` (the latest state when
-/// null or ""), found from the sources the views do not share unless those
+/// Opens the changes of the database at `url` between two views (a
+/// checkpoint, and the end of the WAL SSTs laid over it: changes::View),
+/// found from the sources the views do not share unless those
 /// hold more than `max_fraction` of the later view's bytes (then by a merge
 /// scan of both). Writes nothing. Returns the summary as JSON in
 /// `*summary_out` (changes::Summary::json) and the handle in `*out`.
@@ -1074,7 +1074,9 @@ pub extern "C" fn rl_changes_open(
     url: *const c_char,
     opts_json: *const c_char,
     from_checkpoint: *const c_char,
+    from_wal_end: u64,
     to_checkpoint: *const c_char,
+    to_wal_end: u64,
     max_fraction: f64,
     timeout_ms: u64,
     cancel: *const CancelToken,
@@ -1086,17 +1088,8 @@ pub extern "C" fn rl_changes_open(
         let url = cstr(url, "url")?;
         let opts = store::Options::parse(opts_json)?;
         let loc = store::resolve(url, &opts)?;
-        let from = changes::parse_from(cstr(from_checkpoint, "from checkpoint")?)?;
-        let to = match to_checkpoint.is_null() {
-            true => None,
-            false => match cstr(to_checkpoint, "to checkpoint")? {
-                "" => None,
-                raw => Some(
-                    Uuid::parse_str(raw)
-                        .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?,
-                ),
-            },
-        };
+        let from = changes::parse_view(cstr(from_checkpoint, "from checkpoint")?, from_wal_end)?;
+        let to = changes::parse_view(cstr(to_checkpoint, "to checkpoint")?, to_wal_end)?;
         let c = block(
             timeout_ms,
             cancel,
@@ -1104,6 +1097,32 @@ pub extern "C" fn rl_changes_open(
         )?;
         out_string(c.summary.json(), summary_out)?;
         out_handle(c, out)
+    })
+}
+
+/// The end of the WAL SSTs of the database at `url` in `*out`: one past
+/// the highest id there (0: none). Read right after a detached checkpoint,
+/// it completes the checkpoint into a view of all its writer had written.
+#[no_mangle]
+pub extern "C" fn rl_wal_end(
+    url: *const c_char,
+    opts_json: *const c_char,
+    timeout_ms: u64,
+    cancel: *const CancelToken,
+    out: *mut u64,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let url = cstr(url, "url")?;
+        let opts = store::Options::parse(opts_json)?;
+        let loc = store::resolve(url, &opts)?;
+        let end = block(timeout_ms, cancel, changes::wal_end(&loc, url))?;
+        if out.is_null() {
+            return Err(fail(RL_ERR_INVALID, "wal end: null out pointer"));
+        }
+        // SAFETY: checked non-null; the caller passes a valid u64 slot.
+        unsafe { *out = end };
+        Ok(())
     })
 }
 

@@ -50,8 +50,7 @@ var ErrCatchUp = errname.New("shard", "CatchUpFailed", "catch-up")
 const catchUpBatch = 4096
 
 // CatchUp carries into the target catalog at url the source's changes
-// between checkpoint from and checkpoint to ("": the latest state) of the
-// source at source: each changed key's old and new records transformed
+// between views from and to of the source at source (slatedb.View): each changed key's old and new records transformed
 // along the migration path, the target keys only the old records had
 // deleted, the new records put. digest is the target's records' digest
 // before the round; the result's is after it.
@@ -62,7 +61,7 @@ const catchUpBatch = 4096
 // finalized target they are written in place. A round is idempotent: run
 // again over the same views from the same digest, it writes the same keys
 // and returns the same digest, so a round cut short is simply rerun.
-func CatchUp(ctx context.Context, source, from, to, url string, digest ndjson.Digest, opts CatchUpOptions) (CatchUpResult, error) {
+func CatchUp(ctx context.Context, source string, from, to slatedb.View, url string, digest ndjson.Digest, opts CatchUpOptions) (CatchUpResult, error) {
 	res := CatchUpResult{Digest: digest}
 	path, err := migration.Path(opts.From, opts.To)
 	if err != nil {

@@ -102,6 +102,9 @@ func commit(t *testing.T, dir string, schemas []string, deletes [][]byte) string
 	return cp.ID
 }
 
+// view is the view of a checkpoint alone.
+func view(checkpoint string) slatedb.View { return slatedb.View{Checkpoint: checkpoint} }
+
 // firstKeys returns the first n keys under tag in the catalog at url.
 func firstKeys(t *testing.T, url string, tag format.Tag, n int) [][]byte {
 	t.Helper()
@@ -143,7 +146,7 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 	opts := shard.CatchUpOptions{From: format.V1, To: format.V2}
 	deletesB := slices.Concat(firstKeys(t, src, format.TagDataFile, 3), firstKeys(t, src, format.TagTag, 1), firstKeys(t, src, format.TagColumnTag, 1))
 	b := commit(t, dir, []string{"online_a", "online_b"}, deletesB)
-	r1, err := shard.CatchUp(ctx, src, a.ID, b, dst, digest, opts)
+	r1, err := shard.CatchUp(ctx, src, view(a.ID), view(b), dst, digest, opts)
 	if err != nil {
 		t.Fatalf("round A→B: %v", err)
 	}
@@ -151,11 +154,11 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 		t.Fatalf("round A→B: %+v", r1)
 	}
 	c := commit(t, dir, []string{"online_c"}, firstKeys(t, src, format.TagColumn, 1))
-	r2, err := shard.CatchUp(ctx, src, b, c, dst, r1.Digest, opts)
+	r2, err := shard.CatchUp(ctx, src, view(b), view(c), dst, r1.Digest, opts)
 	if err != nil {
 		t.Fatalf("round B→C: %v", err)
 	}
-	again, err := shard.CatchUp(ctx, src, b, c, dst, r1.Digest, opts)
+	again, err := shard.CatchUp(ctx, src, view(b), view(c), dst, r1.Digest, opts)
 	if err != nil || again.Digest != r2.Digest || again.Keys != r2.Keys {
 		t.Fatalf("round B→C rerun: %+v, %v; first run %+v", again, err, r2)
 	}
@@ -212,7 +215,7 @@ func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := shard.CatchUp(ctx, src, a.ID, c.ID, dst, digest, shard.CatchUpOptions{From: format.V1, To: format.V2})
+	r, err := shard.CatchUp(ctx, src, view(a.ID), view(c.ID), dst, digest, shard.CatchUpOptions{From: format.V1, To: format.V2})
 	if err != nil {
 		t.Fatal(err)
 	}

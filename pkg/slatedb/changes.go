@@ -42,9 +42,12 @@ type ChangeSummary struct {
 	// scan was taken.
 	Method string `json:"method"`
 	Reason string `json:"reason,omitempty"`
-	// FromManifest and ToManifest are the manifests compared.
+	// FromManifest and ToManifest are the manifests compared, FromWALEnd
+	// and ToWALEnd the ends of the WAL SSTs each view replays.
 	FromManifest uint64 `json:"from_manifest"`
 	ToManifest   uint64 `json:"to_manifest"`
+	FromWALEnd   uint64 `json:"from_wal_end"`
+	ToWALEnd     uint64 `json:"to_wal_end"`
 	// SSTsAdded and SSTsRemoved are the compacted SSTs only the later, and
 	// only the earlier, view names; WALsAdded and WALsRemoved the WAL SSTs
 	// only one of them replays.
@@ -87,21 +90,66 @@ type Changes struct {
 	done    bool
 }
 
-// OpenChanges opens the changes of the database at url between checkpoint
-// from and checkpoint to ("": the latest state, as it is when the call
-// reads it; a view no later call can name again, so chained catch-up
-// rounds need checkpoints, docs/online.md). Every key that changed lies in a source (compacted SST, WAL
-// SST) one view names and the other does not: those keys are read in both
+// View is a view of a database that can be named again in any process: a
+// checkpoint, plus the WAL SSTs past the ones its manifest names, up to
+// WALEnd (exclusive; 0, or at most the manifest's own end: none). A
+// detached checkpoint of a live database holds only what its writer's
+// manifest records; its writer's latest commits sit in WAL SSTs that
+// manifest does not name yet (docs/online.md). The checkpoint keeps its
+// own SSTs; the WAL SSTs past its manifest are kept by nothing once the
+// writer moved them into an L0 SST (SlateDB's garbage collection removes
+// them 5 minutes after they were written, by default): a view is for
+// minutes, and one found missing a WAL SST is ErrNotFound.
+type View struct {
+	Checkpoint string `json:"checkpoint"`
+	WALEnd     uint64 `json:"wal_end,omitempty"`
+}
+
+// TakeView takes a view of everything the writer of the database at url
+// had written: a detached checkpoint (no writer fenced), then the end of
+// the WAL SSTs listed after it.
+func TakeView(ctx context.Context, url string, cp CheckpointOptions, opts Options) (View, error) {
+	c, err := CreateCheckpoint(ctx, url, cp, opts)
+	if err != nil {
+		return View{}, err
+	}
+	end, err := WALEnd(ctx, url, opts)
+	if err != nil {
+		return View{}, err
+	}
+	return View{Checkpoint: c.ID, WALEnd: end}, nil
+}
+
+// WALEnd is one past the highest WAL SST id of the database at url (0:
+// none).
+func WALEnd(ctx context.Context, url string, opts Options) (uint64, error) {
+	if err := useS3(ctx, "wal end", url); err != nil {
+		return 0, err
+	}
+	curl, copts := C.CString(url), C.CString(opts.json())
+	defer C.free(unsafe.Pointer(curl))
+	defer C.free(unsafe.Pointer(copts))
+	var end C.uint64_t
+	err := native(ctx, "wal end", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
+		return C.rl_wal_end(curl, copts, t, c, &end, e)
+	})
+	return uint64(end), err
+}
+
+// OpenChanges opens the changes of the database at url between views from
+// and to. Every key that changed lies in a source (compacted SST, WAL SST)
+// one view names and the other does not: those keys are read in both
 // views, unless those sources hold more than maxFraction of the later
 // view's stored bytes (<= 0: always), when both views are scanned side by
-// side instead. Writes nothing. An earlier view that is not a checkpoint is
-// ErrInvalid; a checkpoint that does not exist, ErrCheckpointMissing.
-func OpenChanges(ctx context.Context, url, from, to string, opts Options, maxFraction float64) (*Changes, error) {
+// side instead. Writes nothing. A view without a checkpoint is ErrInvalid;
+// a checkpoint that does not exist, ErrCheckpointMissing; a WAL SST of a
+// view that is gone, ErrNotFound.
+func OpenChanges(ctx context.Context, url string, from, to View, opts Options, maxFraction float64) (*Changes, error) {
 	if err := useS3(ctx, "open changes", url); err != nil {
 		return nil, err
 	}
 	curl, copts := C.CString(url), C.CString(opts.json())
-	cfrom, cto := C.CString(from), C.CString(to)
+	cfrom, cto := C.CString(from.Checkpoint), C.CString(to.Checkpoint)
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))
 	defer C.free(unsafe.Pointer(cfrom))
@@ -109,7 +157,7 @@ func OpenChanges(ctx context.Context, url, from, to string, opts Options, maxFra
 	var h *C.rl_changes
 	var summary *C.char
 	err := native(ctx, "open changes", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
-		return C.rl_changes_open(curl, copts, cfrom, cto, C.double(maxFraction), t, c, &h, &summary, e)
+		return C.rl_changes_open(curl, copts, cfrom, C.uint64_t(from.WALEnd), cto, C.uint64_t(to.WALEnd), C.double(maxFraction), t, c, &h, &summary, e)
 	})
 	if err != nil {
 		return nil, err

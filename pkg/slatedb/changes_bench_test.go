@@ -42,7 +42,7 @@ func BenchmarkChanges(b *testing.B) {
 				}
 				defer w.Close()
 				smallChange(b, ctx, w)
-				run := func(view, to string) {
+				run := func(view string, to slatedb.View) {
 					for _, m := range []struct {
 						name string
 						frac float64
@@ -53,7 +53,7 @@ func BenchmarkChanges(b *testing.B) {
 							n := 0
 							for b.Loop() {
 								var o time.Duration
-								sum, n, o = drainChanges(b, ctx, url, a.ID, to, m.frac)
+								sum, n, o = drainChanges(b, ctx, url, slatedb.View{Checkpoint: a.ID}, to, m.frac)
 								open += o
 							}
 							b.ReportMetric(open.Seconds()/float64(b.N), "open-s/op")
@@ -64,14 +64,19 @@ func BenchmarkChanges(b *testing.B) {
 						})
 					}
 				}
-				// The latest state: the change is in the writer's WAL only.
-				run("wal", "")
+				// The change is in the writer's WAL only: a detached checkpoint
+				// and that WAL.
+				wal, err := slatedb.TakeView(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				run("wal", wal)
 				// A writer's checkpoint moves its memtable to an L0 SST.
 				l0, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Hour})
 				if err != nil {
 					b.Fatal(err)
 				}
-				run("l0", l0.ID)
+				run("l0", slatedb.View{Checkpoint: l0.ID})
 			})
 		}
 	}
@@ -111,7 +116,7 @@ func smallChange(b *testing.B, ctx context.Context, w *slatedb.Writer) {
 
 // drainChanges reads every change, and reports how long OpenChanges took
 // (the manifests, the readers, the differing sources' keys).
-func drainChanges(b *testing.B, ctx context.Context, url, from, to string, frac float64) (slatedb.ChangeSummary, int, time.Duration) {
+func drainChanges(b *testing.B, ctx context.Context, url string, from, to slatedb.View, frac float64) (slatedb.ChangeSummary, int, time.Duration) {
 	start := time.Now()
 	ch, err := slatedb.OpenChanges(ctx, url, from, to, slatedb.Options{}, frac)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -17,12 +18,26 @@ import (
 // never is a changed fraction the SST diff never falls back from.
 const never = 10
 
+// at is the view of a checkpoint alone.
+func at(checkpoint string) slatedb.View { return slatedb.View{Checkpoint: checkpoint} }
+
+// latest takes a view of all the database's writer has written, its WAL
+// included, without fencing it (TakeView).
+func latest(t *testing.T, ctx context.Context, url string) slatedb.View {
+	t.Helper()
+	v, err := slatedb.TakeView(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
+	if err != nil {
+		t.Fatalf("take a view of %s: %v", url, err)
+	}
+	return v
+}
+
 // changesOf reads every change between two views with OpenChanges.
-func changesOf(t *testing.T, ctx context.Context, url, from, to string, maxFraction float64) ([]slatedb.Change, slatedb.ChangeSummary) {
+func changesOf(t *testing.T, ctx context.Context, url string, from, to slatedb.View, maxFraction float64) ([]slatedb.Change, slatedb.ChangeSummary) {
 	t.Helper()
 	ch, err := slatedb.OpenChanges(ctx, url, from, to, slatedb.Options{}, maxFraction)
 	if err != nil {
-		t.Fatalf("open changes %s..%q: %v", from, to, err)
+		t.Fatalf("open changes %+v..%+v: %v", from, to, err)
 	}
 	defer func() {
 		if err := ch.Close(); err != nil {
@@ -165,7 +180,10 @@ func TestChangesBetweenCheckpoints(t *testing.T) {
 		if len(want) != 10+2+3 {
 			t.Fatalf("the scans' diff has %d changes: %s", len(want), show(want))
 		}
-		got, sum := changesOf(t, ctx, url, a, "", slatedb.DefaultMaxChangedFraction)
+		// A detached checkpoint and the WAL past its manifest: the latest
+		// state, the writer not fenced.
+		now := latest(t, ctx, url)
+		got, sum := changesOf(t, ctx, url, at(a), now, slatedb.DefaultMaxChangedFraction)
 		sameChanges(t, "sst diff to the latest state", got, want)
 		if sum.Method != slatedb.MethodSSTDiff || sum.SSTsAdded < 1 || sum.WALsAdded < 1 {
 			t.Fatalf("summary %+v: want the SST diff over a new L0 SST and WAL", sum)
@@ -174,18 +192,26 @@ func TestChangesBetweenCheckpoints(t *testing.T) {
 		if sum.Candidates != 17 {
 			t.Fatalf("summary %+v: %d candidate keys, want the 17 written since", sum, sum.Candidates)
 		}
-		merged, msum := changesOf(t, ctx, url, a, "", 0)
+		merged, msum := changesOf(t, ctx, url, at(a), now, 0)
 		sameChanges(t, "merge scan to the latest state", merged, want)
 		if msum.Method != slatedb.MethodMergeScan || msum.Reason == "" {
 			t.Fatalf("summary %+v: want the merge scan, with its reason", msum)
 		}
 
 		bcp := checkpoint(t, ctx, w)
-		got, _ = changesOf(t, ctx, url, a, bcp, never)
+		got, _ = changesOf(t, ctx, url, at(a), at(bcp), never)
 		sameChanges(t, "sst diff between checkpoints", got, want)
-		none, _ := changesOf(t, ctx, url, bcp, bcp, never)
-		if len(none) != 0 {
-			t.Fatalf("a view against itself: %s", show(none))
+		for _, v := range []slatedb.View{at(bcp), now} {
+			if none, _ := changesOf(t, ctx, url, v, v, never); len(none) != 0 {
+				t.Fatalf("view %+v against itself: %s", v, show(none))
+			}
+			if none, _ := changesOf(t, ctx, url, v, v, 0); len(none) != 0 {
+				t.Fatalf("view %+v against itself, merge scan: %s", v, show(none))
+			}
+		}
+		// The WAL view and the writer's checkpoint hold the same state.
+		if same, _ := changesOf(t, ctx, url, now, at(bcp), never); len(same) != 0 {
+			t.Fatalf("the WAL view against the writer's checkpoint: %s", show(same))
 		}
 	})
 }
@@ -246,14 +272,14 @@ func TestChangesFindDeletesAfterCompaction(t *testing.T) {
 	if deletes != 40 || len(want) != 44 {
 		t.Fatalf("the scans' diff: %d changes, %d deletes", len(want), deletes)
 	}
-	got, sum := changesOf(t, ctx, url, a, bcp, never)
+	got, sum := changesOf(t, ctx, url, at(a), at(bcp), never)
 	sameChanges(t, "sst diff across a compaction", got, want)
 	// Every key is a candidate (the whole database was rewritten): more than
 	// one window of the native side's parallel lookups.
 	if sum.Method != slatedb.MethodSSTDiff || sum.SSTsRemoved < 1 || sum.Candidates < 1500 {
 		t.Fatalf("summary %+v: want the SST diff over every key, the earlier view's L0 gone", sum)
 	}
-	auto, asum := changesOf(t, ctx, url, a, bcp, slatedb.DefaultMaxChangedFraction)
+	auto, asum := changesOf(t, ctx, url, at(a), at(bcp), slatedb.DefaultMaxChangedFraction)
 	sameChanges(t, "default threshold across a compaction", auto, want)
 	if asum.Method != slatedb.MethodMergeScan || asum.Reason == "" || asum.ChangedBytes <= asum.TotalBytes/4 {
 		t.Fatalf("summary %+v: want the merge scan, the compaction having rewritten everything", asum)
@@ -265,12 +291,39 @@ func TestChangesNeedACheckpointFirst(t *testing.T) {
 	url := "file://" + t.TempDir() + "/db"
 	w := openWriter(t, ctx, url)
 	put(t, ctx, w, "k", "v")
-	if _, err := slatedb.OpenChanges(ctx, url, "", "", slatedb.Options{}, never); !errors.Is(err, slatedb.ErrInvalid) {
+	cp := checkpoint(t, ctx, w)
+	if _, err := slatedb.OpenChanges(ctx, url, at(""), at(cp), slatedb.Options{}, never); !errors.Is(err, slatedb.ErrInvalid) {
 		t.Fatalf("no earlier checkpoint: err = %v, want ErrInvalid", err)
 	}
 	missing := "00000000-0000-4000-8000-000000000000"
-	if _, err := slatedb.OpenChanges(ctx, url, missing, "", slatedb.Options{}, never); !errors.Is(err, slatedb.ErrCheckpointMissing) {
+	if _, err := slatedb.OpenChanges(ctx, url, at(missing), at(cp), slatedb.Options{}, never); !errors.Is(err, slatedb.ErrCheckpointMissing) {
 		t.Fatalf("missing checkpoint: err = %v, want ErrCheckpointMissing", err)
+	}
+}
+
+// A view whose WAL SSTs past its checkpoint's manifest are gone (garbage
+// collected) is refused, never read without them.
+func TestChangesRefuseAViewMissingItsWAL(t *testing.T) {
+	ctx := testenv.Context(t)
+	dir := t.TempDir() + "/db"
+	url := "file://" + dir
+	w := openWriter(t, ctx, url)
+	put(t, ctx, w, "a", "1")
+	a := checkpoint(t, ctx, w)
+	put(t, ctx, w, "b", "2")
+	v := latest(t, ctx, url)
+	if v.WALEnd == 0 {
+		t.Fatalf("view %+v: no WAL end", v)
+	}
+	if got, _ := changesOf(t, ctx, url, at(a), v, never); len(got) != 1 || string(got[0].Key) != "b" {
+		t.Fatalf("changes to the WAL view: %s", show(got))
+	}
+	last := fmt.Sprintf("%s/wal/%020d.sst", dir, v.WALEnd-1)
+	if err := os.Remove(last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slatedb.OpenChanges(ctx, url, at(a), v, slatedb.Options{}, never); !errors.Is(err, slatedb.ErrNotFound) {
+		t.Fatalf("a view missing WAL SST %s: err = %v, want ErrNotFound", last, err)
 	}
 }
 
@@ -296,12 +349,22 @@ func TestChangesOfARealRockLakeCatalog(t *testing.T) {
 		createSchema(t, ctx, srv, fmt.Sprintf("online_%d", i))
 	}
 
+	// RockLake's commits sit in its WAL, past the manifest a detached
+	// checkpoint takes: the view lays that WAL over it.
+	now := latest(t, ctx, url)
 	live := diffViews(scanView(t, ctx, url, a.ID), scanView(t, ctx, url, ""))
-	got, sum := changesOf(t, ctx, url, a.ID, "", slatedb.DefaultMaxChangedFraction)
+	got, sum := changesOf(t, ctx, url, at(a.ID), now, slatedb.DefaultMaxChangedFraction)
 	sameChanges(t, "while RockLake serves", got, live)
 	if sum.Method != slatedb.MethodSSTDiff {
 		t.Fatalf("summary %+v: want the SST diff for three commits", sum)
 	}
+	merged, _ := changesOf(t, ctx, url, at(a.ID), now, 0)
+	sameChanges(t, "merge scan while RockLake serves", merged, live)
+	// The detached checkpoint alone lacks them.
+	if alone, _ := changesOf(t, ctx, url, at(a.ID), at(now.Checkpoint), never); len(alone) >= len(live) {
+		t.Fatalf("the detached checkpoint alone holds %d of the %d changes: RockLake's WAL is not past its manifest", len(alone), len(live))
+	}
+	t.Logf("while RockLake serves: %d changes, %d WAL SSTs added (WAL end %d)", len(live), sum.WALsAdded, sum.ToWALEnd)
 	tags := map[byte]int{}
 	for _, c := range live {
 		tags[c.Key[0]]++
@@ -326,10 +389,14 @@ func TestChangesOfARealRockLakeCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := diffViews(scanView(t, ctx, url, a.ID), scanView(t, ctx, url, bcp))
-	got, sum = changesOf(t, ctx, url, a.ID, bcp, slatedb.DefaultMaxChangedFraction)
+	sameChanges(t, "RockLake's commits: the view while it served, its writer's checkpoint after", live, want)
+	got, sum = changesOf(t, ctx, url, at(a.ID), at(bcp), slatedb.DefaultMaxChangedFraction)
 	sameChanges(t, "after RockLake stopped", got, want)
-	merged, _ := changesOf(t, ctx, url, a.ID, bcp, 0)
+	merged, _ = changesOf(t, ctx, url, at(a.ID), at(bcp), 0)
 	sameChanges(t, "merge scan after RockLake stopped", merged, want)
+	if same, _ := changesOf(t, ctx, url, now, at(bcp), never); len(same) != 0 {
+		t.Fatalf("the view taken while RockLake served against its writer's checkpoint after: %s", show(same))
+	}
 	t.Logf("%d changes, %s, %d candidate keys of %d+%d SSTs and %d WAL SSTs, %d of %d bytes",
 		len(want), sum.Method, sum.Candidates, sum.SSTsAdded, sum.SSTsRemoved, sum.WALsAdded, sum.ChangedBytes, sum.TotalBytes)
 }
