@@ -39,6 +39,10 @@ func newMigrateCmd(e *env) *cobra.Command {
 	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, after copying it as it was beside it (the way back rollback flips to; small catalogs)")
 	auto := fs.Bool("in-place-auto", false, "Strategy A if the catalog's transformed keys and values fit --in-place-max-bytes, else Strategy B (measured first, read-only)")
 	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes; with --in-place-auto: the size up to which A is chosen")
+	online := fs.Bool("online", false, "copy while RockLake keeps committing (from a snapshot), catch up in rounds until one is small, and fence the source only for the last round: writes freeze for seconds, not the whole copy")
+	maxKeys := fs.Int("catch-up-max-keys", workflow.DefaultCatchUpMaxKeys, "with --online: fence once a catch-up round carries at most this many keys")
+	maxSecs := fs.Duration("catch-up-max-time", time.Duration(workflow.DefaultCatchUpMaxSeconds*float64(time.Second)), "with --online: …and takes at most this long")
+	maxRounds := fs.Int("catch-up-max-rounds", workflow.DefaultCatchUpMaxRounds, "with --online: fence after this many rounds anyway (the writers outpaced the catch-up)")
 	graceFlag := freezeGraceFlag(fs)
 	rb := newRebuildFlags(fs)
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
@@ -62,6 +66,12 @@ func newMigrateCmd(e *env) *cobra.Command {
 		if *inPlace && *auto {
 			return usagef("--in-place and --in-place-auto exclude each other: one forces Strategy A, the other chooses")
 		}
+		if *online && (*inPlace || *auto) {
+			return usagef("--online copies while the source takes writes; --in-place and --in-place-auto migrate it where it lies: choose one")
+		}
+		if *maxKeys < 0 || *maxSecs < 0 || *maxRounds < 1 {
+			return usagef("--catch-up-max-keys and --catch-up-max-time take no negative value, --catch-up-max-rounds at least 1")
+		}
 		if *dryRun && *postpone {
 			return usagef("--dry-run and --postpone-flip exclude each other: a dry run never flips")
 		}
@@ -76,7 +86,8 @@ func newMigrateCmd(e *env) *cobra.Command {
 		rep, err := workflow.RunLocal(ctx, env, workflow.LocalOptions{
 			Check: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
 				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, ReadReplica: replica,
-				InPlace: *inPlace, InPlaceAuto: *auto, InPlaceMaxBytes: *maxBytes},
+				InPlace: *inPlace, InPlaceAuto: *auto, InPlaceMaxBytes: *maxBytes,
+				Online: *online, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxSecs.Seconds(), MaxRounds: *maxRounds}},
 			Topic: *topic, Concurrency: *concurrency, Log: e.stderr,
 			Display: func() *progress.Display { return e.progress(*asJSON) },
 		})
@@ -113,6 +124,19 @@ func printMigrateReport(e *env, r workflow.LocalReport) {
 	}
 	if r.PointerVersionID != "" {
 		fmt.Fprintf(e.stdout, "pointer version %s\n", r.PointerVersionID)
+	}
+	if o := r.Online; o != nil {
+		fmt.Fprintf(e.stdout, "online: %d catch-up rounds, write freeze %.2f s (fence to flip)\n", len(o.Rounds), o.FreezeSeconds)
+		for _, rd := range o.Rounds {
+			when := ""
+			if rd.Last {
+				when = ", after the fence"
+			}
+			fmt.Fprintf(e.stdout, "  round %d: %d keys in %.2f s (%s%s)\n", rd.Round, rd.Keys, rd.Seconds, rd.Method, when)
+			if rd.Reason != "" {
+				fmt.Fprintf(e.stdout, "    %s\n", rd.Reason)
+			}
+		}
 	}
 	if r.Error != "" {
 		fmt.Fprintf(e.stdout, "error: %s\n", r.Error)

@@ -346,7 +346,7 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 			f.Kind = KindLeftoverCheckpoint
 			f.Message = fmt.Sprintf("catalog %s has checkpoint %s (%q), made %s ago, older than %s and %s: a migration left it behind; it keeps old files from garbage collection (delete it once no run uses it)",
 				url, cp.ID, cp.Name, roundAge(age), maxAge, expiry)
-		case !c.decided || cp.Name == layout.ExportCheckpoint || cp.Name == layout.FreezeCheckpoint(c.opts.Active) ||
+		case !c.decided || cp.Name == layout.ExportCheckpoint || c.opts.Active != "" && layout.OfRun(cp.Name, c.opts.Active) ||
 			c.opts.Active != "" && cp.Name == layout.InPlaceCheckpoint(c.opts.Active):
 			continue
 		default:

@@ -71,6 +71,29 @@ type Record struct {
 	PointerVersionID string             `json:"pointer_version_id,omitempty"`
 	// Notes say what else happened (a cleanup that failed, a warning).
 	Notes []string `json:"notes,omitempty"`
+	// Online: what an online run's catch-up did, and its write freeze.
+	Online *Online `json:"online,omitempty"`
+}
+
+// Online is what an online run's catch-up rounds did, and how long writes
+// were frozen.
+type Online struct {
+	Rounds []Round `json:"rounds"`
+	// FreezeSeconds is the write freeze: from the fence to the pointer's
+	// write.
+	FreezeSeconds float64 `json:"freeze_seconds"`
+}
+
+// Round is one catch-up round: the source keys it carried, how it found
+// them (sst-diff, or merge-scan with why) and its time; Last after the
+// fence.
+type Round struct {
+	Round   int     `json:"round"`
+	Keys    int     `json:"keys"`
+	Method  string  `json:"method"`
+	Reason  string  `json:"reason,omitempty"`
+	Seconds float64 `json:"seconds"`
+	Last    bool    `json:"last,omitempty"`
 }
 
 // Done reports whether the run has ended.

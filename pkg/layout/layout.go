@@ -170,20 +170,40 @@ const ExportCheckpoint = CheckpointPrefix + "-export"
 // source.
 func FreezeCheckpoint(id string) string { return CheckpointPrefix + "-" + id }
 
+// RoundCheckpoint names the checkpoint round n of online migration id's
+// catch-up takes of its source, and FenceCheckpoint the one its Fence
+// takes: the Freeze checkpoint's name with a suffix, so that OfRun finds
+// them all.
+func RoundCheckpoint(id string, n int) string {
+	return fmt.Sprintf("%s-round-%d", FreezeCheckpoint(id), n)
+}
+
+// FenceCheckpoint names the checkpoint online migration id's Fence takes.
+func FenceCheckpoint(id string) string { return FreezeCheckpoint(id) + "-fence" }
+
+// OfRun reports whether the checkpoint called name is one migration id's
+// run took of its source (Freeze's or Snapshot's, a round's, the Fence's).
+func OfRun(name, id string) bool {
+	return name == FreezeCheckpoint(id) || strings.HasPrefix(name, FreezeCheckpoint(id)+"-round-") || name == FenceCheckpoint(id)
+}
+
 // InPlaceCheckpoint names the checkpoint in-place migration id's way back
 // is copied from; it lives only while the copy is made.
 func InPlaceCheckpoint(id string) string { return CheckpointPrefix + "-inplace-" + id }
 
 // CheckpointOwner reports whether the checkpoint called name is this
 // tool's, and what its name says after CheckpointPrefix and "-": the
-// migration id of a Freeze's checkpoint ("inplace-<id>" and "export" for
-// the others).
+// migration id of a Freeze's checkpoint, and of an online run's rounds'
+// and Fence's ("inplace-<id>" and "export" for the others).
 func CheckpointOwner(name string) (string, bool) {
 	if !strings.HasPrefix(name, CheckpointPrefix) {
 		return "", false
 	}
 	owner, _ := strings.CutPrefix(name, CheckpointPrefix+"-")
-	return owner, true
+	if i := strings.LastIndex(owner, "-round-"); i > 0 {
+		owner = owner[:i]
+	}
+	return strings.TrimSuffix(owner, "-fence"), true
 }
 
 // Shard files.

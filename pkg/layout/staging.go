@@ -112,6 +112,10 @@ func (s Staging) VerifyResult() string { return s.step(stepVerify) }
 // FlipIntent is what Flip records before it writes the pointer.
 func (s Staging) FlipIntent() string { return s.step(stepFlipIntent) }
 
+// Round is online catch-up round n's record (n from 1): its views, what
+// it found and the digest after it.
+func (s Staging) Round(n int) string { return fmt.Sprintf("%s/rounds/round-%05d.json", s.dir(), n) }
+
 // Gate is the gate record of a migration waiting for approve or abort.
 func (s Staging) Gate() string { return s.step(stepGate) }
 

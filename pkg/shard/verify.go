@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -221,4 +222,41 @@ func Compare(catalogDigest, shards ndjson.Digest) VerifyResult {
 		res.Diff = []string{"counts agree but record contents differ (digest " + catalogDigest.Sum() + " vs " + shards.Sum() + ")"}
 	}
 	return res
+}
+
+// DigestTransformed digests the records a migration of catalog c (in format
+// from) to format to writes: every record of c's scan transformed along the
+// path, as the export and transform steps, or a catch-up round, would. It
+// is what an online run's Verify holds the rounds' kept digest against,
+// never trusting it blindly; scanned in parts on every CPU.
+func DigestTransformed(ctx context.Context, c *catalog.Catalog, to format.Version, unknown migration.UnknownTags) (ndjson.Digest, error) {
+	var d ndjson.Digest
+	path, err := migration.Path(c.Version(), to)
+	if err != nil {
+		return d, fmt.Errorf("shard: digest the transform of %s: %w", c.URL(), err)
+	}
+	opts := migration.Options{UnknownTags: unknown}
+	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
+		var d ndjson.Digest
+		for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
+			if err != nil {
+				return d, fmt.Errorf("shard: digest the transform of %s: %w", c.URL(), err)
+			}
+			recs, err := transformed(c.Version(), e.Key, e.Value, path, opts)
+			if err != nil {
+				return d, err
+			}
+			for _, rec := range recs {
+				d.Add(rec)
+			}
+		}
+		return d, nil
+	})
+	if err != nil {
+		return d, err
+	}
+	for _, x := range parts {
+		d.Merge(x)
+	}
+	return d, nil
 }

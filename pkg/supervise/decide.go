@@ -51,6 +51,9 @@ type Observation struct {
 	LockHolder string
 	LockDryRun bool
 	FenceAt    time.Time
+	// LockWritesGoOn: the holder migrates online and has not named its
+	// fence yet (workflow.Lock.WritesGoOn): the writer keeps committing.
+	LockWritesGoOn bool
 	// Replica is the frozen source's copy the holder's Freeze made
 	// (layout.Replica, found once whole; "" when none): reads are served
 	// from it until the flip.
@@ -133,6 +136,10 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 		return Decision{Hold: true, State: Undecided, Reason: "the lock cannot be read: what runs keeps running, nothing is started"}
 	case holder != "" && obs.LockDryRun:
 		// A dry run fences nothing and writes nothing to the source.
+	case holder != "" && obs.LockWritesGoOn:
+		// An online migration copies while the writer commits; it names
+		// its fence a freeze grace ahead.
+		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " migrates online: writes go on until it names its fence"}
 	case holder != "" && p.MigrationID == holder && obs.Now.Before(p.UpdatedAt.Add(FlipSettle)):
 		// Flip frees the lock right after it writes the pointer: one
 		// restart, to the writer, rather than two.

@@ -18,6 +18,10 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
+// neverFenced is the fence time of an online migration's lock that has
+// not named its fence yet.
+var neverFenced = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
 // Defaults of Options.
 const (
 	DefaultInterval     = 1500 * time.Millisecond
@@ -316,10 +320,15 @@ func (s *Supervisor) observe(ctx context.Context) error {
 		s.obs.LockKnown, s.lock, s.lockETag = true, l, etag
 	}
 	s.obs.Now = time.Now()
-	s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt, s.obs.Replica = "", false, time.Time{}, ""
+	s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt, s.obs.Replica, s.obs.LockWritesGoOn = "", false, time.Time{}, "", false
 	if s.obs.LockKnown && s.lock.Held(s.obs.Now) {
 		s.obs.LockHolder, s.obs.LockDryRun, s.obs.FenceAt = s.lock.MigrationID, s.lock.DryRun, s.lock.FenceAt
-		if s.obs.FenceAt.IsZero() {
+		s.obs.LockWritesGoOn = s.lock.WritesGoOn()
+		switch {
+		case s.obs.LockWritesGoOn:
+			// Not fenced before it names when: the servers stay writers.
+			s.obs.FenceAt = neverFenced
+		case s.obs.FenceAt.IsZero():
 			// A lock that names no fence time may fence at once.
 			s.obs.FenceAt = s.lock.AcquiredAt
 		}

@@ -108,10 +108,8 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 			cp = p.Checkpoint
 		}
 	}
-	if cp != "" {
-		if err := slatedb.DeleteCheckpoint(ctx, m.Source, cp, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-			return out, fmt.Errorf("workflow: abort: delete checkpoint: %w", err)
-		}
+	if err := deleteCheckpoints(ctx, env, m, cp); err != nil {
+		return out, fmt.Errorf("workflow: abort: %w", err)
 	}
 	n, err := env.Store.DeletePrefix(ctx, env.staging(m.MigrationID).Prefix())
 	if err != nil {

@@ -51,6 +51,11 @@ type CheckInput struct {
 	// source into a read replica the servers' supervisors serve reads from
 	// until the flip or the abort (Migration.ReadReplica); false makes none.
 	ReadReplica *bool `json:"read_replica,omitempty"`
+	// Online copies while RockLake keeps committing, and fences the source
+	// only for the last catch-up round (Migration.Online); CatchUp bounds
+	// the rounds (zero: the defaults).
+	Online  bool          `json:"online,omitempty"`
+	CatchUp CatchUpLimits `json:"catch_up,omitzero"`
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names

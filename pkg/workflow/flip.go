@@ -13,7 +13,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // FlipOutput reports the new pointer version.
@@ -28,6 +27,8 @@ type FlipOutput struct {
 	// stands (the pointer is the outcome, and its versions name the
 	// migration); see record.go.
 	HistoryError string `json:"history_error,omitempty"`
+	// Online: an online run's rounds and write freeze.
+	Online *history.Online `json:"online,omitempty"`
 }
 
 // Flip moves the pointer to the new catalog. Every precondition is checked
@@ -65,6 +66,9 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		}
 	}
 	out.PointerVersionID = ref.VersionID
+	if m.online() {
+		out.Online = onlineReport(ctx, env, m, p)
+	}
 	var cleanup []string
 	// The target was live: its claim keeps that beyond the pointer's
 	// history and staging's lifecycle, so no cleanup ever takes it for a
@@ -76,7 +80,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	}); err != nil && !errors.Is(err, claim.ErrNoClaim) {
 		cleanup = append(cleanup, err.Error())
 	}
-	if err := slatedb.DeleteCheckpoint(ctx, m.Source, p.Checkpoint, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
+	if err := deleteCheckpoints(ctx, env, m, p.Checkpoint); err != nil {
 		cleanup = append(cleanup, err.Error())
 	}
 	if err := releaseLock(ctx, env, m); err != nil {
@@ -93,6 +97,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) {
 		r.Outcome, r.State, r.PointerVersionID = history.Succeeded, "Flip", ref.VersionID
 		r.ErrorName, r.Error = "", ""
+		r.Online = out.Online
 	})
 	return out, nil
 }

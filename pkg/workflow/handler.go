@@ -34,6 +34,9 @@ func step[I, O any](f func(context.Context, Env, I) (O, error)) stepFunc {
 var steps = map[string]stepFunc{
 	"Check":                step(Check),
 	"Freeze":               step(Freeze),
+	"Snapshot":             step(Snapshot),
+	"CatchUp":              step(CatchUp),
+	"Fence":                step(Fence),
 	"ExportShard":          step(ExportShard),
 	"TransformShard":       step(TransformShard),
 	"ExportTransformShard": step(ExportTransformShard),
@@ -51,8 +54,9 @@ var steps = map[string]stepFunc{
 // Functions maps each Lambda function to the steps it hosts.
 var Functions = map[string][]string{
 	"check":  {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
-	"export": {"Freeze", "ExportTransformShard", "ExportShard", "TransformShard"},
-	"import": {"Import", "Finalize", "Verify"},
+	"export": {"Freeze", "Snapshot", "Fence", "ExportTransformShard", "ExportShard", "TransformShard"},
+	// CatchUp writes the target, as Import does.
+	"import": {"Import", "CatchUp", "Finalize", "Verify"},
 	// Strategy A: the catalog's writer, and the pointer's (its flip), in
 	// one step.
 	"inplace": {"InPlace"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
 	display "github.com/rocklake/rocklake-migrate/pkg/progress"
@@ -154,6 +155,8 @@ type LocalReport struct {
 	GateHow string      `json:"gate_instructions,omitempty"`
 	// InPlace: what a Strategy A run did.
 	InPlace *inplace.Result `json:"in_place,omitempty"`
+	// Online: an online run's catch-up rounds and write freeze.
+	Online *history.Online `json:"online,omitempty"`
 }
 
 // RunLocal runs a migration in this process, as the CLI's migrate does:
@@ -318,9 +321,12 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 		}
 	}
 	var state struct {
-		Migration   Migration                      `json:"migration"`
-		Verify      VerifyOutput                   `json:"verify"`
-		Flip        FlipOutput                     `json:"flip"`
+		Migration Migration `json:"migration"`
+		// Flip's result lies in Verify's, for the outcome message.
+		Verify struct {
+			VerifyOutput
+			Flip FlipOutput `json:"flip"`
+		} `json:"verify"`
 		NotifyError *struct{ Error, Cause string } `json:"notify_error"`
 	}
 	state.Migration = checked
@@ -347,8 +353,9 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 	}
 	rep.MigrationID, rep.Source, rep.Target = state.Migration.MigrationID, state.Migration.Source, state.Migration.Target
 	rep.From, rep.To, rep.Counts, rep.Digest = state.Migration.From, state.Migration.To, state.Verify.Counts, state.Verify.Digest
-	rep.PointerVersionID = state.Flip.PointerVersionID
-	rep.HistoryError = state.Flip.HistoryError
+	rep.PointerVersionID = state.Verify.Flip.PointerVersionID
+	rep.HistoryError = state.Verify.Flip.HistoryError
+	rep.Online = state.Verify.Flip.Online
 	rep.WouldFence = state.Migration.WouldFence
 	rep.Carried, rep.Dropped = state.Verify.Carried, state.Verify.Dropped
 	switch {

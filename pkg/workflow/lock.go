@@ -74,7 +74,15 @@ type Lock struct {
 	// existed, where readers take AcquiredAt.
 	FenceAt time.Time `json:"fence_at,omitzero"`
 	DryRun  bool      `json:"dry_run,omitempty"`
+	// Online: the holder copies while the source's writer goes on, and
+	// names its fence_at only when its Fence is about to fence (the freeze
+	// grace ahead): until then the supervisors keep RockLake's writer.
+	Online bool `json:"online,omitempty"`
 }
+
+// WritesGoOn reports whether an online migration holds l and has not named
+// its fence yet: RockLake's writer keeps committing.
+func (l Lock) WritesGoOn() bool { return l.Online && l.FenceAt.IsZero() }
 
 // Held reports whether a migration holds l at now: taken, and its lease
 // not run out (past it, the next migration may take it over: its run is
@@ -130,8 +138,8 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock
 	if err != nil {
 		return Lock{}, err
 	}
-	l := Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun}
-	if !m.DryRun {
+	l := Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.online()}
+	if !m.DryRun && !l.Online {
 		// From the write, not from Check's start: the preflight before it
 		// may take seconds.
 		l.FenceAt = time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
@@ -234,6 +242,32 @@ func confirmLock(ctx context.Context, env Env, pointerURL, id string) error {
 		return fmt.Errorf("%w: the lease of migration %s on %s ran out at %s; nothing was written", ErrLockLost, id, url, held.ExpiresAt.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// announceFence names the fence time in the lock online migration m
+// holds: its freeze grace from now, for the supervisors to switch the
+// servers to reader mode first. A retry finds it named and keeps it.
+func announceFence(ctx context.Context, env Env, m Migration) (time.Time, error) {
+	url := layout.Lock(m.Pointer)
+	held, info, err := readLock(ctx, env, url)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if held.MigrationID != m.MigrationID {
+		return time.Time{}, fmt.Errorf("%w: migration %s no longer holds %s (held by %q); the source was not fenced", ErrLockLost, m.MigrationID, url, held.MigrationID)
+	}
+	if !held.FenceAt.IsZero() {
+		return held.FenceAt, nil
+	}
+	held.FenceAt = time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
+	body, err := json.Marshal(held)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
+		return time.Time{}, fmt.Errorf("workflow: name the fence in the lock %s: %w", url, err)
+	}
+	return held.FenceAt, nil
 }
 
 // releaseLock frees the pointer's lock if migration m holds it.

@@ -54,6 +54,55 @@ type Migration struct {
 	// not asked for); Abort and Flip remove it.
 	ReadReplica bool   `json:"read_replica,omitempty"`
 	Replica     string `json:"replica,omitempty"`
+
+	// Online: the copy runs from a snapshot while RockLake keeps
+	// committing; catch-up rounds follow until one is small, then the
+	// source is fenced and a last round runs (docs/online.md). online,
+	// caught_up and fenced are always present: the definition's Choices
+	// read them.
+	Online bool `json:"online"`
+	// CatchUp bounds the rounds; Round is how many ran.
+	CatchUp  CatchUpLimits `json:"catch_up,omitzero"`
+	Round    int           `json:"round,omitempty"`
+	CaughtUp bool          `json:"caught_up"`
+	Fenced   bool          `json:"fenced"`
+	// FencedAt is when Fence fenced the source: the write freeze runs from
+	// it to the flip.
+	FencedAt time.Time `json:"fenced_at,omitzero"`
+}
+
+// online reports whether m copies while the source takes writes: a dry run
+// fences nothing and an in-place migration copies nothing, so neither does.
+func (m Migration) online() bool { return m.Online && !m.DryRun && !m.InPlace }
+
+// CatchUpLimits bound the catch-up: rounds go on while one carries more
+// than MaxKeys keys or takes more than MaxSeconds, at most MaxRounds times
+// (then the run fences anyway: the writers outpaced it, and the last round
+// carries the rest, its freeze longer). Zero: the defaults.
+type CatchUpLimits struct {
+	MaxKeys    int     `json:"max_keys,omitempty"`
+	MaxSeconds float64 `json:"max_seconds,omitempty"`
+	MaxRounds  int     `json:"max_rounds,omitempty"`
+}
+
+// The catch-up's default limits (gh-ost's rule, bounded).
+const (
+	DefaultCatchUpMaxKeys    = 10000
+	DefaultCatchUpMaxSeconds = 2.0
+	DefaultCatchUpMaxRounds  = 20
+)
+
+func (l CatchUpLimits) withDefaults() CatchUpLimits {
+	if l.MaxKeys <= 0 {
+		l.MaxKeys = DefaultCatchUpMaxKeys
+	}
+	if l.MaxSeconds <= 0 {
+		l.MaxSeconds = DefaultCatchUpMaxSeconds
+	}
+	if l.MaxRounds <= 0 {
+		l.MaxRounds = DefaultCatchUpMaxRounds
+	}
+	return l
 }
 
 // NewMigrationID makes a migration id: the time and randomness, sortable.

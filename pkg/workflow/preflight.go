@@ -48,10 +48,14 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 
 	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
-		ReadReplica: in.ReadReplica == nil || *in.ReadReplica}
+		ReadReplica: in.ReadReplica == nil || *in.ReadReplica, Online: in.Online && !in.DryRun, CatchUp: in.CatchUp}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
 		fail("input", err)
+		return m, found, first
+	}
+	if in.Online && (in.InPlace || in.InPlaceAuto) {
+		fail("input", fmt.Errorf("%w: online copies while the source takes writes; in place (Strategy A) migrates the catalog where it lies, frozen: choose one", ErrBadInput))
 		return m, found, first
 	}
 	if in.InPlace && (in.Rebuild || in.TargetPrefix != "") {

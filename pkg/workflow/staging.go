@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -31,8 +32,13 @@ type Plan struct {
 	// indexes), else "bytes (...)" (a byte scan) or by the counters'
 	// estimate when the scan would take too long, with why (planShards).
 	Balance string `json:"balance,omitempty"`
-	// Replica is the read replica Freeze made ("" when none).
+	// Replica is the read replica Freeze (or Fence) made ("" when none).
 	Replica string `json:"replica,omitempty"`
+	// FenceCheckpoint is an online run's checkpoint of the fenced source
+	// (Checkpoint is its snapshot's), taken at FencedAt: the marks and
+	// engine state above are the fenced source's from then on.
+	FenceCheckpoint string    `json:"fence_checkpoint,omitempty"`
+	FencedAt        time.Time `json:"fenced_at,omitzero"`
 }
 
 func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {

@@ -26,7 +26,8 @@ type VerifyOutput struct {
 const resultReads = 16
 
 // Verify rescans the new catalog: its per-table counts and digest must equal
-// what the transforms wrote, and its version the target.
+// what the transforms wrote (online, and the catch-up rounds: which must
+// equal the fenced source's transform), and its version the target.
 func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return VerifyOutput{Migration: m}, err
@@ -42,23 +43,25 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	}
 	defer c.Close()
 	// The transforms' results (one small object per shard, each a round
-	// trip to S3) are read while the catalog is scanned.
-	results := make([]shardResult, len(p.Ranges))
+	// trip to S3) are read while the catalog is scanned; an online run's
+	// expected digest, the rounds' held against the fenced source's
+	// transform, is computed meanwhile too.
 	var got, want ndjson.Digest
+	var carried, dropped map[string]uint64
 	err = shard.ForEach(ctx, 2, 2, func(ctx context.Context, part int) error {
 		if part == 1 {
 			var err error
 			got, err = shard.DigestCatalog(ctx, c, env.Progress.Verify)
 			return err
 		}
-		err := shard.ForEach(ctx, len(results), resultReads, func(ctx context.Context, i int) error {
-			return getJSON(ctx, env.Store, st.TransformResult(i), &results[i])
-		})
-		if err != nil {
+		var err error
+		if want, carried, dropped, err = transformsDigest(ctx, env, m, len(p.Ranges)); err != nil {
 			return err
 		}
-		for _, r := range results {
-			want.Merge(r.Digest)
+		if m.online() {
+			if want, err = verifyOnline(ctx, env, m, p); err != nil {
+				return err
+			}
 		}
 		var records uint64
 		for _, n := range want.Counts() {
@@ -69,15 +72,6 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	})
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
-	}
-	carried, dropped := map[string]uint64{}, map[string]uint64{}
-	for _, r := range results {
-		for t, n := range r.Carried {
-			carried[t.String()] += n
-		}
-		for t, n := range r.Dropped {
-			dropped[t.String()] += n
-		}
 	}
 	cmp := shard.Compare(got, want)
 	out := VerifyOutput{Migration: m, Counts: got.Counts(), Digest: got.Sum()}
@@ -94,4 +88,29 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 		return out, fmt.Errorf("%w: %s: %v", shard.ErrMismatch, m.Target, cmp.Diff)
 	}
 	return out, nil
+}
+
+// transformsDigest merges the digests of what the transforms of m's n
+// shards wrote, and counts the records of unknown tags they carried or
+// dropped, by tag.
+func transformsDigest(ctx context.Context, env Env, m Migration, n int) (d ndjson.Digest, carried, dropped map[string]uint64, err error) {
+	st := env.staging(m.MigrationID)
+	results := make([]shardResult, n)
+	err = shard.ForEach(ctx, n, resultReads, func(ctx context.Context, i int) error {
+		return getJSON(ctx, env.Store, st.TransformResult(i), &results[i])
+	})
+	if err != nil {
+		return d, nil, nil, err
+	}
+	carried, dropped = map[string]uint64{}, map[string]uint64{}
+	for _, r := range results {
+		d.Merge(r.Digest)
+		for t, n := range r.Carried {
+			carried[t.String()] += n
+		}
+		for t, n := range r.Dropped {
+			dropped[t.String()] += n
+		}
+	}
+	return d, carried, dropped, nil
 }

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// committer commits a new schema through srv every interval until stopped,
+// counting what RockLake acknowledged and what it refused.
+type committer struct {
+	mu      sync.Mutex
+	acked   []string
+	refused int
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func commitEvery(ctx context.Context, srv *rocklake.Server, interval time.Duration) *committer {
+	c := &committer{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-c.stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			name := fmt.Sprintf("online_%04d", i)
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := rocklake.AddSchema(cctx, srv, name)
+			cancel()
+			c.mu.Lock()
+			if err == nil {
+				c.acked = append(c.acked, name)
+			} else {
+				c.refused++
+			}
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+func (c *committer) halt() (acked []string, refused int) {
+	close(c.stop)
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.acked, c.refused
+}
+
+// kv reads every key and value of the catalog at url.
+func kv(t *testing.T, ctx context.Context, url string) map[string]string {
+	t.Helper()
+	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
+	if err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	defer r.Close()
+	it, err := r.Scan(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	m := map[string]string{}
+	for it.Next() {
+		m[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// An online migration while the real RockLake serves the source and a
+// client commits through it every 100 ms: the copy runs from a snapshot,
+// rounds catch up with the commits, the fence refuses the rest. Every
+// commit RockLake acknowledged is in the new catalog, which equals byte for
+// byte an offline migration of the frozen source, and RockLake serves it.
+// A rebuild (format 1 to format 1), so that RockLake v0.47.11, which serves
+// format 1 only, can serve the result.
+func TestRealRockLakeOnlineMigration(t *testing.T) {
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "catalogs", "prod")
+	srv, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// A catalog in service for a while: most of it in SSTs its manifest
+	// names (RockLake's memtable reaches L0 at 64 MiB or after 4096 WAL
+	// flushes; a passive writer's checkpoint puts it there at once).
+	fw, err := slatedb.OpenWriter(ctx, "file://"+src, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fw.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err = rocklake.Serve(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+
+	w := commitEvery(ctx, srv, 100*time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // commits before the snapshot too
+	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "online")+"/",
+		"--online", "--shards", "2", "--freeze-grace", "0s", "--read-replica=false", "--json")
+	time.Sleep(500 * time.Millisecond) // commits after the fence, refused
+	acked, refused := w.halt()
+	if err := srv.Stop(); err != nil {
+		t.Logf("rocklake serve (fenced) stopped: %v", err)
+	}
+	r.want(t, exitOK)
+	var rep workflow.LocalReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" || rep.Online == nil {
+		t.Fatalf("migrate --online report %q: %v", r.stdout, err)
+	}
+	o := rep.Online
+	if len(o.Rounds) < 2 || !o.Rounds[len(o.Rounds)-1].Last || o.FreezeSeconds <= 0 {
+		t.Fatalf("online report %+v: want rounds before the fence and the last one after it, and the freeze", o)
+	}
+	carried := 0
+	for _, rd := range o.Rounds {
+		carried += rd.Keys
+	}
+	t.Logf("%d commits acknowledged, %d refused; %d rounds carried %d keys; write freeze %.2f s; rounds %+v", len(acked), refused, len(o.Rounds), carried, o.FreezeSeconds, o.Rounds)
+	if carried == 0 || refused == 0 || len(acked) < 5 {
+		t.Fatalf("the rounds carried %d keys, RockLake acknowledged %d commits and refused %d: the writer did not commit across the migration", carried, len(acked), refused)
+	}
+
+	// The offline migration of the frozen source, by the same tool.
+	other := "s3://rocklake/OFFLINE"
+	cli(t, "init-pointer", "--pointer", other, "--catalog", "file://"+src).want(t, exitOK)
+	off := cli(t, "migrate", "--pointer", other, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "offline")+"/",
+		"--shards", "3", "--freeze-grace", "0s", "--read-replica=false", "--json")
+	off.want(t, exitOK)
+	var offRep workflow.LocalReport
+	if err := json.Unmarshal([]byte(off.stdout), &offRep); err != nil {
+		t.Fatal(err)
+	}
+	online, offline := kv(t, ctx, rep.Target), kv(t, ctx, offRep.Target)
+	if len(online) != len(offline) {
+		t.Fatalf("online: %d keys, offline: %d", len(online), len(offline))
+	}
+	for k, v := range offline {
+		if online[k] != v {
+			t.Fatalf("key %x differs between the online and the offline migration", k)
+		}
+	}
+
+	target := strings.TrimPrefix(rep.Target, "file://")
+	if out, err := rocklake.Verify(ctx, target); err != nil {
+		t.Fatalf("rocklake verify catalog %s: %v\n%s", target, err, out)
+	}
+	served, err := rocklake.Serve(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Stop()
+	names, err := schemas(ctx, served)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		have[n] = true
+	}
+	for _, n := range acked {
+		if !have[n] {
+			t.Fatalf("commit %s, acknowledged by RockLake, is not in the new catalog", n)
+		}
+	}
+}

@@ -1,0 +1,268 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// An online run (docs/online.md): Snapshot instead of Freeze, the copy from
+// its checkpoint while RockLake commits, CatchUp rounds until one is small,
+// Fence, a last CatchUp, then Finalize, Verify and Flip as offline.
+
+// checkpointLifetime bounds the life of the checkpoints a run takes of its
+// source, should neither Flip nor Abort remove them.
+const checkpointLifetime = 7 * 24 * time.Hour
+
+// Snapshot is an online run's Freeze without the fence: a detached
+// checkpoint of the source (RockLake keeps its writer and commits on), the
+// shard plan from that checkpoint. A run that is not online freezes.
+func Snapshot(ctx context.Context, env Env, m Migration) (Migration, error) {
+	if !m.online() {
+		return Freeze(ctx, env, m)
+	}
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return m, err
+	}
+	cp, err := slatedb.CreateCheckpoint(ctx, m.Source, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.FreezeCheckpoint(m.MigrationID)}, env.SlateDB)
+	if err != nil {
+		return m, fmt.Errorf("workflow: snapshot %s: %w", m.Source, err)
+	}
+	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Checkpoint: cp.ID, Store: env.SlateDB})
+	if err != nil {
+		return m, fmt.Errorf("workflow: snapshot %s: %w", m.Source, err)
+	}
+	defer c.Close()
+	// The snapshot's marks stand until Fence records the fenced source's.
+	epoch, nextSnap, err := c.Marks(ctx)
+	if err != nil {
+		return m, err
+	}
+	ranges, balance, err := planShards(ctx, c, blockSource{m.Source, cp.ID, env.SlateDB}, m.Shards, byteScanBudget)
+	if err != nil {
+		return m, err
+	}
+	m.Checkpoint = cp.ID
+	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
+}
+
+// Round is catch-up round n's record in staging: written with its views
+// before the round writes to the target (a retry reruns the same views),
+// and again with what it found once done.
+type Round struct {
+	Round int          `json:"round"`
+	From  slatedb.View `json:"from"`
+	To    slatedb.View `json:"to"`
+	// Last: the round after the fence, to the fenced source.
+	Last    bool                `json:"last,omitempty"`
+	Done    bool                `json:"done"`
+	Result  shard.CatchUpResult `json:"result"`
+	Seconds float64             `json:"seconds"`
+}
+
+// CatchUp runs the next catch-up round: the source's changes from the last
+// round's view (the snapshot's, first) to a new one (the fenced source's,
+// after the fence) carried into the target, the digest kept. It says
+// whether the round was small enough to fence next (CaughtUp).
+func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return m, err
+	}
+	p, err := readPlan(ctx, env, m.MigrationID)
+	if err != nil {
+		return m, err
+	}
+	st := env.staging(m.MigrationID)
+	from, digest := slatedb.View{Checkpoint: p.Checkpoint}, ndjson.Digest{}
+	if m.Round == 0 {
+		if digest, _, _, err = transformsDigest(ctx, env, m, len(p.Ranges)); err != nil {
+			return m, err
+		}
+	} else {
+		var prev Round
+		if err := getJSON(ctx, env.Store, st.Round(m.Round), &prev); err != nil {
+			return m, err
+		}
+		from, digest = prev.To, prev.Result.Digest
+	}
+	n := m.Round + 1
+	r, err := roundViews(ctx, env, m, p, n, from)
+	if err != nil {
+		return m, err
+	}
+	policy, err := migration.ParseUnknownTags(p.UnknownTags)
+	if err != nil {
+		return m, err
+	}
+	start := time.Now()
+	res, err := shard.CatchUp(ctx, m.Source, r.From, r.To, m.Target, digest, shard.CatchUpOptions{From: m.From, To: m.To, UnknownTags: policy, Store: env.SlateDB})
+	if err != nil {
+		return m, err
+	}
+	r.Done, r.Result, r.Seconds = true, res, time.Since(start).Seconds()
+	if err := putJSON(ctx, env.Store, st.Round(n), r); err != nil {
+		return m, err
+	}
+	lim := m.CatchUp.withDefaults()
+	m.Round = n
+	m.CaughtUp = res.Keys <= lim.MaxKeys && r.Seconds <= lim.MaxSeconds || n >= lim.MaxRounds
+	return m, nil
+}
+
+// roundViews returns round n's record with its views: the one a earlier
+// attempt recorded (a retry carries the same change), else from and a new
+// view, recorded before anything is written.
+func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from slatedb.View) (Round, error) {
+	st := env.staging(m.MigrationID)
+	var r Round
+	err := getJSON(ctx, env.Store, st.Round(n), &r)
+	switch {
+	case err == nil:
+		return r, nil
+	case !errors.Is(err, blob.ErrNotFound):
+		return r, err
+	}
+	r = Round{Round: n, From: from, Last: m.Fenced}
+	if m.Fenced {
+		r.To = slatedb.View{Checkpoint: p.FenceCheckpoint}
+	} else if r.To, err = slatedb.TakeView(ctx, m.Source, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.RoundCheckpoint(m.MigrationID, n)}, env.SlateDB); err != nil {
+		return r, fmt.Errorf("workflow: catch-up round %d: %w", n, err)
+	}
+	return r, putJSON(ctx, env.Store, st.Round(n), r)
+}
+
+// Fence is an online run's fence, Freeze's without the copy: the fence time
+// named in the lock and its grace awaited (the supervisors switch the
+// servers to reader mode), the source's writer opened (fencing RockLake's),
+// its marks and engine state recorded and a checkpoint taken through it,
+// which takes RockLake's WAL in. The write freeze starts here.
+func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return m, err
+	}
+	p, err := readPlan(ctx, env, m.MigrationID)
+	if err != nil {
+		return m, err
+	}
+	if m.FenceAt, err = announceFence(ctx, env, m); err != nil {
+		return m, err
+	}
+	if err := awaitGrace(ctx, m); err != nil {
+		return m, err
+	}
+	so := env.SlateDB
+	so.Passive = true
+	w, err := catalog.OpenWriter(ctx, m.Source, catalog.Options{Expect: m.From, Store: so})
+	if err != nil {
+		return m, fmt.Errorf("workflow: fence %s: %w", m.Source, err)
+	}
+	defer w.Close()
+	m.FencedAt = time.Now().UTC()
+	epoch, nextSnap, err := w.Catalog.Marks(ctx)
+	if err != nil {
+		return m, err
+	}
+	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.FenceCheckpoint(m.MigrationID)})
+	if err != nil {
+		return m, err
+	}
+	p.Replica = makeReplica(ctx, env, m, cp.ID)
+	if err := w.CloseContext(ctx); err != nil {
+		return m, fmt.Errorf("workflow: fence %s: close: %w", m.Source, err)
+	}
+	state, err := engineState(ctx, env, m.Source)
+	if err != nil {
+		return m, err
+	}
+	p.WriterEpoch, p.NextSnapshotID, p.EngineState, p.FenceCheckpoint, p.FencedAt = epoch, nextSnap, state, cp.ID, m.FencedAt
+	if err := putJSON(ctx, env.Store, env.staging(m.MigrationID).Plan(), p); err != nil {
+		return m, err
+	}
+	m.Replica, m.Fenced = p.Replica, true
+	return m, nil
+}
+
+// verifyOnline is Verify's expected digest for an online run: the one the
+// last round kept, which must equal a digest of the fenced source's
+// transform, computed from its own scan (never trusting the rounds').
+func verifyOnline(ctx context.Context, env Env, m Migration, p Plan) (ndjson.Digest, error) {
+	var last Round
+	if err := getJSON(ctx, env.Store, env.staging(m.MigrationID).Round(m.Round), &last); err != nil {
+		return ndjson.Digest{}, err
+	}
+	if !last.Done || !last.Last {
+		return ndjson.Digest{}, fmt.Errorf("%w: %s: round %d is not the finished round after the fence", shard.ErrMismatch, m.Target, m.Round)
+	}
+	policy, err := migration.ParseUnknownTags(p.UnknownTags)
+	if err != nil {
+		return ndjson.Digest{}, err
+	}
+	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Checkpoint: p.FenceCheckpoint, Store: env.SlateDB})
+	if err != nil {
+		return ndjson.Digest{}, err
+	}
+	defer c.Close()
+	fenced, err := shard.DigestTransformed(ctx, c, m.To, policy)
+	if err != nil {
+		return ndjson.Digest{}, err
+	}
+	if cmp := shard.Compare(last.Result.Digest, fenced); !cmp.Match {
+		return ndjson.Digest{}, fmt.Errorf("%w: the rounds' digest of %s is not the fenced source's transform: %v", shard.ErrMismatch, m.Target, cmp.Diff)
+	}
+	return fenced, nil
+}
+
+// deleteCheckpoints deletes the checkpoints migration m took of its
+// source: Freeze's, cp ("" when none); an online run's too, by name
+// (layout.OfRun: Snapshot's, the rounds', the Fence's).
+func deleteCheckpoints(ctx context.Context, env Env, m Migration, cp string) error {
+	if cp != "" {
+		if err := slatedb.DeleteCheckpoint(ctx, m.Source, cp, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
+			return fmt.Errorf("workflow: delete checkpoint %s: %w", cp, err)
+		}
+	}
+	if !m.online() {
+		return nil
+	}
+	cps, err := slatedb.ListCheckpoints(ctx, m.Source, env.SlateDB)
+	if err != nil {
+		return fmt.Errorf("workflow: list the checkpoints of %s: %w", m.Source, err)
+	}
+	for _, cp := range cps {
+		if !layout.OfRun(cp.Name, m.MigrationID) {
+			continue
+		}
+		if err := slatedb.DeleteCheckpoint(ctx, m.Source, cp.ID, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
+			return fmt.Errorf("workflow: delete checkpoint %s (%s): %w", cp.ID, cp.Name, err)
+		}
+	}
+	return nil
+}
+
+// onlineReport is what online run m's rounds did, and its write freeze
+// until now (the pointer written). A round record that cannot be read is
+// left out of it.
+func onlineReport(ctx context.Context, env Env, m Migration, p Plan) *history.Online {
+	o := &history.Online{Rounds: []history.Round{}}
+	if !p.FencedAt.IsZero() {
+		o.FreezeSeconds = time.Since(p.FencedAt).Seconds()
+	}
+	for n := 1; n <= m.Round; n++ {
+		var r Round
+		if err := getJSON(ctx, env.Store, env.staging(m.MigrationID).Round(n), &r); err != nil {
+			continue
+		}
+		o.Rounds = append(o.Rounds, history.Round{Round: n, Keys: r.Result.Keys, Method: r.Result.Changes.Method, Reason: r.Result.Changes.Reason, Seconds: r.Seconds, Last: r.Last})
+	}
+	return o
+}
