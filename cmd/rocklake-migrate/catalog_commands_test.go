@@ -25,9 +25,14 @@ type result struct {
 }
 
 // cli runs the CLI in-process, as main does.
-func cli(t *testing.T, args ...string) result {
+func cli(t testing.TB, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Benchmarks migrate millions of rows.
+	limit := 2 * time.Minute
+	if _, bench := t.(*testing.B); bench {
+		limit = 20 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	if len(args) > 0 && args[0] == "migrate" && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--freeze-grace") }) {
@@ -39,7 +44,7 @@ func cli(t *testing.T, args ...string) result {
 	return result{code, out.String(), errOut.String()}
 }
 
-func (r result) want(t *testing.T, code int, stderr ...string) {
+func (r result) want(t testing.TB, code int, stderr ...string) {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)

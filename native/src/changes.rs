@@ -468,7 +468,7 @@ pub(crate) async fn open(
             "the merge scan was asked for".into()
         } else {
             format!(
-                "the sources that differ hold {changed_bytes} of {total_bytes} bytes, more than {max_fraction} of them (a compaction rewrote most of the database)"
+                "the sources that differ hold {changed_bytes} of {total_bytes} bytes, more than {max_fraction} of them: scanning both views costs less than reading their keys (a compaction rewrote much of the database, or it is small)"
             )
         };
         let scan = ScanOptions {
@@ -494,21 +494,17 @@ pub(crate) async fn open(
     for k in sst_keys(loc, &handles).await? {
         keys.insert(k);
     }
-    let per_wal: Vec<Vec<Bytes>> = futures::stream::iter(
-        wals_added
-            .iter()
-            .chain(&wals_removed)
-            .map(|&id| {
-                let r = &wal_reader;
-                async move {
-                    let entries = wal_entries(r, id).await?;
-                    Ok::<_, crate::Fail>(entries.into_iter().map(|(k, _, _)| k).collect())
-                }
-            }),
-    )
-    .buffer_unordered(PARALLEL)
-    .try_collect()
-    .await?;
+    let per_wal: Vec<Vec<Bytes>> =
+        futures::stream::iter(wals_added.iter().chain(&wals_removed).map(|&id| {
+            let r = &wal_reader;
+            async move {
+                let entries = wal_entries(r, id).await?;
+                Ok::<_, crate::Fail>(entries.into_iter().map(|(k, _, _)| k).collect())
+            }
+        }))
+        .buffer_unordered(PARALLEL)
+        .try_collect()
+        .await?;
     keys.extend(per_wal.into_iter().flatten());
     summary.candidates = keys.len() as u64;
     let keys: Vec<Bytes> = keys.into_iter().collect();

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// BenchmarkOnlineMigration: the write freeze of an offline and an online
+// migration (a rebuild, so that the real RockLake serves the result) of a
+// seeded catalog the real RockLake serves while a client commits through
+// it every 100 ms for the whole run, at each row count of
+// BENCH_ONLINE_ROWS (default 100000,1000000,3000000). Reported per run:
+// freeze-s (offline: from Freeze's fence to the flip; online: from Fence to
+// the flip), refused (commits RockLake refused while the run ran: from the
+// fence on, as no supervisor restarts it here), acked, and migrate-s. Every
+// acknowledged commit must be in the new catalog, or the benchmark fails.
+func BenchmarkOnlineMigration(b *testing.B) {
+	if _, err := rocklake.Binary(); err != nil {
+		b.Fatal(err)
+	}
+	rows := []int{100000, 1000000, 3000000}
+	if env := os.Getenv("BENCH_ONLINE_ROWS"); env != "" {
+		rows = rows[:0]
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatalf("BENCH_ONLINE_ROWS: %v", err)
+			}
+			rows = append(rows, n)
+		}
+	}
+	for _, n := range rows {
+		for _, mode := range []string{"offline", "online"} {
+			b.Run(fmt.Sprintf("rows=%d/%s", n, mode), func(b *testing.B) {
+				for b.Loop() {
+					b.StopTimer()
+					r := migrateWhileCommitting(b, n, mode == "online")
+					b.StartTimer()
+					b.ReportMetric(r.freeze, "freeze-s")
+					b.ReportMetric(float64(r.refused), "refused")
+					b.ReportMetric(float64(r.acked), "acked")
+					b.ReportMetric(r.seconds, "migrate-s")
+					b.ReportMetric(float64(r.rounds), "rounds")
+				}
+			})
+		}
+	}
+}
+
+type committedRun struct {
+	freeze, seconds        float64
+	refused, acked, rounds int
+}
+
+// migrateWhileCommitting seeds a catalog of n rows, serves it with the real
+// RockLake, commits through it every 100 ms and runs migrate --rebuild
+// (online or not) meanwhile; it fails unless every acknowledged commit is
+// in the new catalog.
+func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
+	s := s3server.Start(b)
+	s3server.SetEnv(b, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	src := filepath.Join(dir, "catalogs", "prod")
+	if _, err := seed.Seed(ctx, "file://"+src, seed.Options{Rows: n, Seed: 26}); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Stop()
+	ptr := "s3://rocklake/CURRENT"
+	cli(b, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(b, exitOK)
+	w := commitEvery(ctx, srv, 100*time.Millisecond)
+	time.Sleep(time.Second)
+	args := []string{"migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://" + filepath.Join(dir, "new") + "/",
+		"--shards", "8", "--freeze-grace", "0s", "--read-replica=false", "--json"}
+	if online {
+		args = append(args, "--online")
+	}
+	start := time.Now()
+	r := cli(b, args...)
+	secs := time.Since(start).Seconds()
+	acked, refused := w.halt()
+	r.want(b, exitOK)
+	var rep workflow.LocalReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		b.Fatal(err)
+	}
+	out := committedRun{seconds: secs, refused: refused, acked: len(acked)}
+	if online {
+		if rep.Online == nil {
+			b.Fatalf("no online report: %s", r.stdout)
+		}
+		out.freeze, out.rounds = rep.Online.FreezeSeconds, len(rep.Online.Rounds)
+	} else {
+		for state, s := range rep.StateSeconds {
+			if state != "Check" && state != "NeedsMigration" && state != "NotifySuccess" && state != "Migrated" {
+				out.freeze += s
+			}
+		}
+	}
+	_ = srv.Stop()
+	served, err := rocklake.Serve(ctx, strings.TrimPrefix(rep.Target, "file://"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer served.Stop()
+	names, err := schemas(ctx, served)
+	if err != nil {
+		b.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		have[n] = true
+	}
+	for _, n := range acked {
+		if !have[n] {
+			b.Fatalf("commit %s, acknowledged by RockLake, is not in the new catalog", n)
+		}
+	}
+	return out
+}
