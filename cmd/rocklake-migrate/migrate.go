@@ -41,7 +41,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes; with --in-place-auto: the size up to which A is chosen")
 	online := fs.Bool("online", false, "copy while RockLake keeps committing (from a snapshot), catch up in rounds until one is small, and fence the source only for the last round: writes freeze for seconds, not the whole copy")
 	maxKeys := fs.Int("catch-up-max-keys", workflow.DefaultCatchUpMaxKeys, "with --online: fence once a catch-up round carries at most this many keys")
-	maxSecs := fs.Duration("catch-up-max-time", time.Duration(workflow.DefaultCatchUpMaxSeconds*float64(time.Second)), "with --online: …and takes at most this long")
+	maxTime := fs.Duration("catch-up-max-time", time.Duration(workflow.DefaultCatchUpMaxSeconds*float64(time.Second)), "with --online: …and takes at most this long")
 	maxRounds := fs.Int("catch-up-max-rounds", workflow.DefaultCatchUpMaxRounds, "with --online: fence after this many rounds anyway (the writers outpaced the catch-up)")
 	graceFlag := freezeGraceFlag(fs)
 	rb := newRebuildFlags(fs)
@@ -69,7 +69,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 		if *online && (*inPlace || *auto) {
 			return usagef("--online copies while the source takes writes; --in-place and --in-place-auto migrate it where it lies: choose one")
 		}
-		if *maxKeys < 0 || *maxSecs < 0 || *maxRounds < 1 {
+		if *maxKeys < 0 || *maxTime < 0 || *maxRounds < 1 {
 			return usagef("--catch-up-max-keys and --catch-up-max-time take no negative value, --catch-up-max-rounds at least 1")
 		}
 		if *dryRun && *postpone {
@@ -87,7 +87,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			Check: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
 				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, ReadReplica: replica,
 				InPlace: *inPlace, InPlaceAuto: *auto, InPlaceMaxBytes: *maxBytes,
-				Online: *online, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxSecs.Seconds(), MaxRounds: *maxRounds}},
+				Online: *online, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxTime.Seconds(), MaxRounds: *maxRounds}},
 			Topic: *topic, Concurrency: *concurrency, Log: e.stderr,
 			Display: func() *progress.Display { return e.progress(*asJSON) },
 		})

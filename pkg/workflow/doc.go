@@ -9,6 +9,7 @@
 //
 //	check.go        Check: preflight (preflight.go, shared with Plan), the staging probe, the lock, the run's record, the target's claim
 //	freeze.go       Freeze: the fence, the checkpoint, the shard plan (blocks, else a bounded scan, else the counters) written to staging
+//	online.go       an online run's Snapshot (a checkpoint, no fence), CatchUp rounds (views recorded, then the change carried), Fence, its Verify digest and report
 //	shards.go       ExportTransformShard, the Map's (ExportShard and TransformShard are its two halves, for by hand)
 //	import.go       Import (the one writer of the new catalog, resumable) and Finalize (the batch that makes it open)
 //	verify.go       Verify: the new catalog's counts and digest against the transforms'
