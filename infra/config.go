@@ -41,7 +41,12 @@ type Config struct {
 	// "inPlaceAuto": release-started migrations take Strategy A (in place,
 	// the way back copied beside the catalog) when the catalog's transformed
 	// keys and values fit the in-place limit (32 MiB), Strategy B otherwise.
-	InPlaceAuto      bool
+	InPlaceAuto bool
+	// "online": release-started migrations copy while RockLake keeps
+	// committing and fence only for the last catch-up round (migrate
+	// --online). With inPlaceAuto, a catalog under the in-place limit
+	// still takes Strategy A (online applies to Strategy B).
+	Online           bool
 	ShardMemoryMB    int    // "shardMemoryMb": export, transform, import
 	ShardConcurrency int    // "shardConcurrency": reserved concurrency of export and transform, and the Map's MaxConcurrency
 	DistDir          string // "distDir": where `make build` wrote <function>.zip
@@ -115,6 +120,7 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	flag("existingCatalogBucket", &c.ExistingCatalogBucket)
 	flag("existingStagingBucket", &c.ExistingStagingBucket)
 	flag("inPlaceAuto", &c.InPlaceAuto)
+	flag("online", &c.Online)
 	num("executionTimeoutHours", &c.ExecutionTimeoutHours, 1)
 	num("stagingExpireDays", &c.StagingExpireDays, 1)
 	num("pointerNoncurrentDays", &c.PointerNoncurrentDays, 1)

@@ -318,6 +318,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 			"target_version": awsevents.EventField_FromPath(jsii.String("$.detail.target_format_version")),
 			"shards":         cfg.DefaultShards,
 			"in_place_auto":  cfg.InPlaceAuto,
+			"online":         cfg.Online,
 			// The run's record names what started it (pkg/history).
 			"trigger": "release:" + *awsevents.EventField_EventId(),
 		}),

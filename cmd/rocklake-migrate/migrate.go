@@ -66,8 +66,8 @@ func newMigrateCmd(e *env) *cobra.Command {
 		if *inPlace && *auto {
 			return usagef("--in-place and --in-place-auto exclude each other: one forces Strategy A, the other chooses")
 		}
-		if *online && (*inPlace || *auto) {
-			return usagef("--online copies while the source takes writes; --in-place and --in-place-auto migrate it where it lies: choose one")
+		if *online && *inPlace {
+			return usagef("--online copies while the source takes writes; --in-place migrates it where it lies: choose one")
 		}
 		if *maxKeys < 0 || *maxTime < 0 || *maxRounds < 1 {
 			return usagef("--catch-up-max-keys and --catch-up-max-time take no negative value, --catch-up-max-rounds at least 1")

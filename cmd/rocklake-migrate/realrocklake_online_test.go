@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -87,6 +88,40 @@ func kv(t *testing.T, ctx context.Context, url string) map[string]string {
 	return m
 }
 
+// servedCatalog makes a catalog in dir with the real RockLake (its sample
+// DuckLake workload) and serves it again, as a catalog in service for a
+// while: most of it in SSTs its manifest names (RockLake's memtable reaches
+// L0 at 64 MiB or after 4096 WAL flushes; a passive writer's checkpoint
+// puts it there at once), its next commits in its WAL.
+func servedCatalog(t *testing.T, ctx context.Context, dir string) *rocklake.Server {
+	t.Helper()
+	srv, err := rocklake.Serve(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
+		_ = srv.Stop()
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := slatedb.OpenWriter(ctx, "file://"+dir, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err = rocklake.Serve(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 // An online migration while the real RockLake serves the source and a
 // client commits through it every 100 ms: the copy runs from a snapshot,
 // rounds catch up with the commits, the fence refuses the rest. Every
@@ -104,32 +139,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "catalogs", "prod")
-	srv, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
-		t.Fatalf("%v\n%s", err, srv.Logs())
-	}
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	// A catalog in service for a while: most of it in SSTs its manifest
-	// names (RockLake's memtable reaches L0 at 64 MiB or after 4096 WAL
-	// flushes; a passive writer's checkpoint puts it there at once).
-	fw, err := slatedb.OpenWriter(ctx, "file://"+src, slatedb.Options{Passive: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fw.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Minute}); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if srv, err = rocklake.Serve(ctx, src); err != nil {
-		t.Fatal(err)
-	}
+	srv := servedCatalog(t, ctx, src)
 	defer srv.Stop()
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
@@ -202,5 +212,54 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 		if !have[n] {
 			t.Fatalf("commit %s, acknowledged by RockLake, is not in the new catalog", n)
 		}
+	}
+}
+
+// An online run interrupted before its fence (in Fence's grace) cleans up
+// after itself: no checkpoint of the run left on the source (Snapshot's,
+// the rounds'), the pointer where it was, and RockLake, never fenced, still
+// commits.
+func TestRealRockLakeOnlineInterruptedBeforeTheFence(t *testing.T) {
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "catalogs", "prod")
+	srv := servedCatalog(t, ctx, src)
+	defer srv.Stop()
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	w := commitEvery(ctx, srv, 100*time.Millisecond)
+
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	stderr := &cancelOn{state: "Fence", cancel: interrupt}
+	var stdout strings.Builder
+	code := run(runCtx, &env{stdout: &stdout, stderr: stderr}, []string{"migrate", "--pointer", ptr, "--rebuild", "--online",
+		"--migration-id", "m-online-interrupted", "--shards", "2", "--freeze-grace", "5s", "--read-replica=false"})
+	acked, refused := w.halt()
+	if code == exitOK || !strings.Contains(stderr.buf.String(), "cleaned up after the interruption") {
+		t.Fatalf("interrupted migrate --online: exit %d\n%s", code, stderr.buf.String())
+	}
+	if refused != 0 || len(acked) == 0 {
+		t.Fatalf("RockLake refused %d commits and acknowledged %d through an online run that never fenced", refused, len(acked))
+	}
+	if _, err := rocklake.AddSchema(ctx, srv, "after_the_interruption"); err != nil {
+		t.Fatalf("RockLake no longer commits after the interrupted run: %v\n%s", err, srv.Logs())
+	}
+	cps, err := slatedb.ListCheckpoints(ctx, "file://"+src, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range cps {
+		if layout.OfRun(cp.Name, "m-online-interrupted") {
+			t.Fatalf("checkpoint %s (%s) of the interrupted run is left on the source", cp.ID, cp.Name)
+		}
+	}
+	if st := cli(t, "status", "--pointer", ptr); st.code != exitOK || !strings.Contains(st.stdout, "file://"+src) {
+		t.Fatalf("status after the interrupted run:\n%s\n%s", st.stdout, st.stderr)
 	}
 }

@@ -139,6 +139,9 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 	case holder != "" && obs.LockWritesGoOn:
 		// An online migration copies while the writer commits; it names
 		// its fence a freeze grace ahead.
+		if readersOnly {
+			want.Mode = Reader
+		}
 		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " migrates online: writes go on until it names its fence"}
 	case holder != "" && p.MigrationID == holder && obs.Now.Before(p.UpdatedAt.Add(FlipSettle)):
 		// Flip frees the lock right after it writes the pointer: one

@@ -441,6 +441,9 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}, writer, true, supervise.Reader, supervise.Migrating},
 		{supervise.Observation{Pointer: flipped, LockKnown: true, LockHolder: "m-1", Now: now.Add(supervise.FlipSettle), FenceAt: past}, writer, false, supervise.Reader, supervise.Migrating},
 		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-dry", LockDryRun: true, Now: now}, writer, false, supervise.Writer, supervise.Serving},
+		// An online migration that has not named its fence: writes go on.
+		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-on", LockWritesGoOn: true, Now: now, FenceAt: now.Add(24 * time.Hour)}, writer, false, supervise.Writer, supervise.Migrating},
+		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-on", LockWritesGoOn: true, Now: now, FenceAt: now.Add(24 * time.Hour)}, writer, true, supervise.Reader, supervise.Migrating},
 	} {
 		d := supervise.Decide(c.obs, c.last, bins, c.readers)
 		if d.Child == nil || d.Hold || d.Child.Mode != c.want || d.State != c.state {

@@ -54,7 +54,9 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		fail("input", err)
 		return m, found, first
 	}
-	if in.Online && (in.InPlace || in.InPlaceAuto) {
+	// With in_place_auto, a catalog Strategy A takes migrates in place
+	// (frozen, for the seconds its one batch takes); online is Strategy B's.
+	if in.Online && in.InPlace {
 		fail("input", fmt.Errorf("%w: online copies while the source takes writes; in place (Strategy A) migrates the catalog where it lies, frozen: choose one", ErrBadInput))
 		return m, found, first
 	}
