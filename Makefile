@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online demo clean infra-tools test-infra synth
 
 all: build
 
@@ -165,6 +165,12 @@ bench: build tools
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/ndjson/
 	scripts/bench-pipeline.sh 100000 1000000 3000000
 	scripts/bench-migrate.sh
+	$(MAKE) bench-online
+
+# Online against offline migration with the real RockLake serving and a
+# client committing every 100 ms (BENCH_ONLINE_ROWS, default 100000,1000000,3000000).
+bench-online: build
+	go test -run '^$$' -bench BenchmarkOnlineMigration -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
 	scripts/bench-pgdump.sh
 	scripts/bench-inplace.sh 10000 100000 1000000
 

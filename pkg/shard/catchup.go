@@ -63,21 +63,6 @@ const catchUpBatch = 4096
 // and returns the same digest, so a round cut short is simply rerun.
 func CatchUp(ctx context.Context, source string, from, to slatedb.View, url string, digest ndjson.Digest, opts CatchUpOptions) (CatchUpResult, error) {
 	res := CatchUpResult{Digest: digest}
-	path, err := migration.Path(opts.From, opts.To)
-	if err != nil {
-		return res, fmt.Errorf("%w: %w", ErrCatchUp, err)
-	}
-	frac := opts.MaxChangedFraction
-	if frac == 0 {
-		frac = slatedb.DefaultMaxChangedFraction
-	}
-	ch, err := slatedb.OpenChanges(ctx, source, from, to, opts.Store, frac)
-	if err != nil {
-		return res, fmt.Errorf("shard: catch-up %s: %w", source, err)
-	}
-	defer ch.Close()
-	res.Changes = ch.Summary()
-
 	so := opts.Store
 	so.Passive = true // short-lived: the catalog's own writer compacts it later
 	w, err := slatedb.OpenWriter(ctx, url, so)
@@ -90,7 +75,6 @@ func CatchUp(ctx context.Context, source string, from, to slatedb.View, url stri
 		return res, err
 	}
 
-	tx := migration.Options{UnknownTags: opts.UnknownTags}
 	var b slatedb.Batch
 	flush := func() error {
 		if b.Len() == 0 {
@@ -102,16 +86,7 @@ func CatchUp(ctx context.Context, source string, from, to slatedb.View, url stri
 		b.Reset()
 		return nil
 	}
-	for ch.Next() {
-		c := ch.Change()
-		olds, err := transformed(opts.From, c.Key, c.Old, path, tx)
-		if err != nil {
-			return res, err
-		}
-		news, err := transformed(opts.From, c.Key, c.New, path, tx)
-		if err != nil {
-			return res, err
-		}
+	res.Changes, err = eachChange(ctx, source, from, to, opts, func(_ slatedb.Change, olds, news []ndjson.Record) error {
 		res.Keys++
 		for _, r := range olds {
 			res.Digest.Remove(r)
@@ -137,13 +112,12 @@ func CatchUp(ctx context.Context, source string, from, to slatedb.View, url stri
 			b.Put(k, v)
 		}
 		if b.Len() >= catchUpBatch {
-			if err := flush(); err != nil {
-				return res, err
-			}
+			return flush()
 		}
-	}
-	if err := ch.Err(); err != nil {
-		return res, fmt.Errorf("shard: catch-up %s: %w", source, err)
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	if err := flush(); err != nil {
 		return res, err

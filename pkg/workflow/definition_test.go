@@ -71,17 +71,13 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	var state struct {
-		Migration workflow.Migration    `json:"migration"`
-		Verify    workflow.VerifyOutput `json:"verify"`
-		Flip      workflow.FlipOutput   `json:"flip"`
-	}
+	var state workflow.FinalState
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
 	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || p.Catalog != state.Migration.Target || p.FormatVersion != format.V2 || ref.VersionID != state.Flip.PointerVersionID {
-		t.Fatalf("pointer = %+v (%+v), run said %+v", p, ref, state.Flip)
+	if err != nil || p.Catalog != state.Migration.Target || p.FormatVersion != format.V2 || ref.VersionID != state.Verify.Flip.PointerVersionID {
+		t.Fatalf("pointer = %+v (%+v), run said %+v", p, ref, state.Verify.Flip)
 	}
 	// The new catalog holds the transformed source: as many rows per table.
 	src, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})

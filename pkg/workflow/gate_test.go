@@ -165,13 +165,13 @@ func TestGateApproveFlips(t *testing.T) {
 		Gate struct {
 			ApprovedBy string `json:"approved_by"`
 		} `json:"gate"`
-		Flip workflow.FlipOutput `json:"flip"`
+		workflow.FinalState
 	}
-	if err := json.Unmarshal(res.Output, &out); err != nil || out.Gate.ApprovedBy != "ops" || out.Flip.PointerVersionID == "" {
+	if err := json.Unmarshal(res.Output, &out); err != nil || out.Gate.ApprovedBy != "ops" || out.Verify.Flip.PointerVersionID == "" {
 		t.Fatalf("approve output %s: %v", res.Output, err)
 	}
 	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || p.Catalog != m.Target || ref.VersionID != out.Flip.PointerVersionID {
+	if err != nil || p.Catalog != m.Target || ref.VersionID != out.Verify.Flip.PointerVersionID {
 		t.Fatalf("pointer after approve: %+v %+v, %v", p, ref, err)
 	}
 	if l := lockHolder(t, ctx, f); l.MigrationID != "" {

@@ -159,6 +159,18 @@ type LocalReport struct {
 	Online *history.Online `json:"online,omitempty"`
 }
 
+// FinalState is the state a migration's execution ends with: the
+// migration, what Verify found and, within it so that the outcome message
+// carries both, what Flip did.
+type FinalState struct {
+	Migration Migration `json:"migration"`
+	Verify    struct {
+		VerifyOutput
+		Flip FlipOutput `json:"flip"`
+	} `json:"verify"`
+	NotifyError *struct{ Error, Cause string } `json:"notify_error"`
+}
+
 // RunLocal runs a migration in this process, as the CLI's migrate does:
 // Strategy A as Check then MigrateInPlace; Strategy B as the migration
 // definition under pkg/asl with LocalTasks. A run interrupted (its context
@@ -320,15 +332,7 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 			runErr = fmt.Errorf("%w; cleaned up after the interruption (%d target and %d staging objects removed)", runErr, ab.TargetObjects, ab.StagingObjects)
 		}
 	}
-	var state struct {
-		Migration Migration `json:"migration"`
-		// Flip's result lies in Verify's, for the outcome message.
-		Verify struct {
-			VerifyOutput
-			Flip FlipOutput `json:"flip"`
-		} `json:"verify"`
-		NotifyError *struct{ Error, Cause string } `json:"notify_error"`
-	}
+	var state FinalState
 	state.Migration = checked
 	if state.Migration.MigrationID == "" {
 		state.Migration.MigrationID = in.MigrationID

@@ -36,11 +36,7 @@ func catalogDigest(t *testing.T, ctx context.Context, url string, v format.Versi
 	return d.Sum()
 }
 
-type rebuildState struct {
-	Migration workflow.Migration    `json:"migration"`
-	Verify    workflow.VerifyOutput `json:"verify"`
-	Flip      workflow.FlipOutput   `json:"flip"`
-}
+type rebuildState = workflow.FinalState
 
 // rebuild runs the definition with in and returns its final state.
 func rebuild(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput) rebuildState {
@@ -65,8 +61,8 @@ func flippedToIdentity(t *testing.T, ctx context.Context, f fixture, st rebuildS
 		t.Fatalf("the run = %+v", m)
 	}
 	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || p.Catalog != m.Target || p.FormatVersion != format.V1 || p.PreviousCatalog != f.source || ref.VersionID != st.Flip.PointerVersionID {
-		t.Fatalf("pointer after the rebuild = %+v (%+v), %v; the run: %+v", p, ref, err, st.Flip)
+	if err != nil || p.Catalog != m.Target || p.FormatVersion != format.V1 || p.PreviousCatalog != f.source || ref.VersionID != st.Verify.Flip.PointerVersionID {
+		t.Fatalf("pointer after the rebuild = %+v (%+v), %v; the run: %+v", p, ref, err, st.Verify.Flip)
 	}
 	if got := catalogDigest(t, ctx, m.Target, format.V1); got != digest || st.Verify.Digest != digest {
 		t.Fatalf("digest of the rebuilt catalog %s (Verify said %s), the source's %s", got, st.Verify.Digest, digest)
