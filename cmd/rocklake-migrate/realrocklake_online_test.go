@@ -162,6 +162,9 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	if len(o.Rounds) < 2 || !o.Rounds[len(o.Rounds)-1].Last || o.FreezeSeconds <= 0 {
 		t.Fatalf("online report %+v: want rounds before the fence and the last one after it, and the freeze", o)
 	}
+	if _, ok := rep.StateSeconds["VerifyCatchUp"]; !ok {
+		t.Fatalf("no VerifyCatchUp before the fence: states %v", rep.StateSeconds)
+	}
 	carried := 0
 	for _, rd := range o.Rounds {
 		carried += rd.Keys

@@ -1,6 +1,7 @@
 package shard_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -227,5 +228,81 @@ func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
 	sameKV(t, "caught-up vs offline", dump(t, dst), dump(t, offline))
 	if r.Digest != want {
 		t.Fatalf("digest %s, want %s", r.Digest.Sum(), want.Sum())
+	}
+}
+
+// The online verification's two parts, on RockLake's commits: before the
+// fence the unfinished import's digest and the source view's transform
+// equal the rounds' digest; after it, VerifyChanges recomputes the digest
+// from the change alone, and finds a target key that is not what the
+// change wrote.
+func TestOnlineVerification(t *testing.T) {
+	if _, err := rocklake.Binary(); err != nil {
+		t.Fatalf("this test needs the real RockLake v0.47.11 binary: %v", err)
+	}
+	ctx := testenv.Context(t)
+	store := testenv.Store(t)
+	dir := filepath.Join(t.TempDir(), "src")
+	src := "file://" + dir
+	seeded(t, src, rows)
+	a, err := slatedb.CreateCheckpoint(ctx, src, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := fileURL(t, "dst")
+	digest := migrateOffline(t, store, src, a.ID, dst, false)
+	opts := shard.CatchUpOptions{From: format.V1, To: format.V2}
+	b := commit(t, dir, []string{"verify_a"}, firstKeys(t, src, format.TagDataFile, 2))
+	r1, err := shard.CatchUp(ctx, src, view(a.ID), view(b), dst, digest, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported, err := shard.DigestImport(ctx, dst, slatedb.Options{})
+	if err != nil || imported != r1.Digest {
+		t.Fatalf("the unfinished import digests to %s (%v), the round kept %s", imported.Sum(), err, r1.Digest.Sum())
+	}
+	source, err := shard.DigestView(ctx, src, view(b), opts)
+	if err != nil || source != r1.Digest {
+		t.Fatalf("the source view's transform digests to %s (%v), the round kept %s", source.Sum(), err, r1.Digest.Sum())
+	}
+
+	c := commit(t, dir, []string{"verify_b"}, firstKeys(t, src, format.TagColumn, 1))
+	r2, err := shard.CatchUp(ctx, src, view(b), view(c), dst, r1.Digest, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := shard.Finalize(ctx, dst, format.V2, slatedb.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	got, keys, err := shard.VerifyChanges(ctx, src, view(b), view(c), dst, r1.Digest, opts)
+	if err != nil || got != r2.Digest || keys != r2.Keys {
+		t.Fatalf("VerifyChanges: %s over %d keys (%v); the round kept %s over %d", got.Sum(), keys, err, r2.Digest.Sum(), r2.Keys)
+	}
+
+	// A target key the change wrote, overwritten behind the rounds' back.
+	var changed []byte
+	for k, v := range dump(t, dst) {
+		if strings.Contains(v, "verify_b") {
+			changed = []byte(k)
+			break
+		}
+	}
+	if changed == nil {
+		t.Fatal("no target key holds the commit of verify_b")
+	}
+	w, err := slatedb.OpenWriter(ctx, dst, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad slatedb.Batch
+	bad.Put(changed, []byte("not what the change wrote"))
+	if err := w.Write(ctx, &bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := shard.VerifyChanges(ctx, src, view(b), view(c), dst, r1.Digest, opts); !errors.Is(err, shard.ErrMismatch) {
+		t.Fatalf("VerifyChanges over a corrupted target key: %v, want ErrMismatch", err)
 	}
 }

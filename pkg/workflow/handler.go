@@ -36,6 +36,7 @@ var steps = map[string]stepFunc{
 	"Freeze":               step(Freeze),
 	"Snapshot":             step(Snapshot),
 	"CatchUp":              step(CatchUp),
+	"VerifyCatchUp":        step(VerifyCatchUp),
 	"Fence":                step(Fence),
 	"ExportShard":          step(ExportShard),
 	"TransformShard":       step(TransformShard),
@@ -56,7 +57,7 @@ var Functions = map[string][]string{
 	"check":  {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
 	"export": {"Freeze", "Snapshot", "Fence", "ExportTransformShard", "ExportShard", "TransformShard"},
 	// CatchUp writes the target, as Import does.
-	"import": {"Import", "CatchUp", "Finalize", "Verify"},
+	"import": {"Import", "CatchUp", "VerifyCatchUp", "Finalize", "Verify"},
 	// Strategy A: the catalog's writer, and the pointer's (its flip), in
 	// one step.
 	"inplace": {"InPlace"},

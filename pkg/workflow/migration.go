@@ -65,7 +65,11 @@ type Migration struct {
 	CatchUp  CatchUpLimits `json:"catch_up,omitzero"`
 	Round    int           `json:"round,omitempty"`
 	CaughtUp bool          `json:"caught_up"`
-	Fenced   bool          `json:"fenced"`
+	// Verified: VerifyCatchUp verified the whole target at round
+	// VerifiedRound, before the fence (always present: a Choice reads it).
+	Verified      bool `json:"verified"`
+	VerifiedRound int  `json:"verified_round,omitempty"`
+	Fenced        bool `json:"fenced"`
 	// FencedAt is when Fence fenced the source: the write freeze runs from
 	// it to the flip.
 	FencedAt time.Time `json:"fenced_at,omitzero"`

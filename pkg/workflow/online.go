@@ -100,12 +100,12 @@ func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	policy, err := migration.ParseUnknownTags(p.UnknownTags)
+	opts, err := catchUpOptions(env, m, p)
 	if err != nil {
 		return m, err
 	}
 	start := time.Now()
-	res, err := shard.CatchUp(ctx, m.Source, r.From, r.To, m.Target, digest, shard.CatchUpOptions{From: m.From, To: m.To, UnknownTags: policy, Store: env.SlateDB})
+	res, err := shard.CatchUp(ctx, m.Source, r.From, r.To, m.Target, digest, opts)
 	if err != nil {
 		return m, err
 	}
@@ -192,34 +192,103 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	return m, nil
 }
 
-// verifyOnline is Verify's expected digest for an online run: the one the
-// last round kept, which must equal a digest of the fenced source's
-// transform, computed from its own scan (never trusting the rounds').
-func verifyOnline(ctx context.Context, env Env, m Migration, p Plan) (ndjson.Digest, error) {
-	var last Round
-	if err := getJSON(ctx, env.Store, env.staging(m.MigrationID).Round(m.Round), &last); err != nil {
-		return ndjson.Digest{}, err
-	}
-	if !last.Done || !last.Last {
-		return ndjson.Digest{}, fmt.Errorf("%w: %s: round %d is not the finished round after the fence", shard.ErrMismatch, m.Target, m.Round)
-	}
+// catchUpOptions are the rounds' and the verification's options for m.
+func catchUpOptions(env Env, m Migration, p Plan) (shard.CatchUpOptions, error) {
 	policy, err := migration.ParseUnknownTags(p.UnknownTags)
+	return shard.CatchUpOptions{From: m.From, To: m.To, UnknownTags: policy, Store: env.SlateDB}, err
+}
+
+// readRound reads round n's record; it must be done.
+func readRound(ctx context.Context, env Env, m Migration, n int) (Round, error) {
+	var r Round
+	if err := getJSON(ctx, env.Store, env.staging(m.MigrationID).Round(n), &r); err != nil {
+		return r, err
+	}
+	if !r.Done {
+		return r, fmt.Errorf("%w: %s: catch-up round %d did not finish", shard.ErrMismatch, m.Target, n)
+	}
+	return r, nil
+}
+
+// VerifyCatchUp is the whole of an online run's verification that can run
+// while writes go on, before the fence: the target (an unfinished import)
+// must hold what the rounds wrote (their digest), and that digest must
+// equal the transform of the last round's view of the source, digested
+// from its own scan. Both scans run at once. Verify, after the fence, then
+// checks only what changed since (VerifyChanges), so that the write freeze
+// does not grow with the catalog.
+func VerifyCatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return m, err
+	}
+	p, err := readPlan(ctx, env, m.MigrationID)
 	if err != nil {
-		return ndjson.Digest{}, err
+		return m, err
 	}
-	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Checkpoint: p.FenceCheckpoint, Store: env.SlateDB})
+	last, err := readRound(ctx, env, m, m.Round)
 	if err != nil {
-		return ndjson.Digest{}, err
+		return m, err
 	}
-	defer c.Close()
-	fenced, err := shard.DigestTransformed(ctx, c, m.To, policy)
+	opts, err := catchUpOptions(env, m, p)
 	if err != nil {
-		return ndjson.Digest{}, err
+		return m, err
 	}
-	if cmp := shard.Compare(last.Result.Digest, fenced); !cmp.Match {
-		return ndjson.Digest{}, fmt.Errorf("%w: the rounds' digest of %s is not the fenced source's transform: %v", shard.ErrMismatch, m.Target, cmp.Diff)
+	var target, source ndjson.Digest
+	err = shard.ForEach(ctx, 2, 2, func(ctx context.Context, part int) error {
+		var err error
+		if part == 0 {
+			target, err = shard.DigestImport(ctx, m.Target, env.SlateDB)
+		} else {
+			source, err = shard.DigestView(ctx, m.Source, last.To, opts)
+		}
+		return err
+	})
+	if err != nil {
+		return m, err
 	}
-	return fenced, nil
+	if cmp := shard.Compare(target, last.Result.Digest); !cmp.Match {
+		return m, fmt.Errorf("%w: %s does not hold what the catch-up rounds wrote, at round %d: %v", shard.ErrMismatch, m.Target, m.Round, cmp.Diff)
+	}
+	if cmp := shard.Compare(source, last.Result.Digest); !cmp.Match {
+		return m, fmt.Errorf("%w: the catch-up rounds' digest is not the transform of the source's view at round %d: %v", shard.ErrMismatch, m.Round, cmp.Diff)
+	}
+	m.Verified, m.VerifiedRound, m.CaughtUp = true, m.Round, false
+	return m, nil
+}
+
+// verifyOnline is Verify for an online run, after the fence, in proportion
+// to the change since VerifyCatchUp verified the whole target: every key
+// the source changed between the verified round's view and the fenced
+// source must read in the target as its transform (VerifyChanges), and the
+// verified digest updated by those changes, computed here, must equal the
+// digest the rounds kept.
+func verifyOnline(ctx context.Context, env Env, m Migration, p Plan) (ndjson.Digest, int, error) {
+	if !m.Verified || !m.Fenced {
+		return ndjson.Digest{}, 0, fmt.Errorf("%w: %s: an online run is verified before its fence and after it; this one was not (verified %v, fenced %v)", shard.ErrMismatch, m.Target, m.Verified, m.Fenced)
+	}
+	verified, err := readRound(ctx, env, m, m.VerifiedRound)
+	if err != nil {
+		return ndjson.Digest{}, 0, err
+	}
+	last, err := readRound(ctx, env, m, m.Round)
+	if err != nil {
+		return ndjson.Digest{}, 0, err
+	}
+	if !last.Last {
+		return ndjson.Digest{}, 0, fmt.Errorf("%w: %s: round %d is not the round after the fence", shard.ErrMismatch, m.Target, m.Round)
+	}
+	opts, err := catchUpOptions(env, m, p)
+	if err != nil {
+		return ndjson.Digest{}, 0, err
+	}
+	d, keys, err := shard.VerifyChanges(ctx, m.Source, verified.To, last.To, m.Target, verified.Result.Digest, opts)
+	if err != nil {
+		return d, keys, err
+	}
+	if cmp := shard.Compare(d, last.Result.Digest); !cmp.Match {
+		return d, keys, fmt.Errorf("%w: the catch-up rounds' digest of %s is not the verified one updated by the %d source keys changed since round %d: %v", shard.ErrMismatch, m.Target, keys, m.VerifiedRound, cmp.Diff)
+	}
+	return d, keys, nil
 }
 
 // deleteCheckpoints deletes the checkpoints migration m took of its

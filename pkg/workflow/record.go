@@ -147,7 +147,7 @@ type timing struct {
 // Flip finishes the record itself when it succeeds; its timing is kept for
 // the Abort after a Flip that failed, which then names Flip as the state
 // that failed.
-var timedSteps = map[string]bool{"Freeze": true, "Snapshot": true, "CatchUp": true, "Fence": true, "ExportShard": true, "TransformShard": true, "ExportTransformShard": true, "Import": true, "Finalize": true, "Verify": true, "Flip": true}
+var timedSteps = map[string]bool{"Freeze": true, "Snapshot": true, "CatchUp": true, "VerifyCatchUp": true, "Fence": true, "ExportShard": true, "TransformShard": true, "ExportTransformShard": true, "Import": true, "Finalize": true, "Verify": true, "Flip": true}
 
 // recordTiming leaves a timed step's time in its migration's staging. Best
 // effort: a lost timing only makes the record's time per state short.

@@ -26,8 +26,9 @@ type VerifyOutput struct {
 const resultReads = 16
 
 // Verify rescans the new catalog: its per-table counts and digest must equal
-// what the transforms wrote (online, and the catch-up rounds: which must
-// equal the fenced source's transform), and its version the target.
+// what the transforms wrote, and its version the target. An online run's,
+// verified whole before its fence, is checked in the keys changed since
+// (verifyOnline).
 func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return VerifyOutput{Migration: m}, err
@@ -43,25 +44,23 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	}
 	defer c.Close()
 	// The transforms' results (one small object per shard, each a round
-	// trip to S3) are read while the catalog is scanned; an online run's
-	// expected digest, the rounds' held against the fenced source's
-	// transform, is computed meanwhile too.
-	var got, want ndjson.Digest
+	// trip to S3) are read while the catalog is scanned. An online run's
+	// whole target was verified before its fence (VerifyCatchUp): inside
+	// the write freeze only the change since is checked.
+	var got, want, changed ndjson.Digest
 	var carried, dropped map[string]uint64
 	err = shard.ForEach(ctx, 2, 2, func(ctx context.Context, part int) error {
-		if part == 1 {
-			var err error
+		var err error
+		switch {
+		case part == 1 && m.online():
+			changed, _, err = verifyOnline(ctx, env, m, p)
+			return err
+		case part == 1:
 			got, err = shard.DigestCatalog(ctx, c, env.Progress.Verify)
 			return err
 		}
-		var err error
 		if want, carried, dropped, err = transformsDigest(ctx, env, m, len(p.Ranges)); err != nil {
 			return err
-		}
-		if m.online() {
-			if want, err = verifyOnline(ctx, env, m, p); err != nil {
-				return err
-			}
 		}
 		var records uint64
 		for _, n := range want.Counts() {
@@ -72,6 +71,9 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	})
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
+	}
+	if m.online() {
+		got, want = changed, changed
 	}
 	cmp := shard.Compare(got, want)
 	out := VerifyOutput{Migration: m, Counts: got.Counts(), Digest: got.Sum()}
