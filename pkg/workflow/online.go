@@ -162,12 +162,14 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	so := env.SlateDB
 	so.Passive = true
+	// The freeze counts from before the writer opens: opening it fences
+	// RockLake's.
+	m.FencedAt = time.Now().UTC()
 	w, err := catalog.OpenWriter(ctx, m.Source, catalog.Options{Expect: m.From, Store: so})
 	if err != nil {
 		return m, fmt.Errorf("workflow: fence %s: %w", m.Source, err)
 	}
 	defer w.Close()
-	m.FencedAt = time.Now().UTC()
 	epoch, nextSnap, err := w.Catalog.Marks(ctx)
 	if err != nil {
 		return m, err
