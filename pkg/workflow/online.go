@@ -302,7 +302,7 @@ func deleteCheckpoints(ctx context.Context, env Env, m Migration, cp string) err
 			return fmt.Errorf("workflow: delete checkpoint %s: %w", cp, err)
 		}
 	}
-	if !m.online() {
+	if !m.online() || m.Source == "" {
 		return nil
 	}
 	cps, err := slatedb.ListCheckpoints(ctx, m.Source, env.SlateDB)
