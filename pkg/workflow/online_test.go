@@ -1,0 +1,116 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// commitCounter sets the source's next_snapshot_id to n, as its writer's
+// next commit would (a passive writer: it opens, which fences the last
+// one, and writes).
+func commitCounter(t *testing.T, ctx context.Context, url string, n uint64) {
+	t.Helper()
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var b slatedb.Batch
+	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An online run of the definition carries into the new catalog what the
+// source's writer committed during the copy and during VerifyCatchUp, and
+// reports its rounds and write freeze in its output, the outcome message
+// and its record.
+func TestDefinitionOnline(t *testing.T) {
+	ctx, f := setup(t, 3000)
+	next := uint64(900000)
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 4, Online: true}, func(e asl.StateEvent) {
+		if e.Output != nil && (e.Name == "Snapshot" || e.Name == "VerifyCatchUp") {
+			next++
+			commitCounter(t, ctx, f.source, next)
+		}
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var state workflow.FinalState
+	if err := json.Unmarshal(out, &state); err != nil {
+		t.Fatal(err)
+	}
+	o := state.Verify.Flip.Online
+	if o == nil || len(o.Rounds) < 3 || !o.Rounds[len(o.Rounds)-1].Last || o.FreezeSeconds <= 0 || !state.Migration.Verified {
+		t.Fatalf("online report %+v (migration %+v): want rounds before and after VerifyCatchUp, the last after the fence, and the freeze", o, state.Migration)
+	}
+	if len(pub.bodies) != 1 || !strings.Contains(pub.bodies[0], `"freeze_seconds"`) || !strings.Contains(pub.bodies[0], `"rounds"`) {
+		t.Fatalf("outcome message %v: want the rounds and the freeze", pub.bodies)
+	}
+	_, rec, err := history.Find(ctx, f.env.Store, f.pointer, state.Migration.MigrationID)
+	if err != nil || rec.Online == nil || len(rec.Online.Rounds) != len(o.Rounds) || rec.Outcome != history.Succeeded {
+		t.Fatalf("record %+v: %v", rec, err)
+	}
+	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != state.Migration.Target {
+		t.Fatalf("pointer %+v: %v", p, err)
+	}
+	dst, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	raw, err := dst.GetRaw(ctx, format.CounterKey(format.V2, format.NameNextSnapshotID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := format.DecodeCounter(format.V2, raw); err != nil || got != next {
+		t.Fatalf("next_snapshot_id in the new catalog: %d (%v), the source's writer committed %d last", got, err, next)
+	}
+	// The run's checkpoints are gone from the source.
+	cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range cps {
+		if strings.Contains(cp.Name, state.Migration.MigrationID) {
+			t.Fatalf("checkpoint %s (%s) left on the source", cp.ID, cp.Name)
+		}
+	}
+}
+
+// A commit to the source after the fence (a writer that opened past it) is
+// in no round: Flip refuses (SourceChangedDuringMigration) and the pointer
+// stays.
+func TestDefinitionOnlineRefusesAWriteAfterTheFence(t *testing.T) {
+	ctx, f := setup(t, 1000)
+	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, Online: true}, func(e asl.StateEvent) {
+		if e.Output != nil && e.Name == "Fence" {
+			commitCounter(t, ctx, f.source, 777777)
+		}
+	})
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
+		t.Fatalf("run: %v, want %s", err, workflow.NameSourceChanged)
+	}
+	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != f.source {
+		t.Fatalf("pointer %+v: %v", p, err)
+	}
+}
