@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,8 +26,12 @@ type committer struct {
 	mu      sync.Mutex
 	acked   []string
 	refused int
-	stop    chan struct{}
-	done    chan struct{}
+	// outage is the longest span from a refused commit to the next
+	// acknowledged one; failedAt starts the current one.
+	outage   time.Duration
+	failedAt time.Time
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 func commitEvery(ctx context.Context, srv *rocklake.Server, interval time.Duration) *committer {
@@ -45,16 +52,40 @@ func commitEvery(ctx context.Context, srv *rocklake.Server, interval time.Durati
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_, err := rocklake.AddSchema(cctx, srv, name)
 			cancel()
+			now := time.Now()
 			c.mu.Lock()
-			if err == nil {
+			switch {
+			case err == nil:
 				c.acked = append(c.acked, name)
-			} else {
+				if !c.failedAt.IsZero() {
+					c.outage = max(c.outage, now.Sub(c.failedAt))
+					c.failedAt = time.Time{}
+				}
+			default:
 				c.refused++
+				if c.failedAt.IsZero() {
+					c.failedAt = now
+				}
 			}
 			c.mu.Unlock()
 		}
 	}()
 	return c
+}
+
+// longestOutage is the longest span the client saw from a refused commit
+// to the next acknowledged one.
+func (c *committer) longestOutage() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.outage
+}
+
+// snapshot is what was acknowledged so far.
+func (c *committer) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.acked)
 }
 
 func (c *committer) halt() (acked []string, refused int) {
@@ -264,5 +295,88 @@ func TestRealRockLakeOnlineInterruptedBeforeTheFence(t *testing.T) {
 	}
 	if st := cli(t, "status", "--pointer", ptr); st.code != exitOK || !strings.Contains(st.stdout, "file://"+src) {
 		t.Fatalf("status after the interrupted run:\n%s\n%s", st.stdout, st.stderr)
+	}
+}
+
+// The last mile, online: `rocklake-migrate serve` runs the real RockLake on
+// the pointer's catalog while a client commits through it every 100 ms;
+// `migrate --online` copies while those commits go on (the supervisor keeps
+// the writer under an online lock), fences, flips, and the supervisor
+// restarts the writer on the new catalog, where every acknowledged commit
+// is, and where the client's writes go on.
+func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
+	bin, err := rocklake.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "catalogs", "prod")
+	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var out, errOut syncBuffer
+	serveCtx, stopServe := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin, "--interval", "200ms",
+			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "16"})
+	}()
+	defer func() {
+		stopServe()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("serve did not stop within 30 s\n%s", errOut.String())
+		}
+	}()
+	cl := rocklake.Client(port)
+	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
+
+	w := commitEvery(ctx, cl, 100*time.Millisecond)
+	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "online")+"/",
+		"--online", "--shards", "2", "--freeze-grace", "1s", "--read-replica=false", "--json")
+	r.want(t, exitOK)
+	var rep workflow.LocalReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Online == nil {
+		t.Fatalf("migrate --online report %q: %v", r.stdout, err)
+	}
+	during := len(w.snapshot())
+	eventually(t, "the writer on the new catalog", func() error { return writeSchema(ctx, cl, "after_flip") })
+	time.Sleep(500 * time.Millisecond)
+	acked, refused := w.halt()
+	t.Logf("%d commits acknowledged (%d by the flip), %d refused, the longest outage the client saw %s; write freeze %.2f s, %d rounds", len(acked), during, refused, w.longestOutage().Round(time.Millisecond), rep.Online.FreezeSeconds, len(rep.Online.Rounds))
+	if during < 5 || len(acked) <= during {
+		t.Fatalf("%d commits acknowledged during the run, %d in all: the writes did not go on through it and after", during, len(acked))
+	}
+	names, err := schemas(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		have[n] = true
+	}
+	for _, n := range append(acked, "before_migration", "after_flip") {
+		if !have[n] {
+			t.Fatalf("commit %s, acknowledged, is not in the catalog served after the flip (%s)", n, rep.Target)
+		}
+	}
+	if !strings.Contains(errOut.String(), "mode=writer catalog="+rep.Target) {
+		t.Fatalf("the supervisor's health lines do not name the writer on %s:\n%s", rep.Target, errOut.String())
 	}
 }
