@@ -53,6 +53,14 @@ func BenchmarkOnlineMigration(b *testing.B) {
 					b.ReportMetric(float64(r.acked), "acked")
 					b.ReportMetric(r.seconds, "migrate-s")
 					b.ReportMetric(float64(r.rounds), "rounds")
+					if mode == "online" {
+						// The freeze's parts.
+						b.ReportMetric(r.fence, "fence-s")
+						b.ReportMetric(r.lastRound, "last-round-s")
+						b.ReportMetric(r.lastKeys, "last-round-keys")
+						b.ReportMetric(r.verify, "verify-s")
+						b.ReportMetric(r.flip, "flip-s")
+					}
 				}
 			})
 		}
@@ -62,6 +70,9 @@ func BenchmarkOnlineMigration(b *testing.B) {
 type committedRun struct {
 	freeze, seconds        float64
 	refused, acked, rounds int
+	// An online run's freeze, in parts: Fence, the last round (and its
+	// source keys), Verify and Flip.
+	fence, lastRound, lastKeys, verify, flip float64
 }
 
 // migrateWhileCommitting seeds a catalog of n rows, serves it with the real
@@ -110,6 +121,9 @@ func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
 			b.Fatalf("no online report: %s", r.stdout)
 		}
 		out.freeze, out.rounds = rep.Online.FreezeSeconds, len(rep.Online.Rounds)
+		last := rep.Online.Rounds[len(rep.Online.Rounds)-1]
+		out.fence, out.lastRound, out.lastKeys = rep.StateSeconds["Fence"], last.Seconds, float64(last.Keys)
+		out.verify, out.flip = rep.StateSeconds["Verify"], rep.StateSeconds["Flip"]
 	} else {
 		// Freeze fences as it starts, right after Check: the rest of the
 		// run (the Map's items run at once: wall time, not their sum).
