@@ -132,7 +132,7 @@ func printMigrateReport(e *env, r workflow.LocalReport) {
 			if rd.Last {
 				when = ", after the fence"
 			}
-			fmt.Fprintf(e.stdout, "  round %d: %d keys in %.2f s (%s%s)\n", rd.Round, rd.Keys, rd.Seconds, rd.Method, when)
+			fmt.Fprintf(e.stdout, "  round %d: %d keys in %.2f s (%s, %d candidates%s)\n", rd.Round, rd.Keys, rd.Seconds, rd.Method, rd.Candidates, when)
 			if rd.Reason != "" {
 				fmt.Fprintf(e.stdout, "    %s\n", rd.Reason)
 			}

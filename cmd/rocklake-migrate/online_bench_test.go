@@ -58,6 +58,7 @@ func BenchmarkOnlineMigration(b *testing.B) {
 						b.ReportMetric(r.fence, "fence-s")
 						b.ReportMetric(r.lastRound, "last-round-s")
 						b.ReportMetric(r.lastKeys, "last-round-keys")
+						b.ReportMetric(r.lastCandidates, "last-round-candidates")
 						b.ReportMetric(r.verify, "verify-s")
 						b.ReportMetric(r.flip, "flip-s")
 					}
@@ -72,7 +73,7 @@ type committedRun struct {
 	refused, acked, rounds int
 	// An online run's freeze, in parts: Fence, the last round (and its
 	// source keys), Verify and Flip.
-	fence, lastRound, lastKeys, verify, flip float64
+	fence, lastRound, lastKeys, lastCandidates, verify, flip float64
 }
 
 // migrateWhileCommitting seeds a catalog of n rows, serves it with the real
@@ -122,7 +123,7 @@ func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
 		}
 		out.freeze, out.rounds = rep.Online.FreezeSeconds, len(rep.Online.Rounds)
 		last := rep.Online.Rounds[len(rep.Online.Rounds)-1]
-		out.fence, out.lastRound, out.lastKeys = rep.StateSeconds["Fence"], last.Seconds, float64(last.Keys)
+		out.fence, out.lastRound, out.lastKeys, out.lastCandidates = rep.StateSeconds["Fence"], last.Seconds, float64(last.Keys), float64(last.Candidates)
 		out.verify, out.flip = rep.StateSeconds["Verify"], rep.StateSeconds["Flip"]
 	} else {
 		// Freeze fences as it starts, right after Check: the rest of the

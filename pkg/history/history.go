@@ -85,15 +85,18 @@ type Online struct {
 }
 
 // Round is one catch-up round: the source keys it carried, how it found
-// them (sst-diff, or merge-scan with why) and its time; Last after the
+// them (the candidates read) (sst-diff, or merge-scan with why) and its time; Last after the
 // fence.
 type Round struct {
-	Round   int     `json:"round"`
-	Keys    int     `json:"keys"`
-	Method  string  `json:"method"`
-	Reason  string  `json:"reason,omitempty"`
-	Seconds float64 `json:"seconds"`
-	Last    bool    `json:"last,omitempty"`
+	Round int `json:"round"`
+	Keys  int `json:"keys"`
+	// Candidates: the keys the SST diff read in both views to find them
+	// (0 for the merge scan).
+	Candidates int     `json:"candidates,omitempty"`
+	Method     string  `json:"method"`
+	Reason     string  `json:"reason,omitempty"`
+	Seconds    float64 `json:"seconds"`
+	Last       bool    `json:"last,omitempty"`
 }
 
 // Done reports whether the run has ended.

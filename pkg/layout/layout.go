@@ -181,10 +181,15 @@ func RoundCheckpoint(id string, n int) string {
 // FenceCheckpoint names the checkpoint online migration id's Fence takes.
 func FenceCheckpoint(id string) string { return FreezeCheckpoint(id) + "-fence" }
 
+// FenceReplicaCheckpoint names the checkpoint an online run's read replica
+// is copied from.
+func FenceReplicaCheckpoint(id string) string { return FenceCheckpoint(id) + "-replica" }
+
 // OfRun reports whether the checkpoint called name is one migration id's
 // run took of its source (Freeze's or Snapshot's, a round's, the Fence's).
 func OfRun(name, id string) bool {
-	return name == FreezeCheckpoint(id) || strings.HasPrefix(name, FreezeCheckpoint(id)+"-round-") || name == FenceCheckpoint(id)
+	return name == FreezeCheckpoint(id) || strings.HasPrefix(name, FreezeCheckpoint(id)+"-round-") ||
+		name == FenceCheckpoint(id) || name == FenceReplicaCheckpoint(id)
 }
 
 // InPlaceCheckpoint names the checkpoint in-place migration id's way back
@@ -203,7 +208,7 @@ func CheckpointOwner(name string) (string, bool) {
 	if i := strings.LastIndex(owner, "-round-"); i > 0 {
 		owner = owner[:i]
 	}
-	return strings.TrimSuffix(owner, "-fence"), true
+	return strings.TrimSuffix(strings.TrimSuffix(owner, "-replica"), "-fence"), true
 }
 
 // Shard files.

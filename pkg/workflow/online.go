@@ -134,7 +134,7 @@ func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from s
 	}
 	r = Round{Round: n, From: from, Last: m.Fenced}
 	if m.Fenced {
-		r.To = slatedb.View{Checkpoint: p.FenceCheckpoint}
+		r.To = p.FenceView
 	} else if r.To, err = slatedb.TakeView(ctx, m.Source, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.RoundCheckpoint(m.MigrationID, n)}, env.SlateDB); err != nil {
 		return r, fmt.Errorf("workflow: catch-up round %d: %w", n, err)
 	}
@@ -144,8 +144,8 @@ func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from s
 // Fence is an online run's fence, Freeze's without the copy: the fence time
 // named in the lock and its grace awaited (the supervisors switch the
 // servers to reader mode), the source's writer opened (fencing RockLake's),
-// its marks and engine state recorded and a checkpoint taken through it,
-// which takes RockLake's WAL in. The write freeze starts here.
+// its marks, a view of the fenced source (the last round's end) and its
+// engine state recorded. The write freeze starts here.
 func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return m, err
@@ -174,11 +174,27 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.FenceCheckpoint(m.MigrationID)})
+	// The fenced source's view: a detached checkpoint and the WAL listed
+	// after it, taken before this writer flushes anything. Opening it
+	// wrote an empty WAL SST past RockLake's last, which fences RockLake's
+	// WAL writes, so the view holds every commit RockLake acknowledged. It
+	// shares RockLake's WAL backlog with the last round's earlier view:
+	// that round's candidates are the commits since, not the backlog (a
+	// checkpoint through this writer would move the backlog into an L0
+	// SST, every key of it a candidate).
+	view, err := slatedb.TakeView(ctx, m.Source, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.FenceCheckpoint(m.MigrationID)}, env.SlateDB)
 	if err != nil {
-		return m, err
+		return m, fmt.Errorf("workflow: fence %s: %w", m.Source, err)
 	}
-	p.Replica = makeReplica(ctx, env, m, cp.ID)
+	if m.ReadReplica {
+		// The replica copies a checkpoint's objects: one through this
+		// writer, which holds the WAL backlog in an L0 SST.
+		cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.FenceReplicaCheckpoint(m.MigrationID)})
+		if err != nil {
+			return m, err
+		}
+		p.Replica = makeReplica(ctx, env, m, cp.ID)
+	}
 	if err := w.CloseContext(ctx); err != nil {
 		return m, fmt.Errorf("workflow: fence %s: close: %w", m.Source, err)
 	}
@@ -186,7 +202,7 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	p.WriterEpoch, p.NextSnapshotID, p.EngineState, p.FenceCheckpoint, p.FencedAt = epoch, nextSnap, state, cp.ID, m.FencedAt
+	p.WriterEpoch, p.NextSnapshotID, p.EngineState, p.FenceView, p.FencedAt = epoch, nextSnap, state, view, m.FencedAt
 	if err := putJSON(ctx, env.Store, env.staging(m.MigrationID).Plan(), p); err != nil {
 		return m, err
 	}
@@ -333,7 +349,7 @@ func onlineReport(ctx context.Context, env Env, m Migration, p Plan) *history.On
 		if err := getJSON(ctx, env.Store, env.staging(m.MigrationID).Round(n), &r); err != nil {
 			continue
 		}
-		o.Rounds = append(o.Rounds, history.Round{Round: n, Keys: r.Result.Keys, Method: r.Result.Changes.Method, Reason: r.Result.Changes.Reason, Seconds: r.Seconds, Last: r.Last})
+		o.Rounds = append(o.Rounds, history.Round{Round: n, Keys: r.Result.Keys, Candidates: r.Result.Changes.Candidates, Method: r.Result.Changes.Method, Reason: r.Result.Changes.Reason, Seconds: r.Seconds, Last: r.Last})
 	}
 	return o
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // Plan is what Freeze decides and every later step reads from staging.
@@ -34,11 +35,11 @@ type Plan struct {
 	Balance string `json:"balance,omitempty"`
 	// Replica is the read replica Freeze (or Fence) made ("" when none).
 	Replica string `json:"replica,omitempty"`
-	// FenceCheckpoint is an online run's checkpoint of the fenced source
-	// (Checkpoint is its snapshot's), taken at FencedAt: the marks and
-	// engine state above are the fenced source's from then on.
-	FenceCheckpoint string    `json:"fence_checkpoint,omitempty"`
-	FencedAt        time.Time `json:"fenced_at,omitzero"`
+	// FenceView is an online run's view of the fenced source (Checkpoint
+	// is its snapshot's), taken at FencedAt: the marks and engine state
+	// above are the fenced source's from then on.
+	FenceView slatedb.View `json:"fence_view,omitzero"`
+	FencedAt  time.Time    `json:"fenced_at,omitzero"`
 }
 
 func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {
