@@ -70,6 +70,10 @@ async fn view_get(r: &DbReader, overlay: &Overlay, key: &Bytes) -> Res<Option<By
 /// How many SST blocks or WAL SSTs are read at once.
 const PARALLEL: usize = 16;
 
+/// How many WAL SSTs a view's overlay reads at once: small objects, up to
+/// the 4096 a writer's backlog can hold (one per WAL flush), each a request.
+const WAL_PARALLEL: usize = 64;
+
 /// How the changes were found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
@@ -551,7 +555,7 @@ async fn overlay(
     }
     let per_wal: Vec<Vec<(Bytes, u64, Option<Bytes>)>> =
         futures::stream::iter(ids.iter().map(|&id| wal_entries(r, id)))
-            .buffered(PARALLEL)
+            .buffered(WAL_PARALLEL)
             .try_collect()
             .await?;
     let mut newest: BTreeMap<Bytes, (u64, Option<Bytes>)> = BTreeMap::new();
