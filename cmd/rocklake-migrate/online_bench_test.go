@@ -136,18 +136,8 @@ func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
 		b.Fatal(err)
 	}
 	defer served.Stop()
-	names, err := schemas(ctx, served)
-	if err != nil {
-		b.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, n := range strings.Split(names, ",") {
-		have[n] = true
-	}
-	for _, n := range acked {
-		if !have[n] {
-			b.Fatalf("commit %s, acknowledged by RockLake, is not in the new catalog", n)
-		}
+	if err := allCommitted(ctx, served, acked); err != nil {
+		b.Fatalf("the new catalog %s: %v", rep.Target, err)
 	}
 	return out
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +92,25 @@ func (c *committer) halt() (acked []string, refused int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.acked, c.refused
+}
+
+// allCommitted checks that the catalog srv serves has a schema of each
+// name, every commit acknowledged.
+func allCommitted(ctx context.Context, srv *rocklake.Server, names []string) error {
+	served, err := schemas(ctx, srv)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, n := range strings.Split(served, ",") {
+		have[n] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			return fmt.Errorf("commit %s, acknowledged, is not there", n)
+		}
+	}
+	return nil
 }
 
 // kv reads every key and value of the catalog at url.
@@ -234,18 +251,8 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer served.Stop()
-	names, err := schemas(ctx, served)
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, n := range strings.Split(names, ",") {
-		have[n] = true
-	}
-	for _, n := range acked {
-		if !have[n] {
-			t.Fatalf("commit %s, acknowledged by RockLake, is not in the new catalog", n)
-		}
+	if err := allCommitted(ctx, served, acked); err != nil {
+		t.Fatalf("the new catalog %s: %v", rep.Target, err)
 	}
 }
 
@@ -323,27 +330,8 @@ func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
 	}
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	var out, errOut syncBuffer
-	serveCtx, stopServe := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() {
-		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin, "--interval", "200ms",
-			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "16"})
-	}()
-	defer func() {
-		stopServe()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Errorf("serve did not stop within 30 s\n%s", errOut.String())
-		}
-	}()
+	sv := superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
+	port, errOut := sv.port, &sv.errOut
 	cl := rocklake.Client(port)
 	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
 
@@ -363,18 +351,8 @@ func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
 	if during < 5 || len(acked) <= during {
 		t.Fatalf("%d commits acknowledged during the run, %d in all: the writes did not go on through it and after", during, len(acked))
 	}
-	names, err := schemas(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	have := map[string]bool{}
-	for _, n := range strings.Split(names, ",") {
-		have[n] = true
-	}
-	for _, n := range append(acked, "before_migration", "after_flip") {
-		if !have[n] {
-			t.Fatalf("commit %s, acknowledged, is not in the catalog served after the flip (%s)", n, rep.Target)
-		}
+	if err := allCommitted(ctx, cl, append(acked, "before_migration", "after_flip")); err != nil {
+		t.Fatalf("the catalog served after the flip, %s: %v", rep.Target, err)
 	}
 	if !strings.Contains(errOut.String(), "mode=writer catalog="+rep.Target) {
 		t.Fatalf("the supervisor's health lines do not name the writer on %s:\n%s", rep.Target, errOut.String())

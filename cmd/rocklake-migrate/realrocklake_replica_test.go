@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,27 +80,8 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	}
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	var out, errOut syncBuffer
-	serveCtx, stopServe := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() {
-		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin, "--interval", "200ms",
-			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "32"})
-	}()
-	defer func() {
-		stopServe()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Errorf("serve did not stop within 30 s")
-		}
-	}()
+	sv := superviseRockLake(t, ctx, ptr, bin, 32, "--interval", "200ms")
+	port, errOut := sv.port, &sv.errOut
 	cl := rocklake.Client(port)
 	sameLake := func(where string) func() error {
 		return func() error {

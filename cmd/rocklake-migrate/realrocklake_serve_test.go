@@ -39,6 +39,49 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// supervisor is `rocklake-migrate serve` run in this process for a test:
+// RockLake's port, the output (RockLake's passes through) and health
+// lines, and stop, which ends it and returns its exit code (-1 if it did
+// not end within 30 s).
+type supervisor struct {
+	port        int
+	out, errOut syncBuffer
+	stop        func() int
+}
+
+// superviseRockLake runs `serve --pointer ptr --rocklake 1=bin` with the
+// serve flags given, RockLake bound to a free port on 127.0.0.1 with at
+// most sessions sessions; it is stopped when tb ends, if not before.
+func superviseRockLake(tb testing.TB, ctx context.Context, ptr, bin string, sessions int, flags ...string) *supervisor {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &supervisor{port: l.Addr().(*net.TCPAddr).Port}
+	l.Close()
+	args := append([]string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin}, flags...)
+	args = append(args, "--", "--bind", "127.0.0.1:"+strconv.Itoa(s.port), "--drain-timeout", "1", "--max-sessions", strconv.Itoa(sessions))
+	serveCtx, cancel := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() { done <- run(serveCtx, &env{stdout: &s.out, stderr: &s.errOut}, args) }()
+	var once sync.Once
+	code := -1
+	s.stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(30 * time.Second):
+				tb.Errorf("serve did not stop within 30 s\n%s", s.errOut.String())
+			}
+		})
+		return code
+	}
+	tb.Cleanup(func() { s.stop() })
+	return s
+}
+
 // writeSchema commits a schema over the extended protocol (so that a
 // refusal carries its SQLSTATE).
 func writeSchema(ctx context.Context, cl *rocklake.Server, name string) error {
@@ -120,35 +163,8 @@ func TestRealRockLakeServeFollowsMigration(t *testing.T) {
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	var out, errOut syncBuffer
-	serveCtx, stopServe := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() {
-		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin, "--interval", "200ms",
-			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "16"})
-	}()
-	stopped := false
-	stop := func() int {
-		if stopped {
-			return -1
-		}
-		stopped = true
-		stopServe()
-		select {
-		case code := <-done:
-			return code
-		case <-time.After(30 * time.Second):
-			t.Fatalf("serve did not stop within 30 s\n%s", errOut.String())
-			return -1
-		}
-	}
-	defer stop()
+	sv := superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
+	stop, port, out, errOut := sv.stop, sv.port, &sv.out, &sv.errOut
 	cl := rocklake.Client(port)
 	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
 
@@ -295,7 +311,6 @@ func BenchmarkServeSwitch(b *testing.B) {
 		b.Fatal(err)
 	}
 	src := filepath.Join(b.TempDir(), "catalogs", "prod")
-	var out, errOut syncBuffer
 	mustRun := func(args ...string) {
 		b.Helper()
 		var o, e bytes.Buffer
@@ -306,22 +321,8 @@ func BenchmarkServeSwitch(b *testing.B) {
 	mustRun("seed", "--catalog", "file://"+src, "--rows", strconv.Itoa(rows), "--seed", "1")
 	ptr := "s3://rocklake/CURRENT"
 	mustRun("init-pointer", "--pointer", ptr, "--catalog", "file://"+src)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	serveCtx, stopServe := context.WithCancel(ctx)
-	done := make(chan int, 1)
-	go func() {
-		done <- run(serveCtx, &env{stdout: &out, stderr: &errOut}, []string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin,
-			"--", "--bind", "127.0.0.1:" + strconv.Itoa(port), "--drain-timeout", "1", "--max-sessions", "64"})
-	}()
-	defer func() {
-		stopServe()
-		<-done
-	}()
+	sv := superviseRockLake(b, ctx, ptr, bin, 64)
+	port, errOut := sv.port, &sv.errOut
 	cl := rocklake.Client(port)
 	deadline := time.Now().Add(60 * time.Second)
 	for writeSchema(ctx, cl, "warm") != nil {
