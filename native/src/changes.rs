@@ -415,10 +415,7 @@ pub(crate) async fn open(
     let wal_reader = WalReader::new(loc.path.clone(), ro);
     let e = sources(&me, view_wals(&me, from));
     let l = sources(&ml, view_wals(&ml, to));
-    let overlays = [
-        overlay(&wal_reader, &wal_sizes, &me, from, url).await?,
-        overlay(&wal_reader, &wal_sizes, &ml, to, url).await?,
-    ];
+    let overlays = overlays(&wal_reader, &wal_sizes, [(&me, from), (&ml, to)], url).await?;
 
     let added: Vec<&SsTableHandle> = l
         .ssts
@@ -531,49 +528,62 @@ fn view_wals(m: &VersionedManifest, v: View) -> Range<u64> {
     own.start..own.end.max(v.wal_end)
 }
 
-/// Reads the WAL SSTs of view `v` past its checkpoint's manifest `m` into
-/// its overlay. Each must still be there: the checkpoint does not protect
-/// them from SlateDB's garbage collection once the writer moved them into
-/// an L0 SST (after 5 minutes, its default), and a view missing one would
-/// quietly drop commits.
-async fn overlay(
+/// Reads the WAL SSTs of each view past its checkpoint's manifest into its
+/// overlay, each WAL SST once though both views lay it (a round's two views
+/// share the writer's WAL backlog). Each must still be there: a checkpoint
+/// does not protect them from SlateDB's garbage collection once the writer
+/// moved them into an L0 SST (after 5 minutes, its default), and a view
+/// missing one would quietly drop commits.
+async fn overlays(
     r: &WalReader,
     listed: &HashMap<u64, u64>,
-    m: &VersionedManifest,
-    v: View,
+    views: [(&VersionedManifest, View); 2],
     url: &str,
-) -> Res<Overlay> {
-    let ids: Vec<u64> = (manifest::wal_ids(m).end..v.wal_end).collect();
-    if let Some(gone) = ids.iter().find(|n| !listed.contains_key(n)) {
-        return Err(fail(
-            RL_ERR_NOT_FOUND,
-            format!(
-                "find the changes of {url}: WAL SST {gone} of the view at checkpoint {} (WAL up to {}) is gone: its garbage collection removed it",
-                v.checkpoint, v.wal_end
-            ),
-        ));
-    }
-    let per_wal: Vec<Vec<(Bytes, u64, Option<Bytes>)>> =
-        futures::stream::iter(ids.iter().map(|&id| wal_entries(r, id)))
-            .buffered(WAL_PARALLEL)
-            .try_collect()
-            .await?;
-    let mut newest: BTreeMap<Bytes, (u64, Option<Bytes>)> = BTreeMap::new();
-    for (key, seq, value) in per_wal.into_iter().flatten() {
-        match newest.get(&key) {
-            Some((s, _)) if *s >= seq => {}
-            _ => {
-                newest.insert(key, (seq, value));
-            }
+) -> Res<[Overlay; 2]> {
+    let ranges = views.map(|(m, v)| manifest::wal_ids(m).end..v.wal_end);
+    for ((_, v), ids) in views.iter().zip(&ranges) {
+        if let Some(gone) = ids.clone().find(|n| !listed.contains_key(n)) {
+            return Err(fail(
+                RL_ERR_NOT_FOUND,
+                format!(
+                    "find the changes of {url}: WAL SST {gone} of the view at checkpoint {} (WAL up to {}) is gone: its garbage collection removed it",
+                    v.checkpoint, v.wal_end
+                ),
+            ));
         }
     }
-    Ok(newest.into_iter().map(|(k, (_, v))| (k, v)).collect())
+    let ids: BTreeSet<u64> = ranges.iter().flat_map(|r| r.clone()).collect();
+    let read: Vec<(u64, Vec<WalEntry>)> = futures::stream::iter(
+        ids.into_iter()
+            .map(|id| async move { Ok::<_, crate::Fail>((id, wal_entries(r, id).await?)) }),
+    )
+    .buffered(WAL_PARALLEL)
+    .try_collect()
+    .await?;
+    let read: HashMap<u64, Vec<WalEntry>> = read.into_iter().collect();
+    Ok(ranges.map(|ids| {
+        let mut newest: BTreeMap<Bytes, (u64, Option<Bytes>)> = BTreeMap::new();
+        for id in ids {
+            for (key, seq, value) in read.get(&id).into_iter().flatten() {
+                match newest.get(key) {
+                    Some((s, _)) if *s >= *seq => {}
+                    _ => {
+                        newest.insert(key.clone(), (*seq, value.clone()));
+                    }
+                }
+            }
+        }
+        newest.into_iter().map(|(k, (_, v))| (k, v)).collect()
+    }))
 }
+
+/// A WAL SST's entry: key, sequence number, value (None: a tombstone).
+type WalEntry = (Bytes, u64, Option<Bytes>);
 
 /// Every entry of a WAL SST: key, sequence number, value (None: a
 /// tombstone). Merge operands are refused: RockLake writes none, and their
 /// value depends on entries this view does not read.
-async fn wal_entries(r: &WalReader, id: u64) -> Res<Vec<(Bytes, u64, Option<Bytes>)>> {
+async fn wal_entries(r: &WalReader, id: u64) -> Res<Vec<WalEntry>> {
     let what = format!("read WAL SST {id}");
     let mut it = r
         .get(id)
