@@ -41,6 +41,14 @@ func TestIntegration(t *testing.T) {
 		got := h.migrateAndCheck(t, ctx, "lsf", h.runLocalStepFunctions)
 		sameState(t, "aws-local-stepfunctions", got, "pkg/asl", baseline)
 	})
+	// Online (Snapshot, CatchUp, VerifyCatchUp, Fence) through the Lambdas,
+	// in both engines: the same catalog as offline.
+	t.Run("online-pkg-asl", func(t *testing.T) {
+		sameState(t, "online, pkg/asl", h.migrateAndCheck(t, ctx, "online-asl", h.runASL, true), "pkg/asl", baseline)
+	})
+	t.Run("online-aws-local-stepfunctions", func(t *testing.T) {
+		sameState(t, "online, aws-local-stepfunctions", h.migrateAndCheck(t, ctx, "online-lsf", h.runLocalStepFunctions, true), "pkg/asl", baseline)
+	})
 	// The import function's sandbox killed during the Import step: once
 	// its first shard is durable (its progress record in the target), and
 	// during its first shard (data keys, no progress record yet).
@@ -209,13 +217,14 @@ type engine func(t *testing.T, ctx context.Context, def []byte, input any) Outco
 // to v2 through the engine and checks the end state: the pointer on a v2
 // catalog holding as many rows per table as the source, the source
 // unchanged, one success message.
-func (h *Harness) migrateAndCheck(t *testing.T, ctx context.Context, name string, run engine) CatalogState {
+func (h *Harness) migrateAndCheck(t *testing.T, ctx context.Context, name string, run engine, online ...bool) CatalogState {
 	t.Helper()
 	f := h.seed(t, ctx, name, rows, seedN)
 	src := catalogState(t, ctx, f.Source, format.V1)
 	sentBefore := len(h.messages(t, h.Topic))
 	start := time.Now()
-	o := run(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
+	in := workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace(), Online: len(online) > 0 && online[0]}
+	o := run(t, ctx, statemachine.Migration, in)
 	t.Logf("%s: %s in %s", name, o, time.Since(start).Round(time.Millisecond))
 	if o.Status != "SUCCEEDED" {
 		t.Fatalf("run: %s", o)
@@ -234,11 +243,13 @@ func (h *Harness) migrateAndCheck(t *testing.T, ctx context.Context, name string
 	if after := catalogState(t, ctx, f.Source, format.V1); after.Digest != src.Digest {
 		t.Fatalf("the source changed: digest %s, was %s", after.Digest, src.Digest)
 	}
-	var out struct {
-		Verify workflow.VerifyOutput `json:"verify"`
-	}
+	var out workflow.FinalState
 	if err := json.Unmarshal(o.Output, &out); err != nil || out.Verify.Digest != got.Digest {
 		t.Fatalf("Verify reported digest %q, the catalog has %s (%v)", out.Verify.Digest, got.Digest, err)
+	}
+	// Online: rounds before VerifyCatchUp, after it, and after the fence.
+	if r := out.Verify.Flip.Online; in.Online && (r == nil || len(r.Rounds) < 3 || !r.Rounds[len(r.Rounds)-1].Last || !out.Migration.Verified) {
+		t.Fatalf("online run's report %+v (migration %+v)", r, out.Migration)
 	}
 	msgs := h.messages(t, h.Topic)[sentBefore:]
 	if len(msgs) != 1 || msgs[0].Subject != "rocklake-migrate: migration succeeded" {
