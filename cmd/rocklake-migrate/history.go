@@ -5,6 +5,7 @@ import (
 
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -67,6 +68,7 @@ func newHistoryCmd(e *env) *cobra.Command {
 			if len(r.StateSeconds) > 0 {
 				fmt.Fprintf(e.stdout, "    time per state: %s\n", stateTimes(r.StateSeconds))
 			}
+			printOnline(e.stdout, r.Online, "    ")
 			if r.Error != "" {
 				fmt.Fprintf(e.stdout, "    error: %s\n", r.Error)
 			}
@@ -76,6 +78,25 @@ func newHistoryCmd(e *env) *cobra.Command {
 		}
 		return nil
 	})
+}
+
+// printOnline prints an online run's rounds and write freeze (nothing for
+// another run), each line after indent.
+func printOnline(w io.Writer, o *history.Online, indent string) {
+	if o == nil {
+		return
+	}
+	fmt.Fprintf(w, "%sonline: %d catch-up rounds, write freeze %.2f s (fence to flip)\n", indent, len(o.Rounds), o.FreezeSeconds)
+	for _, rd := range o.Rounds {
+		when := ""
+		if rd.Last {
+			when = ", after the fence"
+		}
+		fmt.Fprintf(w, "%s  round %d: %d keys in %.2f s (%s, %d candidates%s)\n", indent, rd.Round, rd.Keys, rd.Seconds, rd.Method, rd.Candidates, when)
+		if rd.Reason != "" {
+			fmt.Fprintf(w, "%s    %s\n", indent, rd.Reason)
+		}
+	}
 }
 
 // stateTimes prints seconds per state, in name order.

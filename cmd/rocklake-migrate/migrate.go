@@ -125,19 +125,7 @@ func printMigrateReport(e *env, r workflow.LocalReport) {
 	if r.PointerVersionID != "" {
 		fmt.Fprintf(e.stdout, "pointer version %s\n", r.PointerVersionID)
 	}
-	if o := r.Online; o != nil {
-		fmt.Fprintf(e.stdout, "online: %d catch-up rounds, write freeze %.2f s (fence to flip)\n", len(o.Rounds), o.FreezeSeconds)
-		for _, rd := range o.Rounds {
-			when := ""
-			if rd.Last {
-				when = ", after the fence"
-			}
-			fmt.Fprintf(e.stdout, "  round %d: %d keys in %.2f s (%s, %d candidates%s)\n", rd.Round, rd.Keys, rd.Seconds, rd.Method, rd.Candidates, when)
-			if rd.Reason != "" {
-				fmt.Fprintf(e.stdout, "    %s\n", rd.Reason)
-			}
-		}
-	}
+	printOnline(e.stdout, r.Online, "")
 	if r.Error != "" {
 		fmt.Fprintf(e.stdout, "error: %s\n", r.Error)
 	}

@@ -354,6 +354,11 @@ func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
 	if err := allCommitted(ctx, cl, append(acked, "before_migration", "after_flip")); err != nil {
 		t.Fatalf("the catalog served after the flip, %s: %v", rep.Target, err)
 	}
+	// The run's record, as `history` prints it, names the rounds and the
+	// freeze.
+	if h := cli(t, "history", "--pointer", ptr); h.code != exitOK || !strings.Contains(h.stdout, "online: ") || !strings.Contains(h.stdout, "after the fence") {
+		t.Fatalf("history:\n%s\n%s", h.stdout, h.stderr)
+	}
 	if !strings.Contains(errOut.String(), "mode=writer catalog="+rep.Target) {
 		t.Fatalf("the supervisor's health lines do not name the writer on %s:\n%s", rep.Target, errOut.String())
 	}
