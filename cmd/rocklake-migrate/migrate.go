@@ -29,7 +29,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	dryRun := fs.Bool("dry-run", false, "stop after Verify: the pointer stays, the new catalog is removed")
 	postpone := fs.Bool("postpone-flip", false, "stop after Verify at the gate, the source frozen and the lock held, until `approve ID` flips or `abort ID` cleans up")
 	shards := fs.Int("shards", 8, "shards to export, transform and import")
-	replica := fs.Bool("read-replica", true, "at Freeze, copy the frozen source into a read replica beside it (server side) that `serve` answers reads from until the flip or the abort; --read-replica=false makes none")
+	replica := fs.Bool("read-replica", true, "at Freeze, copy the frozen source into a read replica beside it (server side) that `serve` answers reads from until the flip or the abort; --read-replica=false makes none. With --online none unless asked for (--read-replica): its copy would be most of the write freeze")
 	concurrency := fs.Int("concurrency", 2, "shards worked on at once")
 	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
 	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
@@ -65,6 +65,9 @@ func newMigrateCmd(e *env) *cobra.Command {
 		}
 		if *inPlace && *auto {
 			return usagef("--in-place and --in-place-auto exclude each other: one forces Strategy A, the other chooses")
+		}
+		if *online && !fs.Changed("read-replica") {
+			replica = nil // the input's default for an online run: none
 		}
 		if *online && *inPlace {
 			return usagef("--online copies while the source takes writes; --in-place migrates it where it lies: choose one")

@@ -50,6 +50,7 @@ type CheckInput struct {
 	// ReadReplica: nil (left out) or true makes Freeze copy the frozen
 	// source into a read replica the servers' supervisors serve reads from
 	// until the flip or the abort (Migration.ReadReplica); false makes none.
+	// Online, left out makes none (Fence would copy it inside the freeze).
 	ReadReplica *bool `json:"read_replica,omitempty"`
 	// Online copies while RockLake keeps committing, and fences the source
 	// only for the last catch-up round (Migration.Online); CatchUp bounds

@@ -60,6 +60,9 @@ func TestDefinitionOnline(t *testing.T) {
 	if o == nil || len(o.Rounds) < 3 || !o.Rounds[len(o.Rounds)-1].Last || o.FreezeSeconds <= 0 || !state.Migration.Verified {
 		t.Fatalf("online report %+v (migration %+v): want rounds before and after VerifyCatchUp, the last after the fence, and the freeze", o, state.Migration)
 	}
+	if state.Migration.Replica != "" {
+		t.Fatalf("an online run left read_replica out made replica %s: its copy would be in the freeze", state.Migration.Replica)
+	}
 	if len(pub.bodies) != 1 || !strings.Contains(pub.bodies[0], `"freeze_seconds"`) || !strings.Contains(pub.bodies[0], `"rounds"`) {
 		t.Fatalf("outcome message %v: want the rounds and the freeze", pub.bodies)
 	}

@@ -48,7 +48,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 
 	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
-		ReadReplica: in.ReadReplica == nil || *in.ReadReplica, Online: in.Online && !in.DryRun, CatchUp: in.CatchUp}
+		ReadReplica: readReplica(in), Online: in.Online && !in.DryRun, CatchUp: in.CatchUp}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
 		fail("input", err)
@@ -336,4 +336,14 @@ func ChooseInPlace(ctx context.Context, env Env, in CheckInput) (bool, string, e
 		return false, "the catalog is at " + to.String() + " already", nil
 	}
 	return chooseInPlace(ctx, env, p.Catalog, from, to, policy, in.InPlaceMaxBytes)
+}
+
+// readReplica is whether the run makes a read replica: asked for, or left
+// out of an offline run's input. An online run freezes writes for seconds,
+// of which the replica's copy (in proportion to the catalog) would be most.
+func readReplica(in CheckInput) bool {
+	if in.ReadReplica != nil {
+		return *in.ReadReplica
+	}
+	return !in.Online
 }
