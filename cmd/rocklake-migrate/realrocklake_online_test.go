@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
@@ -24,12 +25,9 @@ type committer struct {
 	mu      sync.Mutex
 	acked   []string
 	refused int
-	// outage is the longest span from a refused commit to the next
-	// acknowledged one; failedAt starts the current one.
-	outage   time.Duration
-	failedAt time.Time
-	stop     chan struct{}
-	done     chan struct{}
+	evs     []event // every commit, for its outages (gaps)
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 func commitEvery(ctx context.Context, srv *rocklake.Server, interval time.Duration) *committer {
@@ -50,20 +48,12 @@ func commitEvery(ctx context.Context, srv *rocklake.Server, interval time.Durati
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			_, err := rocklake.AddSchema(cctx, srv, name)
 			cancel()
-			now := time.Now()
 			c.mu.Lock()
-			switch {
-			case err == nil:
+			c.evs = append(c.evs, event{at: time.Now(), write: true, ok: err == nil})
+			if err == nil {
 				c.acked = append(c.acked, name)
-				if !c.failedAt.IsZero() {
-					c.outage = max(c.outage, now.Sub(c.failedAt))
-					c.failedAt = time.Time{}
-				}
-			default:
+			} else {
 				c.refused++
-				if c.failedAt.IsZero() {
-					c.failedAt = now
-				}
 			}
 			c.mu.Unlock()
 		}
@@ -76,7 +66,7 @@ func commitEvery(ctx context.Context, srv *rocklake.Server, interval time.Durati
 func (c *committer) longestOutage() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.outage
+	return slices.Max(append(gaps(c.evs, true), 0))
 }
 
 // snapshot is what was acknowledged so far.
@@ -111,29 +101,6 @@ func allCommitted(ctx context.Context, srv *rocklake.Server, names []string) err
 		}
 	}
 	return nil
-}
-
-// kv reads every key and value of the catalog at url.
-func kv(t *testing.T, ctx context.Context, url string) map[string]string {
-	t.Helper()
-	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
-	if err != nil {
-		t.Fatalf("open %s: %v", url, err)
-	}
-	defer r.Close()
-	it, err := r.Scan(ctx, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	m := map[string]string{}
-	for it.Next() {
-		m[string(it.Key())] = string(it.Value())
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // servedCatalog makes a catalog in dir with the real RockLake (its sample
@@ -232,15 +199,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	if err := json.Unmarshal([]byte(off.stdout), &offRep); err != nil {
 		t.Fatal(err)
 	}
-	online, offline := kv(t, ctx, rep.Target), kv(t, ctx, offRep.Target)
-	if len(online) != len(offline) {
-		t.Fatalf("online: %d keys, offline: %d", len(online), len(offline))
-	}
-	for k, v := range offline {
-		if online[k] != v {
-			t.Fatalf("key %x differs between the online and the offline migration", k)
-		}
-	}
+	kvscan.Same(t, "online against offline migration of the frozen source", kvscan.Dump(t, offRep.Target), kvscan.Dump(t, rep.Target))
 
 	target := strings.TrimPrefix(rep.Target, "file://")
 	if out, err := rocklake.Verify(ctx, target); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 )
@@ -23,7 +24,7 @@ func TestRockLakeFixtures(t *testing.T) {
 				t.Fatal(err)
 			}
 			url := "file://" + dir
-			before := dump(t, url)
+			before := kvscan.Dump(t, url)
 			want := strategyB(t, url, migration.UnknownFail)
 			o := opts(t, url, "m-fx")
 			res, err := Migrate(testenv.Context(t), url, o)
@@ -33,11 +34,11 @@ func TestRockLakeFixtures(t *testing.T) {
 			if res.Digest != want || res.Records == 0 {
 				t.Fatalf("in place: %d records, digest %s; Strategy B's %s", res.Records, res.Digest.Sum(), want.Sum())
 			}
-			sameKV(t, "the way back", before, dump(t, res.WayBack.Catalog))
+			kvscan.Same(t, "the way back", before, kvscan.Dump(t, res.WayBack.Catalog))
 			if _, err := Restore(testenv.Context(t), url, res.WayBack.Catalog, RestoreOptions{Current: format.V2, Landed: res.Landed, Blob: o.Blob}); err != nil {
 				t.Fatalf("restore: %v", err)
 			}
-			sameKV(t, "after the restore", before, dump(t, url))
+			kvscan.Same(t, "after the restore", before, kvscan.Dump(t, url))
 		})
 	}
 }

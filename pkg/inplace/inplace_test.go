@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -55,42 +56,6 @@ func seeded(t testing.TB, url string, rows int) {
 	t.Helper()
 	if _, err := seed.Seed(testenv.Context(t), url, seed.Options{Rows: rows, Seed: 7}); err != nil {
 		t.Fatalf("seed %s: %v", url, err)
-	}
-}
-
-// dump is every key and value of the database at url, whatever its format.
-func dump(t *testing.T, url string) map[string]string {
-	t.Helper()
-	ctx := testenv.Context(t)
-	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
-	if err != nil {
-		t.Fatalf("open %s: %v", url, err)
-	}
-	defer r.Close()
-	it, err := r.Scan(ctx, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	m := map[string]string{}
-	for it.Next() {
-		m[string(it.Key())] = string(it.Value())
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-func sameKV(t *testing.T, what string, want, got map[string]string) {
-	t.Helper()
-	if len(want) != len(got) {
-		t.Fatalf("%s: %d keys, want %d", what, len(got), len(want))
-	}
-	for k, v := range want {
-		if g, ok := got[k]; !ok || g != v {
-			t.Fatalf("%s: key %x differs (present %v)", what, k, ok)
-		}
 	}
 }
 
@@ -230,7 +195,7 @@ func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		ctx := testenv.Context(t)
 		seeded(t, url, 2000)
-		before := dump(t, url)
+		before := kvscan.Dump(t, url)
 		wantB := strategyB(t, url, migration.UnknownFail)
 
 		o := opts(t, url, "m-1")
@@ -255,7 +220,7 @@ func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 		if res.WayBack == nil || res.WayBack.Catalog != wb || res.WayBack.Objects < 2 || res.WayBack.Bytes <= 0 {
 			t.Fatalf("way back %+v, want a copy at %s", res.WayBack, wb)
 		}
-		sameKV(t, "the way back", before, dump(t, wb))
+		kvscan.Same(t, "the way back", before, kvscan.Dump(t, wb))
 		if _, err := catalog.Open(ctx, wb, catalog.Options{Expect: format.V1}); err != nil {
 			t.Fatalf("the way back as a format-1 catalog: %v", err)
 		}
@@ -278,12 +243,12 @@ func TestMigrateEqualsStrategyBWithAWayBack(t *testing.T) {
 		if back.To != format.V1 || back.Records != uint64(len(before)) || back.Deleted != uint64(len(before)) {
 			t.Fatalf("restore result %+v", back)
 		}
-		sameKV(t, "after the restore", before, dump(t, url))
+		kvscan.Same(t, "after the restore", before, kvscan.Dump(t, url))
 		// The restore moved the catalog past what the batch left.
 		if _, err := Restore(ctx, url, wb, RestoreOptions{Current: format.V2, Landed: res.Landed, Blob: o.Blob}); !errors.Is(err, ErrCatalogMoved) {
 			t.Fatalf("second restore: err = %v, want ErrCatalogMoved", err)
 		}
-		sameKV(t, "after the second restore", before, dump(t, url))
+		kvscan.Same(t, "after the second restore", before, kvscan.Dump(t, url))
 	})
 }
 
@@ -350,7 +315,7 @@ func TestTooLargeRefusedWritingNothing(t *testing.T) {
 func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		seeded(t, url, 500)
-		before := dump(t, url)
+		before := kvscan.Dump(t, url)
 		ctx, cancel := context.WithCancel(testenv.Context(t))
 		beforeCommit = cancel
 		defer func() { beforeCommit = nil }()
@@ -358,7 +323,7 @@ func TestInterruptedBeforeTheBatchLeavesFormat1(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("interrupted migration: err = %v, want context.Canceled", err)
 		}
-		sameKV(t, "after the interruption", before, dump(t, url))
+		kvscan.Same(t, "after the interruption", before, kvscan.Dump(t, url))
 		if _, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1}); err != nil {
 			t.Fatalf("the catalog after the interruption: %v", err)
 		}
@@ -412,7 +377,7 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kv := dump(t, url)
+		kv := kvscan.Dump(t, url)
 		if kv[string(future)] != "a table from the future" || kv[string(flag)] != "on, in words" || res.Carried[0x30] != 1 || res.Digest != want {
 			t.Fatalf("carry: future %q, flag %q, carried %v, digest equal to Strategy B's: %v", kv[string(future)], kv[string(flag)], res.Carried, res.Digest == want)
 		}
@@ -426,7 +391,7 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		kv := dump(t, url)
+		kv := kvscan.Dump(t, url)
 		if _, ok := kv[string(future)]; ok || kv[string(flag)] != "on, in words" || res.Dropped[0x30] != 1 || res.Digest != want {
 			t.Fatalf("drop: future present %v, flag %q, dropped %v, digest equal to Strategy B's: %v", ok, kv[string(flag)], res.Dropped, res.Digest == want)
 		}
@@ -463,7 +428,7 @@ func TestWayBackRefusedByTheCopyLeavesNothing(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		ctx := testenv.Context(t)
 		seeded(t, url, 200)
-		before := dump(t, url)
+		before := kvscan.Dump(t, url)
 		o := opts(t, url, "m-inside")
 		o.WayBack = url + "/inside"
 		if _, err := Migrate(ctx, url, o); !errors.Is(err, slatedb.ErrInvalid) || !strings.Contains(err.Error(), "nothing was migrated") {
@@ -472,7 +437,7 @@ func TestWayBackRefusedByTheCopyLeavesNothing(t *testing.T) {
 		if cps := checkpointsOf(t, url); len(cps) != 0 {
 			t.Fatalf("checkpoints after the refusal: %+v", cps)
 		}
-		sameKV(t, "after the refusal", before, dump(t, url))
+		kvscan.Same(t, "after the refusal", before, kvscan.Dump(t, url))
 		if _, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1}); err != nil {
 			t.Fatalf("the catalog after the refusal: %v", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -48,7 +49,7 @@ func TestRestoreRefusesACatalogThatTookCommits(t *testing.T) {
 	eachPlace(t, func(t *testing.T, url string) {
 		ctx := testenv.Context(t)
 		seeded(t, url, 300)
-		before := dump(t, url)
+		before := kvscan.Dump(t, url)
 		o := opts(t, url, "m-moved")
 		res, err := Migrate(ctx, url, o)
 		if err != nil {
@@ -58,14 +59,14 @@ func TestRestoreRefusesACatalogThatTookCommits(t *testing.T) {
 			t.Fatalf("what the batch left: %+v", res.Landed)
 		}
 		commitAsV2Writer(t, url)
-		committed := dump(t, url)
+		committed := kvscan.Dump(t, url)
 
 		_, err = Restore(ctx, url, o.WayBack, RestoreOptions{Current: format.V2, Landed: res.Landed, Blob: o.Blob})
 		if !errors.Is(err, ErrCatalogMoved) || !strings.Contains(err.Error(), "SlateDB state moved") {
 			t.Fatalf("restore over a commit: err = %v, want ErrCatalogMoved naming the SlateDB state", err)
 		}
-		sameKV(t, "the catalog after the refused restore", committed, dump(t, url))
-		sameKV(t, "the way back", before, dump(t, o.WayBack))
+		kvscan.Same(t, "the catalog after the refused restore", committed, kvscan.Dump(t, url))
+		kvscan.Same(t, "the way back", before, kvscan.Dump(t, o.WayBack))
 
 		// RockLake's marks alone (a writer seen in the SlateDB state
 		// recorded as the batch's): refused through the restore's writer.
@@ -79,11 +80,11 @@ func TestRestoreRefusesACatalogThatTookCommits(t *testing.T) {
 		if !errors.Is(err, ErrCatalogMoved) || !strings.Contains(err.Error(), "writer-epoch moved") || !strings.Contains(err.Error(), "next_snapshot_id moved") {
 			t.Fatalf("restore over RockLake's commit: err = %v, want ErrCatalogMoved naming writer-epoch and next_snapshot_id", err)
 		}
-		sameKV(t, "the catalog after the second refusal", committed, dump(t, url))
+		kvscan.Same(t, "the catalog after the second refusal", committed, kvscan.Dump(t, url))
 
 		if _, err := Restore(ctx, url, o.WayBack, RestoreOptions{Current: format.V2, Blob: o.Blob}); !errors.Is(err, ErrUndoUndecided) {
 			t.Fatalf("restore without the batch's marks: err = %v, want ErrUndoUndecided", err)
 		}
-		sameKV(t, "the catalog after the third refusal", committed, dump(t, url))
+		kvscan.Same(t, "the catalog after the third refusal", committed, kvscan.Dump(t, url))
 	})
 }

@@ -1,6 +1,7 @@
 package shard_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -110,7 +112,7 @@ func view(checkpoint string) slatedb.View { return slatedb.View{Checkpoint: chec
 func firstKeys(t *testing.T, url string, tag format.Tag, n int) [][]byte {
 	t.Helper()
 	var out [][]byte
-	for k := range dump(t, url) {
+	for k := range kvscan.Dump(t, url) {
 		if k[0] == byte(tag) && len(out) < n {
 			out = append(out, []byte(k))
 		}
@@ -121,6 +123,26 @@ func firstKeys(t *testing.T, url string, tag format.Tag, n int) [][]byte {
 	return out
 }
 
+// copiedOnline is an online run after its copy: a seeded source at dir (src
+// its URL) for the real RockLake to commit to, its checkpoint a, and dst,
+// an unfinished import of a, with the digest a's transform wrote.
+func copiedOnline(t *testing.T) (ctx context.Context, store *blob.Store, dir, src string, a slatedb.Checkpoint, dst string, digest ndjson.Digest) {
+	t.Helper()
+	if _, err := rocklake.Binary(); err != nil {
+		t.Fatalf("this test needs the real RockLake v0.47.11 binary: %v", err)
+	}
+	ctx, store = testenv.Context(t), testenv.Store(t)
+	dir = filepath.Join(t.TempDir(), "src")
+	src = "file://" + dir
+	seeded(t, src, rows)
+	a, err := slatedb.CreateCheckpoint(ctx, src, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst = fileURL(t, "dst")
+	return ctx, store, dir, src, a, dst, migrateOffline(t, store, src, a.ID, dst, false)
+}
+
 // A catalog migrated from checkpoint A while the real RockLake commits on,
 // then caught up A→B and B→C, equals byte for byte an offline migration of
 // C, and the digest the rounds kept equals the one of C's transform and of
@@ -129,20 +151,7 @@ func firstKeys(t *testing.T, url string, tag format.Tag, n int) [][]byte {
 // of several tables, tag rows whose format-2 key comes from the value
 // among them.
 func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
-	if _, err := rocklake.Binary(); err != nil {
-		t.Fatalf("this test needs the real RockLake v0.47.11 binary: %v", err)
-	}
-	ctx := testenv.Context(t)
-	store := testenv.Store(t)
-	dir := filepath.Join(t.TempDir(), "src")
-	src := "file://" + dir
-	seeded(t, src, rows)
-	a, err := slatedb.CreateCheckpoint(ctx, src, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := fileURL(t, "dst")
-	digest := migrateOffline(t, store, src, a.ID, dst, false)
+	ctx, store, dir, src, a, dst, digest := copiedOnline(t)
 
 	opts := shard.CatchUpOptions{From: format.V1, To: format.V2}
 	deletesB := slices.Concat(firstKeys(t, src, format.TagDataFile, 3), firstKeys(t, src, format.TagTag, 1), firstKeys(t, src, format.TagColumnTag, 1))
@@ -170,7 +179,7 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 
 	offline := fileURL(t, "offline")
 	want := migrateOffline(t, store, src, c, offline, true)
-	sameKV(t, "caught-up vs offline migration of C", dump(t, dst), dump(t, offline))
+	kvscan.Same(t, "caught-up vs offline migration of C", kvscan.Dump(t, dst), kvscan.Dump(t, offline))
 	if r2.Digest != want {
 		t.Fatalf("the rounds' digest %s %v, C's transform wrote %s %v", r2.Digest.Sum(), r2.Digest.Counts(), want.Sum(), want.Counts())
 	}
@@ -225,7 +234,7 @@ func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
 	}
 	offline := fileURL(t, "offline")
 	want := migrateOffline(t, store, src, c.ID, offline, true)
-	sameKV(t, "caught-up vs offline", dump(t, dst), dump(t, offline))
+	kvscan.Same(t, "caught-up vs offline", kvscan.Dump(t, dst), kvscan.Dump(t, offline))
 	if r.Digest != want {
 		t.Fatalf("digest %s, want %s", r.Digest.Sum(), want.Sum())
 	}
@@ -237,20 +246,7 @@ func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
 // from the change alone, and finds a target key that is not what the
 // change wrote.
 func TestOnlineVerification(t *testing.T) {
-	if _, err := rocklake.Binary(); err != nil {
-		t.Fatalf("this test needs the real RockLake v0.47.11 binary: %v", err)
-	}
-	ctx := testenv.Context(t)
-	store := testenv.Store(t)
-	dir := filepath.Join(t.TempDir(), "src")
-	src := "file://" + dir
-	seeded(t, src, rows)
-	a, err := slatedb.CreateCheckpoint(ctx, src, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := fileURL(t, "dst")
-	digest := migrateOffline(t, store, src, a.ID, dst, false)
+	ctx, _, dir, src, a, dst, digest := copiedOnline(t)
 	opts := shard.CatchUpOptions{From: format.V1, To: format.V2}
 	b := commit(t, dir, []string{"verify_a"}, firstKeys(t, src, format.TagDataFile, 2))
 	r1, err := shard.CatchUp(ctx, src, view(a.ID), view(b), dst, digest, opts)
@@ -281,7 +277,7 @@ func TestOnlineVerification(t *testing.T) {
 
 	// A target key the change wrote, overwritten behind the rounds' back.
 	var changed []byte
-	for k, v := range dump(t, dst) {
+	for k, v := range kvscan.Dump(t, dst) {
 		if strings.Contains(v, "verify_b") {
 			changed = []byte(k)
 			break

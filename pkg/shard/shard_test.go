@@ -27,6 +27,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -48,42 +49,6 @@ func seeded(t *testing.T, url string, n int) {
 	t.Helper()
 	if _, err := seed.Seed(testenv.Context(t), url, seed.Options{Rows: n, Seed: 7}); err != nil {
 		t.Fatalf("seed %s: %v", url, err)
-	}
-}
-
-// dump returns every key and value of a catalog location, whatever it holds.
-func dump(t *testing.T, url string) map[string]string {
-	t.Helper()
-	ctx := testenv.Context(t)
-	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{})
-	if err != nil {
-		t.Fatalf("open %s: %v", url, err)
-	}
-	defer r.Close()
-	it, err := r.Scan(ctx, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	m := map[string]string{}
-	for it.Next() {
-		m[string(it.Key())] = string(it.Value())
-	}
-	if err := it.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-func sameKV(t *testing.T, what string, a, b map[string]string) {
-	t.Helper()
-	if len(a) != len(b) {
-		t.Fatalf("%s: %d keys vs %d", what, len(a), len(b))
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			t.Fatalf("%s: key %x differs (present %v)", what, k, ok)
-		}
 	}
 }
 
@@ -148,8 +113,8 @@ func TestExportImportV1IsIdentical(t *testing.T) {
 		t.Fatalf("exported %d records from %d rows", exp.Records, rows)
 	}
 	importFrom(t, store, out, dst, format.V1)
-	imported := dump(t, dst)
-	sameKV(t, "source vs imported", dump(t, src), imported)
+	imported := kvscan.Dump(t, dst)
+	kvscan.Same(t, "source vs imported", kvscan.Dump(t, src), imported)
 	got, err := format.DecodeValue(format.V1, k, []byte(imported[string(key)]))
 	if err != nil || !proto.Equal(got, row) {
 		t.Fatalf("row with an unknown field came back as %v, %v", got, err)
@@ -190,7 +155,7 @@ func TestTwentyShardsImportLikeOneFile(t *testing.T) {
 	a, b := fileURL(t, "a"), fileURL(t, "b")
 	importFrom(t, store, one, a, format.V1)
 	importFrom(t, store, many, b, format.V1)
-	sameKV(t, "one file vs 20 shards", dump(t, a), dump(t, b))
+	kvscan.Same(t, "one file vs 20 shards", kvscan.Dump(t, a), kvscan.Dump(t, b))
 }
 
 // rowsByTable renders every row of a catalog as protojson, per table, sorted:
@@ -365,12 +330,12 @@ func TestTargetMustBeEmpty(t *testing.T) {
 	seeded(t, other, 100)
 	out := filepath.Join(t.TempDir(), "c.ndjson")
 	exportTo(t, store, src, out, 1, "")
-	before := dump(t, other)
+	before := kvscan.Dump(t, other)
 	_, err := shard.Import(testenv.Context(t), store, out, other, shard.ImportOptions{Format: format.V1})
 	if !errors.Is(err, shard.ErrTargetNotEmpty) {
 		t.Fatalf("import onto a catalog: err = %v, want ErrTargetNotEmpty", err)
 	}
-	sameKV(t, "refused target", before, dump(t, other))
+	kvscan.Same(t, "refused target", before, kvscan.Dump(t, other))
 }
 
 func TestVerifyFindsDifferences(t *testing.T) {
@@ -426,7 +391,7 @@ func TestUnknownTagsThroughThePipeline(t *testing.T) {
 	}
 	dst := fileURL(t, "dst")
 	importFrom(t, store, v2, dst, format.V2)
-	if got := dump(t, dst)[string([]byte{0x30, 1, 2, 3})]; got != "a table from the future" {
+	if got := kvscan.Dump(t, dst)[string([]byte{0x30, 1, 2, 3})]; got != "a table from the future" {
 		t.Fatalf("carried unknown tag = %q", got)
 	}
 }
@@ -475,7 +440,7 @@ func TestImportKilledMidwayResumes(t *testing.T) {
 	if !res.Resumed || res.ShardsDone != 8 {
 		t.Fatalf("rerun did not resume: %+v", res)
 	}
-	sameKV(t, "resumed vs uninterrupted import", dump(t, clean), dump(t, dst))
+	kvscan.Same(t, "resumed vs uninterrupted import", kvscan.Dump(t, clean), kvscan.Dump(t, dst))
 }
 
 // TestImportKilledMidShardResumes kills an import process (SIGKILL) right
@@ -501,8 +466,8 @@ func TestImportKilledMidShardResumes(t *testing.T) {
 	}
 	// Shard 0 and at least one batch of shard 1 are durable (the helper
 	// moves every batch to L0), with the progress record saying shard 0.
-	partial := dump(t, dst)
-	if n := len(partial); n <= int(exp.Shards[0].Records)+1 || n >= len(dump(t, clean)) {
+	partial := kvscan.Dump(t, dst)
+	if n := len(partial); n <= int(exp.Shards[0].Records)+1 || n >= len(kvscan.Dump(t, clean)) {
 		t.Fatalf("killed target holds %d keys: want more than shard 0's %d records and its progress record, and fewer than the catalog's", n, exp.Shards[0].Records)
 	}
 	got := importFrom(t, store, dir, dst, format.V1)
@@ -512,7 +477,7 @@ func TestImportKilledMidShardResumes(t *testing.T) {
 	if got.Digest != want.Digest || got.Records != want.Records {
 		t.Fatalf("resumed import: %d records, digest %v; uninterrupted: %d, %v", got.Records, got.Digest, want.Records, want.Digest)
 	}
-	sameKV(t, "resumed vs uninterrupted import", dump(t, clean), dump(t, dst))
+	kvscan.Same(t, "resumed vs uninterrupted import", kvscan.Dump(t, clean), kvscan.Dump(t, dst))
 }
 
 // TestImportHelperProcess is the import that TestImportKilledMidwayResumes
@@ -563,7 +528,7 @@ func TestOnS3(t *testing.T) {
 	out := "s3://catalogs/staging/export"
 	exportTo(t, store, src, out, 5, "zst")
 	importFrom(t, store, out, dst, format.V1)
-	sameKV(t, "s3 round trip", dump(t, src), dump(t, dst))
+	kvscan.Same(t, "s3 round trip", kvscan.Dump(t, src), kvscan.Dump(t, dst))
 	if _, err := shard.Verify(ctx, store, dst, out, shard.VerifyOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +555,7 @@ func TestFinalizeAsItsOwnStep(t *testing.T) {
 			t.Fatalf("finalize %d: %v", i, err)
 		}
 	}
-	sameKV(t, "source vs finalized", dump(t, src), dump(t, dst))
+	kvscan.Same(t, "source vs finalized", kvscan.Dump(t, src), kvscan.Dump(t, dst))
 }
 
 // An import stopped inside its very first shard resumes on the rerun instead
@@ -622,7 +587,7 @@ func TestImportStoppedInFirstShardResumes(t *testing.T) {
 	if !again.Resumed {
 		t.Fatalf("rerun did not resume: %+v", again)
 	}
-	sameKV(t, "resumed vs clean", dump(t, clean), dump(t, dst))
+	kvscan.Same(t, "resumed vs clean", kvscan.Dump(t, clean), kvscan.Dump(t, dst))
 }
 
 // More shards than the catalog has room for: the plan's estimates collide,
@@ -638,7 +603,7 @@ func TestManyShardsOfASmallCatalog(t *testing.T) {
 		t.Fatalf("%d shards", len(res.Shards))
 	}
 	importFrom(t, store, dir, dst, format.V1)
-	sameKV(t, "source vs 64 shards", dump(t, src), dump(t, dst))
+	kvscan.Same(t, "source vs 64 shards", kvscan.Dump(t, src), kvscan.Dump(t, dst))
 }
 
 func TestCheckRangesRefusesEmptyRanges(t *testing.T) {
@@ -772,7 +737,7 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 			if p.Records.Load() <= written.Load() {
 				t.Fatalf("nothing of the bad shard was written before it failed (%d records, %d after shard 0): the test proves nothing", p.Records.Load(), written.Load())
 			}
-			got := dump(t, dst)
+			got := kvscan.Dump(t, dst)
 			for _, k := range badKeys {
 				if _, ok := got[k]; ok {
 					t.Fatalf("key %x of the bad shard survived its failed import", k)
@@ -787,7 +752,7 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 			if !res.Resumed {
 				t.Fatalf("rerun did not resume: %+v", res)
 			}
-			sameKV(t, "resumed after a bad shard vs clean", dump(t, clean), dump(t, dst))
+			kvscan.Same(t, "resumed after a bad shard vs clean", kvscan.Dump(t, clean), kvscan.Dump(t, dst))
 		})
 	}
 }

@@ -8,10 +8,8 @@ import "C"
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 	"unsafe"
 )
@@ -80,14 +78,10 @@ type Change struct {
 //	for ch.Next() { use(ch.Change()) }
 //	if err := ch.Err(); err != nil { ... }
 type Changes struct {
-	ctx     context.Context
+	chunks
 	summary ChangeSummary
-	mu      sync.Mutex
 	h       *C.rl_changes
-	chunk   []byte
 	cur     Change
-	err     error
-	done    bool
 }
 
 // View is a view of a database that can be named again in any process: a
@@ -162,7 +156,7 @@ func OpenChanges(ctx context.Context, url string, from, to View, opts Options, m
 	if err != nil {
 		return nil, err
 	}
-	ch := &Changes{ctx: ctx, h: h}
+	ch := &Changes{chunks: chunks{ctx: ctx}, h: h}
 	if err := json.Unmarshal([]byte(takeString(summary)), &ch.summary); err != nil {
 		_ = ch.Close()
 		return nil, fmt.Errorf("slatedb: open changes: %w: summary: %w", ErrInternal, err)
@@ -175,72 +169,35 @@ func (ch *Changes) Summary() ChangeSummary { return ch.summary }
 
 // Next advances to the next change and reports whether there is one.
 func (ch *Changes) Next() bool {
-	if ch.err != nil {
+	next := func(t C.uint64_t, c *C.rl_cancel, out **C.uint8_t, n *C.size_t, e **C.char) C.int32_t {
+		return C.rl_changes_next(ch.h, chunkEntries, chunkBytes, t, c, out, n, e)
+	}
+	if !ch.more("changes next", func() bool { return ch.h != nil }, next) {
 		return false
 	}
-	if len(ch.chunk) == 0 {
-		if ch.done || !ch.fetch() {
-			return false
-		}
-	}
-	c, rest, err := splitChange(ch.chunk)
-	if err != nil {
-		ch.err = err
+	c, ok := splitChange(&ch.chunk)
+	if !ok {
+		ch.err = fmt.Errorf("slatedb: changes next: %w: malformed chunk from native library", ErrInternal)
 		return false
 	}
-	ch.cur, ch.chunk = c, rest
+	ch.cur = c
 	return true
 }
 
-func (ch *Changes) fetch() bool {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	if ch.h == nil {
-		ch.err = fmt.Errorf("slatedb: changes next: %w: the changes are closed", ErrClosed)
-		return false
-	}
-	var out *C.uint8_t
-	var n C.size_t
-	ch.err = native(ch.ctx, "changes next", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
-		return C.rl_changes_next(ch.h, chunkEntries, chunkBytes, t, c, &out, &n, e)
-	})
-	if ch.err != nil {
-		return false
-	}
-	ch.chunk = takeBytes(out, n)
-	if len(ch.chunk) == 0 {
-		ch.done = true
-		return false
-	}
-	return true
-}
-
-// splitChange reads one change off a chunk (rocklake_slatedb.h).
-func splitChange(b []byte) (Change, []byte, error) {
-	bad := fmt.Errorf("slatedb: changes next: %w: malformed chunk from native library", ErrInternal)
-	field := func() ([]byte, bool) {
-		if len(b) < 4 {
-			return nil, false
-		}
-		n := binary.LittleEndian.Uint32(b)
-		if uint64(len(b)-4) < uint64(n) {
-			return nil, false
-		}
-		f := b[4 : 4+n : 4+n]
-		b = b[4+n:]
-		return f, true
-	}
+// splitChange reads one change off the front of *b (rocklake_slatedb.h):
+// klen | key | old | new, each of old and new 0 (absent) or 1 | vlen | value.
+func splitChange(b *[]byte) (Change, bool) {
 	value := func() ([]byte, bool) {
-		if len(b) < 1 {
+		if len(*b) < 1 {
 			return nil, false
 		}
-		present := b[0]
-		b = b[1:]
+		present := (*b)[0]
+		*b = (*b)[1:]
 		switch present {
 		case 0:
 			return nil, true
 		case 1:
-			v, ok := field()
+			v, ok := field(b)
 			if ok && v == nil {
 				v = []byte{}
 			}
@@ -248,13 +205,10 @@ func splitChange(b []byte) (Change, []byte, error) {
 		}
 		return nil, false
 	}
-	k, ok1 := field()
+	k, ok1 := field(b)
 	o, ok2 := value()
 	n, ok3 := value()
-	if !ok1 || !ok2 || !ok3 {
-		return Change{}, nil, bad
-	}
-	return Change{Key: k, Old: o, New: n}, b, nil
+	return Change{Key: k, Old: o, New: n}, ok1 && ok2 && ok3
 }
 
 // Change is the current change. Its slices stay valid after Next.

@@ -142,7 +142,7 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock
 	if !m.DryRun && !l.Online {
 		// From the write, not from Check's start: the preflight before it
 		// may take seconds.
-		l.FenceAt = time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
+		l.FenceAt = fenceTime(m)
 	}
 	body, err := json.Marshal(l)
 	if err != nil {
@@ -244,6 +244,11 @@ func confirmLock(ctx context.Context, env Env, pointerURL, id string) error {
 	return nil
 }
 
+// fenceTime is when m may fence its source: its freeze grace from now.
+func fenceTime(m Migration) time.Time {
+	return time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
+}
+
 // announceFence names the fence time in the lock online migration m
 // holds: its freeze grace from now, for the supervisors to switch the
 // servers to reader mode first. A retry finds it named and keeps it.
@@ -259,7 +264,7 @@ func announceFence(ctx context.Context, env Env, m Migration) (time.Time, error)
 	if !held.FenceAt.IsZero() {
 		return held.FenceAt, nil
 	}
-	held.FenceAt = time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
+	held.FenceAt = fenceTime(m)
 	body, err := json.Marshal(held)
 	if err != nil {
 		return time.Time{}, err
