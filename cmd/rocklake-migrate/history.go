@@ -86,6 +86,10 @@ func printOnline(w io.Writer, o *history.Online, indent string) {
 	if o == nil {
 		return
 	}
+	if o.Offline != "" {
+		fmt.Fprintf(w, "%sonline: migrated offline, write freeze %.2f s (fence to flip): %s\n", indent, o.FreezeSeconds, o.Offline)
+		return
+	}
 	fmt.Fprintf(w, "%sonline: %d catch-up rounds, write freeze %.2f s (fence to flip)\n", indent, len(o.Rounds), o.FreezeSeconds)
 	for _, rd := range o.Rounds {
 		when := ""

@@ -215,6 +215,63 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	}
 }
 
+// A catalog the real RockLake made and has served since without flushing
+// lies wholly in its WAL, which a snapshot (a detached checkpoint) does not
+// hold: an online run migrates it offline, says why in its report, and
+// loses no acknowledged commit.
+func TestRealRockLakeOnlineMigratesAnUnflushedCatalogOffline(t *testing.T) {
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "catalogs", "prod")
+	srv, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	w := commitEvery(ctx, srv, 100*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/",
+		"--online", "--shards", "2", "--freeze-grace", "0s", "--read-replica=false", "--json")
+	acked, refused := w.halt()
+	if err := srv.Stop(); err != nil {
+		t.Logf("rocklake serve (fenced) stopped: %v", err)
+	}
+	r.want(t, exitOK)
+	var rep workflow.LocalReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" {
+		t.Fatalf("migrate --online report %q: %v", r.stdout, err)
+	}
+	if rep.Online == nil || !strings.Contains(rep.Online.Offline, "WAL") || len(rep.Online.Rounds) != 0 || rep.Online.FreezeSeconds <= 0 {
+		t.Fatalf("online report %+v: want the run migrated offline, with the reason and its freeze", rep.Online)
+	}
+	if _, ok := rep.StateSeconds["Snapshot"]; !ok {
+		t.Fatalf("states %v: want Snapshot", rep.StateSeconds)
+	}
+	if len(acked) == 0 {
+		t.Fatalf("RockLake acknowledged no commit before the run (%d refused)", refused)
+	}
+	target := strings.TrimPrefix(rep.Target, "file://")
+	served, err := rocklake.Serve(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Stop()
+	if err := allCommitted(ctx, served, acked); err != nil {
+		t.Fatalf("the new catalog %s: %v", rep.Target, err)
+	}
+}
+
 // An online run interrupted before its fence (in Fence's grace) cleans up
 // after itself: no checkpoint of the run left on the source (Snapshot's,
 // the rounds'), the pointer where it was, and RockLake, never fenced, still

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -29,6 +30,28 @@ func (e *FormatVersionMismatch) Error() string {
 	}
 	return fmt.Sprintf("FormatVersionMismatch (SQLSTATE %s): found catalog format version %d, expected %d",
 		SQLStateFeatureNotSupported, e.Found, e.Expected)
+}
+
+// ParseMismatch reads back a *FormatVersionMismatch from its message (as
+// Error writes it) anywhere in msg: the refusal crosses the workflow's JSON
+// boundary (a state's error cause) as text. ok is false when msg holds none.
+func ParseMismatch(msg string) (e *FormatVersionMismatch, ok bool) {
+	var found, expected uint64
+	if _, err := fmt.Sscanf(cutTo(msg, "found catalog format version "), "found catalog format version %d, expected %d", &found, &expected); err == nil {
+		return &FormatVersionMismatch{Found: found, Expected: expected}, true
+	}
+	if _, err := fmt.Sscanf(cutTo(msg, "found no catalog format version "), "found no catalog format version (uninitialized catalog), expected %d", &expected); err == nil {
+		return &FormatVersionMismatch{Missing: true, Expected: expected}, true
+	}
+	return nil, false
+}
+
+// cutTo returns msg from the first sep on ("" when none).
+func cutTo(msg, sep string) string {
+	if i := strings.Index(msg, sep); i >= 0 {
+		return msg[i:]
+	}
+	return ""
 }
 
 // NameVersionMismatch is the stable name of a *FormatVersionMismatch.

@@ -277,6 +277,20 @@ func TestFormatVersionCheck(t *testing.T) {
 	}
 }
 
+// A refusal read back from its message, as it crosses the workflow's JSON
+// boundary wrapped in others' words.
+func TestParseMismatch(t *testing.T) {
+	for _, want := range []*format.FormatVersionMismatch{{Found: 99, Expected: 1}, {Found: 1, Expected: 2}, {Missing: true, Expected: 1}} {
+		got, ok := format.ParseMismatch("workflow: snapshot s3://b/c: " + want.Error())
+		if !ok || *got != *want {
+			t.Fatalf("ParseMismatch(%q) = %+v, %v", want.Error(), got, ok)
+		}
+	}
+	if got, ok := format.ParseMismatch("workflow: snapshot: the source is gone"); ok {
+		t.Fatalf("ParseMismatch of another error = %+v", got)
+	}
+}
+
 // Vectors from Rust's DefaultHasher (rustc 1.95, `str::hash`), the hash
 // RockLake keys tags by in format 1.
 func TestTagKeyHash(t *testing.T) {

@@ -82,6 +82,9 @@ type Online struct {
 	// FreezeSeconds is the write freeze: from the fence to the pointer's
 	// write.
 	FreezeSeconds float64 `json:"freeze_seconds"`
+	// Offline: the run was asked online and migrated offline, for this
+	// reason (its freeze then runs from the fence before the copy).
+	Offline string `json:"offline,omitempty"`
 }
 
 // Round is one catch-up round: the source keys it carried, how it found

@@ -66,7 +66,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		}
 	}
 	out.PointerVersionID = ref.VersionID
-	if m.online() {
+	if m.online() || m.OfflineBecause != "" {
 		out.Online = onlineReport(ctx, env, m, p)
 	}
 	var cleanup []string

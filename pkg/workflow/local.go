@@ -374,6 +374,9 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 	}
 	var ee *asl.ExecutionError
 	if errors.As(runErr, &ee) && ee.Name == format.NameVersionMismatch {
+		if mm, ok := format.ParseMismatch(ee.Cause); ok {
+			return rep, mm
+		}
 		v := in.TargetVersion
 		if v == 0 { // a rebuild's: the format the pointer names
 			v = uint64(state.Migration.To)

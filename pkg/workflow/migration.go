@@ -73,6 +73,9 @@ type Migration struct {
 	// FencedAt is when Fence fenced the source: the write freeze runs from
 	// it to the flip.
 	FencedAt time.Time `json:"fenced_at,omitzero"`
+	// OfflineBecause: the run was asked to migrate online and Snapshot
+	// migrated it offline instead, for this reason (snapshotOffline).
+	OfflineBecause string `json:"offline_because,omitempty"`
 }
 
 // online reports whether m copies while the source takes writes: a dry run

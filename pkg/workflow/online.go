@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -39,6 +40,9 @@ func Snapshot(ctx context.Context, env Env, m Migration) (Migration, error) {
 		return m, fmt.Errorf("workflow: snapshot %s: %w", m.Source, err)
 	}
 	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Checkpoint: cp.ID, Store: env.SlateDB})
+	if mismatch := (*format.FormatVersionMismatch)(nil); errors.As(err, &mismatch) && mismatch.Missing {
+		return snapshotOffline(ctx, env, m, cp.ID)
+	}
 	if err != nil {
 		return m, fmt.Errorf("workflow: snapshot %s: %w", m.Source, err)
 	}
@@ -54,6 +58,29 @@ func Snapshot(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	m.Checkpoint = cp.ID
 	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
+}
+
+// offlineUnflushed is why an online run migrates a source offline whose
+// checkpoint holds no catalog.
+const offlineUnflushed = "the source's catalog lies wholly in RockLake's WAL (RockLake has not flushed it since the catalog was made), which a snapshot does not hold; it is small (under one memtable), so the run fenced it for the copy"
+
+// snapshotOffline migrates offline a source whose snapshot (checkpoint
+// cpID) holds no catalog: RockLake made it and has written only to its WAL
+// since, which a detached checkpoint does not name. Such a catalog is
+// under one memtable, so its offline copy is short. The fence is named in
+// the lock first (the supervisors switch to reader mode), then Freeze runs;
+// the report says why (OfflineBecause).
+func snapshotOffline(ctx context.Context, env Env, m Migration, cpID string) (Migration, error) {
+	if err := slatedb.DeleteCheckpoint(ctx, m.Source, cpID, env.SlateDB); err != nil {
+		return m, fmt.Errorf("workflow: snapshot %s: %w", m.Source, err)
+	}
+	var err error
+	if m.FenceAt, err = announceFence(ctx, env, m); err != nil {
+		return m, err
+	}
+	m.Online, m.OfflineBecause = false, offlineUnflushed
+	m.FencedAt = m.FenceAt
+	return Freeze(ctx, env, m)
 }
 
 // Round is catch-up round n's record in staging: written with its views
@@ -340,9 +367,13 @@ func deleteCheckpoints(ctx context.Context, env Env, m Migration, cp string) err
 // until now (the pointer written). A round record that cannot be read is
 // left out of it.
 func onlineReport(ctx context.Context, env Env, m Migration, p Plan) *history.Online {
-	o := &history.Online{Rounds: []history.Round{}}
-	if !p.FencedAt.IsZero() {
-		o.FreezeSeconds = time.Since(p.FencedAt).Seconds()
+	o := &history.Online{Rounds: []history.Round{}, Offline: m.OfflineBecause}
+	fencedAt := p.FencedAt
+	if fencedAt.IsZero() {
+		fencedAt = m.FencedAt
+	}
+	if !fencedAt.IsZero() {
+		o.FreezeSeconds = time.Since(fencedAt).Seconds()
 	}
 	for n := 1; n <= m.Round; n++ {
 		var r Round
