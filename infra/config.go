@@ -42,9 +42,10 @@ type Config struct {
 	// the way back copied beside the catalog) when the catalog's transformed
 	// keys and values fit the in-place limit (32 MiB), Strategy B otherwise.
 	InPlaceAuto bool
-	// "online": release-started migrations copy while RockLake keeps
-	// committing and fence only for the last catch-up round (migrate
-	// --online). With inPlaceAuto, a catalog under the in-place limit
+	// "online" (default true): release-started migrations copy while
+	// RockLake keeps committing and fence only for the last catch-up round
+	// (migrate's default); false fences for the whole copy (migrate
+	// --offline). With inPlaceAuto, a catalog under the in-place limit
 	// still takes Strategy A (online applies to Strategy B).
 	Online           bool
 	ShardMemoryMB    int    // "shardMemoryMb": export, transform, import
@@ -72,6 +73,7 @@ func DefaultConfig() Config {
 		ShardConcurrency:      40,
 		DistDir:               "../dist",
 		LogRetentionDays:      90,
+		Online:                true,
 	}
 }
 

@@ -674,7 +674,7 @@ func TestReleaseRule(t *testing.T) {
 		it := tgt["InputTransformer"].(map[string]any)
 		tmplStr := it["InputTemplate"].(string)
 		// The Check step's input, with the version as a JSON number.
-		for _, want := range []string{`"pointer":<detail-pointer>`, `"target_version":<detail-target_format_version>`, `"shards":16`, `"in_place_auto":false`, `"trigger":"release:<id>"`} {
+		for _, want := range []string{`"pointer":<detail-pointer>`, `"target_version":<detail-target_format_version>`, `"shards":16`, `"in_place_auto":false`, `"online":true`, `"trigger":"release:<id>"`} {
 			if !strings.Contains(tmplStr, want) {
 				t.Errorf("input template %s lacks %s", tmplStr, want)
 			}

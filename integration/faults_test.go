@@ -47,7 +47,7 @@ func TestFaults(t *testing.T) {
 		}
 	}
 	in := func(f fixture) workflow.CheckInput {
-		return workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}
+		return workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}
 	}
 	t.Run("source-without-version-key", func(t *testing.T) {
 		f := h.seed(t, ctx, "noversion", caseRows, seedN)

@@ -72,12 +72,12 @@ func TestIntegration(t *testing.T) {
 	t.Run("source-version-99", func(t *testing.T) {
 		f := h.seed(t, ctx, "v99", caseRows, seedN)
 		setVersion(t, ctx, f.Source, 99)
-		h.failsCleanly(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}, "FormatVersionMismatch", "found catalog format version 99")
+		h.failsCleanly(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}, "FormatVersionMismatch", "found catalog format version 99")
 	})
 	t.Run("source-version-99-aws-local-stepfunctions", func(t *testing.T) {
 		f := h.seed(t, ctx, "v99-lsf", caseRows, seedN)
 		setVersion(t, ctx, f.Source, 99)
-		h.failsCleanlyWith(t, ctx, h.runLocalStepFunctions, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}, "FormatVersionMismatch", "found catalog format version 99")
+		h.failsCleanlyWith(t, ctx, h.runLocalStepFunctions, f, workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}, "FormatVersionMismatch", "found catalog format version 99")
 	})
 	t.Run("rollback-after-migration", func(t *testing.T) {
 		// The pkg-asl case's pointer is on its v2 catalog: roll it back
@@ -106,7 +106,7 @@ func TestIntegration(t *testing.T) {
 	t.Run("in-place-and-rollback", func(t *testing.T) {
 		f := h.seed(t, ctx, "inplace", caseRows, seedN)
 		src := catalogState(t, ctx, f.Source, format.V1)
-		o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, FreezeGrace: noGrace()})
+		o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, InPlace: true, FreezeGrace: noGrace()})
 		if o.Status != "SUCCEEDED" {
 			t.Fatalf("in-place run: %s", o)
 		}
@@ -139,7 +139,7 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := rawDigest(t, ctx, target)
-		h.failsCleanly(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, MigrationID: id, FreezeGrace: noGrace()}, "TargetNotEmpty", "")
+		h.failsCleanly(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, MigrationID: id, FreezeGrace: noGrace()}, "TargetNotEmpty", "")
 		if got := rawDigest(t, ctx, target); got != other {
 			t.Fatalf("the catalog that was already at %s changed (digest %s, was %s): the failed run destroyed data it did not own", target, got, other)
 		}
@@ -223,7 +223,12 @@ func (h *Harness) migrateAndCheck(t *testing.T, ctx context.Context, name string
 	src := catalogState(t, ctx, f.Source, format.V1)
 	sentBefore := len(h.messages(t, h.Topic))
 	start := time.Now()
-	in := workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace(), Online: len(online) > 0 && online[0]}
+	// Online: the input leaves it out (the default), offline says so.
+	on := len(online) > 0 && online[0]
+	in := workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace(), Online: offline()}
+	if on {
+		in.Online = nil
+	}
 	o := run(t, ctx, statemachine.Migration, in)
 	t.Logf("%s: %s in %s", name, o, time.Since(start).Round(time.Millisecond))
 	if o.Status != "SUCCEEDED" {
@@ -248,7 +253,7 @@ func (h *Harness) migrateAndCheck(t *testing.T, ctx context.Context, name string
 		t.Fatalf("Verify reported digest %q, the catalog has %s (%v)", out.Verify.Digest, got.Digest, err)
 	}
 	// Online: rounds before VerifyCatchUp, after it, and after the fence.
-	if r := out.Verify.Flip.Online; in.Online && (r == nil || len(r.Rounds) < 3 || !r.Rounds[len(r.Rounds)-1].Last || !out.Migration.Verified) {
+	if r := out.Verify.Flip.Online; on && (r == nil || len(r.Rounds) < 3 || !r.Rounds[len(r.Rounds)-1].Last || !out.Migration.Verified) {
 		t.Fatalf("online run's report %+v (migration %+v)", r, out.Migration)
 	}
 	msgs := h.messages(t, h.Topic)[sentBefore:]
@@ -325,3 +330,7 @@ func noGrace() *float64 {
 	var zero float64
 	return &zero
 }
+
+// offline is an input's online setting for the offline path: Freeze fences
+// the source for the whole copy (online is the default).
+func offline() *bool { v := false; return &v }

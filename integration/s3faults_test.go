@@ -84,7 +84,7 @@ func TestS3FaultsMigrationCompletes(t *testing.T) {
 	defer cancel()
 	f := h.seed(t, ctx, "faulty", caseRows*4, seedN)
 	src := catalogState(t, ctx, f.Source, format.V1)
-	o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 4, FreezeGrace: noGrace()})
+	o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 4, FreezeGrace: noGrace()})
 	t.Logf("%d S3 requests through the proxy: %d failed, %d slowed", proxy.total.Load(), proxy.failed.Load(), proxy.slowed.Load())
 	if o.Status != "SUCCEEDED" {
 		t.Fatalf("run through a faulty S3: %s", o)
@@ -131,7 +131,7 @@ func TestS3StallsMigrationCompletes(t *testing.T) {
 	defer cancel()
 	f := h.seed(t, ctx, "stalling", caseRows, seedN)
 	src := catalogState(t, ctx, f.Source, format.V1)
-	o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 4})
+	o := h.runASL(t, ctx, statemachine.Migration, workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 4})
 	t.Logf("%d responses stalled half-way", proxy.Stalled())
 	if o.Status != "SUCCEEDED" {
 		t.Fatalf("run through a stalling S3: %s", o)

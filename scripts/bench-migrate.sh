@@ -29,7 +29,7 @@ for rep in $(seq "$REPS"); do
   . "$d/env"
   $M seed --catalog s3://rocklake/catalogs/prod --rows "$ROWS" --seed 1 >/dev/null
   $M init-pointer --pointer s3://rocklake/CURRENT --catalog s3://rocklake/catalogs/prod >/dev/null
-  /usr/bin/time -f "%e %M %U %S" -o "$d/time" $M migrate --pointer s3://rocklake/CURRENT "${TO[@]}" --shards "$SHARDS" --json >"$d/report.json" 2>/dev/null
+  /usr/bin/time -f "%e %M %U %S" -o "$d/time" $M migrate --pointer s3://rocklake/CURRENT "${TO[@]}" --shards "$SHARDS" --offline --json >"$d/report.json" 2>/dev/null
   echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$d/load"
   stop_stack
 done

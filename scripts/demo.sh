@@ -41,14 +41,14 @@ step "a format-2 binary refuses it (exit 3)"
 printf '$ %s\n' "$M check --catalog $SRC --expect v2"
 if "$M" check --catalog "$SRC" --expect v2; then echo "expected a refusal" >&2; exit 1; fi
 
-step "plan: the preflight migrate runs before Freeze, the shards, duration and AWS cost; writes nothing"
+step "plan: the preflight migrate runs first, the shards, duration, write freeze and AWS cost; writes nothing"
 run "$M" plan --pointer "$POINTER" --to v2 --shards 8
 
 step "dry run of the workflow (statemachine/migration.asl.json, run locally): verify, pointer untouched"
 run "$M" migrate --pointer "$POINTER" --to v2 --shards 8 --dry-run
 run "$M" status --pointer "$POINTER"
 
-step "migrate to format 2 with a gated cut-over: Check, Freeze, Shards (export+transform), Import, Finalize, Verify, then wait"
+step "migrate to format 2 (online, the default) with a gated cut-over: Check, Snapshot, Shards (export+transform), Import, catch-up rounds, VerifyCatchUp, Fence, the last round, Finalize, Verify, then wait"
 run "$M" migrate --pointer "$POINTER" --to v2 --shards 8 --postpone-flip --migration-id m-demo
 run "$M" status --pointer "$POINTER"
 

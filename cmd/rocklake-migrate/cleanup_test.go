@@ -54,7 +54,7 @@ func newCleanupSetup(t *testing.T) cleanupSetup {
 // and a target it claimed stay behind.
 func (c cleanupSetup) crash(t *testing.T, id string) workflow.Migration {
 	t.Helper()
-	m, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: id, Shards: 1})
+	m, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Online: offline(), Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: id, Shards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestCleanupRefusesWhileMigrationRuns(t *testing.T) {
 	if _, err := c.store.Put(c.ctx, c.stagingR+"/m-old/plan.json", []byte("{}")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: "m-running"}); err != nil {
+	if _, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Online: offline(), Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: "m-running"}); err != nil {
 		t.Fatal(err)
 	}
 	before := c.objects(t)
@@ -394,7 +394,7 @@ func TestCleanupKeepsAnotherDeploymentsCatalogs(t *testing.T) {
 // removes it with the run's staging, whose plan names it. The source stays.
 func TestCleanupRemovesADeadRunsReplica(t *testing.T) {
 	c := newCleanupSetup(t)
-	m, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: "m-dead", Shards: 1})
+	m, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Online: offline(), Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: "m-dead", Shards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,3 +428,7 @@ func TestCleanupRemovesADeadRunsReplica(t *testing.T) {
 		t.Fatal("the source's keys changed")
 	}
 }
+
+// offline is an input's online setting for the offline path (online is the
+// default).
+func offline() *bool { v := false; return &v }

@@ -16,10 +16,11 @@ import (
 
 func newMigrateCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "migrate --pointer s3://… (--to vN | --rebuild) [--target-dir URL] [--dry-run | --postpone-flip] [--shards N] [--concurrency K] [--in-place [--in-place-max-bytes N]]",
+		Use:   "migrate --pointer s3://… (--to vN | --rebuild) [--target-dir URL] [--dry-run | --postpone-flip] [--shards N] [--concurrency K] [--offline | --in-place [--in-place-max-bytes N]]",
 		Short: "run the migration workflow (statemachine/migration.asl.json) locally",
 		Example: `  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --shards 16 --dry-run
   rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --postpone-flip
+  rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --offline
   rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --to v2 --in-place
   rocklake-migrate migrate --pointer s3://b/rocklake/CURRENT --rebuild --target-dir s3://other-bucket/catalogs/`,
 	}
@@ -39,10 +40,11 @@ func newMigrateCmd(e *env) *cobra.Command {
 	inPlace := fs.Bool("in-place", false, "Strategy A: migrate the catalog where it lies, in one atomic batch, after copying it as it was beside it (the way back rollback flips to; small catalogs)")
 	auto := fs.Bool("in-place-auto", false, "Strategy A if the catalog's transformed keys and values fit --in-place-max-bytes, else Strategy B (measured first, read-only)")
 	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes; with --in-place-auto: the size up to which A is chosen")
-	online := fs.Bool("online", false, "copy while RockLake keeps committing (from a snapshot), catch up in rounds until one is small, and fence the source only for the last round: writes freeze for seconds, not the whole copy")
-	maxKeys := fs.Int("catch-up-max-keys", workflow.DefaultCatchUpMaxKeys, "with --online: fence once a catch-up round carries at most this many keys")
-	maxTime := fs.Duration("catch-up-max-time", time.Duration(workflow.DefaultCatchUpMaxSeconds*float64(time.Second)), "with --online: …and takes at most this long")
-	maxRounds := fs.Int("catch-up-max-rounds", workflow.DefaultCatchUpMaxRounds, "with --online: fence after this many rounds anyway (the writers outpaced the catch-up)")
+	online := fs.Bool("online", true, "copy while RockLake keeps committing (from a snapshot), catch up in rounds until one is small, and fence the source only for the last round: writes freeze for seconds, not the whole copy (the default, but for --in-place)")
+	offline := fs.Bool("offline", false, "fence the source for the whole copy (the same as --online=false): writes freeze from the start to the flip")
+	maxKeys := fs.Int("catch-up-max-keys", workflow.DefaultCatchUpMaxKeys, "online: fence once a catch-up round carries at most this many keys")
+	maxTime := fs.Duration("catch-up-max-time", time.Duration(workflow.DefaultCatchUpMaxSeconds*float64(time.Second)), "online: …and takes at most this long")
+	maxRounds := fs.Int("catch-up-max-rounds", workflow.DefaultCatchUpMaxRounds, "online: fence after this many rounds anyway (the writers outpaced the catch-up)")
 	graceFlag := freezeGraceFlag(fs)
 	rb := newRebuildFlags(fs)
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
@@ -66,11 +68,19 @@ func newMigrateCmd(e *env) *cobra.Command {
 		if *inPlace && *auto {
 			return usagef("--in-place and --in-place-auto exclude each other: one forces Strategy A, the other chooses")
 		}
-		if *online && !fs.Changed("read-replica") {
-			replica = nil // the input's default for an online run: none
+		if *offline && fs.Changed("online") && *online {
+			return usagef("--online and --offline exclude each other")
 		}
-		if *online && *inPlace {
+		if *inPlace && fs.Changed("online") && *online {
 			return usagef("--online copies while the source takes writes; --in-place migrates it where it lies: choose one")
+		}
+		setting := onlineSetting(*offline) // left out: the input's default
+		if fs.Changed("online") {
+			setting = online
+		}
+		on := setting == nil && !*inPlace || setting != nil && *setting
+		if on && !fs.Changed("read-replica") {
+			replica = nil // the input's default for an online run: none
 		}
 		if *maxKeys < 0 || *maxTime < 0 || *maxRounds < 1 {
 			return usagef("--catch-up-max-keys and --catch-up-max-time take no negative value, --catch-up-max-rounds at least 1")
@@ -90,7 +100,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 			Check: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
 				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, ReadReplica: replica,
 				InPlace: *inPlace, InPlaceAuto: *auto, InPlaceMaxBytes: *maxBytes,
-				Online: *online, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxTime.Seconds(), MaxRounds: *maxRounds}},
+				Online: setting, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxTime.Seconds(), MaxRounds: *maxRounds}},
 			Topic: *topic, Concurrency: *concurrency, Log: e.stderr,
 			Display: func() *progress.Display { return e.progress(*asJSON) },
 		})

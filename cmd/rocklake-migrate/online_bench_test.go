@@ -104,8 +104,8 @@ func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
 	time.Sleep(time.Second)
 	args := []string{"migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://" + filepath.Join(dir, "new") + "/",
 		"--shards", "8", "--freeze-grace", "0s", "--read-replica=false", "--json"}
-	if online {
-		args = append(args, "--online")
+	if !online {
+		args = append(args, "--offline")
 	}
 	start := time.Now()
 	r := cli(b, args...)

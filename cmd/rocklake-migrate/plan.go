@@ -29,6 +29,7 @@ func newPlanCmd(e *env) *cobra.Command {
 	staging := fs.String("staging", "", "staging prefix (default: beside the pointer, …/migrations)")
 	unknown := fs.String("unknown-tags", "fail", "unknown tags: fail, carry or drop")
 	graceFlag := freezeGraceFlag(fs)
+	offline := fs.Bool("offline", false, "plan an offline run (migrate --offline): the source fenced for the whole copy")
 	id := fs.String("migration-id", "", "the id migrate will be given (its target path is checked); default: a new one, printed")
 	asJSON := jsonFlag(fs, "print the report as JSON")
 	rb := newRebuildFlags(fs)
@@ -57,7 +58,7 @@ func newPlanCmd(e *env) *cobra.Command {
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		rep, err := workflow.Preflight(ctx, env, workflow.PreflightInput{
 			CheckInput: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
-				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace},
+				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, Online: onlineSetting(*offline)},
 			Concurrency: *concurrency,
 		})
 		if *asJSON {
@@ -108,6 +109,13 @@ func printPlan(e *env, r workflow.PreflightReport, staging, targetDir string) {
 	}
 	if est := r.Estimate; est != nil {
 		fmt.Fprintf(w, "estimated duration: %s (%s)\n", time.Duration(est.TotalSeconds*float64(time.Second)).Round(100*time.Millisecond), stateTimes(est.Seconds))
+		if !r.DryRun {
+			how := "offline: from the fence before the copy"
+			if r.Online {
+				how = "online: from the fence after the copy and the catch-up"
+			}
+			fmt.Fprintf(w, "estimated write freeze: %s (%s to the flip; RockLake refuses commits meanwhile)\n", time.Duration(est.WriteFreezeSeconds*float64(time.Second)).Round(10*time.Millisecond), how)
+		}
 		fmt.Fprintf(w, "estimated AWS cost (us-east-1, prices of %s): $%.4f = Lambda $%.4f (%d invocations, %.1f GB-s) + Step Functions $%.4f (%d transitions) + S3 $%.4f (%d writes, %d reads, %.3f GB staged for up to a week)\n",
 			est.PricesDate, est.TotalUSD, est.Lambda.USD, est.Lambda.Invocations, est.Lambda.GBSeconds,
 			est.StepFunctions.USD, est.StepFunctions.Transitions, est.S3.USD, est.S3.WriteRequests, est.S3.ReadRequests, est.S3.StagingGB)
@@ -124,6 +132,12 @@ func printPlan(e *env, r workflow.PreflightReport, staging, targetDir string) {
 		}
 		if targetDir != "" {
 			how += " --target-dir " + targetDir
+		}
+		switch {
+		case r.DryRun:
+			how += " --dry-run"
+		case !r.Online:
+			how += " --offline"
 		}
 		fmt.Fprintf(w, "ready: rocklake-migrate migrate --pointer %s %s --shards %d --staging %s --migration-id %s\n", r.Pointer, how, len(r.Shards), staging, r.MigrationID)
 	case !r.NeedsMigration && r.From != 0 && r.From == r.To:
@@ -145,4 +159,13 @@ func bytesHuman(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// onlineSetting is the input's online setting for --offline: false when
+// given, else left to the input's default (online, but for in place).
+func onlineSetting(offline bool) *bool {
+	if offline {
+		return &[]bool{false}[0]
+	}
+	return nil
 }

@@ -37,16 +37,29 @@ func TestPlanHistoryStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("plan --json: %q: %v", r.stdout, err)
 	}
-	if !rep.Ready || len(rep.Shards) != 4 || rep.Estimate == nil || rep.Estimate.TotalUSD <= 0 {
+	if !rep.Ready || len(rep.Shards) != 4 || rep.Estimate == nil || rep.Estimate.TotalUSD <= 0 || !rep.Online || rep.Estimate.Seconds["VerifyCatchUp"] <= 0 {
 		t.Fatalf("plan: %+v", rep)
 	}
 	h := cli(t, "plan", "--pointer", ptr, "--to", "v2", "--shards", "4", "--migration-id", "m-planned")
 	h.want(t, exitOK)
-	for _, want := range []string{"nothing was written", "ok   pointer-versioning", "balanced by bytes", "estimated AWS cost", "--migration-id m-planned"} {
+	for _, want := range []string{"nothing was written", "ok   pointer-versioning", "balanced by bytes", "estimated AWS cost", "--migration-id m-planned", "estimated write freeze", "online: from the fence after the copy"} {
 		if !strings.Contains(h.stdout, want) {
 			t.Fatalf("plan does not say %q:\n%s", want, h.stdout)
 		}
 	}
+	// Offline, the freeze is the whole run after the fence, and the ready
+	// line says --offline.
+	var off workflow.PreflightReport
+	o := cli(t, "plan", "--pointer", ptr, "--to", "v2", "--shards", "4", "--offline", "--json")
+	o.want(t, exitOK)
+	if err := json.Unmarshal([]byte(o.stdout), &off); err != nil || off.Online || off.Estimate == nil || off.Estimate.WriteFreezeSeconds <= rep.Estimate.WriteFreezeSeconds {
+		t.Fatalf("plan --offline: %+v, %v; online freeze %v", off, err, rep.Estimate)
+	}
+	if o := cli(t, "plan", "--pointer", ptr, "--to", "v2", "--offline"); !strings.Contains(o.stdout, "offline: from the fence before the copy") || !strings.Contains(o.stdout, " --offline") {
+		t.Fatalf("plan --offline:\n%s", o.stdout)
+	}
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--online", "--offline").want(t, exitUsage, "exclude each other")
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--online", "--in-place").want(t, exitUsage, "choose one")
 	if after, err := s.Objects(ctx); err != nil || strings.Join(after, "\n") != strings.Join(before, "\n") {
 		t.Fatalf("plan wrote something: %v", err)
 	}

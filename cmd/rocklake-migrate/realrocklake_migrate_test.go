@@ -51,8 +51,8 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
 
-	// A dry run fences and checkpoints the source (Freeze), verifies, and
-	// leaves it a catalog RockLake opens and writes.
+	// A dry run (which fences nothing) verifies, and leaves the source a
+	// catalog RockLake opens and writes.
 	var rep workflow.LocalReport
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--dry-run", "--json")
 	r.want(t, exitOK)
@@ -68,23 +68,27 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--migration-id", "m-occupied").want(t, exitError, "TargetNotEmpty")
 	servesAndWrites(src, "after_refusal")
 
-	// An aborted run (interrupted at Import, after Freeze fenced and
-	// checkpointed the source: Abort runs) leaves the same.
+	// An aborted offline run (interrupted at Import, after Freeze fenced
+	// and checkpointed the source: Abort runs) leaves the same.
 	runCtx, interrupt := context.WithCancel(ctx)
 	stderr := &cancelOn{state: "Import", cancel: interrupt}
 	var stdout bytes.Buffer
-	if code := run(runCtx, &env{stdout: &stdout, stderr: stderr}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "2"}); code == exitOK ||
+	if code := run(runCtx, &env{stdout: &stdout, stderr: stderr}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--offline"}); code == exitOK ||
 		!strings.Contains(stderr.buf.String(), "cleaned up after the interruption") {
 		t.Fatalf("interrupted migrate: exit %d\n%s", code, stderr.buf.String())
 	}
 	interrupt()
 	servesAndWrites(src, "after_abort")
 
-	// The real run: RockLake refuses the format-2 catalog.
+	// The real run (online, the default): RockLake refuses the format-2
+	// catalog.
 	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "migrated" {
 		t.Fatalf("migrate report %q: %v", r.stdout, err)
+	}
+	if rep.Online == nil || len(rep.Online.Rounds) < 3 || rep.Online.Offline != "" {
+		t.Fatalf("migrate without --offline: online report %+v, want an online run's rounds", rep.Online)
 	}
 	target := strings.TrimPrefix(rep.Target, "file://")
 	if srv, err := rocklake.Serve(ctx, target); err == nil {

@@ -193,7 +193,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	other := "s3://rocklake/OFFLINE"
 	cli(t, "init-pointer", "--pointer", other, "--catalog", "file://"+src).want(t, exitOK)
 	off := cli(t, "migrate", "--pointer", other, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "offline")+"/",
-		"--shards", "3", "--freeze-grace", "0s", "--read-replica=false", "--json")
+		"--offline", "--shards", "3", "--freeze-grace", "0s", "--read-replica=false", "--json")
 	off.want(t, exitOK)
 	var offRep workflow.LocalReport
 	if err := json.Unmarshal([]byte(off.stdout), &offRep); err != nil {

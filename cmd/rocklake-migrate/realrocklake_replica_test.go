@@ -137,7 +137,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	}()
 
 	started := time.Now()
-	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "2s", "--postpone-flip", "--json")
+	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "2s", "--postpone-flip", "--offline", "--json")
 	r.want(t, exitOK)
 	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Gate == nil {

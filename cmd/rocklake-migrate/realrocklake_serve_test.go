@@ -123,7 +123,8 @@ func eventually(t *testing.T, what string, f func() error) {
 }
 
 // The supervisor with the real RockLake and the real workflow: it serves the
-// pointer's catalog as a writer; `migrate --to v2` takes the lock and waits
+// pointer's catalog as a writer; `migrate --to v2 --offline` takes the lock
+// and waits
 // its grace, and the supervisor restarts RockLake as a reader on the source
 // before Freeze fences it (reads go on, writes are refused with SQLSTATE
 // 57P04); after the flip to v2, with no v2 binary, a reader on the source
@@ -171,7 +172,7 @@ func TestRealRockLakeServeFollowsMigration(t *testing.T) {
 	// migrate --to v2, its lock watched: reads go on, writes are refused.
 	migrated := make(chan result, 1)
 	go func() {
-		migrated <- cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--freeze-grace", "4s")
+		migrated <- cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--freeze-grace", "4s", "--offline")
 	}()
 	eventually(t, "writes refused under the lock", func() error {
 		err := writeSchema(ctx, cl, "under_lock")
@@ -282,7 +283,7 @@ func gaps(evs []event, write bool) []time.Duration {
 }
 
 // BenchmarkServeSwitch measures what a client of `rocklake-migrate serve`
-// sees through `migrate --to v2` (default grace and interval) of a seeded
+// sees through `migrate --to v2 --offline` (default grace and interval) of a seeded
 // catalog of $ROCKLAKE_BENCH_ROWS rows (100 000 by default) and the
 // rollback after it: a read every 20 ms and a write every 100 ms, each on a
 // new connection. It reports the read gaps (first failed to first
@@ -360,7 +361,7 @@ func BenchmarkServeSwitch(b *testing.B) {
 	go client(true, 100*time.Millisecond)
 	b.ResetTimer()
 	var mo, me bytes.Buffer
-	if code := run(ctx, &env{stdout: &mo, stderr: &me}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "4"}); code != exitOK {
+	if code := run(ctx, &env{stdout: &mo, stderr: &me}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "4", "--offline"}); code != exitOK {
 		b.Fatalf("migrate: exit %d\n%s", code, me.String())
 	}
 	// The flip is the pointer's write (Flip then frees the lock and

@@ -71,6 +71,21 @@ const (
 	ShardStepSeconds = 0.2
 )
 
+// An online run's states (pkg/workflow online.go), from BenchmarkOnlineMigration
+// (2026-12-03, file://, 2 cores, the real RockLake committing every 100 ms,
+// 1 000 000 and 3 000 000 rows): Fence 0.10-0.15 s, the last round 0.06-0.11
+// s (5 candidate keys), Verify after the fence 0.10-0.18 s, whatever the
+// rows. VerifyCatchUp digests the target and the source's view at once, each
+// at VerifyRowsPerSec.
+const (
+	FenceSeconds        = 0.15
+	RoundSeconds        = 0.1
+	OnlineVerifySeconds = 0.15
+	// OnlineRounds is the least run: two rounds before the fence (the
+	// second after VerifyCatchUp) and the last after it.
+	OnlineRounds = 3
+)
+
 // Lambda memory per function, MB: infra/config.go's defaults (check 1024;
 // export and transform shardMemoryMb 3008; import max(shardMemoryMb, 4096)).
 const (
@@ -127,8 +142,12 @@ type Input struct {
 	// run, which fences nothing).
 	FreezeGraceSeconds float64
 	// ReadReplica: Freeze copies the frozen catalog (StoredBytes) into a
-	// read replica for the servers (none in a dry run).
+	// read replica for the servers (none in a dry run); an online run's
+	// Fence, inside the write freeze.
 	ReadReplica bool
+	// Online: the copy runs while RockLake commits (Snapshot, CatchUp
+	// rounds, VerifyCatchUp, Fence), the write freeze only from the fence.
+	Online bool
 	// ShardBytesRatio is the shard files' bytes over the catalog's bytes
 	// (compressed NDJSON); 0 takes DefaultShardBytesRatio.
 	ShardBytesRatio float64
@@ -147,7 +166,10 @@ type Estimate struct {
 	// Seconds is the wall time per state, and in all.
 	Seconds      map[string]float64 `json:"seconds"`
 	TotalSeconds float64            `json:"total_seconds"`
-	Lambda       struct {
+	// WriteFreezeSeconds: from the fence to the pointer's write, RockLake's
+	// commits are refused (none in a dry run, which fences nothing).
+	WriteFreezeSeconds float64 `json:"write_freeze_seconds"`
+	Lambda             struct {
 		Invocations int     `json:"invocations"`
 		GBSeconds   float64 `json:"gb_seconds"`
 		USD         float64 `json:"usd"`
@@ -210,17 +232,29 @@ func Run(in Input) (Estimate, error) {
 	if in.SSTs > 0 {
 		scan = float64(in.SSTs) / BlockSSTsPerSec
 	}
-	freeze := FreezeSeconds + scan
+	online := in.Online && !in.DryRun
+	grace, replica := 0.0, 0.0
 	if !in.DryRun {
-		freeze += in.FreezeGraceSeconds
+		grace = in.FreezeGraceSeconds
 	}
 	if in.ReadReplica && !in.DryRun {
-		freeze += float64(in.StoredBytes) / ReplicaBytesPerSec
-		e.Assumptions = append(e.Assumptions, fmt.Sprintf("Freeze copies the frozen catalog (%d bytes) into a read replica for the servers at %d MiB/s, server side (read_replica)", in.StoredBytes, ReplicaBytesPerSec>>20))
+		replica = float64(in.StoredBytes) / ReplicaBytesPerSec
+		e.Assumptions = append(e.Assumptions, fmt.Sprintf("Freeze (online: Fence) copies the frozen catalog (%d bytes) into a read replica for the servers at %d MiB/s, server side (read_replica)", in.StoredBytes, ReplicaBytesPerSec>>20))
 	}
+	freeze := FreezeSeconds + scan + grace + replica
 	e.Seconds = map[string]float64{
 		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * shardStep,
 		"Import": importSec, "Finalize": FinalizeSeconds, "Verify": verify, "Flip": FlipSeconds,
+	}
+	if online {
+		delete(e.Seconds, "Freeze")
+		e.Seconds["Snapshot"] = FreezeSeconds + scan
+		e.Seconds["CatchUp"] = OnlineRounds * RoundSeconds
+		e.Seconds["VerifyCatchUp"] = verify
+		e.Seconds["Fence"] = grace + FenceSeconds + replica
+		e.Seconds["Verify"] = OnlineVerifySeconds
+		e.WriteFreezeSeconds = FenceSeconds + replica + RoundSeconds + FinalizeSeconds + OnlineVerifySeconds + FlipSeconds
+		e.Assumptions = append(e.Assumptions, fmt.Sprintf("online: the least catch-up (%d rounds of %.1f s: the writers' commits since the round before, a few keys); writers faster than a round make more and longer rounds, bounded by catch_up. The write freeze leaves out RockLake's WAL backlog (its WAL since its memtable last reached L0), which the fence's writer replays and the last round and Verify read: on S3 up to about 18 s at a full backlog of 4096 WAL SSTs (README, the 100M model)", OnlineRounds, RoundSeconds))
 	}
 	if in.DryRun {
 		delete(e.Seconds, "Flip")
@@ -229,6 +263,9 @@ func Run(in Input) (Estimate, error) {
 	for _, s := range e.Seconds {
 		e.TotalSeconds += s
 	}
+	if !in.DryRun && !online {
+		e.WriteFreezeSeconds = e.TotalSeconds - CheckSeconds - grace
+	}
 
 	// Lambda: every step's own time, at its function's memory.
 	gb := func(mb int) float64 { return float64(mb) / 1024 }
@@ -236,10 +273,18 @@ func Run(in Input) (Estimate, error) {
 	e.Lambda.GBSeconds = gb(CheckMemoryMB)*(CheckSeconds+FlipSeconds) +
 		gb(ShardMemoryMB)*(freeze+float64(in.Shards)*ShardStepSeconds+rows/ShardRowsPerSec) +
 		gb(ImportMemoryMB)*(importSec+FinalizeSeconds+verify)
+	if online {
+		// Snapshot and Fence (freeze's grace and replica in it) on the
+		// export function; CatchUp and VerifyCatchUp on the import one,
+		// and Verify after the fence reads only the change.
+		e.Lambda.Invocations += OnlineRounds + 2
+		e.Lambda.GBSeconds += gb(ShardMemoryMB)*FenceSeconds +
+			gb(ImportMemoryMB)*(e.Seconds["CatchUp"]+e.Seconds["VerifyCatchUp"]+OnlineVerifySeconds-verify)
+	}
 	e.Lambda.USD = e.Lambda.GBSeconds*LambdaGBSecondUSD + float64(e.Lambda.Invocations)*LambdaRequestUSD
 
 	if len(in.Definition) > 0 {
-		n, err := Transitions(in.Definition, in.Shards, importCalls, in.DryRun)
+		n, err := Transitions(in.Definition, Path{Shards: in.Shards, ImportCalls: importCalls, DryRun: in.DryRun, Online: online})
 		if err != nil {
 			return e, err
 		}
@@ -280,17 +325,21 @@ func ImportPasses(storedBytes int64) int {
 
 // state is what Transitions reads of a state.
 type state struct {
-	Type    string `json:"Type"`
-	Next    string `json:"Next"`
-	End     bool   `json:"End"`
-	Default string `json:"Default"`
-	Choices []struct {
-		Variable      string `json:"Variable"`
-		BooleanEquals *bool  `json:"BooleanEquals"`
-		Next          string `json:"Next"`
-	} `json:"Choices"`
+	Type          string   `json:"Type"`
+	Next          string   `json:"Next"`
+	End           bool     `json:"End"`
+	Default       string   `json:"Default"`
+	Choices       []choice `json:"Choices"`
 	ItemProcessor *machine `json:"ItemProcessor"`
 	Iterator      *machine `json:"Iterator"`
+}
+
+// choice is a Choice rule: a boolean test, or an And of them.
+type choice struct {
+	Variable      string   `json:"Variable"`
+	BooleanEquals *bool    `json:"BooleanEquals"`
+	And           []choice `json:"And"`
+	Next          string   `json:"Next"`
 }
 
 type machine struct {
@@ -301,28 +350,59 @@ type machine struct {
 // maxStates bounds a walk: a definition that loops without end is an error.
 const maxStates = 100_000
 
-// Transitions counts the state transitions of a successful run of the
-// definition over shards Map items, with Import called importCalls times:
+// Path is the successful run Transitions walks.
+type Path struct {
+	Shards      int  // Map items
+	ImportCalls int  // Import's calls
+	DryRun      bool // the cleanup branch instead of Flip
+	// Online: Snapshot, then the least catch-up (OnlineRounds): a round,
+	// VerifyCatchUp, a round, Fence, the last round.
+	Online bool
+}
+
+// Transitions counts the state transitions of run through the definition:
 // every state entered is one, and each Map item's states too. A Choice
-// takes the branch the run takes: a migration is needed, the import is done
-// on its last call, the dry run as asked; any other Choice its Default.
-func Transitions(def []byte, shards, importCalls int, dryRun bool) (int, error) {
+// takes the branch the run takes: a migration is needed, not in place, the
+// import is done on its last call, every catch-up round small, verified
+// once VerifyCatchUp ran and fenced once Fence did, the dry run and online
+// as asked; any other Choice its Default.
+func Transitions(def []byte, run Path) (int, error) {
 	var m machine
 	if err := json.Unmarshal(def, &m); err != nil {
 		return 0, fmt.Errorf("estimate: the definition: %w", err)
 	}
-	calls := 0
+	entered := map[string]int{}
 	vars := func(v string) (bool, bool) {
 		switch v {
-		case "$.migration.needs_migration":
+		case "$.migration.needs_migration", "$.migration.caught_up":
 			return true, true
+		case "$.migration.in_place":
+			return false, true
 		case "$.migration.dry_run":
-			return dryRun, true
+			return run.DryRun, true
+		case "$.migration.online":
+			return run.Online, true
+		case "$.migration.verified":
+			return entered["VerifyCatchUp"] > 0, true
+		case "$.migration.fenced":
+			return entered["Fence"] > 0, true
 		case "$.import.done":
-			calls++
-			return calls >= importCalls, true
+			return entered["Import"] >= run.ImportCalls, true
 		}
 		return false, false
+	}
+	var holds func(c choice) bool
+	holds = func(c choice) bool {
+		if len(c.And) > 0 {
+			for _, a := range c.And {
+				if !holds(a) {
+					return false
+				}
+			}
+			return true
+		}
+		v, known := vars(c.Variable)
+		return known && c.BooleanEquals != nil && v == *c.BooleanEquals
 	}
 	var walk func(m machine, items int) (int, error)
 	walk = func(m machine, items int) (int, error) {
@@ -331,6 +411,7 @@ func Transitions(def []byte, shards, importCalls int, dryRun bool) (int, error) 
 			if n++; n > maxStates {
 				return 0, fmt.Errorf("estimate: the definition does not end (at %s)", name)
 			}
+			entered[name]++
 			s, ok := m.States[name]
 			if !ok {
 				return 0, fmt.Errorf("estimate: no state %q", name)
@@ -349,7 +430,7 @@ func Transitions(def []byte, shards, importCalls int, dryRun bool) (int, error) 
 			case s.Type == "Choice":
 				name = s.Default
 				for _, c := range s.Choices {
-					if v, known := vars(c.Variable); known && c.BooleanEquals != nil && v == *c.BooleanEquals {
+					if holds(c) {
 						name = c.Next
 						break
 					}
@@ -362,5 +443,5 @@ func Transitions(def []byte, shards, importCalls int, dryRun bool) (int, error) 
 		}
 		return n, nil
 	}
-	return walk(m, shards)
+	return walk(m, run.Shards)
 }

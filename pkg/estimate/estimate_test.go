@@ -9,28 +9,34 @@ import (
 )
 
 // Transitions walk the real definition: each Map item adds its own states,
-// each further Import call the Import and ImportDone states, and a dry run
-// takes the cleanup branch instead of Flip and its notice.
+// each further Import call the Import and ImportDone states, a dry run
+// takes the cleanup branch instead of Flip and its notice, and an online
+// run its Snapshot and catch-up instead of Freeze.
 func TestTransitionsFollowTheDefinition(t *testing.T) {
-	count := func(shards, calls int, dry bool) int {
+	count := func(shards, calls int, dry, online bool) int {
 		t.Helper()
-		n, err := estimate.Transitions(statemachine.Migration, shards, calls, dry)
+		n, err := estimate.Transitions(statemachine.Migration, estimate.Path{Shards: shards, ImportCalls: calls, DryRun: dry, Online: online})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	one := count(1, 1, false)
-	if per := count(9, 1, false) - one; per != 8 {
+	one := count(1, 1, false, false)
+	if per := count(9, 1, false, false) - one; per != 8 {
 		t.Fatalf("8 more shards add %d transitions, want 8 (one ExportTransformShard each)", per)
 	}
-	if loop := count(1, 3, false) - one; loop != 4 {
+	if loop := count(1, 3, false, false) - one; loop != 4 {
 		t.Fatalf("2 more Import calls add %d transitions, want 4", loop)
 	}
-	if one < 10 || count(1, 1, true) >= one {
-		t.Fatalf("transitions: %d, dry run %d", one, count(1, 1, true))
+	if one < 10 || count(1, 1, true, false) >= one {
+		t.Fatalf("transitions: %d, dry run %d", one, count(1, 1, true, false))
 	}
-	if _, err := estimate.Transitions([]byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"A"}}}`), 1, 1, false); err == nil {
+	// Snapshot for Freeze, then three rounds and their Choices,
+	// VerifyCatchUp and Fence: 8 more.
+	if extra := count(1, 1, false, true) - one; extra != 8 {
+		t.Fatalf("online adds %d transitions, want 8 (3 CatchUp, 3 CaughtUp, VerifyCatchUp, Fence)", extra)
+	}
+	if _, err := estimate.Transitions([]byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","Next":"A"}}}`), estimate.Path{Shards: 1, ImportCalls: 1}); err == nil {
 		t.Fatal("a definition that never ends was counted")
 	}
 }
@@ -116,7 +122,6 @@ func TestFreezeGraceInThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 	if !near(grace.Seconds["Freeze"], none.Seconds["Freeze"]+5) || !near(grace.TotalSeconds, none.TotalSeconds+5) ||
 		!near(grace.Lambda.GBSeconds, none.Lambda.GBSeconds+5*float64(estimate.ShardMemoryMB)/1024) {
 		t.Fatalf("a 5 s grace: Freeze %.2f s, total %.2f s, %.2f GB-s; none: %.2f s, %.2f s, %.2f GB-s",
@@ -162,3 +167,39 @@ func TestReadReplicaInThePlan(t *testing.T) {
 		t.Fatalf("a dry run copies a replica: %.2f s against %.2f s", dry.Seconds["Freeze"], dryNone.Seconds["Freeze"])
 	}
 }
+
+// Offline, writes are frozen from the fence to the flip, the whole copy;
+// online only for the fence, the last round, Verify of the change and the
+// flip: the same at any size. The online run costs a VerifyCatchUp more.
+func TestWriteFreeze(t *testing.T) {
+	in := estimate.Input{Rows: 1_000_000, Bytes: 80 << 20, StoredBytes: 60 << 20, Objects: 40, Shards: 16, Concurrency: 16, Imbalance: 1, FreezeGraceSeconds: 5, Definition: statemachine.Migration}
+	freeze := func(rows uint64, online bool) estimate.Estimate {
+		t.Helper()
+		in.Rows, in.Online = rows, online
+		e, err := estimate.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	off, on := freeze(1_000_000, false), freeze(1_000_000, true)
+	if !near(off.WriteFreezeSeconds, off.TotalSeconds-estimate.CheckSeconds-5) {
+		t.Fatalf("offline: freeze %.2f s of a %.2f s run, want all of it but Check and the grace", off.WriteFreezeSeconds, off.TotalSeconds)
+	}
+	if on.WriteFreezeSeconds > 1 || on.WriteFreezeSeconds <= 0 || on.Seconds["VerifyCatchUp"] <= 0 || on.Seconds["Freeze"] != 0 || on.Seconds["Fence"] < 5 {
+		t.Fatalf("online: freeze %.2f s, states %v", on.WriteFreezeSeconds, on.Seconds)
+	}
+	if big := freeze(100_000_000, true); big.WriteFreezeSeconds != on.WriteFreezeSeconds || big.TotalSeconds < 50*on.TotalSeconds {
+		t.Fatalf("online at 100× the rows: freeze %.2f s of %.0f s; at 1×: %.2f s of %.0f s", big.WriteFreezeSeconds, big.TotalSeconds, on.WriteFreezeSeconds, on.TotalSeconds)
+	}
+	if on.StepFunctions.Transitions != off.StepFunctions.Transitions+8 || on.Lambda.Invocations <= off.Lambda.Invocations {
+		t.Fatalf("online: %d transitions, %d invocations; offline %d, %d", on.StepFunctions.Transitions, on.Lambda.Invocations, off.StepFunctions.Transitions, off.Lambda.Invocations)
+	}
+	in.DryRun = true
+	if dry := freeze(1_000_000, true); dry.WriteFreezeSeconds != 0 || dry.Seconds["Freeze"] == 0 {
+		t.Fatalf("a dry run (which fences nothing, online or not): freeze %.2f s, states %v", dry.WriteFreezeSeconds, dry.Seconds)
+	}
+}
+
+// near: equal but for floating point's rounding.
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

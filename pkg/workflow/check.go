@@ -50,13 +50,25 @@ type CheckInput struct {
 	// ReadReplica: nil (left out) or true makes Freeze copy the frozen
 	// source into a read replica the servers' supervisors serve reads from
 	// until the flip or the abort (Migration.ReadReplica); false makes none.
-	// Online, left out makes none (Fence would copy it inside the freeze).
+	// An online run, left out, makes none (Fence would copy it inside the
+	// freeze).
 	ReadReplica *bool `json:"read_replica,omitempty"`
 	// Online copies while RockLake keeps committing, and fences the source
 	// only for the last catch-up round (Migration.Online); CatchUp bounds
-	// the rounds (zero: the defaults).
-	Online  bool          `json:"online,omitempty"`
+	// the rounds (zero: the defaults). nil (left out) is online, but for
+	// in_place (Strategy A migrates where the catalog lies, frozen); false
+	// fences the source for the whole copy (offline).
+	Online  *bool         `json:"online,omitempty"`
 	CatchUp CatchUpLimits `json:"catch_up,omitzero"`
+}
+
+// online reports whether the run copies online: asked, or left out of a
+// run that is not in place.
+func (in CheckInput) online() bool {
+	if in.Online != nil {
+		return *in.Online
+	}
+	return !in.InPlace
 }
 
 // Check resolves the pointer, runs the startup check on the catalog it names

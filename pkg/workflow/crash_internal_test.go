@@ -59,7 +59,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	m, err := Check(ctx, env, CheckInput{Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-crash"})
+	m, err := Check(ctx, env, CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 	if _, err := pointer.Create(ctx, store, ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Check(ctx, env, CheckInput{Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
+	m, err := Check(ctx, env, CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,3 +265,7 @@ func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 		t.Fatalf("rollback to the way back: %v", err)
 	}
 }
+
+// offline is an input's online setting for the offline path (online is the
+// default).
+func offline() *bool { v := false; return &v }

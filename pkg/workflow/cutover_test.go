@@ -74,7 +74,7 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 		t.Fatal("Flip decided to flip before it checked the pointer")
 	}
 	aborted(t, ctx, f, m)
-	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1})
 	if err != nil {
 		t.Fatalf("a migration after the abort: %v", err)
 	}
@@ -161,7 +161,7 @@ func TestLockLeaseCoversTheExecution(t *testing.T) {
 	for _, timeout := range []time.Duration{0, 100 * time.Hour} {
 		env := f.env
 		env.ExecutionTimeout = timeout
-		m, err := workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+		m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +194,7 @@ func TestLockLeaseCoversTheExecution(t *testing.T) {
 // what is the run's own.
 func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 	ctx, f := setup(t, 300)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,13 @@ func noGrace() *float64 {
 	return &zero
 }
 
+// offline is an input's online setting for the offline path: Freeze fences
+// the source for the whole copy (online is the default).
+func offline() *bool { v := false; return &v }
+
+// online is an input's online setting asked for explicitly.
+func online() *bool { v := true; return &v }
+
 // runDefinition runs statemachine/migration.asl.json under pkg/asl with the
 // in-process tasks; onExit is called as each state ends.
 func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput, onExit func(asl.StateEvent)) (json.RawMessage, *published, error) {
@@ -67,7 +74,7 @@ func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.Che
 
 func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 	ctx, f := setup(t, 3000)
-	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 6}, nil)
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 6}, nil)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -101,7 +108,7 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 		t.Fatalf("notifications = %v", pub.subjects)
 	}
 	// Run again: nothing to do.
-	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2}, nil); err != nil {
+	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}, nil); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 }
@@ -124,7 +131,7 @@ func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 		return m
 	}
 	sourceBefore := objects()
-	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, DryRun: true}, nil)
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, DryRun: true}, nil)
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
@@ -155,7 +162,7 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 	ctx, f := setup(t, 500)
 	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
 	var once sync.Once
-	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2}, func(e asl.StateEvent) {
+	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2}, func(e asl.StateEvent) {
 		if e.Name != "Freeze" || e.Output == nil {
 			return
 		}

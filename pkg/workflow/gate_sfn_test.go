@@ -57,7 +57,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	// with it for a migration that holds the lock.
 	open := func(name string) (workflow.Migration, string) {
 		t.Helper()
-		m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, PostponeFlip: true})
+		m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, PostponeFlip: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -65,7 +65,7 @@ func TestGateStateFitsTheLease(t *testing.T) {
 func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) workflow.GateRecord {
 	t.Helper()
 	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
-		Check: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, FreezeGrace: noGrace()},
+		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish,
 	})
 	if err != nil || rep.Gate == nil || rep.Gate.Suspended == nil || rep.Gate.Suspended.State != "Gate" {
@@ -353,7 +353,7 @@ func TestGateApproveAfterThePointerMovedEndsTheRun(t *testing.T) {
 	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
 		t.Fatalf("abort after the refused approve: %v", err)
 	}
-	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1})
 	if err != nil {
 		t.Fatalf("a migration right after: %v", err)
 	}

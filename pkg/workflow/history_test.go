@@ -46,7 +46,7 @@ func writeToSource(t *testing.T, ctx context.Context, url string) {
 // newest first.
 func TestRunsAreRecorded(t *testing.T) {
 	ctx, f := setup(t, 1500)
-	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 3, Trigger: "cli:tester"}
+	in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 3, Trigger: "cli:tester"}
 
 	dry := in
 	dry.DryRun = true
@@ -168,7 +168,7 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 	if _, err := f.env.Store.Put(ctx, strings.TrimSuffix(layout.HistoryDir(f.pointer), "/"), []byte("in the way")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, MigrationID: "m-blocked"})
+	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, MigrationID: "m-blocked"})
 	if !errors.Is(err, workflow.ErrHistoryUnwritable) || workflow.ErrorName(err) != workflow.NameHistoryUnwritable {
 		t.Fatalf("check that cannot write its record: %v (%s)", err, workflow.ErrorName(err))
 	}
@@ -185,7 +185,7 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 // operator's abort then ends the run as aborted.
 func TestStatusShowsTheRunInProgress(t *testing.T) {
 	ctx, f := setup(t, 600)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, Trigger: "release:ev-1"})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, Trigger: "release:ev-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestInitPointerAndStatusOf(t *testing.T) {
 // failed, Unlocked, instead of staying in progress.
 func TestUnlockEndsTheDeadRunsRecord(t *testing.T) {
 	ctx, f := setup(t, 100)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestUnlockEndsTheDeadRunsRecord(t *testing.T) {
 // the history as failed, LockExpired.
 func TestTakeOverEndsTheExpiredRunsRecord(t *testing.T) {
 	ctx, f := setup(t, 100)
-	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2}
+	in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}
 	dead, err := workflow.Check(ctx, f.env, in)
 	if err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 	var states []string
 	onExit := func(ev asl.StateEvent) { states = append(states, ev.Name) }
 
-	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 2000}, nil)
+	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 2000}, nil)
 	var ee *asl.ExecutionError
 	if !errors.As(err, &ee) || ee.Name != inplace.NameTooLarge {
 		t.Fatalf("over the limit: err = %v, want InPlaceTooLarge", err)
@@ -47,7 +47,7 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 		t.Fatalf("claims after the refusal: %v, %v", left, err)
 	}
 
-	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true}, onExit)
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true}, onExit)
 	if err != nil {
 		t.Fatalf("in place (the lock of the refused run must be free): %v", err)
 	}
@@ -79,7 +79,7 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 // way back deleted, the lock freed.
 func TestInPlacePointerConflictUndoes(t *testing.T) {
 	ctx, f := setup(t, 500)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-conflict"})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-conflict"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestInPlacePointerConflictUndoes(t *testing.T) {
 		t.Fatalf("the catalog after the conflict: %v", err)
 	}
 	c.Close()
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
 		t.Fatalf("the lock after the conflict: %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestDefinitionInPlaceAuto(t *testing.T) {
 				defer mu.Unlock()
 				states = append(states, ev.Name)
 			}
-			in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: c.maxBytes, Shards: 2}
+			in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: c.maxBytes, Shards: 2}
 			rep, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: in})
 			if err != nil || (rep.Target == f.source) != c.inPlace {
 				t.Fatalf("preflight: target %s (%v), want in place %v; checks %+v", rep.Target, err, c.inPlace, rep.Checks)
@@ -158,7 +158,7 @@ func TestDefinitionInPlaceAuto(t *testing.T) {
 // it migrates.
 func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 	ctx, f := setup(t, 300)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-short"})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-short"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 	}
 
 	env.InPlaceMargin = time.Second
-	m, err = workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-enough"})
+	m, err = workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-enough"})
 	if err != nil {
 		t.Fatalf("check after the refusal (the lock must be free): %v", err)
 	}

@@ -172,7 +172,7 @@ func lockHeldBy(t *testing.T, ctx context.Context, f fixture, id string) {
 // the commit in the catalog, the lock held.
 func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 	ctx, f := setup(t, 500)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-moved"})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-moved"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 // rollback's target) is kept, the lock is freed.
 func TestInPlaceFlipThatLandedDespiteAnErrorSucceeds(t *testing.T) {
 	ctx, f := setup(t, 500)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestInPlaceFlipThatLandedDespiteAnErrorSucceeds(t *testing.T) {
 	if n := objectCount(t, ctx, f.env.Store, strings.TrimSuffix(f.source, "prod")+"v1-m-landed"); n == 0 {
 		t.Fatal("the way back was deleted: a rollback has nowhere to go")
 	}
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, DryRun: true}); err != nil {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, DryRun: true}); err != nil {
 		t.Fatalf("the lock after the migration: %v", err)
 	}
 }
@@ -254,7 +254,7 @@ func TestInPlaceFlipThatLandedDespiteAnErrorSucceeds(t *testing.T) {
 // in format 2 as the batch left it, the way back kept, the lock held.
 func TestInPlaceUndoWithAnUnreadablePointerKeepsEverything(t *testing.T) {
 	ctx, f := setup(t, 500)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-blind"})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-blind"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,6 +202,9 @@ func RunLocal(ctx context.Context, env Env, opts LocalOptions) (*LocalReport, er
 		}
 		logf(opts.Log, "strategy: %s\n", why)
 		in.InPlaceAuto, in.InPlace = false, a
+		if a {
+			in.Online = nil // online is Strategy B's
+		}
 	}
 	if in.InPlace {
 		return runInPlace(ctx, env, in, publish, opts)

@@ -45,7 +45,7 @@ func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
 	var events lockedBuffer
 	pub := &published{}
 	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
-		Check: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 3, FreezeGrace: noGrace()},
+		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 3, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish, Concurrency: 2,
 		Display: func() *progress.Display { return progress.New(&events, progress.Options{Mode: progress.JSON}) },
 	})
@@ -95,7 +95,7 @@ func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
 		t.Fatalf("notifications = %v", pub.subjects)
 	}
 
-	rep, err = workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2}})
+	rep, err = workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
 	if err != nil || rep.Outcome != "nothing to do" || rep.MigrationID == "" {
 		t.Fatalf("second run: %+v, %v", rep, err)
 	}
@@ -110,7 +110,7 @@ func TestRunLocalFormatMismatch(t *testing.T) {
 	if _, err := pointer.Create(ctx, f.env.Store, wrong, pointer.Pointer{Catalog: f.source, FormatVersion: format.V2, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Pointer: wrong, TargetVersion: 2, MigrationID: "m-wrong", FreezeGrace: noGrace()}})
+	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Online: offline(), Pointer: wrong, TargetVersion: 2, MigrationID: "m-wrong", FreezeGrace: noGrace()}})
 	var mismatch *format.FormatVersionMismatch
 	if !errors.As(err, &mismatch) || mismatch.Expected != 2 {
 		t.Fatalf("run: %v, want a FormatVersionMismatch expecting 2", err)
@@ -145,7 +145,7 @@ func TestRunLocalInterruptedRunsAbort(t *testing.T) {
 	defer interrupt()
 	lines := &cancelOn{state: "Import", cancel: interrupt}
 	rep, err := workflow.RunLocal(runCtx, f.env, workflow.LocalOptions{
-		Check:   workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, MigrationID: "m-interrupted", FreezeGrace: noGrace()},
+		Check:   workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, MigrationID: "m-interrupted", FreezeGrace: noGrace()},
 		Display: func() *progress.Display { return progress.New(lines, progress.Options{Mode: progress.Lines}) },
 	})
 	if err == nil || rep == nil || rep.Outcome != "failed" || !strings.Contains(rep.Error, "cleaned up after the interruption") {
@@ -159,7 +159,7 @@ func TestRunLocalInterruptedRunsAbort(t *testing.T) {
 			t.Fatalf("%s left: %d objects, %v", prefix, len(objs), err)
 		}
 	}
-	if rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}}); err != nil || rep.Outcome != "migrated" {
+	if rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}}); err != nil || rep.Outcome != "migrated" {
 		t.Fatalf("the next run: %+v, %v", rep, err)
 	}
 }
@@ -172,7 +172,7 @@ func TestRunLocalInPlaceAuto(t *testing.T) {
 	var log lockedBuffer
 	pub := &published{}
 	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
-		Check: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, InPlaceAuto: true, FreezeGrace: noGrace()},
+		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, InPlaceAuto: true, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish, Log: &log,
 		Display: func() *progress.Display { t.Error("a Strategy A run made a display"); return nil },
 	})

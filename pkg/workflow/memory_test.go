@@ -59,7 +59,7 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 	// step with less: refused there, nothing touched, the lock freed.
 	roomy := f.env
 	roomy.InPlaceMemory = 8 << 30
-	m, err := workflow.Check(ctx, roomy, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 60 << 20, MigrationID: "m-roomy"})
+	m, err := workflow.Check(ctx, roomy, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 60 << 20, MigrationID: "m-roomy"})
 	if err != nil {
 		t.Fatalf("Check with 8 GiB: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 		t.Fatalf("pointer after the refused step: %+v, %v", p, err)
 	}
 	// The default limit fits 2048 MB; the refused step freed the lock.
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
 		t.Fatalf("Check at the default limit with 2048 MB: %v", err)
 	}
 }

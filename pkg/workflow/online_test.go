@@ -36,14 +36,14 @@ func commitCounter(t *testing.T, ctx context.Context, url string, n uint64) {
 	}
 }
 
-// An online run of the definition carries into the new catalog what the
-// source's writer committed during the copy and during VerifyCatchUp, and
-// reports its rounds and write freeze in its output, the outcome message
-// and its record.
+// An online run of the definition (the default: the input says nothing of
+// online) carries into the new catalog what the source's writer committed
+// during the copy and during VerifyCatchUp, and reports its rounds and
+// write freeze in its output, the outcome message and its record.
 func TestDefinitionOnline(t *testing.T) {
 	ctx, f := setup(t, 3000)
 	next := uint64(900000)
-	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 4, Online: true}, func(e asl.StateEvent) {
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 4}, func(e asl.StateEvent) {
 		if e.Output != nil && (e.Name == "Snapshot" || e.Name == "VerifyCatchUp") {
 			next++
 			commitCounter(t, ctx, f.source, next)
@@ -103,7 +103,7 @@ func TestDefinitionOnline(t *testing.T) {
 // stays.
 func TestDefinitionOnlineRefusesAWriteAfterTheFence(t *testing.T) {
 	ctx, f := setup(t, 1000)
-	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, Online: true}, func(e asl.StateEvent) {
+	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, Online: online()}, func(e asl.StateEvent) {
 		if e.Output != nil && e.Name == "Fence" {
 			commitCounter(t, ctx, f.source, 777777)
 		}
@@ -115,5 +115,33 @@ func TestDefinitionOnlineRefusesAWriteAfterTheFence(t *testing.T) {
 	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
 	if err != nil || p.Catalog != f.source {
 		t.Fatalf("pointer %+v: %v", p, err)
+	}
+}
+
+// Online is the default: an input that says nothing of it plans an online
+// run, but for in place (Strategy A, always offline) and a dry run (which
+// fences nothing); online asked for in place is refused.
+func TestOnlineIsTheDefault(t *testing.T) {
+	ctx, f := setup(t, 100)
+	for _, c := range []struct {
+		name string
+		in   workflow.CheckInput
+		want bool
+	}{
+		{"left out", workflow.CheckInput{}, true},
+		{"online", workflow.CheckInput{Online: online()}, true},
+		{"offline", workflow.CheckInput{Online: offline()}, false},
+		{"dry run", workflow.CheckInput{DryRun: true}, false},
+		{"in place", workflow.CheckInput{InPlace: true}, false},
+	} {
+		c.in.Pointer, c.in.TargetVersion = f.pointer, 2
+		rep, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: c.in})
+		if err != nil || rep.Online != c.want {
+			t.Errorf("%s: online %v, %v; want %v", c.name, rep.Online, err, c.want)
+		}
+	}
+	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, Online: online()}
+	if _, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: in}); workflow.ErrorName(err) != workflow.NameBadInput {
+		t.Fatalf("online in place: %v (%s), want BadInput", err, workflow.ErrorName(err))
 	}
 }

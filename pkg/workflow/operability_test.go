@@ -49,7 +49,7 @@ func runRollback(t *testing.T, ctx context.Context, f fixture, in workflow.Rollb
 // the pointer, the state, the error and the console link.
 func TestRollbackDefinition(t *testing.T) {
 	ctx, f := setup(t, 300)
-	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2}, nil); err != nil {
+	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2}, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	migrated, flipped, _ := pointer.Read(ctx, f.env.Store, f.pointer)
@@ -183,7 +183,7 @@ func TestEveryFailureNamesItsState(t *testing.T) {
 // embedded metric format.
 func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 	ctx, f := setup(t, 400)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 	env := f.env
 	param := "2"
 	env.ExpectedVersion = func(context.Context) (string, error) { return param, nil }
-	m, err := workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, Shards: 1, DryRun: true})
+	m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Shards: 1, DryRun: true})
 	if err != nil || m.To != format.V2 || !m.NeedsMigration {
 		t.Fatalf("check with the parameter at 2: %+v, %v", m, err)
 	}
@@ -272,19 +272,19 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	param = "v1"
-	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer}); err != nil || m.NeedsMigration {
+	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer}); err != nil || m.NeedsMigration {
 		t.Fatalf("check with the parameter at v1: %+v, %v", m, err)
 	}
 	// The input wins over the parameter.
-	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 1}); err != nil || m.To != format.V1 {
+	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 1}); err != nil || m.To != format.V1 {
 		t.Fatalf("check with target_version 1: %+v, %v", m, err)
 	}
 	param = "two"
-	_, err = workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer})
+	_, err = workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer})
 	if workflow.ErrorName(err) != "BadExpectedVersion" || !strings.Contains(err.Error(), `"two"`) {
 		t.Fatalf("parameter %q: %v", param, err)
 	}
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer}); workflow.ErrorName(err) != "NoTargetVersion" {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer}); workflow.ErrorName(err) != "NoTargetVersion" {
 		t.Fatalf("no version anywhere: %v", err)
 	}
 	// The refusals took no lock (the dry run's Abort freed its own).

@@ -54,6 +54,9 @@ type PreflightReport struct {
 	NeedsMigration bool           `json:"needs_migration"`
 	// Rebuild: the run moves the catalog into a new one in its format.
 	Rebuild bool `json:"rebuild,omitempty"`
+	// DryRun and Online: the run planned (a dry run is never online).
+	DryRun bool `json:"dry_run,omitempty"`
+	Online bool `json:"online"`
 	// Ready: every check passed; a migration would start.
 	Ready  bool      `json:"ready"`
 	Checks []Finding `json:"checks"`
@@ -88,7 +91,7 @@ func Preflight(ctx context.Context, env Env, in PreflightInput) (PreflightReport
 	m, found, err := preflight(ctx, env, in.CheckInput, id, time.Now(), true)
 	rep := PreflightReport{
 		MigrationID: id, Pointer: in.Pointer, Source: m.Source, Target: m.Target, From: m.From, To: m.To,
-		NeedsMigration: m.NeedsMigration, Rebuild: m.Rebuild, Ready: err == nil && m.NeedsMigration, Checks: found,
+		NeedsMigration: m.NeedsMigration, Rebuild: m.Rebuild, DryRun: m.DryRun, Online: m.Online, Ready: err == nil && m.NeedsMigration, Checks: found,
 		Cannot: []string{
 			"that staging takes writes (Check writes and deletes a probe there before anything is touched)",
 			"that the lock can be taken (a conditional write; Check takes it)",
@@ -178,7 +181,7 @@ func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *Pr
 	est, err := estimate.Run(estimate.Input{
 		Rows: prof.Keys, Bytes: prof.Bytes, StoredBytes: size.StoredBytes, Objects: size.Objects,
 		Shards: m.Shards, Concurrency: concurrency, Imbalance: imbalance, SSTs: ssts, DryRun: m.DryRun,
-		FreezeGraceSeconds: m.FreezeGrace, ReadReplica: m.ReadReplica,
+		FreezeGraceSeconds: m.FreezeGrace, ReadReplica: m.ReadReplica, Online: m.Online,
 		Definition: statemachine.Migration,
 	})
 	if err != nil {

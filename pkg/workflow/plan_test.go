@@ -59,7 +59,7 @@ func TestPreflightWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := preflightWritesNothing(t, ctx, f, f.env, workflow.PreflightInput{
-		CheckInput: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 6}, Concurrency: 2})
+		CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 6}, Concurrency: 2})
 	if err != nil || !rep.Ready {
 		t.Fatalf("plan: %v\n%+v", err, rep.Checks)
 	}
@@ -87,13 +87,13 @@ func TestPreflightWritesNothing(t *testing.T) {
 		t.Fatalf("estimate: %+v", e)
 	}
 	// The plan's run is the run migrate makes: the same id gets the same target.
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 6, MigrationID: rep.MigrationID})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 6, MigrationID: rep.MigrationID})
 	if err != nil || m.Target != rep.Target {
 		t.Fatalf("check after the plan: %+v, %v", m, err)
 	}
 	// With a migration in progress, the plan says so by name and still
 	// writes nothing.
-	rep, err = preflightWritesNothing(t, ctx, f, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2}})
+	rep, err = preflightWritesNothing(t, ctx, f, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
 	if workflow.ErrorName(err) != workflow.NameMigrationInProgress || rep.Ready || finding(rep, "lock").ErrorName != workflow.NameMigrationInProgress {
 		t.Fatalf("plan during a migration: %v, %+v", err, finding(rep, "lock"))
 	}
@@ -120,20 +120,20 @@ func TestPreflightNamesProblems(t *testing.T) {
 	}
 	env := f.env
 	env.Store = wrongKeys
-	rep, err := plan(env, workflow.CheckInput{Pointer: f.pointer})
+	rep, err := plan(env, workflow.CheckInput{Online: offline(), Pointer: f.pointer})
 	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.NameAccessDenied || len(rep.Checks) != 1 {
 		t.Fatalf("refused credentials: %v, %+v", err, rep.Checks)
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", f.stack.SecretKey())
 
 	// No such bucket for the pointer.
-	rep, err = plan(f.env, workflow.CheckInput{Pointer: "s3://no-such-bucket/CURRENT"})
+	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: "s3://no-such-bucket/CURRENT"})
 	if !errors.Is(err, pointer.ErrPointerMissing) || finding(rep, "pointer").ErrorName != "PointerMissing" || !strings.Contains(err.Error(), "bucket does not exist") {
 		t.Fatalf("a pointer in a missing bucket: %v, %+v", err, rep.Checks)
 	}
 	// Check refuses it alike, and records nothing: there is no bucket.
 	before := objects(t, ctx, f)
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: "s3://no-such-bucket/CURRENT", TargetVersion: 2}); !errors.Is(err, pointer.ErrPointerMissing) {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: "s3://no-such-bucket/CURRENT", TargetVersion: 2}); !errors.Is(err, pointer.ErrPointerMissing) {
 		t.Fatalf("check of a pointer in a missing bucket: %v", err)
 	}
 	if after := objects(t, ctx, f); !slices.Equal(before, after) {
@@ -148,7 +148,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if _, err := f.env.Store.Put(ctx, "s3://plain/CURRENT", body); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = plan(f.env, workflow.CheckInput{Pointer: "s3://plain/CURRENT"})
+	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: "s3://plain/CURRENT"})
 	if !errors.Is(err, pointer.ErrUnversioned) || finding(rep, "pointer-versioning").ErrorName != "PointerUnversioned" {
 		t.Fatalf("an unversioned pointer bucket: %v, %+v", err, rep.Checks)
 	}
@@ -163,7 +163,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	}
 	env = f.env
 	env.Staging = "s3://no-such-staging/migrations"
-	rep, err = plan(env, workflow.CheckInput{Pointer: f.pointer, MigrationID: "m-taken"})
+	rep, err = plan(env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, MigrationID: "m-taken"})
 	if workflow.ErrorName(err) != catalog.NameTargetNotEmpty || finding(rep, "target").ErrorName != catalog.NameTargetNotEmpty ||
 		finding(rep, "staging").ErrorName != workflow.NameStagingUnusable || rep.Ready {
 		t.Fatalf("an occupied target and no staging: %v, %+v", err, rep.Checks)
@@ -174,7 +174,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if _, err := pointer.Create(ctx, f.env.Store, wrong, pointer.Pointer{Catalog: f.source, FormatVersion: format.V2, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = plan(f.env, workflow.CheckInput{Pointer: wrong})
+	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: wrong})
 	var mismatch *format.FormatVersionMismatch
 	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.NameVersionMismatch {
 		t.Fatalf("a source in another format than the pointer's: %v, %+v", err, rep.Checks)
@@ -190,13 +190,13 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if _, err := pointer.Create(ctx, f.env.Store, odd, pointer.Pointer{Catalog: w, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = plan(f.env, workflow.CheckInput{Pointer: odd})
+	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: odd})
 	if workflow.ErrorName(err) != migration.NameUnknownTags || finding(rep, "unknown-tags").ErrorName != migration.NameUnknownTags {
 		t.Fatalf("unknown tags: %v, %+v", err, rep.Checks)
 	}
 	// migrate runs the same checks before Freeze: it refuses the same way,
 	// and touches nothing but its record.
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.NameUnknownTags {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.NameUnknownTags {
 		t.Fatalf("check with unknown tags: %v", err)
 	}
 	js, _ := json.Marshal(rep)

@@ -48,7 +48,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 
 	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
-		ReadReplica: readReplica(in), Online: in.Online && !in.DryRun, CatchUp: in.CatchUp}
+		ReadReplica: readReplica(in), Online: in.online() && !in.DryRun, CatchUp: in.CatchUp}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
 		fail("input", err)
@@ -56,7 +56,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	}
 	// With in_place_auto, a catalog Strategy A takes migrates in place
 	// (frozen, for the seconds its one batch takes); online is Strategy B's.
-	if in.Online && in.InPlace {
+	if in.Online != nil && *in.Online && in.InPlace {
 		fail("input", fmt.Errorf("%w: online copies while the source takes writes; in place (Strategy A) migrates the catalog where it lies, frozen: choose one", ErrBadInput))
 		return m, found, first
 	}
@@ -345,5 +345,5 @@ func readReplica(in CheckInput) bool {
 	if in.ReadReplica != nil {
 		return *in.ReadReplica
 	}
-	return !in.Online
+	return !in.online()
 }

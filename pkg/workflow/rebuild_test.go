@@ -99,7 +99,7 @@ func rolledBack(t *testing.T, ctx context.Context, f fixture) {
 func TestRebuildSamePrefixFlipsAndRollsBack(t *testing.T) {
 	ctx, f := setup(t, 2000)
 	keys, digest := dumpSource(t, ctx, f.source), catalogDigest(t, ctx, f.source, format.V1)
-	st := rebuild(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, Shards: 4})
+	st := rebuild(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true, Shards: 4})
 	if !strings.HasPrefix(st.Migration.Target, "s3://rocklake/catalogs/v1-m-") {
 		t.Fatalf("the new catalog %s is not beside the source %s", st.Migration.Target, f.source)
 	}
@@ -117,7 +117,7 @@ func TestRebuildSamePrefixFlipsAndRollsBack(t *testing.T) {
 	}
 	// The same catalog rebuilds again after the rollback; the input may
 	// name its format.
-	again := rebuild(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetVersion: 1, Shards: 2})
+	again := rebuild(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true, TargetVersion: 1, Shards: 2})
 	flippedToIdentity(t, ctx, f, again, keys, digest)
 }
 
@@ -133,7 +133,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 	keys, digest := dumpSource(t, ctx, f.source), catalogDigest(t, ctx, f.source, format.V1)
 	plan := func(prefix, id string) workflow.PreflightReport {
 		t.Helper()
-		rep, _ := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{
+		rep, _ := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(),
 			Pointer: f.pointer, Rebuild: true, TargetPrefix: prefix, MigrationID: id, Shards: 2}})
 		return rep
 	}
@@ -152,7 +152,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 	}
 	// in_place_auto (the release rule sends it) takes Strategy B for a
 	// rebuild: a new catalog, never the source itself.
-	auto, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{
+	auto, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(),
 		Pointer: f.pointer, Rebuild: true, InPlaceAuto: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-auto"}})
 	if err != nil || !auto.Ready || auto.Target != "s3://other/catalogs/v1-m-auto" {
 		t.Fatalf("plan of a rebuild with in_place_auto: %+v, %v", auto, err)
@@ -172,7 +172,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	taken := dumpSource(t, ctx, "s3://other/catalogs/v1-m-taken")
-	_, _, err = runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-taken"}, nil)
+	_, _, err = runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-taken"}, nil)
 	var ee *asl.ExecutionError
 	if !errors.As(err, &ee) || ee.Name != catalog.NameTargetNotEmpty {
 		t.Fatalf("rebuild onto someone else's catalog: %v", err)
@@ -181,7 +181,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 		t.Fatal("the refused run changed the catalog it found in its place")
 	}
 
-	st := rebuild(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs/", Shards: 3})
+	st := rebuild(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs/", Shards: 3})
 	if want := "s3://other/catalogs/v1-" + st.Migration.MigrationID; st.Migration.Target != want {
 		t.Fatalf("target %s, want %s", st.Migration.Target, want)
 	}
@@ -224,7 +224,7 @@ func TestRebuildGuards(t *testing.T) {
 	}
 	_, ptrBefore, _ := pointer.Read(ctx, f.env.Store, f.pointer)
 	sourceBefore := objects(f.source + "/")
-	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", Shards: 2, DryRun: true}, nil)
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", Shards: 2, DryRun: true}, nil)
 	var dry rebuildState
 	if err != nil || json.Unmarshal(out, &dry) != nil || dry.Verify.Digest == "" {
 		t.Fatalf("dry run: %s, %v", out, err)
@@ -239,11 +239,11 @@ func TestRebuildGuards(t *testing.T) {
 		t.Fatalf("the dry run left %d objects in the target bucket", len(left))
 	}
 
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", Shards: 2})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", Shards: 2})
 	if err != nil || !m.NeedsMigration || !m.Rebuild {
 		t.Fatalf("check = %+v, %v", m, err)
 	}
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, Rebuild: true}); workflow.ErrorName(err) != workflow.NameMigrationInProgress {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true}); workflow.ErrorName(err) != workflow.NameMigrationInProgress {
 		t.Fatalf("a second rebuild while the first holds the lock: %v", err)
 	}
 	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
@@ -295,7 +295,7 @@ func TestRebuildGuards(t *testing.T) {
 		t.Fatalf("checkpoint left after abort: %v", cps)
 	}
 	// The lock is free again.
-	if _, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Pointer: f.pointer, Rebuild: true}}); err != nil {
+	if _, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true}}); err != nil {
 		t.Fatalf("plan after the abort: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ func TestReadReplicaMadeAtFreezeAndRemovedByFlipAndAbort(t *testing.T) {
 	ctx, f := setup(t, 500)
 	before := dumpSource(t, ctx, f.source)
 	for _, end := range []string{"abort", "none", "flip"} {
-		in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()}
+		in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()}
 		if end == "none" {
 			no := false
 			in.ReadReplica = &no

@@ -68,7 +68,7 @@ func setup(t *testing.T, rows int) (context.Context, fixture) {
 // including Verify.
 func runUntilVerify(t *testing.T, ctx context.Context, f fixture, shards int) workflow.Migration {
 	t.Helper()
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
@@ -172,7 +172,7 @@ func TestMigrationFlipAndRollback(t *testing.T) {
 	if err != nil || rb.Catalog != f.source || rb.FormatVersion != format.V1 {
 		t.Fatalf("rollback = %+v, %v", rb, err)
 	}
-	checked, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	checked, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
 	if err != nil || checked.Source != f.source || !checked.NeedsMigration {
 		t.Fatalf("check after rollback = %+v, %v", checked, err)
 	}
@@ -255,10 +255,10 @@ func TestConcurrentPointerChangeIsAConflict(t *testing.T) {
 
 func TestCheckRefusesUnknownVersions(t *testing.T) {
 	ctx, f := setup(t, 50)
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 99}); workflow.ErrorName(err) != "FormatVersionMismatch" {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 99}); workflow.ErrorName(err) != "FormatVersionMismatch" {
 		t.Fatalf("target 99: %v (%s)", err, workflow.ErrorName(err))
 	}
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 1})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 1})
 	if err != nil || m.NeedsMigration {
 		t.Fatalf("already at target: %+v, %v", m, err)
 	}
@@ -280,13 +280,13 @@ func TestHandlerNamesErrors(t *testing.T) {
 	if _, name := call("Freeze", workflow.Migration{}); name != "StepFailed" {
 		t.Fatalf("a step the check function does not host: %q", name)
 	}
-	if _, name := call("Check", workflow.CheckInput{Pointer: "s3://rocklake/NOPE", TargetVersion: 2}); name != "PointerMissing" {
+	if _, name := call("Check", workflow.CheckInput{Online: offline(), Pointer: "s3://rocklake/NOPE", TargetVersion: 2}); name != "PointerMissing" {
 		t.Fatalf("missing pointer: %q", name)
 	}
-	if _, name := call("Check", workflow.CheckInput{Pointer: f.pointer, TargetVersion: 7}); name != "FormatVersionMismatch" {
+	if _, name := call("Check", workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 7}); name != "FormatVersionMismatch" {
 		t.Fatalf("unknown target version: %q", name)
 	}
-	out, name := call("Check", workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	out, name := call("Check", workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
 	var m workflow.Migration
 	if name != "" || json.Unmarshal(out, &m) != nil || m.Source != f.source {
 		t.Fatalf("check through the handler: %s, %q", out, name)
@@ -297,7 +297,7 @@ func TestHandlerNamesErrors(t *testing.T) {
 // TargetNotEmpty, and Abort leaves that catalog alone.
 func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 	ctx, f := setup(t, 200)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestSilentWriteAfterFreezeBlocksFlip(t *testing.T) {
 // releases the lock; an expired lock is taken over; Unlock breaks one.
 func TestOneMigrationAtATime(t *testing.T) {
 	ctx, f := setup(t, 200)
-	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1}
+	in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1}
 	a, err := workflow.Check(ctx, f.env, in)
 	if err != nil {
 		t.Fatal(err)
@@ -578,7 +578,7 @@ func TestSourceAtBucketRootRefused(t *testing.T) {
 	if _, err := pointer.Create(ctx, f.env.Store, ptr, pointer.Pointer{Catalog: root, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: ptr, TargetVersion: 2})
+	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2})
 	if !errors.Is(err, workflow.ErrSourceAtRoot) || workflow.ErrorName(err) != "SourceAtRoot" {
 		t.Fatalf("a catalog at a bucket root: %v (%s)", err, workflow.ErrorName(err))
 	}
@@ -594,7 +594,7 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 	before := dumpSource(t, ctx, f.source)
 	env := f.env
 	env.Staging = "s3://no-such-staging-bucket/migrations"
-	_, err := workflow.Check(ctx, env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2})
+	_, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
 	if !errors.Is(err, workflow.ErrStagingUnusable) || workflow.ErrorName(err) != "StagingUnusable" {
 		t.Fatalf("check with an unusable staging: %v (%s)", err, workflow.ErrorName(err))
 	}
@@ -615,7 +615,7 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 	ctx, f := setup(t, 1500)
 	const shards = 3
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,7 +675,7 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 func TestFreezeWaitsItsGrace(t *testing.T) {
 	ctx, f := setup(t, 200)
 	for _, g := range []float64{-1, workflow.MaxFreezeGrace.Seconds() + 1} {
-		_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, FreezeGrace: &g})
+		_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, FreezeGrace: &g})
 		if workflow.ErrorName(err) != workflow.NameBadFreezeGrace {
 			t.Fatalf("freeze_grace %v: %v, want BadFreezeGrace", g, err)
 		}
@@ -684,7 +684,7 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 		t.Fatalf("a refused grace took the lock: %s", raw)
 	}
 	// The default grace; a dry run's lock says it fences nothing.
-	dry, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, DryRun: true})
+	dry, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, DryRun: true})
 	if err != nil || dry.FreezeGrace != workflow.DefaultFreezeGrace.Seconds() || !dry.FenceAt.IsZero() {
 		t.Fatalf("dry run's check: grace %v s, fence at %v, %v; want the default %v and no fence", dry.FreezeGrace, dry.FenceAt, err, workflow.DefaultFreezeGrace)
 	}
@@ -695,7 +695,7 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	grace := 1.5
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: &grace})
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: &grace})
 	if err != nil {
 		t.Fatal(err)
 	}
