@@ -91,6 +91,9 @@ func printOnline(w io.Writer, o *history.Online, indent string) {
 		return
 	}
 	fmt.Fprintf(w, "%sonline: %d catch-up rounds, write freeze %.2f s (fence to flip)\n", indent, len(o.Rounds), o.FreezeSeconds)
+	if b := o.Backlog; b != nil {
+		fmt.Fprintf(w, "%s  fence: RockLake's WAL backlog, %d WAL SSTs (%s), fetched ahead in %.2f s\n", indent, b.WALSSTs, bytesHuman(b.Bytes), b.FetchSeconds)
+	}
 	for _, rd := range o.Rounds {
 		when := ""
 		if rd.Last {

@@ -177,6 +177,11 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	if len(o.Rounds) < 2 || !o.Rounds[len(o.Rounds)-1].Last || o.FreezeSeconds <= 0 {
 		t.Fatalf("online report %+v: want rounds before the fence and the last one after it, and the freeze", o)
 	}
+	// RockLake's commits since it opened sit in its WAL: the fence
+	// fetched them ahead.
+	if b := o.Backlog; b == nil || b.WALSSTs == 0 || b.Bytes == 0 {
+		t.Fatalf("online report %+v: want RockLake's WAL backlog fetched ahead of the fence", o)
+	}
 	if _, ok := rep.StateSeconds["VerifyCatchUp"]; !ok {
 		t.Fatalf("no VerifyCatchUp before the fence: states %v", rep.StateSeconds)
 	}

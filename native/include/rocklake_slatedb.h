@@ -41,6 +41,9 @@ int32_t rl_aws_set(const char *settings_json, char **err_out);
 
 int32_t rl_writer_open(const char *url, const char *opts_json, uint64_t timeout_ms,
                        const rl_cancel *cancel, rl_writer **out, char **err_out);
+/* What the writer's open fetched ahead with options' warm_wal: WAL SSTs,
+ * their bytes, and the milliseconds taken, before the open itself. */
+int32_t rl_writer_warmed(rl_writer *w, uint64_t *ssts, uint64_t *bytes, uint64_t *ms, char **err_out);
 int32_t rl_writer_write(rl_writer *w, const uint8_t *batch, size_t batch_len, uint8_t durable,
                         uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
 int32_t rl_writer_flush(rl_writer *w, uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);

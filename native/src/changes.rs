@@ -37,11 +37,14 @@ use slatedb::bytes::Bytes;
 use slatedb::config::ScanOptions;
 use slatedb::db_cache::{CachedEntry, CachedKey, DbCache};
 use slatedb::manifest::{SsTableHandle, SsTableId};
+use slatedb::object_store::path::Path;
+use slatedb::object_store::ObjectStore;
 use slatedb::{
     DbIterator, DbReader, KeyValue, SstReader, ValueDeletable, VersionedManifest, WalReader,
 };
 use uuid::Uuid;
 
+use crate::guard::Warm;
 use crate::manifest;
 use crate::store::{self, Location};
 use crate::{fail, from_slate, Res, RL_ERR_INVALID, RL_ERR_NOT_FOUND};
@@ -605,6 +608,44 @@ async fn wal_entries(r: &WalReader, id: u64) -> Res<Vec<WalEntry>> {
         out.push((row.key, row.seq, value));
     }
     Ok(out)
+}
+
+/// What a writer's open fetched ahead of its WAL replay.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Warmed {
+    pub ssts: u64,
+    pub bytes: u64,
+    pub ms: u64,
+}
+
+/// The store a fencing writer opens through: the WAL SSTs past the latest
+/// manifest (what the open replays) fetched ahead, WAL_PARALLEL at a time,
+/// and served from memory (guard::Warm). A WAL kept in another store is left
+/// to the open.
+pub(crate) async fn warm_wal(loc: &Location, url: &str) -> Res<(Arc<dyn ObjectStore>, Warmed)> {
+    let start = std::time::Instant::now();
+    let m = manifest::read(&loc.admin(), url, None).await?;
+    if m.wal_object_store_uri().is_some() {
+        return Ok((loc.store.clone(), Warmed::default()));
+    }
+    let from = m.replay_after_wal_id() + 1;
+    let dir = loc.path.child("wal");
+    let paths: Vec<Path> = manifest::list_ssts(loc, "wal")
+        .await?
+        .into_iter()
+        .filter(|(stem, _)| stem.parse::<u64>().is_ok_and(|id| id >= from))
+        .map(|(stem, _)| dir.child(format!("{stem}.sst")))
+        .collect();
+    let warm = Warm::fetch(loc.store.clone(), paths, WAL_PARALLEL)
+        .await
+        .map_err(|e| store::store_error(loc, e))?;
+    let (ssts, bytes) = warm.held().await;
+    let warmed = Warmed {
+        ssts: ssts as u64,
+        bytes,
+        ms: start.elapsed().as_millis() as u64,
+    };
+    Ok((Arc::new(warm), warmed))
 }
 
 /// The end of the WAL SSTs of the database at `loc` (one past the highest

@@ -1,4 +1,4 @@
-//! Two object-store wrappers that stand in for what SlateDB 0.13.1 lacks.
+//! Three object-store wrappers that stand in for what SlateDB 0.13.1 lacks.
 //!
 //! - [`Bounded`] bounds SlateDB's retries. 0.13's `RetryingObjectStore` retries
 //!   every error but NotFound, AlreadyExists, Precondition, NotImplemented and
@@ -14,6 +14,12 @@
 //!   writes nothing. The overlay keeps every write in process memory, private to
 //!   the reader, and reads through to the store: the reader sees its own
 //!   manifest versions, and the store never sees them.
+//! - [`Warm`] serves reads of objects fetched ahead from memory. A 0.13
+//!   writer's open replays the WAL past the manifest 4 SSTs at a time, a
+//!   request each; the online fence fetches that WAL ahead, many at a time,
+//!   before it opens the writer that fences RockLake, so that the write freeze
+//!   does not wait on a request per WAL SST. Only immutable objects are held
+//!   (WAL SSTs are written once, put-if-absent, and never rewritten).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -380,6 +386,144 @@ impl ObjectStore for Overlay {
     }
 }
 
+/// A store whose objects `held` are served from memory (see the module
+/// docs); every other call, and every write, goes to the store.
+#[derive(Debug)]
+pub struct Warm {
+    base: Arc<dyn ObjectStore>,
+    ahead: InMemory,
+    held: HashSet<Path>,
+}
+
+impl Warm {
+    /// Fetches `paths` from `base`, `parallel` at a time. A path gone
+    /// meanwhile (garbage-collected) is left to the store.
+    pub async fn fetch(
+        base: Arc<dyn ObjectStore>,
+        paths: Vec<Path>,
+        parallel: usize,
+    ) -> Result<Warm> {
+        let got: Vec<Option<(Path, Bytes)>> = stream::iter(paths.into_iter().map(|p| {
+            let base = base.clone();
+            async move {
+                match base.get(&p).await {
+                    Ok(r) => Ok(Some((p, r.bytes().await?))),
+                    Err(Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        }))
+        .buffer_unordered(parallel.max(1))
+        .collect::<Vec<Result<_>>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+        let ahead = InMemory::new();
+        let mut held = HashSet::new();
+        for (p, bytes) in got.into_iter().flatten() {
+            ahead.put(&p, PutPayload::from(bytes)).await?;
+            held.insert(p);
+        }
+        Ok(Warm { base, ahead, held })
+    }
+
+    /// How many objects it holds, and their bytes.
+    pub async fn held(&self) -> (usize, u64) {
+        let mut bytes = 0;
+        for p in &self.held {
+            if let Ok(m) = self.ahead.head(p).await {
+                bytes += m.size;
+            }
+        }
+        (self.held.len(), bytes)
+    }
+
+    /// Whether a read of `location` with `options` is served from memory: a
+    /// held object, read without a condition on its version.
+    fn serves(&self, location: &Path, options: &GetOptions) -> bool {
+        self.held.contains(location)
+            && options.if_match.is_none()
+            && options.if_none_match.is_none()
+            && options.if_modified_since.is_none()
+            && options.if_unmodified_since.is_none()
+            && options.version.is_none()
+    }
+}
+
+impl fmt::Display for Warm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Warm({}, {} held)", self.base, self.held.len())
+    }
+}
+
+#[async_trait]
+impl ObjectStore for Warm {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        self.base.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        self.base.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if self.serves(location, &options) {
+            return self.ahead.get_opts(location, options).await;
+        }
+        self.base.get_opts(location, options).await
+    }
+
+    async fn get_range(&self, location: &Path, range: Range<u64>) -> Result<Bytes> {
+        if self.held.contains(location) {
+            return self.ahead.get_range(location, range).await;
+        }
+        self.base.get_range(location, range).await
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        if self.held.contains(location) {
+            return self.ahead.get_ranges(location, ranges).await;
+        }
+        self.base.get_ranges(location, ranges).await
+    }
+
+    async fn head(&self, location: &Path) -> Result<ObjectMeta> {
+        if self.held.contains(location) {
+            return self.ahead.head(location).await;
+        }
+        self.base.head(location).await
+    }
+
+    async fn delete(&self, location: &Path) -> Result<()> {
+        self.base.delete(location).await
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.base.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.base.list_with_delimiter(prefix).await
+    }
+
+    async fn copy(&self, from: &Path, to: &Path) -> Result<()> {
+        self.base.copy(from, to).await
+    }
+
+    async fn copy_if_not_exists(&self, from: &Path, to: &Path) -> Result<()> {
+        self.base.copy_if_not_exists(from, to).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,6 +716,38 @@ mod tests {
                 "opening a reader changed the database"
             );
             db.close().await.unwrap();
+        });
+    }
+
+    /// Held objects are read from memory (even once gone from the store),
+    /// ranges included; others, and every write, go to the store.
+    #[test]
+    fn warm_serves_what_it_fetched() {
+        rt().block_on(async {
+            let base: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let held = Path::from("db/wal/00000000000000000001.sst");
+            let other = Path::from("db/wal/00000000000000000002.sst");
+            base.put(&held, PutPayload::from_static(b"0123456789"))
+                .await
+                .unwrap();
+            let gone = Path::from("db/wal/00000000000000000003.sst");
+            let warm = Warm::fetch(base.clone(), vec![held.clone(), gone.clone()], 4)
+                .await
+                .unwrap();
+            assert_eq!(warm.held().await, (1, 10), "a path gone is not held");
+            base.delete(&held).await.unwrap();
+            let bytes = warm.get(&held).await.unwrap().bytes().await.unwrap();
+            assert_eq!(&bytes[..], b"0123456789");
+            assert_eq!(&warm.get_range(&held, 2..5).await.unwrap()[..], b"234");
+            assert_eq!(warm.head(&held).await.unwrap().size, 10);
+            warm.put(&other, PutPayload::from_static(b"new"))
+                .await
+                .unwrap();
+            assert_eq!(
+                &base.get(&other).await.unwrap().bytes().await.unwrap()[..],
+                b"new"
+            );
+            assert!(matches!(warm.get(&gone).await, Err(Error::NotFound { .. })));
         });
     }
 }

@@ -331,6 +331,8 @@ pub struct Writer {
     /// False for a writer without a WAL (bulk loads): its writes are durable
     /// only once their memtable is in L0.
     wal: bool,
+    /// What its open fetched ahead (Options::warm_wal).
+    warmed: changes::Warmed,
 }
 
 /// Opens the database at `url` as its writer, fencing any earlier writer.
@@ -350,6 +352,11 @@ pub extern "C" fn rl_writer_open(
         let loc = store::resolve(url, &opts)?;
         let db = block(timeout_ms, cancel, async {
             store::probe(&loc).await?;
+            let (store, warmed) = if opts.warm_wal {
+                changes::warm_wal(&loc, url).await?
+            } else {
+                (loc.store.clone(), changes::Warmed::default())
+            };
             let defaults = Settings::default();
             // Object-store retries are bounded by the store itself
             // (guard::Bounded): SlateDB 0.13.1 has no object_store_max_retries.
@@ -370,15 +377,40 @@ pub extern "C" fn rl_writer_open(
             };
             let settings = store::profiles(settings, &opts);
             let wal = settings.wal_enabled;
-            Db::builder(loc.path.clone(), loc.store.clone())
+            Db::builder(loc.path.clone(), store)
                 .with_settings(settings)
                 .build()
                 .await
-                .map(|db| (db, wal))
+                .map(|db| (db, wal, warmed))
                 .map_err(|e| from_slate(&format!("open writer {url}"), e))
         })?;
-        let (db, wal) = db;
-        out_handle(Writer { db, wal }, out)
+        let (db, wal, warmed) = db;
+        out_handle(Writer { db, wal, warmed }, out)
+    })
+}
+
+/// What the writer's open fetched ahead (Options::warm_wal): WAL SSTs, their
+/// bytes, and the milliseconds it took, before the open itself.
+#[no_mangle]
+pub extern "C" fn rl_writer_warmed(
+    w: *mut Writer,
+    ssts: *mut u64,
+    bytes: *mut u64,
+    ms: *mut u64,
+    err_out: *mut *mut c_char,
+) -> i32 {
+    ffi(err_out, || {
+        let w = handle(w, "writer")?;
+        if ssts.is_null() || bytes.is_null() || ms.is_null() {
+            return Err(fail(RL_ERR_INVALID, "rl_writer_warmed: null output"));
+        }
+        // SAFETY: checked non-null; the caller passes valid u64 slots.
+        unsafe {
+            *ssts = w.warmed.ssts;
+            *bytes = w.warmed.bytes;
+            *ms = w.warmed.ms;
+        }
+        Ok(())
     })
 }
 

@@ -55,6 +55,9 @@ pub struct Options {
     pub bulk_load: bool,
     /// Writer: no compactor and no garbage collector (see `passive`).
     pub passive: bool,
+    /// Writer: fetch the WAL its open replays ahead, many SSTs at a time,
+    /// and replay it from memory (guard::Warm): the online fence.
+    pub warm_wal: bool,
 }
 
 impl Default for Options {
@@ -70,6 +73,7 @@ impl Default for Options {
             max_unflushed_bytes: None,
             bulk_load: false,
             passive: false,
+            warm_wal: false,
         }
     }
 }

@@ -63,6 +63,9 @@ type Writer struct {
 	w *slatedb.Writer
 }
 
+// Warmed is what the writer's open fetched ahead (slatedb.Options.WarmWAL).
+func (w *Writer) Warmed() slatedb.Warmed { return w.w.Warmed() }
+
 // Open opens a read-only catalog. It runs the startup check before anything
 // else and never writes to the catalog.
 func Open(ctx context.Context, url string, opts Options) (*Catalog, error) {

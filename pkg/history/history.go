@@ -85,6 +85,18 @@ type Online struct {
 	// Offline: the run was asked online and migrated offline, for this
 	// reason (its freeze then runs from the fence before the copy).
 	Offline string `json:"offline,omitempty"`
+	// Backlog: RockLake's WAL backlog the fence replayed, fetched ahead
+	// of the freeze.
+	Backlog *Backlog `json:"backlog,omitempty"`
+}
+
+// Backlog is the WAL a fencing writer replays as it opens (the old
+// writer's WAL since its memtable last reached L0), fetched ahead: its WAL
+// SSTs, their bytes, and the fetch's time, before the freeze.
+type Backlog struct {
+	WALSSTs      int     `json:"wal_ssts"`
+	Bytes        int64   `json:"bytes"`
+	FetchSeconds float64 `json:"fetch_seconds"`
 }
 
 // Round is one catch-up round: the source keys it carried, how it found

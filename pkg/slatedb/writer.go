@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ type Writer struct {
 	// batch bytes; unflushed counts batch bytes written since it last did.
 	bulk      bool
 	flushAt   int64
+	warmed    Warmed
 	unflushed atomic.Int64
 }
 
@@ -47,6 +49,7 @@ func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) 
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))
 	var h *C.rl_writer
+	start := time.Now()
 	err := native(ctx, "open writer", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
 		return C.rl_writer_open(curl, copts, t, c, &h, e)
 	})
@@ -57,8 +60,36 @@ func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) 
 	if flushAt <= 0 {
 		flushAt = bulkMemtableBytes
 	}
-	return &Writer{url: url, h: h, bulk: opts.BulkLoad, flushAt: flushAt}, nil
+	w := &Writer{url: url, h: h, bulk: opts.BulkLoad, flushAt: flushAt}
+	if opts.WarmWAL {
+		var ssts, bytes, ms C.uint64_t
+		err := native(ctx, "writer warmed", func(_ C.uint64_t, _ *C.rl_cancel, e **C.char) C.int32_t {
+			return C.rl_writer_warmed(h, &ssts, &bytes, &ms, e)
+		})
+		if err != nil {
+			return nil, errors.Join(err, w.Close())
+		}
+		took := time.Duration(ms) * time.Millisecond
+		w.warmed = Warmed{SSTs: int(ssts), Bytes: int64(bytes), Took: took, OpenedAt: start.Add(took)}
+	}
+	return w, nil
 }
+
+// Warmed is what a writer's open fetched ahead (Options.WarmWAL): the WAL
+// SSTs it then replayed from memory, their bytes, and the time the fetch
+// took before the open itself (the old writer was fenced only after it).
+type Warmed struct {
+	SSTs  int           `json:"ssts"`
+	Bytes int64         `json:"bytes"`
+	Took  time.Duration `json:"took"`
+	// OpenedAt is when the open itself began, the fetch done: the old
+	// writer was fenced after it (a few requests later), not before.
+	OpenedAt time.Time `json:"opened_at"`
+}
+
+// Warmed is what the writer's open fetched ahead (zero without
+// Options.WarmWAL).
+func (w *Writer) Warmed() Warmed { return w.warmed }
 
 // URL is the database's URL.
 func (w *Writer) URL() string { return w.url }

@@ -187,16 +187,20 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err := awaitGrace(ctx, m); err != nil {
 		return m, err
 	}
+	// The writer's open fences RockLake's and replays RockLake's WAL
+	// backlog (its WAL since its memtable last reached L0): fetched ahead
+	// first (WarmWAL), while RockLake still commits, so that the freeze
+	// does not wait on a request per WAL SST.
 	so := env.SlateDB
-	so.Passive = true
-	// The freeze counts from before the writer opens: opening it fences
-	// RockLake's.
-	m.FencedAt = time.Now().UTC()
+	so.Passive, so.WarmWAL = true, true
 	w, err := catalog.OpenWriter(ctx, m.Source, catalog.Options{Expect: m.From, Store: so})
 	if err != nil {
 		return m, fmt.Errorf("workflow: fence %s: %w", m.Source, err)
 	}
 	defer w.Close()
+	// The freeze counts from before the open itself, the fetch done.
+	warmed := w.Warmed()
+	m.FencedAt = warmed.OpenedAt.UTC()
 	epoch, nextSnap, err := w.Catalog.Marks(ctx)
 	if err != nil {
 		return m, err
@@ -230,6 +234,7 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 		return m, err
 	}
 	p.WriterEpoch, p.NextSnapshotID, p.EngineState, p.FenceView, p.FencedAt = epoch, nextSnap, state, view, m.FencedAt
+	p.FenceBacklog = &history.Backlog{WALSSTs: warmed.SSTs, Bytes: warmed.Bytes, FetchSeconds: warmed.Took.Seconds()}
 	if err := putJSON(ctx, env.Store, env.staging(m.MigrationID).Plan(), p); err != nil {
 		return m, err
 	}
@@ -367,7 +372,7 @@ func deleteCheckpoints(ctx context.Context, env Env, m Migration, cp string) err
 // until now (the pointer written). A round record that cannot be read is
 // left out of it.
 func onlineReport(ctx context.Context, env Env, m Migration, p Plan) *history.Online {
-	o := &history.Online{Rounds: []history.Round{}, Offline: m.OfflineBecause}
+	o := &history.Online{Rounds: []history.Round{}, Offline: m.OfflineBecause, Backlog: p.FenceBacklog}
 	fencedAt := p.FencedAt
 	if fencedAt.IsZero() {
 		fencedAt = m.FencedAt

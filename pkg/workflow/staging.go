@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -40,6 +41,9 @@ type Plan struct {
 	// above are the fenced source's from then on.
 	FenceView slatedb.View `json:"fence_view,omitzero"`
 	FencedAt  time.Time    `json:"fenced_at,omitzero"`
+	// FenceBacklog is the WAL backlog Fence's writer replayed, fetched
+	// ahead of the freeze.
+	FenceBacklog *history.Backlog `json:"fence_backlog,omitempty"`
 }
 
 func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {

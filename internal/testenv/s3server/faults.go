@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BlackHole is an endpoint on 127.0.0.1 that accepts connections and never
@@ -90,11 +91,7 @@ func StartStallProxy(t testing.TB, target string, stall func(*http.Request) bool
 		t.Fatal(err)
 	}
 	p := &StallProxy{stall: stall}
-	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		host := r.In.Host
-		r.SetURL(u)
-		r.Out.Host = host
-	}}
+	rp := hostKeepingProxy(u)
 	gone := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
@@ -128,6 +125,54 @@ func StartStallProxy(t testing.TB, target string, stall func(*http.Request) bool
 	}))
 	t.Cleanup(func() {
 		close(gone)
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	p.URL = srv.URL
+	return p
+}
+
+// hostKeepingProxy passes requests on to u with their Host header, so that
+// their signatures still verify.
+func hostKeepingProxy(u *url.URL) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		host := r.In.Host
+		r.SetURL(u)
+		r.Out.Host = host
+	}}
+}
+
+// LatencyProxy passes requests on to an S3 endpoint (keeping the Host
+// header) each after a delay: an S3 whose every request takes that much
+// longer than the local one, as AWS S3's first byte does (10-20 ms).
+type LatencyProxy struct {
+	URL      string
+	requests atomic.Int64
+}
+
+// Requests is how many requests the proxy passed on so far.
+func (p *LatencyProxy) Requests() int64 { return p.requests.Load() }
+
+// StartLatencyProxy starts a LatencyProxy in front of target (an http://
+// S3 endpoint) for the rest of the test.
+func StartLatencyProxy(t testing.TB, target string, delay time.Duration) *LatencyProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &LatencyProxy{}
+	rp := hostKeepingProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
 	})

@@ -1,0 +1,136 @@
+package slatedb_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+)
+
+// backlog writes n durable batches through w, each a WAL SST of its own,
+// and leaves them in its WAL (w stays open: nothing reaches L0).
+func backlog(tb testing.TB, ctx context.Context, w *slatedb.Writer, n int) {
+	tb.Helper()
+	for i := range n {
+		var b slatedb.Batch
+		b.Put(key(i), value(i))
+		if err := w.Write(ctx, &b); err != nil {
+			tb.Fatalf("write %d: %v", i, err)
+		}
+	}
+}
+
+// A fencing writer that fetches the WAL ahead (WarmWAL) takes over a live
+// writer's backlog: it says what it fetched, holds every write the old
+// writer acknowledged, and the old writer is fenced.
+func TestWarmWALFence(t *testing.T) {
+	eachBackend(t, func(t *testing.T, url string) {
+		ctx := testenv.Context(t)
+		old := openWriter(t, ctx, url)
+		const n = 20
+		backlog(t, ctx, old, n)
+		w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true, WarmWAL: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		got := w.Warmed()
+		if got.SSTs < n || got.Bytes <= 0 || got.OpenedAt.IsZero() {
+			t.Fatalf("warmed %+v: want the %d WAL SSTs of the backlog or more", got, n)
+		}
+		for i := range n {
+			if v, err := w.Get(ctx, key(i)); err != nil || string(v) != string(value(i)) {
+				t.Fatalf("key %d after the fence: %q, %v", i, v, err)
+			}
+		}
+		var b slatedb.Batch
+		b.Put([]byte("late"), []byte("x"))
+		if err := old.Write(ctx, &b); !errors.Is(err, slatedb.ErrFenced) {
+			t.Fatalf("the old writer's write after the fence: %v, want ErrFenced", err)
+		}
+		// Without WarmWAL nothing is fetched ahead.
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		plain := openWriter(t, ctx, url)
+		if got := plain.Warmed(); got != (slatedb.Warmed{}) {
+			t.Fatalf("a plain writer warmed %+v", got)
+		}
+	})
+}
+
+// BenchmarkFenceBacklog is the online fence on an S3 whose every request
+// takes 15 ms more than versitygw's (a LatencyProxy): a live writer leaves
+// a backlog of $BENCH_BACKLOG WAL SSTs (256 and 1024 by default), and a
+// passive writer opens over it, fencing it, with the WAL fetched ahead
+// (warm) or replayed by the open alone (cold). freeze-s is the open after
+// the fetch (the fence and the replay: what the write freeze waits for),
+// fetch-s the fetch before it (the old writer still writes meanwhile).
+func BenchmarkFenceBacklog(b *testing.B) {
+	sizes := []int{256, 1024}
+	if v := os.Getenv("BENCH_BACKLOG"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sizes = []int{n}
+	}
+	direct := os.Getenv("AWS_ENDPOINT_URL")
+	proxy := s3server.StartLatencyProxy(b, direct, 15*time.Millisecond)
+	for _, n := range sizes {
+		for _, warm := range []bool{false, true} {
+			name := fmt.Sprintf("backlog=%d/cold", n)
+			if warm {
+				name = fmt.Sprintf("backlog=%d/warm", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				var freeze, fetch float64
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					url := fmt.Sprintf("s3://%s/fence-%d-%d", bucket, n, seq.Add(1))
+					b.Setenv("AWS_ENDPOINT_URL", direct)
+					b.Setenv("AWS_ENDPOINT", direct)
+					old, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					backlog(b, ctx, old, n)
+					b.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+					b.Setenv("AWS_ENDPOINT", proxy.URL)
+					b.StartTimer()
+					start := time.Now()
+					w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true, WarmWAL: warm})
+					end := time.Now()
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					from := start
+					if warm {
+						got := w.Warmed()
+						if got.SSTs < n {
+							b.Fatalf("warmed %+v, want %d WAL SSTs or more", got, n)
+						}
+						from, fetch = got.OpenedAt, fetch+got.Took.Seconds()
+					}
+					freeze += end.Sub(from).Seconds()
+					if err := w.Close(); err != nil {
+						b.Fatal(err)
+					}
+					_ = old.Close() // fenced
+				}
+				b.ReportMetric(freeze/float64(b.N), "freeze-s")
+				b.ReportMetric(fetch/float64(b.N), "fetch-s")
+			})
+		}
+	}
+}
