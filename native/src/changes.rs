@@ -415,9 +415,37 @@ pub(crate) async fn open(
         .into_iter()
         .filter_map(|(stem, size)| stem.parse::<u64>().ok().map(|n| (n, size)))
         .collect();
-    let wal_reader = WalReader::new(loc.path.clone(), ro);
     let e = sources(&me, view_wals(&me, from));
     let l = sources(&ml, view_wals(&ml, to));
+    let present = |r: &Range<u64>, other: &Range<u64>| -> Vec<u64> {
+        r.clone()
+            .filter(|n| !other.contains(n) && wal_sizes.contains_key(n))
+            .collect()
+    };
+    let wals_added = present(&l.wals, &e.wals);
+    let wals_removed = present(&e.wals, &l.wals);
+    // Every WAL SST read below (both views' overlays, the ones only one
+    // view names), fetched once each, WAL_PARALLEL at a time: the WAL
+    // reader asks several requests of each, which on S3 made a round over a
+    // writer's WAL backlog cost ~5 requests per WAL SST.
+    let wanted: BTreeSet<u64> = [(&me, from), (&ml, to)]
+        .iter()
+        .flat_map(|(m, v)| manifest::wal_ids(m).end..v.wal_end)
+        .chain(wals_added.iter().chain(&wals_removed).copied())
+        .filter(|n| wal_sizes.contains_key(n))
+        .collect();
+    let dir = loc.path.child("wal");
+    let warm = Warm::fetch(
+        ro,
+        wanted
+            .iter()
+            .map(|n| dir.child(format!("{n:020}.sst")))
+            .collect(),
+        WAL_PARALLEL,
+    )
+    .await
+    .map_err(|e| store::store_error(loc, e))?;
+    let wal_reader = WalReader::new(loc.path.clone(), Arc::new(warm));
     let overlays = overlays(&wal_reader, &wal_sizes, [(&me, from), (&ml, to)], url).await?;
 
     let added: Vec<&SsTableHandle> = l
@@ -432,13 +460,6 @@ pub(crate) async fn open(
         .filter(|(id, _)| !l.ssts.contains_key(id))
         .map(|(_, h)| h)
         .collect();
-    let present = |r: &Range<u64>, other: &Range<u64>| -> Vec<u64> {
-        r.clone()
-            .filter(|n| !other.contains(n) && wal_sizes.contains_key(n))
-            .collect()
-    };
-    let wals_added = present(&l.wals, &e.wals);
-    let wals_removed = present(&e.wals, &l.wals);
     let wal_bytes = |ids: &[u64]| ids.iter().map(|n| wal_sizes[n]).sum::<u64>();
     let changed_bytes = added
         .iter()

@@ -23,7 +23,7 @@ func at(checkpoint string) slatedb.View { return slatedb.View{Checkpoint: checkp
 
 // latest takes a view of all the database's writer has written, its WAL
 // included, without fencing it (TakeView).
-func latest(t *testing.T, ctx context.Context, url string) slatedb.View {
+func latest(t testing.TB, ctx context.Context, url string) slatedb.View {
 	t.Helper()
 	v, err := slatedb.TakeView(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour}, slatedb.Options{})
 	if err != nil {
@@ -33,7 +33,7 @@ func latest(t *testing.T, ctx context.Context, url string) slatedb.View {
 }
 
 // changesOf reads every change between two views with OpenChanges.
-func changesOf(t *testing.T, ctx context.Context, url string, from, to slatedb.View, maxFraction float64) ([]slatedb.Change, slatedb.ChangeSummary) {
+func changesOf(t testing.TB, ctx context.Context, url string, from, to slatedb.View, maxFraction float64) ([]slatedb.Change, slatedb.ChangeSummary) {
 	t.Helper()
 	ch, err := slatedb.OpenChanges(ctx, url, from, to, slatedb.Options{}, maxFraction)
 	if err != nil {

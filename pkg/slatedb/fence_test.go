@@ -134,3 +134,70 @@ func BenchmarkFenceBacklog(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLastRoundBacklog is the online run's last catch-up round on the
+// same 15 ms S3: a live writer's backlog of $BENCH_BACKLOG WAL SSTs (256
+// and 1024 by default) in both views, the round before the fence's view
+// and the fenced source's, with 5 commits between them. The round's
+// changes are those 5, found by the SST diff; round-s is the time to find
+// them, the backlog read once as both views' overlay (Verify after the
+// fence reads it once more), requests the S3 requests it made.
+func BenchmarkLastRoundBacklog(b *testing.B) {
+	sizes := []int{256, 1024}
+	if v := os.Getenv("BENCH_BACKLOG"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sizes = []int{n}
+	}
+	direct := os.Getenv("AWS_ENDPOINT_URL")
+	proxy := s3server.StartLatencyProxy(b, direct, 15*time.Millisecond)
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("backlog=%d", n), func(b *testing.B) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			var secs float64
+			var requests int64
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				url := fmt.Sprintf("s3://%s/round-%d-%d", bucket, n, seq.Add(1))
+				b.Setenv("AWS_ENDPOINT_URL", direct)
+				b.Setenv("AWS_ENDPOINT", direct)
+				old, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				backlog(b, ctx, old, n)
+				before := latest(b, ctx, url)
+				for j := range 5 {
+					var batch slatedb.Batch
+					batch.Put(key(n+j), value(n+j))
+					if err := old.Write(ctx, &batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				fence, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true, WarmWAL: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				fenced := latest(b, ctx, url)
+				b.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+				b.Setenv("AWS_ENDPOINT", proxy.URL)
+				b.StartTimer()
+				start, reqs := time.Now(), proxy.Requests()
+				got, sum := changesOf(b, ctx, url, before, fenced, slatedb.DefaultMaxChangedFraction)
+				secs += time.Since(start).Seconds()
+				requests += proxy.Requests() - reqs
+				b.StopTimer()
+				if len(got) != 5 || sum.Method != slatedb.MethodSSTDiff {
+					b.Fatalf("the last round found %d changes by %s, want the 5 commits by the SST diff", len(got), sum.Method)
+				}
+				_ = fence.Close()
+				_ = old.Close() // fenced
+			}
+			b.ReportMetric(secs/float64(b.N), "round-s")
+			b.ReportMetric(float64(requests)/float64(b.N), "requests")
+		})
+	}
+}
