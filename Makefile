@@ -165,14 +165,17 @@ bench: build tools
 	go test -run '^$$' -bench . -benchmem -timeout 60m ./pkg/ndjson/
 	scripts/bench-pipeline.sh 100000 1000000 3000000
 	scripts/bench-migrate.sh
+	scripts/bench-pgdump.sh
+	scripts/bench-inplace.sh 10000 100000 1000000
 	$(MAKE) bench-online
 
 # Online against offline migration with the real RockLake serving and a
-# client committing every 100 ms (BENCH_ONLINE_ROWS, default 100000,1000000,3000000).
+# client committing every 100 ms (BENCH_ONLINE_ROWS, default 100000,1000000,3000000);
+# then the freeze's parts that read RockLake's WAL backlog, over an S3 whose
+# every request takes 15 ms (BENCH_BACKLOG, default 256 and 1024 WAL SSTs).
 bench-online: build
 	go test -run '^$$' -bench BenchmarkOnlineMigration -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
-	scripts/bench-pgdump.sh
-	scripts/bench-inplace.sh 10000 100000 1000000
+	go test -run '^$$' -bench 'BenchmarkFenceBacklog|BenchmarkLastRoundBacklog' -benchtime 1x -timeout 60m ./pkg/slatedb/
 
 demo: build tools
 	scripts/demo.sh
