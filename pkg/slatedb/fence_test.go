@@ -27,6 +27,37 @@ func backlog(tb testing.TB, ctx context.Context, w *slatedb.Writer, n int) {
 	}
 }
 
+// latencyS3 is the test's versitygw, reached directly (to set a backlog up
+// quickly) or through a proxy that delays every request by 15 ms (what is
+// measured).
+type latencyS3 struct {
+	url   string
+	proxy *s3server.LatencyProxy
+}
+
+func use(b *testing.B, url string) {
+	b.Setenv("AWS_ENDPOINT_URL", url)
+	b.Setenv("AWS_ENDPOINT", url)
+}
+
+func (s latencyS3) direct(b *testing.B) { use(b, s.url) }
+func (s latencyS3) slow(b *testing.B)   { use(b, s.proxy.URL) }
+
+// backlogBench is the backlog benchmarks' setup: the backlog sizes
+// ($BENCH_BACKLOG, else 256 and 1024 WAL SSTs) and the S3.
+func backlogBench(b *testing.B) ([]int, latencyS3) {
+	sizes := []int{256, 1024}
+	if v := os.Getenv("BENCH_BACKLOG"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sizes = []int{n}
+	}
+	direct := os.Getenv("AWS_ENDPOINT_URL")
+	return sizes, latencyS3{url: direct, proxy: s3server.StartLatencyProxy(b, direct, 15*time.Millisecond)}
+}
+
 // A fencing writer that fetches the WAL ahead (WarmWAL) takes over a live
 // writer's backlog: it says what it fetched, holds every write the old
 // writer acknowledged, and the old writer is fenced.
@@ -74,16 +105,7 @@ func TestWarmWALFence(t *testing.T) {
 // the fetch (the fence and the replay: what the write freeze waits for),
 // fetch-s the fetch before it (the old writer still writes meanwhile).
 func BenchmarkFenceBacklog(b *testing.B) {
-	sizes := []int{256, 1024}
-	if v := os.Getenv("BENCH_BACKLOG"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sizes = []int{n}
-	}
-	direct := os.Getenv("AWS_ENDPOINT_URL")
-	proxy := s3server.StartLatencyProxy(b, direct, 15*time.Millisecond)
+	sizes, s3 := backlogBench(b)
 	for _, n := range sizes {
 		for _, warm := range []bool{false, true} {
 			name := fmt.Sprintf("backlog=%d/cold", n)
@@ -97,15 +119,13 @@ func BenchmarkFenceBacklog(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
 					url := fmt.Sprintf("s3://%s/fence-%d-%d", bucket, n, seq.Add(1))
-					b.Setenv("AWS_ENDPOINT_URL", direct)
-					b.Setenv("AWS_ENDPOINT", direct)
+					s3.direct(b)
 					old, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
 					if err != nil {
 						b.Fatal(err)
 					}
 					backlog(b, ctx, old, n)
-					b.Setenv("AWS_ENDPOINT_URL", proxy.URL)
-					b.Setenv("AWS_ENDPOINT", proxy.URL)
+					s3.slow(b)
 					b.StartTimer()
 					start := time.Now()
 					w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true, WarmWAL: warm})
@@ -143,16 +163,7 @@ func BenchmarkFenceBacklog(b *testing.B) {
 // them, the backlog read once as both views' overlay (Verify after the
 // fence reads it once more), requests the S3 requests it made.
 func BenchmarkLastRoundBacklog(b *testing.B) {
-	sizes := []int{256, 1024}
-	if v := os.Getenv("BENCH_BACKLOG"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sizes = []int{n}
-	}
-	direct := os.Getenv("AWS_ENDPOINT_URL")
-	proxy := s3server.StartLatencyProxy(b, direct, 15*time.Millisecond)
+	sizes, s3 := backlogBench(b)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("backlog=%d", n), func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -162,8 +173,7 @@ func BenchmarkLastRoundBacklog(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				url := fmt.Sprintf("s3://%s/round-%d-%d", bucket, n, seq.Add(1))
-				b.Setenv("AWS_ENDPOINT_URL", direct)
-				b.Setenv("AWS_ENDPOINT", direct)
+				s3.direct(b)
 				old, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
 				if err != nil {
 					b.Fatal(err)
@@ -182,13 +192,12 @@ func BenchmarkLastRoundBacklog(b *testing.B) {
 					b.Fatal(err)
 				}
 				fenced := latest(b, ctx, url)
-				b.Setenv("AWS_ENDPOINT_URL", proxy.URL)
-				b.Setenv("AWS_ENDPOINT", proxy.URL)
+				s3.slow(b)
 				b.StartTimer()
-				start, reqs := time.Now(), proxy.Requests()
+				start, reqs := time.Now(), s3.proxy.Requests()
 				got, sum := changesOf(b, ctx, url, before, fenced, slatedb.DefaultMaxChangedFraction)
 				secs += time.Since(start).Seconds()
-				requests += proxy.Requests() - reqs
+				requests += s3.proxy.Requests() - reqs
 				b.StopTimer()
 				if len(got) != 5 || sum.Method != slatedb.MethodSSTDiff {
 					b.Fatalf("the last round found %d changes by %s, want the 5 commits by the SST diff", len(got), sum.Method)
