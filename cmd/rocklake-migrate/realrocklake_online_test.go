@@ -218,6 +218,15 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	if err := allCommitted(ctx, served, acked); err != nil {
 		t.Fatalf("the new catalog %s: %v", rep.Target, err)
 	}
+	// A commit on the new catalog after the flip: rollback refuses to drop
+	// it, as after an offline run.
+	if _, err := rocklake.AddSchema(ctx, served, "after_the_flip"); err != nil {
+		t.Fatalf("commit on the new catalog: %v\n%s", err, served.Logs())
+	}
+	if err := served.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, "rollback", "--pointer", ptr).want(t, exitError, "RollbackLosesCommits")
 }
 
 // A catalog the real RockLake made and has served since without flushing
