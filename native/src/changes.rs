@@ -60,7 +60,7 @@ pub struct View {
 
 /// The entries of a view's WAL SSTs past its checkpoint's manifest, newest
 /// per key, in key order: None is a tombstone.
-type Overlay = Vec<(Bytes, Option<Bytes>)>;
+use crate::overlays::{Cache, Overlay};
 
 /// Reads `key` in a view: its overlay first, then its checkpoint's reader.
 async fn view_get(r: &DbReader, overlay: &Overlay, key: &Bytes) -> Res<Option<Bytes>> {
@@ -383,20 +383,26 @@ fn sst_bytes(h: &SsTableHandle) -> u64 {
 /// `loc`. Sources that differ holding more than `max_fraction` of the later
 /// view's bytes take the merge scan (0 or less: always; a fraction of 2 or
 /// more never falls back, as the differing sources hold at most both
-/// views' bytes).
+/// views' bytes). With a `cache` (overlays.rs), each view's overlay starts
+/// from the cached one that reaches furthest, and only the WAL SSTs past it
+/// are read; a cache that keeps gets both views' overlays.
 pub(crate) async fn open(
     loc: &Location,
     url: &str,
     from: View,
     to: View,
     max_fraction: f64,
+    cache: Option<&Cache>,
 ) -> Res<Changes> {
     store::require_manifest(loc, url).await?;
     let ro = loc.read_only_store();
     let admin = slatedb::admin::Admin::builder(loc.path.clone(), ro.clone()).build();
-    let me = manifest::read(&admin, url, Some(from.checkpoint)).await?;
+    // Each a few requests in turn: both views' at once.
+    let (me, ml) = futures::try_join!(
+        manifest::read(&admin, url, Some(from.checkpoint)),
+        manifest::read(&admin, url, Some(to.checkpoint))
+    )?;
     manifest::require_self_contained(&me, url, "find the changes of")?;
-    let ml = manifest::read(&admin, url, Some(to.checkpoint)).await?;
     manifest::require_self_contained(&ml, url, "find the changes of")?;
     let open = |v: View| {
         crate::open_reader(
@@ -407,11 +413,9 @@ pub(crate) async fn open(
             Some(KeptCache::new(None, READER_CACHE_BYTES)),
         )
     };
-    let from_reader = open(from).await?;
-    let to_reader = open(to).await?;
-
-    let wal_sizes: HashMap<u64, u64> = manifest::list_ssts(loc, "wal")
-        .await?
+    let (from_reader, to_reader, wal) =
+        futures::try_join!(open(from), open(to), manifest::list_ssts(loc, "wal"))?;
+    let wal_sizes: HashMap<u64, u64> = wal
         .into_iter()
         .filter_map(|(stem, size)| stem.parse::<u64>().ok().map(|n| (n, size)))
         .collect();
@@ -424,13 +428,28 @@ pub(crate) async fn open(
     };
     let wals_added = present(&l.wals, &e.wals);
     let wals_removed = present(&e.wals, &l.wals);
+    // Each view's overlay: the WAL SSTs past its manifest, the cached part
+    // of them (a base) not read again.
+    let ranges = [(&me, from), (&ml, to)].map(|(m, v)| manifest::wal_ids(m).end..v.wal_end);
+    let base = |r: Range<u64>| async move {
+        match cache {
+            Some(c) if r.start < r.end => Ok(c
+                .best(r.start, r.end)
+                .await?
+                .unwrap_or((r.start, Vec::new()))),
+            _ => Ok::<_, crate::Fail>((r.start, Vec::new())),
+        }
+    };
+    let (b0, b1) = futures::try_join!(base(ranges[0].clone()), base(ranges[1].clone()))?;
+    let bases: [(u64, Overlay); 2] = [b0, b1];
+    let needed = [0, 1].map(|i| bases[i].0..ranges[i].end);
     // Every WAL SST read below (both views' overlays, the ones only one
     // view names), fetched once each, WAL_PARALLEL at a time: the WAL
     // reader asks several requests of each, which on S3 made a round over a
     // writer's WAL backlog cost ~5 requests per WAL SST.
-    let wanted: BTreeSet<u64> = [(&me, from), (&ml, to)]
+    let wanted: BTreeSet<u64> = needed
         .iter()
-        .flat_map(|(m, v)| manifest::wal_ids(m).end..v.wal_end)
+        .flat_map(|r| r.clone())
         .chain(wals_added.iter().chain(&wals_removed).copied())
         .filter(|n| wal_sizes.contains_key(n))
         .collect();
@@ -446,7 +465,15 @@ pub(crate) async fn open(
     .await
     .map_err(|e| store::store_error(loc, e))?;
     let wal_reader = WalReader::new(loc.path.clone(), Arc::new(warm));
-    let overlays = overlays(&wal_reader, &wal_sizes, [(&me, from), (&ml, to)], url).await?;
+    let cached_to = [bases[0].0, bases[1].0];
+    let overlays = overlays(&wal_reader, &wal_sizes, bases, needed, [from, to], url).await?;
+    if let Some(c) = cache.filter(|c| c.keep) {
+        for (i, r) in ranges.iter().enumerate() {
+            if r.start < r.end && cached_to[i] != r.end {
+                c.put(r.start, r.end, &overlays[i]).await?;
+            }
+        }
+    }
 
     let added: Vec<&SsTableHandle> = l
         .ssts
@@ -531,6 +558,9 @@ pub(crate) async fn open(
         .try_collect()
         .await?;
     keys.extend(per_wal.into_iter().flatten());
+    // The overlays' differences too: a WAL SST a cached overlay holds may
+    // be gone from the store, its keys unread above.
+    keys.extend(overlay_diff(&overlays[0], &overlays[1]));
     summary.candidates = keys.len() as u64;
     let keys: Vec<Bytes> = keys.into_iter().collect();
     Ok(Changes {
@@ -554,18 +584,21 @@ fn view_wals(m: &VersionedManifest, v: View) -> Range<u64> {
 
 /// Reads the WAL SSTs of each view past its checkpoint's manifest into its
 /// overlay, each WAL SST once though both views lay it (a round's two views
-/// share the writer's WAL backlog). Each must still be there: a checkpoint
-/// does not protect them from SlateDB's garbage collection once the writer
-/// moved them into an L0 SST (after 5 minutes, its default), and a view
-/// missing one would quietly drop commits.
+/// share the writer's WAL backlog): for each view, its base (a cached
+/// overlay, older than any WAL SST read) under the WAL SSTs of `needed`.
+/// Each of those must still be there: a checkpoint does not protect them
+/// from SlateDB's garbage collection once the writer moved them into an L0
+/// SST (after 5 minutes, its default), and a view missing one would quietly
+/// drop commits.
 async fn overlays(
     r: &WalReader,
     listed: &HashMap<u64, u64>,
-    views: [(&VersionedManifest, View); 2],
+    bases: [(u64, Overlay); 2],
+    needed: [Range<u64>; 2],
+    views: [View; 2],
     url: &str,
 ) -> Res<[Overlay; 2]> {
-    let ranges = views.map(|(m, v)| manifest::wal_ids(m).end..v.wal_end);
-    for ((_, v), ids) in views.iter().zip(&ranges) {
+    for (v, ids) in views.iter().zip(&needed) {
         if let Some(gone) = ids.clone().find(|n| !listed.contains_key(n)) {
             return Err(fail(
                 RL_ERR_NOT_FOUND,
@@ -576,7 +609,7 @@ async fn overlays(
             ));
         }
     }
-    let ids: BTreeSet<u64> = ranges.iter().flat_map(|r| r.clone()).collect();
+    let ids: BTreeSet<u64> = needed.iter().flat_map(|r| r.clone()).collect();
     let read: Vec<(u64, Vec<WalEntry>)> = futures::stream::iter(
         ids.into_iter()
             .map(|id| async move { Ok::<_, crate::Fail>((id, wal_entries(r, id).await?)) }),
@@ -585,20 +618,61 @@ async fn overlays(
     .try_collect()
     .await?;
     let read: HashMap<u64, Vec<WalEntry>> = read.into_iter().collect();
-    Ok(ranges.map(|ids| {
-        let mut newest: BTreeMap<Bytes, (u64, Option<Bytes>)> = BTreeMap::new();
+    let mut bases = bases.into_iter();
+    Ok(needed.map(|ids| {
+        // None: the base's entry, older than every entry read.
+        let mut newest: BTreeMap<Bytes, (Option<u64>, Option<Bytes>)> = BTreeMap::new();
+        if let Some((_, base)) = bases.next() {
+            newest.extend(base.into_iter().map(|(k, v)| (k, (None, v))));
+        }
         for id in ids {
             for (key, seq, value) in read.get(&id).into_iter().flatten() {
                 match newest.get(key) {
-                    Some((s, _)) if *s >= *seq => {}
+                    Some((Some(s), _)) if *s >= *seq => {}
                     _ => {
-                        newest.insert(key.clone(), (*seq, value.clone()));
+                        newest.insert(key.clone(), (Some(*seq), value.clone()));
                     }
                 }
             }
         }
         newest.into_iter().map(|(k, (_, v))| (k, v)).collect()
     }))
+}
+
+/// The keys whose entries differ between two overlays (one present and the
+/// other not, or other values): every key the overlays change, whether or
+/// not the WAL SSTs that changed it are still there to read.
+fn overlay_diff(a: &Overlay, b: &Overlay) -> Vec<Bytes> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some((ka, va)), Some((kb, vb))) if ka == kb => {
+                if va != vb {
+                    out.push(ka.clone());
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some((ka, _)), Some((kb, _))) if ka < kb => {
+                out.push(ka.clone());
+                i += 1;
+            }
+            (Some(_), Some((kb, _))) => {
+                out.push(kb.clone());
+                j += 1;
+            }
+            (Some((ka, _)), None) => {
+                out.push(ka.clone());
+                i += 1;
+            }
+            (None, Some((kb, _))) => {
+                out.push(kb.clone());
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    out
 }
 
 /// A WAL SST's entry: key, sequence number, value (None: a tombstone).

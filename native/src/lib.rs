@@ -26,6 +26,7 @@ mod copy;
 mod guard;
 mod http;
 mod manifest;
+mod overlays;
 mod store;
 
 use std::ffi::{c_char, CStr, CString};
@@ -1122,10 +1123,17 @@ pub extern "C" fn rl_changes_open(
         let loc = store::resolve(url, &opts)?;
         let from = changes::parse_view(cstr(from_checkpoint, "from checkpoint")?, from_wal_end)?;
         let to = changes::parse_view(cstr(to_checkpoint, "to checkpoint")?, to_wal_end)?;
+        let cache = match &opts.overlay_cache {
+            Some(u) => Some(overlays::Cache::new(
+                store::resolve(u, &opts)?,
+                opts.keep_overlay,
+            )),
+            None => None,
+        };
         let c = block(
             timeout_ms,
             cancel,
-            changes::open(&loc, url, from, to, max_fraction),
+            changes::open(&loc, url, from, to, max_fraction, cache.as_ref()),
         )?;
         out_string(c.summary.json(), summary_out)?;
         out_handle(c, out)

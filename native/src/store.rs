@@ -58,6 +58,10 @@ pub struct Options {
     /// Writer: fetch the WAL its open replays ahead, many SSTs at a time,
     /// and replay it from memory (guard::Warm): the online fence.
     pub warm_wal: bool,
+    /// Changes: where a run keeps views' overlays (overlays.rs), a URL
+    /// prefix in its staging; keep_overlay writes them there too.
+    pub overlay_cache: Option<String>,
+    pub keep_overlay: bool,
 }
 
 impl Default for Options {
@@ -74,6 +78,8 @@ impl Default for Options {
             bulk_load: false,
             passive: false,
             warm_wal: false,
+            overlay_cache: None,
+            keep_overlay: false,
         }
     }
 }

@@ -116,6 +116,10 @@ func (s Staging) FlipIntent() string { return s.step(stepFlipIntent) }
 // it found and the digest after it.
 func (s Staging) Round(n int) string { return fmt.Sprintf("%s/rounds/round-%05d.json", s.dir(), n) }
 
+// Overlays is where an online run's rounds keep their views' overlays (the
+// source's WAL past a view's checkpoint, read once: native overlays.rs).
+func (s Staging) Overlays() string { return s.dir() + "/overlays/" }
+
 // Gate is the gate record of a migration waiting for approve or abort.
 func (s Staging) Gate() string { return s.step(stepGate) }
 

@@ -139,8 +139,10 @@ func WALEnd(ctx context.Context, url string, opts Options) (uint64, error) {
 // a checkpoint that does not exist, ErrCheckpointMissing; a WAL SST of a
 // view that is gone, ErrNotFound.
 func OpenChanges(ctx context.Context, url string, from, to View, opts Options, maxFraction float64) (*Changes, error) {
-	if err := useS3(ctx, "open changes", url); err != nil {
-		return nil, err
+	for _, u := range []string{url, opts.OverlayCache} {
+		if err := useS3(ctx, "open changes", u); err != nil {
+			return nil, err
+		}
 	}
 	curl, copts := C.CString(url), C.CString(opts.json())
 	cfrom, cto := C.CString(from.Checkpoint), C.CString(to.Checkpoint)

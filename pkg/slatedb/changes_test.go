@@ -35,7 +35,13 @@ func latest(t testing.TB, ctx context.Context, url string) slatedb.View {
 // changesOf reads every change between two views with OpenChanges.
 func changesOf(t testing.TB, ctx context.Context, url string, from, to slatedb.View, maxFraction float64) ([]slatedb.Change, slatedb.ChangeSummary) {
 	t.Helper()
-	ch, err := slatedb.OpenChanges(ctx, url, from, to, slatedb.Options{}, maxFraction)
+	return changesWith(t, ctx, url, from, to, slatedb.Options{}, maxFraction)
+}
+
+// changesWith is changesOf with options (an overlay cache).
+func changesWith(t testing.TB, ctx context.Context, url string, from, to slatedb.View, opts slatedb.Options, maxFraction float64) ([]slatedb.Change, slatedb.ChangeSummary) {
+	t.Helper()
+	ch, err := slatedb.OpenChanges(ctx, url, from, to, opts, maxFraction)
 	if err != nil {
 		t.Fatalf("open changes %+v..%+v: %v", from, to, err)
 	}
@@ -324,6 +330,60 @@ func TestChangesRefuseAViewMissingItsWAL(t *testing.T) {
 	}
 	if _, err := slatedb.OpenChanges(ctx, url, at(a), v, slatedb.Options{}, never); !errors.Is(err, slatedb.ErrNotFound) {
 		t.Fatalf("a view missing WAL SST %s: err = %v, want ErrNotFound", last, err)
+	}
+}
+
+// Views' overlays kept in a cache (an online run's staging) give the same
+// changes as the WAL SSTs read again, by the SST diff and by the merge scan;
+// a view whose WAL SSTs were collected since its overlay was kept is still
+// read whole from the cache, where without it the view is refused.
+func TestChangesWithAnOverlayCache(t *testing.T) {
+	ctx := testenv.Context(t)
+	dir := t.TempDir() + "/db"
+	url := "file://" + dir
+	cache := slatedb.Options{OverlayCache: "file://" + t.TempDir() + "/overlays/"}
+	keep := cache
+	keep.KeepOverlay = true
+	w := openWriter(t, ctx, url)
+	put(t, ctx, w, "a", "1", "b", "1")
+	a := checkpoint(t, ctx, w)
+	start := latest(t, ctx, url)
+	for i := range 12 { // a backlog: a WAL SST each
+		put(t, ctx, w, fmt.Sprintf("k%02d", i), fmt.Sprint(i))
+	}
+	var del slatedb.Batch
+	del.Delete([]byte("a"))
+	if err := w.Write(ctx, &del); err != nil {
+		t.Fatal(err)
+	}
+	v1 := latest(t, ctx, url)
+	first, _ := changesWith(t, ctx, url, at(a), v1, keep, never)
+	if len(first) != 13 {
+		t.Fatalf("round 1: %s, want the 12 puts and the delete", show(first))
+	}
+	put(t, ctx, w, "k03", "again", "b", "2", "z", "new")
+	v2 := latest(t, ctx, url)
+	for _, frac := range []float64{never, 0} {
+		plain, _ := changesOf(t, ctx, url, v1, v2, frac)
+		cached, sum := changesWith(t, ctx, url, v1, v2, cache, frac)
+		if show(plain) != show(cached) || len(plain) != 3 {
+			t.Fatalf("%s: with the cache %s, without %s", sum.Method, show(cached), show(plain))
+		}
+	}
+	// The backlog collected: v1's WAL SSTs past its manifest gone.
+	for id := start.WALEnd; id < v1.WALEnd; id++ {
+		if err := os.Remove(fmt.Sprintf("%s/wal/%020d.sst", dir, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := slatedb.OpenChanges(ctx, url, v1, v2, slatedb.Options{}, never); !errors.Is(err, slatedb.ErrNotFound) {
+		t.Fatalf("without the cache, a view missing its WAL: err = %v, want ErrNotFound", err)
+	}
+	for _, frac := range []float64{never, 0} {
+		got, sum := changesWith(t, ctx, url, v1, v2, cache, frac)
+		if len(got) != 3 || string(got[0].Key) != "b" || string(got[1].Key) != "k03" || string(got[2].Key) != "z" || string(got[1].Old) != "3" {
+			t.Fatalf("%s, from the cache: %s", sum.Method, show(got))
+		}
 	}
 }
 

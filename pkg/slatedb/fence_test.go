@@ -160,53 +160,75 @@ func BenchmarkFenceBacklog(b *testing.B) {
 // and 1024 by default) in both views, the round before the fence's view
 // and the fenced source's, with 5 commits between them. The round's
 // changes are those 5, found by the SST diff; round-s is the time to find
-// them, the backlog read once as both views' overlay (Verify after the
-// fence reads it once more), requests the S3 requests it made.
+// them (Verify after the fence reads as much), requests the S3 requests it
+// made. "read": the backlog read from its WAL SSTs as both views' overlay;
+// "kept": the round before kept its view's overlay in an overlay cache
+// (as the rounds before the fence do), so that the last round reads that
+// and the 5 commits' WAL SSTs.
 func BenchmarkLastRoundBacklog(b *testing.B) {
 	sizes, s3 := backlogBench(b)
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("backlog=%d", n), func(b *testing.B) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-			defer cancel()
-			var secs float64
-			var requests int64
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				url := fmt.Sprintf("s3://%s/round-%d-%d", bucket, n, seq.Add(1))
-				s3.direct(b)
-				old, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				backlog(b, ctx, old, n)
-				before := latest(b, ctx, url)
-				for j := range 5 {
-					var batch slatedb.Batch
-					batch.Put(key(n+j), value(n+j))
-					if err := old.Write(ctx, &batch); err != nil {
+		for _, kept := range []bool{false, true} {
+			name := fmt.Sprintf("backlog=%d/read", n)
+			if kept {
+				name = fmt.Sprintf("backlog=%d/kept", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				var secs float64
+				var requests int64
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					url := fmt.Sprintf("s3://%s/round-%d-%d", bucket, n, seq.Add(1))
+					opts := slatedb.Options{}
+					if kept {
+						opts.OverlayCache = url + "-overlays/"
+					}
+					s3.direct(b)
+					old, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
+					if err != nil {
 						b.Fatal(err)
 					}
+					first, err := old.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Hour})
+					if err != nil {
+						b.Fatal(err)
+					}
+					backlog(b, ctx, old, n)
+					before := latest(b, ctx, url)
+					if kept { // the round before the fence's
+						keep := opts
+						keep.KeepOverlay = true
+						changesWith(b, ctx, url, at(first.ID), before, keep, slatedb.DefaultMaxChangedFraction)
+					}
+					for j := range 5 {
+						var batch slatedb.Batch
+						batch.Put(key(n+j), value(n+j))
+						if err := old.Write(ctx, &batch); err != nil {
+							b.Fatal(err)
+						}
+					}
+					fence, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true, WarmWAL: true})
+					if err != nil {
+						b.Fatal(err)
+					}
+					fenced := latest(b, ctx, url)
+					s3.slow(b)
+					b.StartTimer()
+					start, reqs := time.Now(), s3.proxy.Requests()
+					got, sum := changesWith(b, ctx, url, before, fenced, opts, slatedb.DefaultMaxChangedFraction)
+					secs += time.Since(start).Seconds()
+					requests += s3.proxy.Requests() - reqs
+					b.StopTimer()
+					if len(got) != 5 || sum.Method != slatedb.MethodSSTDiff {
+						b.Fatalf("the last round found %d changes by %s, want the 5 commits by the SST diff", len(got), sum.Method)
+					}
+					_ = fence.Close()
+					_ = old.Close() // fenced
 				}
-				fence, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true, WarmWAL: true})
-				if err != nil {
-					b.Fatal(err)
-				}
-				fenced := latest(b, ctx, url)
-				s3.slow(b)
-				b.StartTimer()
-				start, reqs := time.Now(), s3.proxy.Requests()
-				got, sum := changesOf(b, ctx, url, before, fenced, slatedb.DefaultMaxChangedFraction)
-				secs += time.Since(start).Seconds()
-				requests += s3.proxy.Requests() - reqs
-				b.StopTimer()
-				if len(got) != 5 || sum.Method != slatedb.MethodSSTDiff {
-					b.Fatalf("the last round found %d changes by %s, want the 5 commits by the SST diff", len(got), sum.Method)
-				}
-				_ = fence.Close()
-				_ = old.Close() // fenced
-			}
-			b.ReportMetric(secs/float64(b.N), "round-s")
-			b.ReportMetric(float64(requests)/float64(b.N), "requests")
-		})
+				b.ReportMetric(secs/float64(b.N), "round-s")
+				b.ReportMetric(float64(requests)/float64(b.N), "requests")
+			})
+		}
 	}
 }

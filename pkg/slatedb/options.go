@@ -58,6 +58,15 @@ type Options struct {
 	// write freeze would otherwise grow with the old writer's WAL backlog
 	// on S3. Writer.Warmed says what was fetched and how long it took.
 	WarmWAL bool
+	// OverlayCache is where OpenChanges finds views' overlays kept by
+	// earlier calls (a URL prefix, in an online run's staging): a view's
+	// overlay (its WAL SSTs past its checkpoint's manifest, newest per key)
+	// starts from the kept one that reaches furthest, and only the WAL SSTs
+	// past it are read, so a writer's WAL backlog is read once for all
+	// rounds, and a WAL SST garbage-collected since it was kept does not
+	// fail the round. KeepOverlay writes both views' overlays there.
+	OverlayCache string
+	KeepOverlay  bool
 }
 
 // bulkUnflushedBytes is a BulkLoad writer's MaxUnflushedBytes unless set.
@@ -94,6 +103,12 @@ func (o Options) json() string {
 	if o.WarmWAL {
 		m["warm_wal"] = true
 	}
-	b, _ := json.Marshal(m) // a map of numbers and booleans always marshals
+	if o.OverlayCache != "" {
+		m["overlay_cache"] = o.OverlayCache
+	}
+	if o.KeepOverlay {
+		m["keep_overlay"] = true
+	}
+	b, _ := json.Marshal(m) // a map of numbers, booleans and strings always marshals
 	return string(b)
 }

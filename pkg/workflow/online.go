@@ -245,7 +245,14 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 // catchUpOptions are the rounds' and the verification's options for m.
 func catchUpOptions(env Env, m Migration, p Plan) (shard.CatchUpOptions, error) {
 	policy, err := migration.ParseUnknownTags(p.UnknownTags)
-	return shard.CatchUpOptions{From: m.From, To: m.To, UnknownTags: policy, Store: env.SlateDB}, err
+	so := env.SlateDB
+	// RockLake's WAL backlog lies in every view: the rounds before the
+	// fence keep their views' overlays in staging, so that each reads only
+	// the WAL written since the last, and the last round and Verify, inside
+	// the freeze, read none of the backlog (nor miss a WAL SST collected
+	// meanwhile).
+	so.OverlayCache, so.KeepOverlay = env.staging(m.MigrationID).Overlays(), !m.Fenced
+	return shard.CatchUpOptions{From: m.From, To: m.To, UnknownTags: policy, Store: so}, err
 }
 
 // readRound reads round n's record; it must be done.
@@ -283,6 +290,9 @@ func VerifyCatchUp(ctx context.Context, env Env, m Migration) (Migration, error)
 	if err != nil {
 		return m, err
 	}
+	// The source's view read from its own WAL SSTs, not from the overlays
+	// the rounds kept: this check owes the rounds nothing.
+	opts.Store.OverlayCache, opts.Store.KeepOverlay = "", false
 	var target, source ndjson.Digest
 	err = shard.ForEach(ctx, 2, 2, func(ctx context.Context, part int) error {
 		var err error
