@@ -61,11 +61,27 @@ func DigestImport(ctx context.Context, url string, so slatedb.Options) (ndjson.D
 }
 
 // DigestView digests the records a migration of view v of the source at
-// source (in format from) to format to writes: its checkpoint's scan
-// transformed (DigestTransformed), then the entries of the WAL SSTs the
-// view lays over it.
+// source (in format from) to format to writes: the entries of the WAL
+// SSTs the view lays over its checkpoint, then the checkpoint's scan
+// transformed (DigestTransformed).
 func DigestView(ctx context.Context, source string, v slatedb.View, opts CatchUpOptions) (ndjson.Digest, error) {
-	var d ndjson.Digest
+	// The WAL overlay first, seconds after the view was taken: its WAL
+	// SSTs are not the checkpoint's, and SlateDB may collect them once the
+	// writer moved them to L0; the checkpoint's scan, minutes at scale,
+	// after. The digest is a sum: the order is free.
+	var delta, d ndjson.Digest
+	_, err := eachChange(ctx, source, slatedb.View{Checkpoint: v.Checkpoint}, v, opts, func(_ slatedb.Change, olds, news []ndjson.Record) error {
+		for _, r := range olds {
+			delta.Remove(r)
+		}
+		for _, r := range news {
+			delta.Add(r)
+		}
+		return nil
+	})
+	if err != nil {
+		return d, err
+	}
 	c, err := catalog.Open(ctx, source, catalog.Options{Expect: opts.From, Checkpoint: v.Checkpoint, Store: opts.Store})
 	if err != nil {
 		return d, fmt.Errorf("shard: digest view %+v of %s: %w", v, source, err)
@@ -74,16 +90,8 @@ func DigestView(ctx context.Context, source string, v slatedb.View, opts CatchUp
 	if d, err = DigestTransformed(ctx, c, opts.To, opts.UnknownTags); err != nil {
 		return d, err
 	}
-	_, err = eachChange(ctx, source, slatedb.View{Checkpoint: v.Checkpoint}, v, opts, func(_ slatedb.Change, olds, news []ndjson.Record) error {
-		for _, r := range olds {
-			d.Remove(r)
-		}
-		for _, r := range news {
-			d.Add(r)
-		}
-		return nil
-	})
-	return d, err
+	d.Merge(delta)
+	return d, nil
 }
 
 // VerifyChanges checks the target catalog at url against the source's
