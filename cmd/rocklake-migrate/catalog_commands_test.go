@@ -24,6 +24,21 @@ type result struct {
 	stdout, stderr string
 }
 
+// s3Stack starts versitygw for the test with a versioned bucket "rocklake"
+// and points the process's S3 settings at it; the context ends after
+// timeout, or with the test.
+func s3Stack(t *testing.T, timeout time.Duration) (context.Context, *s3server.Server) {
+	t.Helper()
+	s := s3server.Start(t)
+	s3server.SetEnv(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, s
+}
+
 // cli runs the CLI in-process, as main does.
 func cli(t testing.TB, args ...string) result {
 	t.Helper()

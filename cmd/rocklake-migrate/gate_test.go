@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -17,13 +15,7 @@ import (
 // or abort (on the terminal and in one SNS message); approve flips; abort
 // of a second postponed run cleans up; both refuse what is not at the gate.
 func TestPostponedFlipApproveAndAbort(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	s3Stack(t, 3*time.Minute)
 	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	topic := sns.CreateTopic(t, "rocklake-alerts")

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -65,13 +64,7 @@ func strategyBDigest(t *testing.T, src string) string {
 // is a pointer flip to the way back, which drift takes for a catalog the
 // pointer names, and the next migration goes through from there.
 func TestMigrateInPlace(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 3*time.Minute)
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
 	cli(t, "seed", "--catalog", src, "--rows", "1500").want(t, exitOK)
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
@@ -147,13 +140,7 @@ func TestMigrateInPlace(t *testing.T) {
 // RockLake serves the way back, takes a write, verifies it, and DuckDB's
 // queries answer as before.
 func TestRealRockLakeInPlace(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src, data := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "data")+"/"
 	baseline := duckdbAnswers(t, ctx, src, data, rocklake.DuckDBWorkload)
@@ -202,13 +189,7 @@ func TestRealRockLakeInPlace(t *testing.T) {
 // over it through export/import, each said on stderr; forcing and choosing
 // at once is a usage error.
 func TestMigrateInPlaceAuto(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	s3Stack(t, 3*time.Minute)
 	cli(t, "migrate", "--pointer", "s3://rocklake/x/CURRENT", "--to", "v2", "--in-place", "--in-place-auto").want(t, exitUsage)
 	for _, c := range []struct {
 		name, max, outcome, strategy string
@@ -238,13 +219,7 @@ func TestMigrateInPlaceAuto(t *testing.T) {
 // restore refuses a migration that has no way back claimed, or whose
 // migrated catalog a pointer version named (rollback is the way then).
 func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 3*time.Minute)
 	src, other, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/catalogs/next", "s3://rocklake/CURRENT"
 	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
 	cli(t, "seed", "--catalog", other, "--rows", "100").want(t, exitOK)

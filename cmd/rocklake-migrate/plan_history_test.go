@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -16,13 +14,7 @@ import (
 // migration and a rollback, each in history newest first with its trigger,
 // and status with nothing in progress.
 func TestPlanHistoryStatus(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, s := s3Stack(t, 2*time.Minute)
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
 	cli(t, "seed", "--catalog", src, "--rows", "2000").want(t, exitOK)
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)

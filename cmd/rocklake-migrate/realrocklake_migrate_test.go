@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -20,13 +19,7 @@ import (
 // FormatVersionMismatch (SQLSTATE 0A000); after rollback it serves the old one,
 // takes writes, and DuckDB's queries answer as before.
 func TestRealRockLakeMigrateRollback(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src, data := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "data")+"/"
 	baseline := duckdbAnswers(t, ctx, src, data, rocklake.DuckDBWorkload)

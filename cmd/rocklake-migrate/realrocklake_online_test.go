@@ -13,7 +13,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -145,13 +144,7 @@ func servedCatalog(t *testing.T, ctx context.Context, dir string) *rocklake.Serv
 // A rebuild (format 1 to format 1), so that RockLake v0.47.11, which serves
 // format 1 only, can serve the result.
 func TestRealRockLakeOnlineMigration(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "catalogs", "prod")
 	srv := servedCatalog(t, ctx, src)
@@ -234,13 +227,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 // hold: an online run migrates it offline, says why in its report, and
 // loses no acknowledged commit.
 func TestRealRockLakeOnlineMigratesAnUnflushedCatalogOffline(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 3*time.Minute)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "catalogs", "prod")
 	srv, err := rocklake.Serve(ctx, src)
@@ -291,13 +278,7 @@ func TestRealRockLakeOnlineMigratesAnUnflushedCatalogOffline(t *testing.T) {
 // the rounds'), the pointer where it was, and RockLake, never fenced, still
 // commits.
 func TestRealRockLakeOnlineInterruptedBeforeTheFence(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	src := filepath.Join(t.TempDir(), "catalogs", "prod")
 	srv := servedCatalog(t, ctx, src)
 	defer srv.Stop()
@@ -346,13 +327,7 @@ func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "catalogs", "prod")
 	if err := servedCatalog(t, ctx, src).Stop(); err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -64,13 +63,7 @@ func readEveryCommit(t *testing.T, ctx context.Context, dir string, latest uint6
 // current again, which RockLake serves. Old main had no --rebuild (a usage
 // error), and `--to v1` had nothing to do.
 func TestRealRockLakeRebuild(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "catalogs", "prod")
 	srv, err := rocklake.Serve(ctx, src)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -41,13 +40,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	src := filepath.Join(t.TempDir(), "catalogs", "prod")
 	srv, err := rocklake.Serve(ctx, src)
 	if err != nil {

@@ -137,13 +137,7 @@ func TestRealRockLakeServeFollowsMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src, other := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "catalogs", "prod-next")
 	for c, name := range map[string]string{src: "first_src", other: "first_next"} {

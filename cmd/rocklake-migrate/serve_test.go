@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -20,13 +19,7 @@ import (
 // it (a local catalog as its path), its URL, its format, or all as JSON;
 // a missing and a dangling pointer are named errors.
 func TestResolve(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, time.Minute)
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "resolve", "--pointer", ptr).want(t, exitError, "PointerMissing")
 	src := filepath.Join(t.TempDir(), "prod")
@@ -55,13 +48,7 @@ func TestResolve(t *testing.T) {
 // after --; a supervisor stopped while degraded (a v2 pointer, no v2
 // binary: nothing to serve) exits 5, never restarting anything meanwhile.
 func TestServeFlagsAndDegradedExit(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, time.Minute)
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "serve", "--pointer", ptr).want(t, exitUsage, "--rocklake FORMAT=PATH is required")
 	cli(t, "serve", "--pointer", ptr, "--rocklake", "1").want(t, exitUsage, "want FORMAT=PATH")

@@ -79,6 +79,10 @@ func printRun(e *env, r workflow.RunStatus) {
 			fmt.Fprintf(w, "  not transformed yet: shards %v\n", r.Pending)
 		}
 	}
+	if r.OnlineSource != "" {
+		fmt.Fprintf(w, "  source: %s (snapshot %s): RockLake commits on; the run copies from the snapshot and catches up, and fences it only for the last round\n",
+			r.OnlineSource, r.Checkpoint)
+	}
 	if r.FrozenSource != "" {
 		fmt.Fprintf(w, "  frozen source: %s (checkpoint %s, writer-epoch %d, next_snapshot_id %d): RockLake cannot write to it until Flip or Abort\n",
 			r.FrozenSource, r.Checkpoint, r.WriterEpoch, r.NextSnapshotID)

@@ -118,13 +118,7 @@ func TestStrayArgumentsRefused(t *testing.T) {
 // message cannot be sent is still "migrated" (exit 0), the failed message is
 // a warning, and every report, a failed run's too, names the migration.
 func TestOutcomeIsThePointers(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	s3Stack(t, time.Minute)
 	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
@@ -169,13 +163,7 @@ func TestOutcomeIsThePointers(t *testing.T) {
 // Dropping unknown tags is never silent: the report counts what was dropped
 // (and carried), per tag.
 func TestMigrateReportsDroppedAndCarried(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	s3Stack(t, time.Minute)
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
 	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
 	cli(t, "kv", "put", "--catalog", src, "--force", "f0aa", "00").want(t, exitOK)
@@ -258,13 +246,7 @@ func TestInterruptedMigrateCleansUp(t *testing.T) {
 // and export reads it. The engine once read only the AWS_* variables, so
 // a rollback moved the pointer and then failed opening the catalog.
 func TestProfileOnlyRollbackAndExport(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	_, s := s3Stack(t, time.Minute)
 	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
 	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)

@@ -43,14 +43,31 @@ func commitCounter(t *testing.T, ctx context.Context, url string, n uint64) {
 func TestDefinitionOnline(t *testing.T) {
 	ctx, f := setup(t, 3000)
 	next := uint64(900000)
+	// status says the source takes writes before the fence, and is frozen
+	// after it.
+	var before, after workflow.RunStatus
 	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 4}, func(e asl.StateEvent) {
 		if e.Output != nil && (e.Name == "Snapshot" || e.Name == "VerifyCatchUp") {
 			next++
 			commitCounter(t, ctx, f.source, next)
 		}
+		var err error
+		switch {
+		case e.Output != nil && e.Name == "Snapshot":
+			before, err = workflow.Status(ctx, f.env, f.pointer)
+		case e.Output != nil && e.Name == "Fence":
+			after, err = workflow.Status(ctx, f.env, f.pointer)
+		}
+		if err != nil {
+			t.Errorf("status at %s: %v", e.Name, err)
+		}
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
+	}
+	if before.OnlineSource != f.source || before.FrozenSource != "" || after.FrozenSource != f.source || after.OnlineSource != "" {
+		t.Fatalf("status after Snapshot: online %q, frozen %q; after Fence: online %q, frozen %q; want the source online, then frozen",
+			before.OnlineSource, before.FrozenSource, after.OnlineSource, after.FrozenSource)
 	}
 	var state workflow.FinalState
 	if err := json.Unmarshal(out, &state); err != nil {

@@ -60,9 +60,12 @@ type RunStatus struct {
 	Record  *history.Record `json:"record,omitempty"`
 	// State is where the run is, as far as its staging tells.
 	State string `json:"state,omitempty"`
-	// FrozenSource is the source Freeze fenced and checkpointed ("" before
-	// Freeze, or in a dry run, which fences nothing).
-	FrozenSource   string `json:"frozen_source,omitempty"`
+	// FrozenSource is the source Freeze (or an online run's Fence) fenced
+	// and checkpointed ("" before, or in a dry run, which fences nothing).
+	FrozenSource string `json:"frozen_source,omitempty"`
+	// OnlineSource is an online run's source before its fence: RockLake
+	// commits on while the run copies from its snapshot and catches up.
+	OnlineSource   string `json:"online_source,omitempty"`
 	Checkpoint     string `json:"checkpoint,omitempty"`
 	WriterEpoch    uint64 `json:"writer_epoch,omitempty"`
 	NextSnapshotID uint64 `json:"next_snapshot_id,omitempty"`
@@ -151,7 +154,11 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 			}
 		}
 		st.WriterEpoch, st.NextSnapshotID = p.WriterEpoch, p.NextSnapshotID
-		if p.Checkpoint != "" {
+		switch {
+		case p.Checkpoint == "":
+		case st.Lock != nil && st.Lock.Online && p.FencedAt.IsZero():
+			st.OnlineSource = p.Source
+		default:
 			st.FrozenSource = p.Source
 		}
 		var imp ImportOutput
