@@ -50,7 +50,7 @@ func cli(t testing.TB, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	if len(args) > 0 && args[0] == "migrate" && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--freeze-grace") }) {
+	if len(args) > 0 && (args[0] == "migrate" || args[0] == "rollback") && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--freeze-grace") }) {
 		// No supervisor watches the tests' pointers: fence at once unless
 		// a test says otherwise.
 		args = append(slices.Clip(args), "--freeze-grace", "0")

@@ -211,15 +211,31 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	if err := allCommitted(ctx, served, acked); err != nil {
 		t.Fatalf("the new catalog %s: %v", rep.Target, err)
 	}
-	// A commit on the new catalog after the flip: rollback refuses to drop
-	// it, as after an offline run.
+	// A commit on the new catalog after the flip: rollback carries it back
+	// into the source, which RockLake then serves with every commit.
 	if _, err := rocklake.AddSchema(ctx, served, "after_the_flip"); err != nil {
 		t.Fatalf("commit on the new catalog: %v\n%s", err, served.Logs())
 	}
 	if err := served.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	cli(t, "rollback", "--pointer", ptr).want(t, exitError, "RollbackLosesCommits")
+	back := cli(t, "rollback", "--pointer", ptr, "--json")
+	back.want(t, exitOK)
+	var rb workflow.LocalReport
+	if err := json.Unmarshal([]byte(back.stdout), &rb); err != nil || rb.Outcome != "rolled back" || rb.Target != "file://"+src || rb.CarriedKeys == 0 {
+		t.Fatalf("rollback report %q: %v", back.stdout, err)
+	}
+	if out, err := rocklake.Verify(ctx, src); err != nil {
+		t.Fatalf("rocklake verify catalog %s after the rollback: %v\n%s", src, err, out)
+	}
+	again, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Stop()
+	if err := allCommitted(ctx, again, append(acked, "after_the_flip")); err != nil {
+		t.Fatalf("the source after the rollback: %v", err)
+	}
 }
 
 // A catalog the real RockLake made and has served since without flushing

@@ -58,9 +58,10 @@ func readEveryCommit(t *testing.T, ctx context.Context, dir string, latest uint6
 // real RockLake wrote, rebuilt by `migrate --rebuild` into another directory
 // behind the pointer, is a catalog `rocklake verify catalog` passes and
 // `rocklake serve` serves: every earlier commit reads as it read from the
-// source, and it takes a write. Rollback then refuses to drop that write
-// (RollbackLosesCommits), and with --discard-newer-commits makes the source
-// current again, which RockLake serves. Old main had no --rebuild (a usage
+// source, and it takes a write. A rollback's dry run says it would carry
+// that write back; --discard-newer-commits (fencing the rebuilt catalog
+// first) makes the source current again as it was, naming the snapshot
+// left behind, and RockLake serves it. Old main had no --rebuild (a usage
 // error), and `--to v1` had nothing to do.
 func TestRealRockLakeRebuild(t *testing.T) {
 	ctx, _ := s3Stack(t, 4*time.Minute)
@@ -122,8 +123,12 @@ func TestRealRockLakeRebuild(t *testing.T) {
 		t.Fatalf("write to the rebuilt catalog: %v\n%s", err, srv.Logs())
 	}
 
-	cli(t, "rollback", "--pointer", ptr).want(t, exitError, "RollbackLosesCommits")
-	cli(t, "rollback", "--pointer", ptr, "--discard-newer-commits").want(t, exitOK)
+	if r := cli(t, "rollback", "--pointer", ptr, "--dry-run"); r.code != exitOK || !strings.Contains(r.stdout, "carried back by rollback") {
+		t.Fatalf("rollback --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := cli(t, "rollback", "--pointer", ptr, "--discard-newer-commits"); r.code != exitOK || !strings.Contains(r.stdout, "left behind in file://"+target+": snapshots") {
+		t.Fatalf("rollback --discard-newer-commits: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	cli(t, "check", "--catalog", "file://"+src, "--expect", "v1").want(t, exitOK)
 	if again := readEveryCommit(t, ctx, src, want.LatestSnapshotID); again[len(again)-1] != before[len(before)-1] {
 		t.Fatalf("the source reads differently after the rollback:\nbefore: %s\nafter:  %s", before[len(before)-1], again[len(again)-1])

@@ -3,17 +3,35 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newRollbackCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "rollback --pointer s3://… [--dry-run] [--discard-newer-commits]",
-		Short: "make the pointer's previous version current again, and check the restored catalog",
+		Short: "go back to the pointer's previous catalog, carrying back every commit made since the flip",
+		Long: `rollback undoes the pointer's latest flip. When the flip pinned both catalogs (every flip
+does), it runs the migration definition in reverse, online: the current catalog's
+changes since the flip are carried into the previous catalog in rounds while RockLake
+keeps its writer, the current catalog is fenced only for the last round, the previous
+catalog is verified to equal the current one converted, and the pointer is flipped back
+with a conditional write. Nothing a client was told had committed is lost.
+
+A previous catalog that took writes since the flip, or whose pin is gone, is never
+written: rollback refuses (PreviousCatalogChanged); migrate the current catalog into a
+fresh one instead (migrate --to vN, or --rebuild).
+
+--discard-newer-commits goes back in one step and drops the commits made since the flip:
+it takes the lock as a rollback and fences the current catalog first, so that what it
+reports as left behind is exactly what is. An in-place migration's rollback names its way
+back (the catalog as it was) in one step.`,
 		Example: `  rocklake-migrate rollback --pointer s3://b/rocklake/CURRENT --dry-run
   rocklake-migrate rollback --pointer s3://b/rocklake/CURRENT`,
 	}
@@ -21,16 +39,35 @@ func newRollbackCmd(e *env) *cobra.Command {
 	ptr := pointerFlag(fs)
 	asJSON := jsonFlag(fs, "print the result as JSON")
 	dryRun := fs.Bool("dry-run", false, "check and say what would happen; write nothing")
-	discard := fs.Bool("discard-newer-commits", false, "roll back even though the current catalog took commits after the flip (they are left behind)")
-	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
+	discard := fs.Bool("discard-newer-commits", false, "go back in one step, leaving behind the commits the current catalog took after the flip (fenced first, then reported)")
+	staging := fs.String("staging", "", "staging prefix of the rollback run (default: beside the pointer, …/migrations)")
+	graceFlag := freezeGraceFlag(fs)
+	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := needPointer(*ptr); err != nil {
+			return err
+		}
+		grace, err := freezeGrace(*graceFlag)
+		if err != nil {
 			return err
 		}
 		store, err := blob.New(ctx)
 		if err != nil {
 			return err
 		}
-		out, err := workflow.Rollback(ctx, workflow.Env{Store: store}, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger()})
+		if *staging == "" {
+			*staging = layout.DefaultStaging(*ptr)
+		}
+		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+		if !*dryRun && !*discard {
+			carry, err := workflow.RollbackCarries(ctx, env, *ptr)
+			if err != nil {
+				return err
+			}
+			if carry {
+				return carryBack(ctx, e, env, *ptr, grace, *asJSON)
+			}
+		}
+		out, err := workflow.Rollback(ctx, env, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger(), FreezeGrace: grace})
 		if err != nil {
 			return err
 		}
@@ -55,9 +92,38 @@ func newRollbackCmd(e *env) *cobra.Command {
 			fmt.Fprintf(e.stdout, "in place: %s is the way back of the in-place migration of %s, the catalog as it was before it; RockLake serves it from there\n",
 				out.Catalog, out.From)
 		}
-		if out.Newer != "" {
+		switch {
+		case out.Newer != "" && out.Carries:
+			fmt.Fprintf(e.stdout, "carried back by rollback (without --dry-run): %s\n", out.Newer)
+		case out.Newer != "" && out.DryRun:
+			fmt.Fprintf(e.stdout, "would be left behind in %s: %s\n", out.From, out.Newer)
+		case out.Newer != "":
 			fmt.Fprintf(e.stdout, "left behind in %s: %s\n", out.From, out.Newer)
 		}
 		return nil
 	})
+}
+
+// carryBack runs the rollback run (the migration definition with
+// "rollback": true) and prints its report as migrate does.
+func carryBack(ctx context.Context, e *env, env workflow.Env, ptr string, grace *float64, asJSON bool) error {
+	rep, err := workflow.RunLocal(ctx, env, workflow.LocalOptions{
+		Check: workflow.CheckInput{Pointer: ptr, Rollback: true, Trigger: trigger(), FreezeGrace: grace},
+		Log:   e.stderr, Display: func() *progress.Display { return e.progress(asJSON) },
+	})
+	if rep == nil {
+		return err
+	}
+	if asJSON {
+		if perr := printJSON(e.stdout, rep); perr != nil {
+			return perr
+		}
+		return err
+	}
+	printMigrateReport(e, *rep)
+	if rep.RollbackOf != "" && rep.PointerVersionID != "" {
+		fmt.Fprintf(e.stdout, "rolled back migration %s: the pointer names %s (format %s) again, %d keys carried back from %s\n",
+			rep.RollbackOf, rep.Target, rep.To, rep.CarriedKeys, rep.Source)
+	}
+	return err
 }

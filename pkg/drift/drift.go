@@ -165,6 +165,9 @@ type checker struct {
 	// replaced: after a rollback, the migration rolled back, whose staging
 	// is its audit trail.
 	replaced string
+	// pinned names the flip pins the current pointer version keeps for a
+	// rollback (layout.FlipCheckpoint of its migration; "" when none).
+	pinned string
 }
 
 func (c *checker) add(f Finding) { c.r.Findings = append(c.r.Findings, f) }
@@ -191,6 +194,9 @@ func (c *checker) run(ctx context.Context) error {
 	}
 	c.r.PointerVersionID, c.r.Current, c.r.Catalog = ref.VersionID, &p, p.Catalog
 	c.decided = true
+	if p.FlipPoint != nil {
+		c.pinned = layout.FlipCheckpoint(p.MigrationID)
+	}
 	if c.opts.ActiveUnknown != "" {
 		c.undecided("the migration lock cannot be read (" + c.opts.ActiveUnknown + ")")
 	}
@@ -330,6 +336,9 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 		}
 		if cp.ExpireTime != nil && !cp.ExpireTime.After(c.now) {
 			continue // expired: garbage collection removes it
+		}
+		if c.pinned != "" && cp.Name == c.pinned {
+			continue // the flip's pin, kept for a rollback while the pointer is that flip's
 		}
 		age := c.now.Sub(cp.CreateTime)
 		created := cp.CreateTime.UTC()

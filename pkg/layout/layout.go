@@ -192,19 +192,27 @@ func OfRun(name, id string) bool {
 		name == FenceCheckpoint(id) || name == FenceReplicaCheckpoint(id)
 }
 
+// FlipCheckpoint names the checkpoints migration id's Flip pins both
+// catalogs with (pointer.FlipPoint), the one flipped from and the one
+// flipped to: kept while the pointer's current version is that flip's, so
+// that a rollback finds what changed since. Not OfRun: a run's cleanup
+// keeps them.
+func FlipCheckpoint(id string) string { return CheckpointPrefix + "-flip-" + id }
+
 // InPlaceCheckpoint names the checkpoint in-place migration id's way back
 // is copied from; it lives only while the copy is made.
 func InPlaceCheckpoint(id string) string { return CheckpointPrefix + "-inplace-" + id }
 
 // CheckpointOwner reports whether the checkpoint called name is this
 // tool's, and what its name says after CheckpointPrefix and "-": the
-// migration id of a Freeze's checkpoint, and of an online run's rounds'
-// and Fence's ("inplace-<id>" and "export" for the others).
+// migration id of a Freeze's checkpoint, of an online run's rounds' and
+// Fence's, and of a Flip's pins ("inplace-<id>" and "export" for the others).
 func CheckpointOwner(name string) (string, bool) {
 	if !strings.HasPrefix(name, CheckpointPrefix) {
 		return "", false
 	}
 	owner, _ := strings.CutPrefix(name, CheckpointPrefix+"-")
+	owner = strings.TrimPrefix(owner, "flip-")
 	if i := strings.LastIndex(owner, "-round-"); i > 0 {
 		owner = owner[:i]
 	}

@@ -46,6 +46,7 @@ func TestPaths(t *testing.T) {
 		{"replica", must(layout.Replica(source, id)), "s3://b/catalogs/replica-" + id},
 		{"freeze checkpoint", layout.FreezeCheckpoint(id), "rocklake-migrate-" + id},
 		{"in-place checkpoint", layout.InPlaceCheckpoint(id), "rocklake-migrate-inplace-" + id},
+		{"flip checkpoint", layout.FlipCheckpoint(id), "rocklake-migrate-flip-" + id},
 		{"export checkpoint", layout.ExportCheckpoint, "rocklake-migrate-export"},
 		{"shard file", layout.ShardFile(2, 16, ""), "shard-00002-of-00016.ndjson"},
 		{"shard file zst", layout.ShardFile(2, 16, "zst"), "shard-00002-of-00016.ndjson.zst"},
@@ -148,6 +149,7 @@ func TestParse(t *testing.T) {
 	for name, want := range map[string]string{
 		layout.FreezeCheckpoint(id):  id,
 		layout.InPlaceCheckpoint(id): "inplace-" + id,
+		layout.FlipCheckpoint(id):    id,
 		layout.ExportCheckpoint:      "export",
 		"rocklake-migrate":           "rocklake-migrate",
 	} {

@@ -51,6 +51,40 @@ type Pointer struct {
 	// The zero Marks is unknown (a real catalog's next_snapshot_id is 1 or
 	// more).
 	Marks Marks
+	// FlipPoint pins both catalogs as they were when this pointer was
+	// flipped to (nil: not pinned): what a rollback carries back is the
+	// current catalog's change since its pin, and the previous catalog
+	// must still read as its pin.
+	FlipPoint *FlipPoint
+	// RolledBack says this version was written by a rollback (nil: not),
+	// and what it carried back.
+	RolledBack *RolledBack
+}
+
+// FlipPoint is the flip's pins: a view of the catalog flipped from
+// (Previous) and of the one flipped to (Current), each a checkpoint kept
+// until the pointer moves on and the WAL SSTs past it that the view holds.
+type FlipPoint struct {
+	Previous Pin `json:"previous"`
+	Current  Pin `json:"current"`
+}
+
+// Pin is one catalog's view at the flip (pkg/slatedb's View, spelled out
+// here so that the pointer links no engine).
+type Pin struct {
+	Checkpoint string `json:"checkpoint"`
+	WALEnd     uint64 `json:"wal_end,omitempty"`
+}
+
+// RolledBack is what a rollback wrote into the version it made current.
+type RolledBack struct {
+	// Of is the migration rolled back (the flip undone); By is the
+	// rollback's run id.
+	Of string `json:"of"`
+	By string `json:"by"`
+	// Keys is how many keys of the catalog rolled back from were carried
+	// into this one (changed since the flip).
+	Keys int `json:"keys"`
 }
 
 // Marks are what moves when RockLake writes to a catalog.
@@ -78,14 +112,16 @@ func (p Pointer) HasPrevious() bool { return p.PreviousCatalog != "" }
 
 // wire is the JSON layout, in the order fields are written.
 type wire struct {
-	Catalog             string `json:"catalog"`
-	FormatVersion       uint64 `json:"format_version"`
-	MigrationID         string `json:"migration_id,omitempty"`
-	PreviousCatalog     string `json:"previous_catalog,omitempty"`
-	PreviousMigrationID string `json:"previous_migration_id,omitempty"`
-	UpdatedAt           string `json:"updated_at"`
-	Generation          uint64 `json:"generation,omitempty"`
-	Marks               *Marks `json:"marks,omitempty"`
+	Catalog             string      `json:"catalog"`
+	FormatVersion       uint64      `json:"format_version"`
+	MigrationID         string      `json:"migration_id,omitempty"`
+	PreviousCatalog     string      `json:"previous_catalog,omitempty"`
+	PreviousMigrationID string      `json:"previous_migration_id,omitempty"`
+	UpdatedAt           string      `json:"updated_at"`
+	Generation          uint64      `json:"generation,omitempty"`
+	Marks               *Marks      `json:"marks,omitempty"`
+	FlipPoint           *FlipPoint  `json:"flip_point,omitempty"`
+	RolledBack          *RolledBack `json:"rolled_back,omitempty"`
 }
 
 // fields are the JSON keys a pointer may have, and whether each is required.
@@ -98,6 +134,8 @@ var fields = map[string]bool{
 	"updated_at":            true,
 	"generation":            false,
 	"marks":                 false,
+	"flip_point":            false,
+	"rolled_back":           false,
 }
 
 func (p Pointer) wire() wire {
@@ -108,6 +146,8 @@ func (p Pointer) wire() wire {
 		PreviousCatalog:     p.PreviousCatalog,
 		PreviousMigrationID: p.PreviousMigrationID,
 		Generation:          p.Generation,
+		FlipPoint:           p.FlipPoint,
+		RolledBack:          p.RolledBack,
 	}
 	if p.Marks != (Marks{}) {
 		m := p.Marks
@@ -208,14 +248,16 @@ func decode(b []byte) (Pointer, error) {
 		return Pointer{}, err
 	}
 	var w struct {
-		Catalog             *string `json:"catalog"`
-		FormatVersion       *uint64 `json:"format_version"`
-		MigrationID         *string `json:"migration_id"`
-		PreviousCatalog     *string `json:"previous_catalog"`
-		PreviousMigrationID *string `json:"previous_migration_id"`
-		UpdatedAt           *string `json:"updated_at"`
-		Generation          *uint64 `json:"generation"`
-		Marks               *Marks  `json:"marks"`
+		Catalog             *string     `json:"catalog"`
+		FormatVersion       *uint64     `json:"format_version"`
+		MigrationID         *string     `json:"migration_id"`
+		PreviousCatalog     *string     `json:"previous_catalog"`
+		PreviousMigrationID *string     `json:"previous_migration_id"`
+		UpdatedAt           *string     `json:"updated_at"`
+		Generation          *uint64     `json:"generation"`
+		Marks               *Marks      `json:"marks"`
+		FlipPoint           *FlipPoint  `json:"flip_point"`
+		RolledBack          *RolledBack `json:"rolled_back"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -246,6 +288,8 @@ func decode(b []byte) (Pointer, error) {
 		PreviousCatalog:     deref(w.PreviousCatalog),
 		PreviousMigrationID: deref(w.PreviousMigrationID),
 		UpdatedAt:           t.UTC(),
+		FlipPoint:           w.FlipPoint,
+		RolledBack:          w.RolledBack,
 	}
 	if w.Generation != nil {
 		p.Generation = *w.Generation

@@ -172,3 +172,64 @@ func eachChange(ctx context.Context, source string, from, to slatedb.View, opts 
 	}
 	return sum, nil
 }
+
+// DigestCanonical digests a finished catalog at url, in format opts.To,
+// as records that a migration from opts.From would write: when that
+// migration goes down (a rollback of v1→v2 carries v2 keys back into v1),
+// each record is taken up to opts.From and back, so that what the way up
+// does not keep (a format-1 snapshot_time's digits below a microsecond)
+// reads as the way down writes it. A rollback's rounds keep their digest
+// in this form; the keys they never wrote stay as they were in the catalog.
+func DigestCanonical(ctx context.Context, url string, opts CatchUpOptions) (ndjson.Digest, error) {
+	var d ndjson.Digest
+	c, err := catalog.Open(ctx, url, catalog.Options{Expect: opts.To, Store: opts.Store})
+	if err != nil {
+		return d, fmt.Errorf("shard: digest %s: %w", url, err)
+	}
+	defer c.Close()
+	if opts.From <= opts.To {
+		return DigestCatalog(ctx, c, nil)
+	}
+	up, err := migration.Path(opts.To, opts.From)
+	if err != nil {
+		return d, fmt.Errorf("shard: digest %s: %w", url, err)
+	}
+	down, err := migration.Path(opts.From, opts.To)
+	if err != nil {
+		return d, fmt.Errorf("shard: digest %s: %w", url, err)
+	}
+	tx := migration.Options{UnknownTags: migration.UnknownCarry}
+	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
+		var d ndjson.Digest
+		for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
+			if err != nil {
+				return d, fmt.Errorf("shard: digest %s: %w", url, err)
+			}
+			rec, err := ndjson.NewRecord(opts.To, e.Key, e.Value)
+			if err != nil {
+				return d, fmt.Errorf("shard: digest %s: key %x: %w", url, e.Key, err)
+			}
+			ups, err := migration.Records(rec, up, tx)
+			if err != nil {
+				return d, fmt.Errorf("shard: digest %s: key %x: %w", url, e.Key, err)
+			}
+			for _, u := range ups {
+				downs, err := migration.Records(u, down, tx)
+				if err != nil {
+					return d, fmt.Errorf("shard: digest %s: key %x: %w", url, e.Key, err)
+				}
+				for _, r := range downs {
+					d.Add(r)
+				}
+			}
+		}
+		return d, nil
+	})
+	if err != nil {
+		return d, err
+	}
+	for _, x := range parts {
+		d.Merge(x)
+	}
+	return d, nil
+}

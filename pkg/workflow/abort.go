@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
@@ -26,6 +27,9 @@ type AbortOutput struct {
 	Migration
 	TargetObjects  int `json:"target_objects_deleted"`
 	StagingObjects int `json:"staging_objects_deleted"`
+	// RevertedKeys: a rollback's target keys put back as they were at the
+	// flip.
+	RevertedKeys int `json:"reverted_keys,omitempty"`
 	// HistoryError: the run's record could not be finished (the cleanup
 	// stands).
 	HistoryError string `json:"history_error,omitempty"`
@@ -83,6 +87,20 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		}
 		out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) { abortOutcome(r, in) })
 	}()
+	if m.RollbackOf != "" {
+		// Only once Snapshot proved the target reads as its pin (its plan
+		// written) can anything in it be this run's: before, a change
+		// there is someone else's and stays.
+		if _, err := readPlan(ctx, env, m.MigrationID); err == nil {
+			if out.RevertedKeys, err = revertTarget(ctx, env, m); err != nil {
+				return out, err // the lock stays this run's: abort again
+			}
+		} else if !errors.Is(err, blob.ErrNotFound) {
+			return out, fmt.Errorf("%w: whether rollback %s wrote to %s cannot be told: %w", ErrAbortUndecided, m.MigrationID, m.Target, err)
+		}
+	} else if err := dropFlipPin(ctx, env, m.Source, m.MigrationID); err != nil {
+		return out, fmt.Errorf("workflow: abort: %w", err)
+	}
 	owned, err := ownsTarget(ctx, env, m)
 	if err != nil {
 		return out, fmt.Errorf("workflow: abort: %w", err)

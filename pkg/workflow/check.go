@@ -60,6 +60,11 @@ type CheckInput struct {
 	// fences the source for the whole copy (offline).
 	Online  *bool         `json:"online,omitempty"`
 	CatchUp CatchUpLimits `json:"catch_up,omitzero"`
+	// Rollback runs the rollback of the pointer's latest flip: the current
+	// catalog's commits since the flip carried back into the catalog the
+	// previous pointer version names, online, then the pointer flipped
+	// back (carryback.go).
+	Rollback bool `json:"rollback,omitempty"`
 }
 
 // online reports whether the run copies online: asked, or left out of a
@@ -113,7 +118,8 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		return m, err
 	}
 	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
-	claimed := !m.DryRun && !m.InPlace
+	// A rollback's target is the previous catalog: not made by this run.
+	claimed := !m.DryRun && !m.InPlace && m.RollbackOf == ""
 	if claimed {
 		// The new catalog is this pointer's before anything is written
 		// there (Import writes it): the claim is what the drift check and

@@ -9,26 +9,27 @@ import (
 // errors carry their own (pkg/errname); Abort's waits are
 // errname.Transient.
 const (
-	NameSourceChanged        = "SourceChangedDuringMigration"
-	NameRollbackLosesCommits = "RollbackLosesCommits"
-	NameAbortAfterFlip       = "AbortAfterFlip"
-	NameMigrationInProgress  = "MigrationInProgress"
-	NameLockLost             = "LockLost"
-	NameSourceAtRoot         = "SourceAtRoot"
-	NameStagingUnusable      = "StagingUnusable"
-	NameDecided              = "MigrationDecided"
-	NameNotAtGate            = "NotAtGate"
-	NameGateTimedOut         = "GateTimedOut"
-	NameNoTargetVersion      = "NoTargetVersion"
-	NameBadExpectedVersion   = "BadExpectedVersion"
-	NameBadInput             = "BadInput"
-	NameInPlaceNoTime        = "InPlaceNoTime"
-	NameRestoreRefused       = "RestoreRefused"
-	NameReleaseRefused       = "ReleaseRefused"
-	NameCleanupUndecided     = "CleanupUndecided"
-	NameInPlaceLimitTooLarge = "InPlaceLimitTooLarge"
-	NameBadFreezeGrace       = "BadFreezeGrace"
-	NameStepFailed           = "StepFailed" // an error without a name
+	NameSourceChanged          = "SourceChangedDuringMigration"
+	NameRollbackLosesCommits   = "RollbackLosesCommits"
+	NameAbortAfterFlip         = "AbortAfterFlip"
+	NameMigrationInProgress    = "MigrationInProgress"
+	NameLockLost               = "LockLost"
+	NameSourceAtRoot           = "SourceAtRoot"
+	NameStagingUnusable        = "StagingUnusable"
+	NameDecided                = "MigrationDecided"
+	NameNotAtGate              = "NotAtGate"
+	NameGateTimedOut           = "GateTimedOut"
+	NameNoTargetVersion        = "NoTargetVersion"
+	NameBadExpectedVersion     = "BadExpectedVersion"
+	NameBadInput               = "BadInput"
+	NameInPlaceNoTime          = "InPlaceNoTime"
+	NameRestoreRefused         = "RestoreRefused"
+	NameReleaseRefused         = "ReleaseRefused"
+	NameCleanupUndecided       = "CleanupUndecided"
+	NameInPlaceLimitTooLarge   = "InPlaceLimitTooLarge"
+	NameBadFreezeGrace         = "BadFreezeGrace"
+	NameStepFailed             = "StepFailed" // an error without a name
+	NamePreviousCatalogChanged = "PreviousCatalogChanged"
 )
 
 // ErrSourceChanged: the source's writer-epoch or next_snapshot_id moved

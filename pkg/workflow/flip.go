@@ -29,6 +29,8 @@ type FlipOutput struct {
 	HistoryError string `json:"history_error,omitempty"`
 	// Online: an online run's rounds and write freeze.
 	Online *history.Online `json:"online,omitempty"`
+	// CarriedKeys: a rollback's count of the keys it carried back.
+	CarriedKeys int `json:"carried_keys,omitempty"`
 }
 
 // Flip moves the pointer to the new catalog. Every precondition is checked
@@ -83,6 +85,9 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	if err := deleteCheckpoints(ctx, env, m, p.Checkpoint); err != nil {
 		cleanup = append(cleanup, err.Error())
 	}
+	if err := dropPins(ctx, env, p); err != nil {
+		cleanup = append(cleanup, err.Error())
+	}
 	if err := releaseLock(ctx, env, m); err != nil {
 		cleanup = append(cleanup, err.Error())
 	} else if err := dropReplica(ctx, env, m); err != nil {
@@ -93,6 +98,10 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	stats.seconds["Flip"] = time.Since(start).Seconds()
 	if out.CleanupError != "" {
 		notes = append(notes, "cleanup after the flip: "+out.CleanupError)
+	}
+	if m.RollbackOf != "" {
+		out.CarriedKeys = carriedKeys(ctx, env, m)
+		notes = append(notes, rollbackNote(m, out.CarriedKeys))
 	}
 	out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) {
 		r.Outcome, r.State, r.PointerVersionID = history.Succeeded, "Flip", ref.VersionID
@@ -235,6 +244,12 @@ func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) 
 	if !errors.Is(err, blob.ErrNotFound) {
 		return next, err
 	}
+	if m.RollbackOf != "" {
+		if next, err = rollbackIntent(ctx, env, m, carriedKeys(ctx, env, m)); err != nil {
+			return next, err
+		}
+		return next, putJSON(ctx, env.Store, url, next)
+	}
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return next, err
@@ -242,5 +257,10 @@ func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) 
 	next = cur.Next(m.Target, m.To, m.MigrationID)
 	next.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	next.Marks = marks
+	// Pinned before the pointer names the target, so before any server
+	// writes to it: a rollback carries back what changed since.
+	if next.FlipPoint, err = pinFlip(ctx, env, m); err != nil {
+		return next, err
+	}
 	return next, putJSON(ctx, env.Store, url, next)
 }

@@ -46,6 +46,10 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return ImportOutput{Migration: m}, err
 	}
+	if m.RollbackOf != "" {
+		// A rollback imports nothing: its target is a finished catalog.
+		return ImportOutput{Migration: m, Done: true}, nil
+	}
 	if err := claimTarget(ctx, env, m); err != nil {
 		return ImportOutput{Migration: m}, err
 	}
@@ -93,6 +97,9 @@ func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
 func Finalize(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return m, err
+	}
+	if m.RollbackOf != "" {
+		return m, nil // the rounds wrote a finished catalog's keys in place
 	}
 	return m, shard.Finalize(ctx, m.Target, m.To, env.SlateDB)
 }

@@ -157,6 +157,10 @@ type LocalReport struct {
 	InPlace *inplace.Result `json:"in_place,omitempty"`
 	// Online: an online run's catch-up rounds and write freeze.
 	Online *history.Online `json:"online,omitempty"`
+	// RollbackOf: the run rolled back that migration's flip, carrying
+	// CarriedKeys keys back.
+	RollbackOf  string `json:"rollback_of,omitempty"`
+	CarriedKeys int    `json:"carried_keys,omitempty"`
 }
 
 // FinalState is the state a migration's execution ends with: the
@@ -363,6 +367,7 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 	rep.PointerVersionID = state.Verify.Flip.PointerVersionID
 	rep.HistoryError = state.Verify.Flip.HistoryError
 	rep.Online = state.Verify.Flip.Online
+	rep.RollbackOf, rep.CarriedKeys = state.Migration.RollbackOf, state.Verify.Flip.CarriedKeys
 	rep.WouldFence = state.Migration.WouldFence
 	rep.Carried, rep.Dropped = state.Verify.Carried, state.Verify.Dropped
 	switch {
@@ -372,6 +377,8 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 		rep.Outcome = "nothing to do"
 	case state.Migration.DryRun:
 		rep.Outcome = "dry run verified (pointer unchanged)"
+	case state.Migration.RollbackOf != "":
+		rep.Outcome = "rolled back"
 	case state.Migration.Rebuild:
 		rep.Outcome = "rebuilt"
 	}

@@ -78,6 +78,9 @@ type Lock struct {
 	// names its fence_at only when its Fence is about to fence (the freeze
 	// grace ahead): until then the supervisors keep RockLake's writer.
 	Online bool `json:"online,omitempty"`
+	// Kind is what sort of run holds the lock ("migrate", "dry-run",
+	// "rollback": its record's kind); "" in locks written before it.
+	Kind history.Kind `json:"kind,omitempty"`
 }
 
 // WritesGoOn reports whether an online migration holds l and has not named
@@ -138,7 +141,7 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock
 	if err != nil {
 		return Lock{}, err
 	}
-	l := Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.online()}
+	l := Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.online(), Kind: m.kind()}
 	if !m.DryRun && !l.Online {
 		// From the write, not from Check's start: the preflight before it
 		// may take seconds.

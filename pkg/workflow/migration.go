@@ -76,6 +76,11 @@ type Migration struct {
 	// OfflineBecause: the run was asked to migrate online and Snapshot
 	// migrated it offline instead, for this reason (snapshotOffline).
 	OfflineBecause string `json:"offline_because,omitempty"`
+	// RollbackOf: this run is a rollback of that migration's flip
+	// (carryback.go): Source is the catalog the pointer names, Target the
+	// one its previous version names, and the rounds carry the source's
+	// change since the flip into it.
+	RollbackOf string `json:"rollback_of,omitempty"`
 }
 
 // online reports whether m copies while the source takes writes: a dry run

@@ -32,6 +32,9 @@ func Snapshot(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if !m.online() {
 		return Freeze(ctx, env, m)
 	}
+	if m.RollbackOf != "" {
+		return rollbackStart(ctx, env, m)
+	}
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
@@ -111,11 +114,14 @@ func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	st := env.staging(m.MigrationID)
 	from, digest := slatedb.View{Checkpoint: p.Checkpoint}, ndjson.Digest{}
-	if m.Round == 0 {
+	switch {
+	case m.Round == 0 && p.Start != nil:
+		from, digest = p.Start.View, p.Start.Digest
+	case m.Round == 0:
 		if digest, _, _, err = transformsDigest(ctx, env, m, len(p.Ranges)); err != nil {
 			return m, err
 		}
-	} else {
+	default:
 		var prev Round
 		if err := getJSON(ctx, env.Store, st.Round(m.Round), &prev); err != nil {
 			return m, err
@@ -296,9 +302,15 @@ func VerifyCatchUp(ctx context.Context, env Env, m Migration) (Migration, error)
 	var target, source ndjson.Digest
 	err = shard.ForEach(ctx, 2, 2, func(ctx context.Context, part int) error {
 		var err error
-		if part == 0 {
+		switch {
+		case part == 0 && p.Start != nil:
+			// A rollback's target is a finished catalog, whose keys the
+			// rounds did not write are as they were, in the canonical
+			// form its rounds' digest holds them in.
+			target, err = shard.DigestCanonical(ctx, m.Target, opts)
+		case part == 0:
 			target, err = shard.DigestImport(ctx, m.Target, env.SlateDB)
-		} else {
+		default:
 			source, err = shard.DigestView(ctx, m.Source, last.To, opts)
 		}
 		return err

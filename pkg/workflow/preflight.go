@@ -54,6 +54,14 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		fail("input", err)
 		return m, found, first
 	}
+	if in.Rollback {
+		if m, err = preflightRollback(ctx, env, in, m, now); err != nil {
+			fail("rollback", err)
+			return m, found, first
+		}
+		ok("rollback", fmt.Sprintf("%s (%s) back to %s (%s), the pointer's previous version", m.Source, m.From, m.Target, m.To))
+		return m, found, nil
+	}
 	// With in_place_auto, a catalog Strategy A takes migrates in place
 	// (frozen, for the seconds its one batch takes); online is Strategy B's.
 	if in.Online != nil && *in.Online && in.InPlace {

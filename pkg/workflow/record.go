@@ -52,6 +52,14 @@ func trigger(t string) string {
 	return t
 }
 
+// kind is what sort of run m is, for its record and its lock.
+func (m Migration) kind() history.Kind {
+	if m.RollbackOf != "" {
+		return history.KindRollback
+	}
+	return runKind(m.DryRun)
+}
+
 func runKind(dryRun bool) history.Kind {
 	if dryRun {
 		return history.KindDryRun
@@ -68,7 +76,7 @@ func recordURL(m Migration) string {
 // is its first state time.
 func startRecord(ctx context.Context, env Env, m Migration, checkSeconds float64) error {
 	_, err := history.Create(ctx, env.Store, history.Record{
-		ID: m.MigrationID, Kind: runKind(m.DryRun), Trigger: m.Trigger, Pointer: m.Pointer,
+		ID: m.MigrationID, Kind: m.kind(), Trigger: m.Trigger, Pointer: m.Pointer,
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Start: m.StartedAt,
 		Outcome: history.InProgress, State: "Check", Shards: m.Shards,
 		StateSeconds: map[string]float64{"Check": checkSeconds},

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,6 +25,10 @@ type RollbackInput struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	// Trigger says who started the rollback, for its record.
 	Trigger string `json:"trigger,omitempty"`
+	// FreezeGrace is how long after the lock the current catalog is
+	// fenced, in seconds, with DiscardNewerCommits (nil:
+	// DefaultFreezeGrace): time for the supervisors to see the lock.
+	FreezeGrace *float64 `json:"freeze_grace,omitempty"`
 }
 
 // RollbackOutput is the restored pointer, checked.
@@ -44,18 +49,25 @@ type RollbackOutput struct {
 	// InPlace: the rollback undid an in-place migration; Catalog is its
 	// way back, the catalog as it was, copied before the migration.
 	InPlace bool `json:"in_place,omitempty"`
+	// Carries, in a dry run: the current catalog took commits since the
+	// flip, which a rollback run would carry back (Newer says which).
+	Carries bool `json:"carries,omitempty"`
 }
 
 // ErrRollbackLosesCommits: the catalog the pointer names took commits after
 // the flip, which the catalog to be restored does not have.
 var ErrRollbackLosesCommits = errname.New("workflow", NameRollbackLosesCommits, "")
 
-// Rollback makes the previous pointer version current again. Before writing
-// anything it runs the startup check on the catalog to be restored (one
-// that is gone or in another format leaves the pointer as it is), and it
-// compares the current catalog's writer-epoch and next_snapshot_id with
-// those the pointer recorded at the flip: if RockLake committed to it since,
-// it refuses, naming what would be lost, unless DiscardNewerCommits.
+// Rollback makes the previous pointer version current again in one step,
+// when nothing needs carrying back: before writing anything it runs the
+// startup check on the catalog to be restored (one that is gone or in
+// another format leaves the pointer as it is), and it compares the current
+// catalog's next_snapshot_id with the one the pointer recorded at the flip:
+// if RockLake committed to it since, it refuses, naming what would be lost
+// (a rollback run carries them back: CheckInput.Rollback), unless
+// DiscardNewerCommits. Then it first takes the lock as a rollback and
+// fences the current catalog, so that what it reports as left behind is
+// exactly what is, and no client is told of a commit after it.
 func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
 	start := time.Now()
 	out := RollbackOutput{RunID: newRunID("r-")}
@@ -68,15 +80,27 @@ func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, e
 		rec.PointerVersionID = out.PointerVersionID
 	}
 	if out.Newer != "" {
-		rec.Notes = []string{"left behind: " + out.Newer}
+		rec.Notes = append(rec.Notes, "left behind: "+out.Newer)
 	}
 	out.HistoryError = recordOneStateRun(ctx, env, rec, err, outcome)
 	return out, err
 }
 
-func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput, rec *history.Record) (RollbackOutput, error) {
+func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput, rec *history.Record) (_ RollbackOutput, err error) {
+	if in.DiscardNewerCommits && !in.DryRun {
+		release, err := fenceForDiscard(ctx, env, in, out.RunID)
+		if err != nil {
+			return RollbackOutput{RunID: out.RunID}, err
+		}
+		defer func() {
+			if rerr := release(); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("workflow: rollback: free the lock: %w", rerr))
+			}
+		}()
+	}
+	var pins *pointer.FlipPoint
 	check := func(ctx context.Context, cur, p pointer.Pointer) error {
-		out.From = cur.Catalog
+		out.From, pins = cur.Catalog, cur.FlipPoint
 		rec.Source, rec.From, rec.Target, rec.To = cur.Catalog, cur.FormatVersion, p.Catalog, p.FormatVersion
 		wb, ok := layout.WayBackOf(cur)
 		out.InPlace = ok && p.Catalog == wb
@@ -92,14 +116,26 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 			return fmt.Errorf("%w: cannot tell what %s took since the flip (pass --discard-newer-commits to roll back anyway): %w", ErrRollbackLosesCommits, cur.Catalog, err)
 		}
 		out.Newer = newer
-		if newer != "" && !in.DiscardNewerCommits {
-			return fmt.Errorf("%w: %s; rolling back would drop them (pass --discard-newer-commits to roll back anyway)", ErrRollbackLosesCommits, newer)
+		carries := cur.FlipPoint != nil && !out.InPlace
+		out.Carries = carries && newer != ""
+		if newer != "" && !in.DiscardNewerCommits && !(in.DryRun && carries) {
+			carry := "pass --discard-newer-commits to roll back anyway"
+			if carries {
+				carry = "roll back with the rollback run, which carries them back (the CLI's rollback; the migration state machine with \"rollback\": true), or pass --discard-newer-commits to drop them"
+			}
+			return fmt.Errorf("%w: %s; rolling back in one step would drop them (%s)", ErrRollbackLosesCommits, newer, carry)
 		}
 		return nil
 	}
 	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{Check: check, Relocate: relocate, DryRun: in.DryRun})
 	if err != nil {
 		return RollbackOutput{RunID: out.RunID}, err
+	}
+	if !in.DryRun && pins != nil {
+		// The flip undone: its pins hold old files for nothing now.
+		if err := dropPins(ctx, env, Plan{Source: out.From, Target: p.Catalog, FlipPoint: pins}); err != nil {
+			rec.Notes = append(rec.Notes, "the rolled-back flip's pins were not deleted (cleanup removes them): "+err.Error())
+		}
 	}
 	out.DryRun = in.DryRun
 	out.Catalog, out.FormatVersion, out.PointerVersionID = p.Catalog, p.FormatVersion, ref.VersionID
@@ -136,8 +172,43 @@ func newerCommits(ctx context.Context, env Env, cur pointer.Pointer) (string, er
 	if now.NextSnapshotID != was.NextSnapshotID {
 		parts = append(parts, fmt.Sprintf("snapshots %d to %d were committed to %s after the flip", was.NextSnapshotID, now.NextSnapshotID-1, cur.Catalog))
 	}
-	if now.WriterEpoch != was.WriterEpoch {
-		parts = append(parts, fmt.Sprintf("its writer-epoch moved from %d to %d (a RockLake writer opened it)", was.WriterEpoch, now.WriterEpoch))
-	}
+	// A writer-epoch move alone is a RockLake that opened the catalog (a
+	// supervisor following the flip) and committed nothing: no commit is
+	// lost by leaving it.
 	return strings.Join(parts, "; "), nil
+}
+
+// fenceForDiscard takes the pointer's lock as a rollback (run id) and
+// fences the current catalog's writer once the freeze grace has passed
+// (the supervisors see the lock and switch their servers to reader mode),
+// so that nothing commits to it while the rollback decides what it leaves
+// behind. It returns the release of the lock.
+func fenceForDiscard(ctx context.Context, env Env, in RollbackInput, id string) (func() error, error) {
+	cur, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
+	if err != nil {
+		return nil, err
+	}
+	m := Migration{MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag, Source: cur.Catalog, From: cur.FormatVersion, RollbackOf: cur.MigrationID}
+	if m.FreezeGrace, err = freezeGrace(CheckInput{FreezeGrace: in.FreezeGrace}); err != nil {
+		return nil, err
+	}
+	held, err := acquireLock(ctx, env, m, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	release := func() error { return releaseLock(context.WithoutCancel(ctx), env, m) }
+	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
+	if err := awaitGrace(ctx, m); err != nil {
+		return nil, errors.Join(err, release())
+	}
+	so := env.SlateDB
+	so.Passive = true
+	w, err := catalog.OpenWriter(ctx, cur.Catalog, catalog.Options{Expect: cur.FormatVersion, Store: so})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("workflow: rollback: fence %s: %w", cur.Catalog, err), release())
+	}
+	if err := w.CloseContext(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("workflow: rollback: fence %s: close: %w", cur.Catalog, err), release())
+	}
+	return release, nil
 }

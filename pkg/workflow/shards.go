@@ -51,6 +51,9 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	if err != nil {
 		return ShardOutput{}, err
 	}
+	if p.RollbackOf != "" {
+		return ShardOutput{Index: in.Index}, nil // a rollback copies nothing: its target holds the catalog up to the flip
+	}
 	if in.Index < 0 || in.Index >= len(p.Ranges) {
 		return ShardOutput{}, fmt.Errorf("workflow: export: shard %d of %d", in.Index, len(p.Ranges))
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -44,6 +45,13 @@ type Plan struct {
 	// FenceBacklog is the WAL backlog Fence's writer replayed, fetched
 	// ahead of the freeze.
 	FenceBacklog *history.Backlog `json:"fence_backlog,omitempty"`
+	// Start: the first catch-up round starts here, not at Checkpoint with
+	// the shards' digest (a rollback: the source's pin at the flip and
+	// the target's digest); RollbackOf and FlipPoint say which flip it
+	// rolls back, and its pins.
+	Start      *RoundStart        `json:"start,omitempty"`
+	RollbackOf string             `json:"rollback_of,omitempty"`
+	FlipPoint  *pointer.FlipPoint `json:"flip_point,omitempty"`
 }
 
 func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {

@@ -383,9 +383,11 @@ func TestRollbackToAGoneCatalogLeavesThePointer(t *testing.T) {
 	}
 }
 
-// A commit to the new catalog after the flip blocks a rollback, which names
-// what it would drop; a dry run says so and writes nothing;
-// DiscardNewerCommits rolls back anyway and reports what it left behind.
+// A commit to the new catalog after the flip blocks a one-step rollback,
+// which names what it would drop and the rollback run that carries it; a
+// dry run says it would be carried and writes nothing; DiscardNewerCommits
+// takes the lock as a rollback, fences the new catalog, rolls back anyway
+// and reports what it left behind, and frees the lock.
 func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 	ctx, f := setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
@@ -417,19 +419,54 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 	}
 	w.Close()
 	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	for _, dry := range []bool{true, false} {
-		_, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DryRun: dry})
-		if !errors.Is(err, workflow.ErrRollbackLosesCommits) || workflow.ErrorName(err) != "RollbackLosesCommits" ||
-			!strings.Contains(err.Error(), fmt.Sprintf("snapshots %d to %d", next, next+1)) {
-			t.Fatalf("rollback (dry run %v) over newer commits: %v", dry, err)
-		}
+	snaps := fmt.Sprintf("snapshots %d to %d", next, next+1)
+	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DryRun: true})
+	if err != nil || !out.Carries || !strings.Contains(out.Newer, snaps) {
+		t.Fatalf("dry run over newer commits: %+v, %v; want them named, to be carried", out, err)
+	}
+	_, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
+	if !errors.Is(err, workflow.ErrRollbackLosesCommits) || workflow.ErrorName(err) != "RollbackLosesCommits" ||
+		!strings.Contains(err.Error(), snaps) || !strings.Contains(err.Error(), "carries them back") {
+		t.Fatalf("one-step rollback over newer commits: %v", err)
 	}
 	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
 		t.Fatalf("a refused rollback moved the pointer: %+v → %+v", before, after)
 	}
-	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DiscardNewerCommits: true})
-	if err != nil || out.Catalog != f.source || !strings.Contains(out.Newer, "snapshots") {
+	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DiscardNewerCommits: true, FreezeGrace: noGrace()})
+	if err != nil || out.Catalog != f.source || !strings.Contains(out.Newer, snaps) {
 		t.Fatalf("rollback discarding newer commits: %+v, %v", out, err)
+	}
+	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" || l.ReleasedBy != "migration "+out.RunID {
+		t.Fatalf("the lock after a discarding rollback: %+v, %v; want it taken by %s and freed", l, err, out.RunID)
+	}
+}
+
+// A writer that opened the new catalog after the flip (a supervisor
+// following it) and committed nothing moves its writer-epoch only: no
+// commit is lost, and the one-step rollback goes through.
+func TestRollbackAfterAnEpochMoveAlone(t *testing.T) {
+	ctx, f := setup(t, 200)
+	m := runUntilVerify(t, ctx, f, 1)
+	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	w, err := catalog.OpenWriter(ctx, m.Target, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, _, err := w.Catalog.Marks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put(format.SystemKey(format.SystemWriterEpoch), format.EncodeCounter(format.V2, epoch+1))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	out, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
+	if err != nil || out.Catalog != f.source || out.Newer != "" {
+		t.Fatalf("rollback after an epoch move alone: %+v, %v", out, err)
 	}
 }
 

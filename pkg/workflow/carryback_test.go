@@ -1,0 +1,195 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// flipped runs an online migration of f's catalog (a rebuild when to is
+// the source's format) and returns the new catalog the pointer names,
+// checking that the flip pinned both catalogs.
+func flipped(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput) (string, string) {
+	t.Helper()
+	in.Pointer = f.pointer
+	out, _, err := runDefinition(t, ctx, f, in, nil)
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	var state workflow.FinalState
+	if err := json.Unmarshal(out, &state); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != state.Migration.Target || p.FlipPoint == nil {
+		t.Fatalf("pointer after the flip %+v: %v; want the target, pinned", p, err)
+	}
+	for _, url := range []string{f.source, p.Catalog} {
+		if !hasCheckpoint(t, ctx, url, layout.FlipCheckpoint(state.Migration.MigrationID)) {
+			t.Fatalf("%s has no flip pin", url)
+		}
+	}
+	return p.Catalog, state.Migration.MigrationID
+}
+
+func hasCheckpoint(t *testing.T, ctx context.Context, url, name string) bool {
+	t.Helper()
+	cps, err := slatedb.ListCheckpoints(ctx, url, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range cps {
+		if cp.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteSome deletes one data key of the catalog at url (a passive writer:
+// it fences the last one, as RockLake's open would).
+func deleteSome(t *testing.T, ctx context.Context, url string) string {
+	t.Helper()
+	var key string
+	for k := range kvscan.Dump(t, url) {
+		if k[0] != 0xFF && (key == "" || k < key) {
+			key = k
+		}
+	}
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var b slatedb.Batch
+	b.Delete([]byte(key))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// A rollback after a rebuild carries back every change the new catalog
+// took since the flip (before the rollback and during its rounds): the
+// previous catalog ends equal to the new one key for key, the pointer
+// names it again saying what it carried, and the flip's pins and the run's
+// checkpoints are gone.
+func TestRollbackCarriesCommitsBack(t *testing.T) {
+	ctx, f := setup(t, 2000)
+	cur, fwd := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true, Shards: 2})
+	commitCounter(t, ctx, cur, 500001)
+	gone := deleteSome(t, ctx, cur)
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, func(e asl.StateEvent) {
+		if e.Output != nil && e.Name == "CatchUp" && !strings.Contains(string(e.Output), `"fenced":true`) {
+			commitCounter(t, ctx, cur, 500002) // RockLake goes on committing before the fence
+		}
+	})
+	if err != nil {
+		t.Fatalf("rollback: %v", err)
+	}
+	var state workflow.FinalState
+	if err := json.Unmarshal(out, &state); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != f.source || p.RolledBack == nil || p.RolledBack.Of != fwd || p.RolledBack.By != state.Migration.MigrationID || p.RolledBack.Keys < 2 || p.FlipPoint != nil {
+		t.Fatalf("pointer after the rollback %+v (rolled back %+v): %v; want the source again, saying it rolled back %s", p, p.RolledBack, err, fwd)
+	}
+	want, got := kvscan.Dump(t, cur), kvscan.Dump(t, f.source)
+	kvscan.Same(t, "the previous catalog after the rollback", want, got)
+	if _, ok := got[gone]; ok {
+		t.Fatalf("key %x deleted after the flip is back in the previous catalog", gone)
+	}
+	raw := got[string(format.CounterKey(format.V1, format.NameNextSnapshotID))]
+	if n, err := format.DecodeCounter(format.V1, []byte(raw)); err != nil || n != 500002 {
+		t.Fatalf("next_snapshot_id in the previous catalog: %d (%v), want the last commit's 500002", n, err)
+	}
+	if state.Verify.Flip.CarriedKeys != p.RolledBack.Keys || len(pub.bodies) != 1 {
+		t.Fatalf("flip output %+v, messages %v", state.Verify.Flip, pub.bodies)
+	}
+	_, rec, err := history.Find(ctx, f.env.Store, f.pointer, state.Migration.MigrationID)
+	if err != nil || rec.Kind != history.KindRollback || rec.Outcome != history.Succeeded || !strings.Contains(strings.Join(rec.Notes, ";"), "rollback of migration "+fwd) {
+		t.Fatalf("record %+v: %v", rec, err)
+	}
+	for _, url := range []string{f.source, cur} {
+		cps, err := slatedb.ListCheckpoints(ctx, url, slatedb.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cp := range cps {
+			if strings.Contains(cp.Name, fwd) || strings.Contains(cp.Name, state.Migration.MigrationID) {
+				t.Fatalf("checkpoint %s left on %s", cp.Name, url)
+			}
+		}
+	}
+	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
+	if err != nil || l.MigrationID != "" {
+		t.Fatalf("lock after the rollback %+v: %v", l, err)
+	}
+}
+
+// A previous catalog that took a write since the flip is never written:
+// the rollback run refuses (PreviousCatalogChanged) before it writes, the
+// pointer and both catalogs stay as they were, and the lock is free.
+func TestRollbackRefusesAChangedPreviousCatalog(t *testing.T) {
+	ctx, f := setup(t, 500)
+	cur, _ := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true})
+	commitCounter(t, ctx, f.source, 424242)
+	before := kvscan.Dump(t, f.source)
+	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, nil)
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != workflow.NamePreviousCatalogChanged {
+		t.Fatalf("rollback: %v, want %s", err, workflow.NamePreviousCatalogChanged)
+	}
+	kvscan.Same(t, "the previous catalog after a refused rollback", before, kvscan.Dump(t, f.source))
+	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != cur {
+		t.Fatalf("pointer %+v: %v", p, err)
+	}
+	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
+	if err != nil || l.MigrationID != "" {
+		t.Fatalf("lock after a refused rollback %+v: %v", l, err)
+	}
+}
+
+// A rollback that fails after its rounds wrote (a commit after its fence:
+// Flip refuses) is aborted: the previous catalog is put back as its pin,
+// the pointer stays on the current catalog, and a rollback run again
+// carries everything back.
+func TestRollbackAbortedStartsOver(t *testing.T) {
+	ctx, f := setup(t, 1000)
+	cur, _ := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true})
+	atFlip := kvscan.Dump(t, f.source)
+	commitCounter(t, ctx, cur, 600001)
+	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, func(e asl.StateEvent) {
+		if e.Output != nil && e.Name == "Fence" {
+			commitCounter(t, ctx, cur, 600002)
+		}
+	})
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
+		t.Fatalf("rollback: %v, want %s", err, workflow.NameSourceChanged)
+	}
+	kvscan.Same(t, "the previous catalog after an aborted rollback", atFlip, kvscan.Dump(t, f.source))
+	if p, _, err := pointer.Read(ctx, f.env.Store, f.pointer); err != nil || p.Catalog != cur {
+		t.Fatalf("pointer after an aborted rollback %+v: %v", p, err)
+	}
+	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, nil); err != nil {
+		t.Fatalf("rollback again: %v", err)
+	}
+	kvscan.Same(t, "the previous catalog after the second rollback", kvscan.Dump(t, cur), kvscan.Dump(t, f.source))
+}
