@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The demo: a format-1 catalog on a local S3 (versitygw on 127.0.0.1) migrated
-# to format 2: plan, a dry run, a gated migration and its approval, rollback,
-# history and cleanup, Strategy A in place, and Strategy B by hand.
+# The demo: first the last mile, the real RockLake under `rocklake-migrate
+# serve` with a client committing while a catalog is migrated and rolled
+# back; then a format-1 catalog on a local S3 (versitygw on 127.0.0.1)
+# migrated to format 2: plan, a dry run, a gated migration and its
+# approval, rollback, history and cleanup, Strategy A in place, and
+# Strategy B by hand.
 # Starts the stack itself and stops it on exit, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,8 +12,12 @@ BIN=bin
 ROWS=${DEMO_ROWS:-100000}
 work=$(mktemp -d)
 stack_pid=""
+serve_pid=""
+client_pid=""
 cleanup() {
-  if [ -n "$stack_pid" ]; then kill "$stack_pid" 2>/dev/null || true; wait "$stack_pid" 2>/dev/null || true; fi
+  for pid in $client_pid $serve_pid $stack_pid; do
+    kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -28,6 +35,30 @@ for _ in $(seq 1 300); do [ -f "$work/stack.env" ] && break; kill -0 "$stack_pid
 echo "S3 endpoint $AWS_ENDPOINT"
 
 M="$BIN/rocklake-migrate"
+
+step "the last mile: the real RockLake under rocklake-migrate serve, a client committing every 0.2 s through a migration and a rollback"
+LIVE=s3://rocklake/live/CURRENT
+ROCKLAKE_BIN=$(command -v rocklake) || { echo "no rocklake binary on PATH (make demo installs it)" >&2; exit 1; }
+run "$M" seed --catalog "file://$work/live/prod" --rows 20000 --seed 3
+run "$M" init-pointer --pointer "$LIVE" --catalog "file://$work/live/prod"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf '$ %s\n' "$M serve --pointer $LIVE --rocklake 1=$ROCKLAKE_BIN --interval 500ms -- --bind 127.0.0.1:$PORT --drain-timeout 1 &"
+"$M" serve --pointer "$LIVE" --rocklake "1=$ROCKLAKE_BIN" --interval 500ms -- --bind "127.0.0.1:$PORT" --drain-timeout 1 >"$work/rocklake.log" 2>"$work/serve.log" &
+serve_pid=$!
+for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break; sleep 0.1; done
+printf '$ %s\n' "$BIN/demo-client --port $PORT --acked acked.txt &   # commits a schema every 0.2 s"
+"$BIN/demo-client" --port "$PORT" --acked "$work/acked.txt" &
+client_pid=$!
+sleep 2
+run "$M" migrate --pointer "$LIVE" --rebuild --target-dir "file://$work/live/" --shards 4
+sleep 3
+run "$M" rollback --pointer "$LIVE"
+sleep 2
+kill -TERM "$client_pid"; wait "$client_pid" || true; client_pid=""
+run "$BIN/demo-client" --port "$PORT" --acked "$work/acked.txt" --check
+run "$M" history --pointer "$LIVE"
+kill -TERM "$serve_pid"; wait "$serve_pid" || true; serve_pid=""
+
 SRC=s3://rocklake/catalogs/prod-v1
 POINTER=s3://rocklake/CURRENT
 STAGING=s3://rocklake-staging/by-hand

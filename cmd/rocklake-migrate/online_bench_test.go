@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,17 +28,7 @@ func BenchmarkOnlineMigration(b *testing.B) {
 	if _, err := rocklake.Binary(); err != nil {
 		b.Fatal(err)
 	}
-	rows := []int{100000, 1000000, 3000000}
-	if env := os.Getenv("BENCH_ONLINE_ROWS"); env != "" {
-		rows = rows[:0]
-		for _, f := range strings.Split(env, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				b.Fatalf("BENCH_ONLINE_ROWS: %v", err)
-			}
-			rows = append(rows, n)
-		}
-	}
+	rows := envInts(b, "BENCH_ONLINE_ROWS", []int{100000, 1000000, 3000000})
 	for _, n := range rows {
 		for _, mode := range []string{"offline", "online"} {
 			b.Run(fmt.Sprintf("rows=%d/%s", n, mode), func(b *testing.B) {

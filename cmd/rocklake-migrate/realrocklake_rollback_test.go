@@ -1,15 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -85,4 +92,186 @@ func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 	if out, err := rocklake.Verify(ctx, src); err != nil {
 		t.Fatalf("rocklake verify catalog %s after the rollback: %v\n%s", src, err, out)
 	}
+}
+
+// The rollback of a format change: a catalog the real RockLake wrote,
+// migrated to format 2; then a commit on the format-2 catalog by a format-2
+// writer (the project's own writer standing in for a RockLake release that
+// serves format 2: the very keys RockLake v0.47.11 writes for that commit
+// on a copy of the format-1 catalog, migrated to format 2); then a plain
+// `rollback`. The previous catalog has the commit in format 1, and the
+// real RockLake verifies it and serves it.
+func TestRealRockLakeRollbackOfAFormatChange(t *testing.T) {
+	ctx, _ := s3Stack(t, 4*time.Minute)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "catalogs", "prod")
+	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--json")
+	r.want(t, exitOK)
+	var fwd workflow.LocalReport
+	if err := json.Unmarshal([]byte(r.stdout), &fwd); err != nil || fwd.To != format.V2 {
+		t.Fatalf("migrate --to v2 report %q: %v", r.stdout, err)
+	}
+
+	clone := filepath.Join(dir, "clone")
+	if err := os.CopyFS(clone, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	before := kvscan.Dump(t, "file://"+clone)
+	srv, err := rocklake.Serve(ctx, clone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rocklake.AddSchema(ctx, srv, "written_as_v2"); err != nil {
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	after := kvscan.Dump(t, "file://"+clone)
+	writeAsV2(t, ctx, fwd.Target, before, after)
+
+	back := cli(t, "rollback", "--pointer", ptr, "--json")
+	back.want(t, exitOK)
+	var rep workflow.LocalReport
+	if err := json.Unmarshal([]byte(back.stdout), &rep); err != nil || rep.Outcome != "rolled back" || rep.Target != "file://"+src || rep.To != format.V1 || rep.CarriedKeys == 0 {
+		t.Fatalf("rollback report %q: %v", back.stdout, err)
+	}
+	// The previous catalog holds the commit as RockLake wrote it on the
+	// copy, but for its snapshot's time, which format 2 keeps to the
+	// microsecond.
+	got := kvscan.Dump(t, "file://"+src)
+	for k, v := range after {
+		if got[k] != v && format.Tag(k[0]) != format.TagSnapshot {
+			t.Fatalf("key %x: the previous catalog holds %x, RockLake wrote %x", k, got[k], v)
+		}
+	}
+	if out, err := rocklake.Verify(ctx, src); err != nil {
+		t.Fatalf("rocklake verify catalog %s after the rollback: %v\n%s", src, err, out)
+	}
+	served, err := rocklake.Serve(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Stop()
+	if err := allCommitted(ctx, served, []string{"written_as_v2"}); err != nil {
+		t.Fatalf("the previous catalog after the rollback: %v", err)
+	}
+}
+
+// writeAsV2 writes into the format-2 catalog at url the change between two
+// reads of a format-1 catalog, migrated to format 2: what a format-2
+// writer would commit for the same statement.
+func writeAsV2(t *testing.T, ctx context.Context, url string, before, after map[string]string) {
+	t.Helper()
+	path, err := migration.Path(format.V1, format.V2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := func(k, v string) []ndjson.Record {
+		rec, err := ndjson.NewRecord(format.V1, []byte(k), []byte(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := migration.Records(rec, path, migration.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var b slatedb.Batch
+	for k, v := range after {
+		if before[k] != v {
+			for _, r := range v2(k, v) {
+				b.Put(r.Raw())
+			}
+		}
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok {
+			for _, r := range v2(k, v) {
+				key, _ := r.Raw()
+				b.Delete(key)
+			}
+		}
+	}
+	if b.Len() == 0 {
+		t.Fatal("the commit changed no key")
+	}
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The way down as a migration of its own: a catalog the real RockLake
+// wrote, migrated to format 2 and then `migrate --to v1` into a fresh
+// catalog, is the catalog RockLake wrote key for key (but for its
+// snapshots' times, which format 2 keeps to the microsecond), and RockLake
+// verifies it and serves the same schemas.
+func TestRealRockLakeMigrateDown(t *testing.T) {
+	ctx, _ := s3Stack(t, 4*time.Minute)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "catalogs", "prod")
+	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	orig := kvscan.Dump(t, "file://"+src)
+	ptr := "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
+	r := cli(t, "migrate", "--pointer", ptr, "--to", "v1", "--shards", "3", "--json")
+	r.want(t, exitOK)
+	var rep workflow.LocalReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.From != format.V2 || rep.To != format.V1 || rep.Outcome != "migrated" {
+		t.Fatalf("migrate --to v1 report %q: %v", r.stdout, err)
+	}
+	down := kvscan.Dump(t, rep.Target)
+	if len(down) != len(orig) {
+		t.Fatalf("v1→v2→v1: %d keys, RockLake wrote %d", len(down), len(orig))
+	}
+	times := 0
+	for k, v := range orig {
+		switch {
+		case down[k] == v:
+		case format.Tag(k[0]) == format.TagSnapshot:
+			times++
+		default:
+			t.Fatalf("v1→v2→v1: key %x holds %x, RockLake wrote %x", k, down[k], v)
+		}
+	}
+	t.Logf("%d keys, %d snapshot rows whose time had digits below a microsecond", len(orig), times)
+	target := strings.TrimPrefix(rep.Target, "file://")
+	if out, err := rocklake.Verify(ctx, target); err != nil {
+		t.Fatalf("rocklake verify catalog %s: %v\n%s", target, err, out)
+	}
+	want := servedSchemas(t, ctx, src)
+	if got := servedSchemas(t, ctx, target); got != want {
+		t.Fatalf("schemas served from the catalog migrated down: %s, want %s", got, want)
+	}
+}
+
+func servedSchemas(t *testing.T, ctx context.Context, dir string) string {
+	t.Helper()
+	srv, err := rocklake.Serve(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	s, err := schemas(ctx, srv)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, srv.Logs())
+	}
+	return s
 }

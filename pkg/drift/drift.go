@@ -368,6 +368,16 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 	return nil
 }
 
+// rollbackRun is the run that wrote p when a rollback did ("" otherwise):
+// its staging is the rollback's audit trail, as the rolled-back
+// migration's is.
+func rollbackRun(p *pointer.Pointer) string {
+	if p.RolledBack == nil {
+		return ""
+	}
+	return p.RolledBack.By
+}
+
 func orNone(id string) string {
 	if id == "" {
 		return "none"
@@ -377,7 +387,8 @@ func orNone(id string) string {
 
 // staging reports the migrations' staging directories, <staging>/<id>/,
 // except those of the current and previous pointer's migrations and of the
-// pointer version the current one replaced (a rolled-back run's) (p nil:
+// pointer version the current one replaced (a rolled-back run's) and of the
+// rollback run that wrote the current one (p nil:
 // none is excepted) and never decisions/: untouched for longer than
 // StagingMaxAge, LeftoverStaging (as always); younger, and not the active
 // migration's, OrphanStaging.
@@ -393,7 +404,7 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 	}
 	keep := map[string]bool{layout.DecisionsDir: true}
 	if p != nil {
-		for _, id := range []string{p.MigrationID, p.PreviousMigrationID, c.replaced} {
+		for _, id := range []string{p.MigrationID, p.PreviousMigrationID, c.replaced, rollbackRun(p)} {
 			if id != "" {
 				keep[id] = true
 			}

@@ -496,7 +496,7 @@ func TestPaths(t *testing.T) {
 	if p, err := migration.Path(format.V1, format.V2); err != nil || len(p) != 1 || p[0].From != format.V1 || p[0].To != format.V2 {
 		t.Fatalf("v1→v2 = %v, %v", p, err)
 	}
-	for _, c := range [][2]format.Version{{2, 1}, {1, 3}, {99, 2}, {0, 1}} {
+	for _, c := range [][2]format.Version{{1, 3}, {3, 1}, {99, 2}, {0, 1}, {2, 0}} {
 		if _, err := migration.Path(c[0], c[1]); !errors.Is(err, migration.ErrNoPath) {
 			t.Fatalf("%v→%v: err = %v, want ErrNoPath", c[0], c[1], err)
 		}
@@ -506,7 +506,7 @@ func TestPaths(t *testing.T) {
 	if out := migration.ExpectCounts(p, in); fmt.Sprint(out) != fmt.Sprint(in) {
 		t.Fatalf("expected counts = %v, want %v (v1→v2 keeps every record)", out, in)
 	}
-	if v := migration.Versions(); !slices.Equal(v, []string{"v1→v2"}) {
+	if v := migration.Versions(); !slices.Equal(v, []string{"v1→v2", "v2→v1"}) {
 		t.Fatalf("Versions = %v", v)
 	}
 }

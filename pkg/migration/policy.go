@@ -56,6 +56,7 @@ const (
 	NameUnknownTags         = "UnknownTags"
 	NameFieldCollision      = "UnknownFieldCollision"
 	NameNestedUnknownFields = "NestedUnknownFields"
+	NameNoTargetForm        = "NoTargetForm"
 )
 
 // ErrUnknownTags is matched by *UnknownTagsError.

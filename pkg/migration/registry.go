@@ -9,7 +9,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
-// Migration turns records of format From into records of format To = From+1.
+// Migration turns records of format From into records of format To, an
+// adjacent version: From+1 on the way up, From-1 on the way down.
 type Migration struct {
 	From, To format.Version
 	// Apply transforms one record of a known tag. It returns the records that
@@ -24,36 +25,45 @@ type Migration struct {
 // to the other.
 var ErrNoPath = errors.New("migration: no migration path")
 
-var registry = map[format.Version]Migration{}
+// step names a registered migration by its two versions: each adjacent pair
+// has at most one step up and one step down.
+type step struct{ from, to format.Version }
+
+var registry = map[step]Migration{}
 
 // Register adds a migration; it panics on a duplicate or a non-adjacent
 // pair, since both are programming errors found at init.
 func Register(m Migration) {
-	if m.To != m.From+1 {
+	if m.To != m.From+1 && m.From != m.To+1 {
 		panic(fmt.Sprintf("migration: %s→%s is not between adjacent versions", m.From, m.To))
 	}
-	if _, dup := registry[m.From]; dup {
+	s := step{m.From, m.To}
+	if _, dup := registry[s]; dup {
 		panic(fmt.Sprintf("migration: %s→%s registered twice", m.From, m.To))
 	}
-	registry[m.From] = m
+	registry[s] = m
 }
 
 // Path returns the migrations that lead from one version to another, in
-// order. from == to gives an empty path (a plain copy).
+// order: steps up for an upgrade, steps down for a downgrade (a rollback
+// carrying keys written after a flip back, or `migrate --to` an older
+// format). from == to gives an empty path (a plain copy).
 func Path(from, to format.Version) ([]Migration, error) {
 	if !format.Supported(from) || !format.Supported(to) {
 		return nil, fmt.Errorf("%w from %s to %s: %w", ErrNoPath, from, to, format.ErrUnsupportedVersion)
 	}
-	if to < from {
-		return nil, fmt.Errorf("%w from %s to %s: downgrades are rollbacks (switch the pointer back), not migrations", ErrNoPath, from, to)
-	}
 	var path []Migration
-	for v := from; v < to; v++ {
-		m, ok := registry[v]
+	for v := from; v != to; {
+		next := v + 1
+		if to < from {
+			next = v - 1
+		}
+		m, ok := registry[step{v, next}]
 		if !ok {
-			return nil, fmt.Errorf("%w from %s to %s: nothing registered from %s", ErrNoPath, from, to, v)
+			return nil, fmt.Errorf("%w from %s to %s: no step from %s to %s is registered", ErrNoPath, from, to, v, next)
 		}
 		path = append(path, m)
+		v = next
 	}
 	return path, nil
 }
@@ -70,7 +80,8 @@ func ExpectCounts(path []Migration, in map[string]uint64) map[string]uint64 {
 	return out
 }
 
-// Versions lists the registered steps as "v1→v2", for help texts.
+// Versions lists the registered steps, up and down, as "v1→v2" and "v2→v1",
+// for help texts.
 func Versions() []string {
 	var s []string
 	for _, m := range registry {

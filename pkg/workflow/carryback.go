@@ -149,9 +149,13 @@ type RoundStart struct {
 	Digest ndjson.Digest `json:"digest"`
 }
 
-func viewOf(p pointer.Pin) slatedb.View { return slatedb.View{Checkpoint: p.Checkpoint, WALEnd: p.WALEnd} }
+func viewOf(p pointer.Pin) slatedb.View {
+	return slatedb.View{Checkpoint: p.Checkpoint, WALEnd: p.WALEnd}
+}
 
-func pinOf(v slatedb.View) pointer.Pin { return pointer.Pin{Checkpoint: v.Checkpoint, WALEnd: v.WALEnd} }
+func pinOf(v slatedb.View) pointer.Pin {
+	return pointer.Pin{Checkpoint: v.Checkpoint, WALEnd: v.WALEnd}
+}
 
 // targetAsPinned proves a rollback's target reads as its pin: no key
 // differs between the pin and a view taken now (SlateDB's changes between

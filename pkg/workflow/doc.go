@@ -16,7 +16,8 @@
 //	gate.go         Gate, and completing it: Approve and AbortGate, on Step Functions or by resuming a local run
 //	flip.go         Flip: every precondition, the decision, the pointer's conditional write
 //	abort.go        Abort: the target (fenced, then deleted until it stays empty), staging, the checkpoint, the lock
-//	rollback.go     Rollback: the previous pointer version, checked, refused if it loses commits
+//	rollback.go     Rollback, in one step: the previous pointer version, checked, refused if it loses commits (or, with DiscardNewerCommits, after the lock and a fence)
+//	carryback.go    the rollback run (CheckInput.Rollback): the online migration in reverse, its preflight, Snapshot's start, Flip's intent, Abort's revert; the flip's pins
 //	inplace.go      MigrateInPlace (Strategy A) and its undo
 //	drift.go        Drift, the scheduled check (pkg/drift finds, pkg/notify sends)
 //

@@ -175,6 +175,12 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 		return m, found, nil
 	}
 
+	if in.InPlace && c != nil && m.NeedsMigration && to != m.From+1 {
+		// Strategy A's batch and its way back are one step up.
+		if !fail("strategy", fmt.Errorf("%w: in place (Strategy A) migrates one format up; %s → %s goes into a fresh catalog (leave --in-place out)", ErrBadInput, m.From, to)) {
+			return m, found, first
+		}
+	}
 	if (in.InPlace || in.InPlaceAuto && !in.Rebuild && in.TargetPrefix == "") && m.NeedsMigration {
 		// The batch is held in memory: a limit the InPlace step's memory
 		// cannot hold would fail after the batch landed, or in the undo.

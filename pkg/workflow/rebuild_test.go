@@ -70,8 +70,8 @@ func flippedToIdentity(t *testing.T, ctx context.Context, f fixture, st rebuildS
 	if got := dumpSource(t, ctx, m.Target); !maps.Equal(got, keys) {
 		t.Fatalf("the rebuilt catalog's keys and values differ from the source's: %d keys, %d in the source", len(got), len(keys))
 	}
-	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
-		t.Fatalf("checkpoints left on the source: %v, %v", cps, err)
+	if n := checkpoints(t, ctx, f.source); n != 0 {
+		t.Fatalf("%d checkpoints left on the source", n)
 	}
 }
 

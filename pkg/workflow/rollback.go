@@ -117,7 +117,7 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 		}
 		out.Newer = newer
 		carries := cur.FlipPoint != nil && !out.InPlace
-		out.Carries = carries && newer != ""
+		out.Carries = carries && newer != "" && !in.DiscardNewerCommits
 		if newer != "" && !in.DiscardNewerCommits && !(in.DryRun && carries) {
 			carry := "pass --discard-newer-commits to roll back anyway"
 			if carries {

@@ -165,8 +165,8 @@ func TestMigrationFlipAndRollback(t *testing.T) {
 	if len(after) != len(before) {
 		t.Fatalf("source changed: %d → %d keys", len(before), len(after))
 	}
-	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
-		t.Fatalf("checkpoints left: %v, %v", cps, err)
+	if n := checkpoints(t, ctx, f.source); n != 0 {
+		t.Fatalf("%d checkpoints left", n)
 	}
 	rb, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
 	if err != nil || rb.Catalog != f.source || rb.FormatVersion != format.V1 {
