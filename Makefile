@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback demo clean infra-tools test-infra synth
 
 all: build
 
@@ -168,6 +168,7 @@ bench: build tools
 	scripts/bench-pgdump.sh
 	scripts/bench-inplace.sh 10000 100000 1000000
 	$(MAKE) bench-online
+	$(MAKE) bench-rollback
 
 # Online against offline migration with the real RockLake serving and a
 # client committing every 100 ms (BENCH_ONLINE_ROWS, default 100000,1000000,3000000);
@@ -176,6 +177,16 @@ bench: build tools
 bench-online: build
 	go test -run '^$$' -bench BenchmarkOnlineMigration -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
 	go test -run '^$$' -bench 'BenchmarkFenceBacklog|BenchmarkLastRoundBacklog' -benchtime 1x -timeout 60m ./pkg/slatedb/
+
+# The rollback that carries commits back: after an online rebuild of
+# BENCH_ROLLBACK_ROWS rows (default 1000000), with BENCH_ROLLBACK_COMMITS
+# commits through the real RockLake since the flip (default 1000,10000) and a
+# client committing every 100 ms through the rollback; then `migrate --to v1`
+# of a 1000000-row format-2 catalog (the way down).
+bench-rollback: build tools
+	scripts/install-gnu-time.sh
+	go test -run '^$$' -bench BenchmarkRollback -benchtime 1x -timeout 90m ./cmd/rocklake-migrate/
+	BENCH_DOWN=1 scripts/bench-migrate.sh 1000000
 
 demo: build tools
 	scripts/demo.sh

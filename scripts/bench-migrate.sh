@@ -5,7 +5,9 @@
 # and over wall: 2 is both cores busy throughout). BENCH_REPS (default 1)
 # runs it that many times, each on a fresh stack and catalog: the total is
 # then best / median, the states those of the best run. BENCH_REBUILD=1
-# runs `migrate --rebuild` (v1 into a fresh v1 catalog) instead of --to v2.
+# runs `migrate --rebuild` (v1 into a fresh v1 catalog) instead of --to v2;
+# BENCH_DOWN=1 migrates the seeded catalog to v2 first (not timed) and then
+# times `migrate --to v1`, the way down.
 # Prints Markdown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,7 @@ SHARDS=${BENCH_SHARDS:-16}
 REPS=${BENCH_REPS:-1}
 TO=(--to v2)
 [ "${BENCH_REBUILD:-0}" = 1 ] && TO=(--rebuild)
+[ "${BENCH_DOWN:-0}" = 1 ] && TO=(--to v1)
 M=bin/rocklake-migrate
 work=$(mktemp -d); stack=""
 stop_stack() { [ -n "$stack" ] && { kill "$stack" 2>/dev/null || true; wait "$stack" 2>/dev/null || true; }; stack=""; }
@@ -29,6 +32,9 @@ for rep in $(seq "$REPS"); do
   . "$d/env"
   $M seed --catalog s3://rocklake/catalogs/prod --rows "$ROWS" --seed 1 >/dev/null
   $M init-pointer --pointer s3://rocklake/CURRENT --catalog s3://rocklake/catalogs/prod >/dev/null
+  if [ "${BENCH_DOWN:-0}" = 1 ]; then
+    $M migrate --pointer s3://rocklake/CURRENT --to v2 --shards "$SHARDS" --offline --json >/dev/null 2>&1
+  fi
   /usr/bin/time -f "%e %M %U %S" -o "$d/time" $M migrate --pointer s3://rocklake/CURRENT "${TO[@]}" --shards "$SHARDS" --offline --json >"$d/report.json" 2>/dev/null
   echo "$(cut -d' ' -f1-3 /proc/loadavg)" > "$d/load"
   stop_stack
