@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -122,8 +123,14 @@ func carryBack(ctx context.Context, e *env, env workflow.Env, ptr string, grace 
 	}
 	printMigrateReport(e, *rep)
 	if rep.RollbackOf != "" && rep.PointerVersionID != "" {
-		fmt.Fprintf(e.stdout, "rolled back migration %s: the pointer names %s (format %s) again, %d keys carried back from %s\n",
+		fmt.Fprintf(e.stdout, "rolled back migration %s: the pointer names %s (format %s), %d keys carried back from %s\n",
 			rep.RollbackOf, rep.Target, rep.To, rep.CarriedKeys, rep.Source)
+		// An in-place migration's way back: the catalog as it was, beside
+		// the one it changed where it lies.
+		if wb, ok := layout.WayBackOf(pointer.Pointer{Catalog: rep.Source, PreviousCatalog: rep.Source, FormatVersion: rep.From, MigrationID: rep.RollbackOf}); ok && wb == rep.Target {
+			fmt.Fprintf(e.stdout, "in place: %s is the way back of the in-place migration of %s, the catalog as it was before it, with the commits since carried into it; RockLake serves it from there\n",
+				rep.Target, rep.Source)
+		}
 	}
 	return err
 }

@@ -168,6 +168,28 @@ type checker struct {
 	// pinned names the flip pins the current pointer version keeps for a
 	// rollback (layout.FlipCheckpoint of its migration; "" when none).
 	pinned string
+	// keptWayBacks are the in-place migrations whose way back is kept
+	// (claimed, not released), read once: their flip pins stay, since
+	// deleting one would move the catalog a restore holds to the batch's
+	// state.
+	keptWayBacks map[string]bool
+}
+
+// wayBackKept reports whether migration id's way back is kept.
+func (c *checker) wayBackKept(ctx context.Context, id string) (bool, error) {
+	if c.keptWayBacks == nil {
+		entries, err := claim.List(ctx, c.store, c.opts.Pointer)
+		if err != nil {
+			return false, fmt.Errorf("drift: %w", err)
+		}
+		c.keptWayBacks = map[string]bool{}
+		for _, e := range entries {
+			if e.ReadError == "" && e.Claim.Kind == claim.KindWayBack && e.Claim.Released == nil {
+				c.keptWayBacks[e.Claim.MigrationID] = true
+			}
+		}
+	}
+	return c.keptWayBacks[id], nil
 }
 
 func (c *checker) add(f Finding) { c.r.Findings = append(c.r.Findings, f) }
@@ -339,6 +361,15 @@ func (c *checker) checkpoints(ctx context.Context, url string, current bool) err
 		}
 		if c.pinned != "" && cp.Name == c.pinned {
 			continue // the flip's pin, kept for a rollback while the pointer is that flip's
+		}
+		if strings.HasPrefix(cp.Name, layout.FlipCheckpoint("")) {
+			kept, err := c.wayBackKept(ctx, owner)
+			if err != nil {
+				return err
+			}
+			if kept {
+				continue // an in-place run's pin: part of the state its way back's restore holds the catalog to
+			}
 		}
 		age := c.now.Sub(cp.CreateTime)
 		created := cp.CreateTime.UTC()

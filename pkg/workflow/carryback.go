@@ -57,12 +57,11 @@ func preflightRollback(ctx context.Context, env Env, in CheckInput, m Migration,
 	if err != nil {
 		return m, err
 	}
-	prev, _, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{DryRun: true})
+	// An in-place migration's previous version names the catalog it
+	// changed where it lies: the rollback goes to its way back (relocate).
+	prev, _, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{DryRun: true, Relocate: relocate})
 	if err != nil {
 		return m, err
-	}
-	if _, inPlace := layout.WayBackOf(cur); inPlace {
-		return m, fmt.Errorf("%w: %s was migrated in place: its rollback restores the way back (rollback --discard-newer-commits, or restore)", ErrBadInput, cur.Catalog)
 	}
 	if cur.FlipPoint == nil {
 		return m, fmt.Errorf("%w: the flip to %s (migration %s) pinned neither catalog, so what %s took since cannot be found; %s",
@@ -199,16 +198,18 @@ func countChanges(ctx context.Context, env Env, url string, from, to slatedb.Vie
 	return n, first, ch.Err()
 }
 
-// pinFlip takes the flip's pins, a view of each catalog, named for the
-// migration (layout.FlipCheckpoint), before the pointer names the target:
-// nothing but this run has written either since the fence.
-func pinFlip(ctx context.Context, env Env, m Migration) (*pointer.FlipPoint, error) {
+// pinFlip takes migration id's flip's pins, a view of each catalog, named
+// for it (layout.FlipCheckpoint), before the pointer names the current one:
+// nothing but the run has written either since its fence. previous is the
+// catalog a rollback goes back to (the source, or an in-place run's way
+// back), current the one the pointer is about to name.
+func pinFlip(ctx context.Context, env Env, id, previous, current string) (*pointer.FlipPoint, error) {
 	var fp pointer.FlipPoint
 	for _, c := range []struct {
 		url string
 		pin *pointer.Pin
-	}{{m.Source, &fp.Previous}, {m.Target, &fp.Current}} {
-		v, err := slatedb.TakeView(ctx, c.url, slatedb.CheckpointOptions{Name: layout.FlipCheckpoint(m.MigrationID)}, env.SlateDB)
+	}{{previous, &fp.Previous}, {current, &fp.Current}} {
+		v, err := slatedb.TakeView(ctx, c.url, slatedb.CheckpointOptions{Name: layout.FlipCheckpoint(id)}, env.SlateDB)
 		if err != nil {
 			return nil, fmt.Errorf("workflow: flip: pin %s: %w", c.url, err)
 		}
@@ -262,7 +263,7 @@ func dropFlipPin(ctx context.Context, env Env, url, id string) error {
 // recorded: they say what its catalog took since that flip, which a later
 // rollback of it must not take for nothing.
 func rollbackIntent(ctx context.Context, env Env, m Migration, keys int) (pointer.Pointer, error) {
-	prev, _, err := pointer.Rollback(ctx, env.Store, m.Pointer, pointer.RollbackOptions{DryRun: true})
+	prev, _, err := pointer.Rollback(ctx, env.Store, m.Pointer, pointer.RollbackOptions{DryRun: true, Relocate: relocate})
 	if err != nil {
 		return prev, err
 	}
@@ -330,13 +331,12 @@ func rollbackNote(m Migration, keys int) string {
 
 // RollbackCarries reports whether the rollback of the pointer's latest flip
 // runs as a rollback run (CheckInput.Rollback), carrying commits back: the
-// flip pinned both catalogs, and it was not in place (an in-place
-// migration's rollback names its way back).
+// flip pinned both catalogs (an in-place migration's, the catalog and its
+// way back, where the rollback goes).
 func RollbackCarries(ctx context.Context, env Env, pointerURL string) (bool, error) {
 	cur, _, err := pointer.Read(ctx, env.Store, pointerURL)
 	if err != nil {
 		return false, err
 	}
-	_, inPlace := layout.WayBackOf(cur)
-	return cur.FlipPoint != nil && !inPlace, nil
+	return cur.FlipPoint != nil, nil
 }

@@ -9,10 +9,13 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -192,4 +195,71 @@ func TestRollbackAbortedStartsOver(t *testing.T) {
 		t.Fatalf("rollback again: %v", err)
 	}
 	kvscan.Same(t, "the previous catalog after the second rollback", kvscan.Dump(t, cur), kvscan.Dump(t, f.source))
+}
+
+// The rollback of a format change carries the format-2 catalog's commits
+// back in format 1: after a v1→v2 migration (and after an in-place one, to
+// its way back), a commit on the v2 catalog is in the v1 catalog the
+// pointer names after the rollback, which equals the v2 catalog taken down
+// to v1 key for key (DigestCanonical: the keys the rounds never wrote keep
+// their format-1 bytes).
+func TestRollbackOfAFormatChange(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   workflow.CheckInput
+	}{
+		{"export-import", workflow.CheckInput{TargetVersion: 2, Shards: 2}},
+		{"in-place", workflow.CheckInput{TargetVersion: 2, InPlace: true, Online: offline()}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, f := setup(t, 1500)
+			c.in.Pointer = f.pointer
+			out, _, err := runDefinition(t, ctx, f, c.in, nil)
+			if err != nil {
+				t.Fatalf("migrate: %v", err)
+			}
+			cur, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+			if err != nil || cur.FormatVersion != format.V2 || cur.FlipPoint == nil {
+				t.Fatalf("pointer after the migration %+v: %v (%s)", cur, err, out)
+			}
+			commitCounterIn(t, ctx, cur.Catalog, format.V2, 700001)
+			back, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, nil)
+			if err != nil {
+				t.Fatalf("rollback: %v", err)
+			}
+			var state workflow.FinalState
+			if err := json.Unmarshal(back, &state); err != nil {
+				t.Fatal(err)
+			}
+			want := f.source
+			if c.in.InPlace {
+				want, _ = layout.WayBackOf(cur)
+			}
+			p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+			if err != nil || p.Catalog != want || p.FormatVersion != format.V1 || p.RolledBack == nil {
+				t.Fatalf("pointer after the rollback %+v: %v; want %s in v1", p, err, want)
+			}
+			raw := kvscan.Dump(t, want)[string(format.CounterKey(format.V1, format.NameNextSnapshotID))]
+			if n, err := format.DecodeCounter(format.V1, []byte(raw)); err != nil || n != 700001 {
+				t.Fatalf("next_snapshot_id in %s: %d (%v), want the v2 commit's 700001", want, n, err)
+			}
+			opts := shard.CatchUpOptions{From: format.V2, To: format.V1}
+			got, err := shard.DigestCanonical(ctx, want, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := catalog.Open(ctx, cur.Catalog, catalog.Options{Expect: format.V2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			down, err := shard.DigestTransformed(ctx, c, format.V1, migration.UnknownFail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmp := shard.Compare(got, down); !cmp.Match {
+				t.Fatalf("%s after the rollback is not the v2 catalog taken down to v1: %v", want, cmp.Diff)
+			}
+		})
+	}
 }

@@ -259,7 +259,7 @@ func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) 
 	next.Marks = marks
 	// Pinned before the pointer names the target, so before any server
 	// writes to it: a rollback carries back what changed since.
-	if next.FlipPoint, err = pinFlip(ctx, env, m); err != nil {
+	if next.FlipPoint, err = pinFlip(ctx, env, m.MigrationID, m.Source, m.Target); err != nil {
 		return next, err
 	}
 	return next, putJSON(ctx, env.Store, url, next)

@@ -138,6 +138,16 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if m.DryRun {
 		return out, err
 	}
+	var pins *pointer.FlipPoint
+	if err == nil && res.Landed != nil {
+		// The catalog after the batch and its way back, pinned for a
+		// rollback (it carries what the catalog takes since into the way
+		// back); the engine state the undo and restore hold the catalog
+		// to is the one after the pin, this run's own write.
+		if pins, err = pinFlip(work, env, m.MigrationID, wayBack, m.Source); err == nil {
+			res.Landed.Engine, err = engineState(work, env, m.Source)
+		}
+	}
 	if err == nil && res.Landed != nil {
 		// Kept beside the pointer, so that a restore after this run dies
 		// can prove the catalog took no commits since the batch; a way
@@ -154,7 +164,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	if err == nil {
 		var ref pointer.Ref
-		if ref, err = flipInPlace(work, env, m, res.Landed); err == nil {
+		if ref, err = flipInPlace(work, env, m, res.Landed, pins); err == nil {
 			out.PointerVersionID = ref.VersionID
 			named(work, env, m, ref, &out)
 			return out, nil
@@ -305,7 +315,7 @@ func finishByHand(m Migration, landed *inplace.Marks, wayBack string) string {
 // same catalog in its new one, with the marks the batch left for Rollback
 // (commits made since are commits a rollback would drop); if they were not
 // recorded, the catalog's marks now.
-func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Marks) (pointer.Ref, error) {
+func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Marks, pins *pointer.FlipPoint) (pointer.Ref, error) {
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return pointer.Ref{}, err
@@ -324,6 +334,7 @@ func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Mark
 			return pointer.Ref{}, err
 		}
 	}
+	next.FlipPoint = pins
 	return pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
 }
 

@@ -22,13 +22,19 @@ import (
 // one, and writes).
 func commitCounter(t *testing.T, ctx context.Context, url string, n uint64) {
 	t.Helper()
+	commitCounterIn(t, ctx, url, format.V1, n)
+}
+
+// commitCounterIn is commitCounter on a catalog in format v.
+func commitCounterIn(t *testing.T, ctx context.Context, url string, v format.Version, n uint64) {
+	t.Helper()
 	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{Passive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	var b slatedb.Batch
-	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n))
+	b.Put(format.CounterKey(v, format.NameNextSnapshotID), format.EncodeCounter(v, n))
 	if err := w.Write(ctx, &b); err != nil {
 		t.Fatal(err)
 	}

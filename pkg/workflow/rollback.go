@@ -116,7 +116,7 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 			return fmt.Errorf("%w: cannot tell what %s took since the flip (pass --discard-newer-commits to roll back anyway): %w", ErrRollbackLosesCommits, cur.Catalog, err)
 		}
 		out.Newer = newer
-		carries := cur.FlipPoint != nil && !out.InPlace
+		carries := cur.FlipPoint != nil
 		out.Carries = carries && newer != "" && !in.DiscardNewerCommits
 		if newer != "" && !in.DiscardNewerCommits && !(in.DryRun && carries) {
 			carry := "pass --discard-newer-commits to roll back anyway"
