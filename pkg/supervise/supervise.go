@@ -431,9 +431,10 @@ func (s *Supervisor) step(ctx context.Context) error {
 		return nil
 	}
 	want := *d.Child
-	if want.Mode == Writer && !s.lockFreeNow(ctx) {
-		// The lock was taken since the last read: a writer now would fence
-		// the migration. The next round decides again.
+	if want.Mode == Writer && !s.writerMayStartNow(ctx) {
+		// The lock was taken (or its fence named) since the last read: a
+		// writer now would fence the migration. The next round decides
+		// again.
 		s.cur = nil
 		return nil
 	}
@@ -467,8 +468,13 @@ func (s *Supervisor) step(ctx context.Context) error {
 	return nil
 }
 
-// lockFreeNow reads the lock unconditionally right before a writer starts.
-func (s *Supervisor) lockFreeNow(ctx context.Context) bool {
+// writerMayStartNow reads the lock unconditionally right before a writer
+// starts: one may when the lock is free, or its holder says writes go on
+// (a dry run, or an online run, a rollback's too, that has not named its
+// fence): a supervisor started, or a RockLake that crashed, during such a
+// run's copy gets its writer back rather than refusing writes until the
+// flip.
+func (s *Supervisor) writerMayStartNow(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	l, etag, err := workflow.ReadLock(rctx, s.opts.Store, s.opts.Pointer, "")
@@ -477,7 +483,7 @@ func (s *Supervisor) lockFreeNow(ctx context.Context) bool {
 		return false
 	}
 	s.lock, s.lockETag = l, etag
-	return !l.Held(time.Now())
+	return !l.Held(time.Now()) || l.DryRun || l.WritesGoOn()
 }
 
 func (s *Supervisor) stopCurrent(event string, timeout time.Duration) {

@@ -596,3 +596,51 @@ func TestListenAddrAndStoppedDegraded(t *testing.T) {
 		}
 	}
 }
+
+// A writer may run whenever the lock's holder says writes go on: a
+// supervisor started while a dry run or an online run copies (no fence_at
+// named yet) starts the writer, and when that writer exits by itself it is
+// restarted as a writer; once the online run names its fence, the next
+// start is a reader.
+func TestWriterUnderALockWhoseWritesGoOn(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lock workflow.Lock
+	}{
+		{"dry run", workflow.Lock{DryRun: true}},
+		{"online copy", workflow.Lock{Online: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			bins, log := standins(t, "v1")
+			src := f.catalog(t, "prod")
+			if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now().UTC()
+			l := c.lock
+			l.MigrationID, l.Owner, l.AcquiredAt, l.ExpiresAt = "m-copying", "test", now, now.Add(time.Hour)
+			b, _ := json.Marshal(l)
+			if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
+				t.Fatal(err)
+			}
+			f.run(t, map[format.Version]string{format.V1: bins["v1"]}, "--bind", freeAddr(t))
+			if got := waitLaunch(t, log, 1); got.Catalog != path(src) || got.Mode != "writer" {
+				t.Fatalf("started under a lock whose writes go on: %+v, want the writer on %s", got, path(src))
+			}
+			if !c.lock.Online {
+				return
+			}
+			// The run names its fence: the supervisor switches to reader
+			// mode before it.
+			l.FenceAt = time.Now().UTC().Add(3 * time.Second)
+			b, _ = json.Marshal(l)
+			if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
+				t.Fatal(err)
+			}
+			if got := waitLaunch(t, log, 2); got.Catalog != path(src) || got.Mode != "reader" {
+				t.Fatalf("the fence named: %+v, want a reader on %s", got, path(src))
+			}
+		})
+	}
+}
