@@ -70,12 +70,13 @@ func TestCfnLint(t *testing.T) {
 func TestASLValidator(t *testing.T) {
 	bin := tool(t, "asl-validator/node_modules/.bin/asl-validator")
 	dummy := map[string]string{
-		"CheckFunctionArn":   "arn:aws:lambda:eu-west-1:123456789012:function:rlm-check",
-		"ExportFunctionArn":  "arn:aws:lambda:eu-west-1:123456789012:function:rlm-export",
-		"ImportFunctionArn":  "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
-		"InPlaceFunctionArn": "arn:aws:lambda:eu-west-1:123456789012:function:rlm-inplace",
-		"TopicArn":           "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
-		"Region":             "eu-west-1",
+		"CheckFunctionArn":         "arn:aws:lambda:eu-west-1:123456789012:function:rlm-check",
+		"ExportFunctionArn":        "arn:aws:lambda:eu-west-1:123456789012:function:rlm-export",
+		"ImportFunctionArn":        "arn:aws:lambda:eu-west-1:123456789012:function:rlm-import",
+		"InPlaceFunctionArn":       "arn:aws:lambda:eu-west-1:123456789012:function:rlm-inplace",
+		"TopicArn":                 "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
+		"Region":                   "eu-west-1",
+		"MigrationStateMachineArn": "arn:aws:states:eu-west-1:123456789012:stateMachine:rlm-migration",
 	}
 	migration, err := MigrationDefinition(testCfg)
 	if err != nil {

@@ -293,11 +293,13 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		return nil, err
 	}
 	s.Rollback, logs["Rollback"], err = newStateMachine(stack, "Rollback", cfg.Name+"-rollback", cfg, statemachine.Rollback,
-		map[string]*string{"CheckFunctionArn": s.Functions["check"].FunctionArn(), "TopicArn": s.Topic.TopicArn(), "Region": stack.Region()},
+		map[string]*string{"CheckFunctionArn": s.Functions["check"].FunctionArn(), "TopicArn": s.Topic.TopicArn(), "Region": stack.Region(),
+			"MigrationStateMachineArn": s.Migration.StateMachineArn()},
 		[]awslambda.Function{s.Functions["check"]}, s.Topic, false)
 	if err != nil {
 		return nil, err
 	}
+	allowChildRuns(stack, s.Rollback, s.Migration, cfg.Name+"-migration")
 
 	// A release deployed → a migration of this stack's pointer.
 	rule := awsevents.NewRule(stack, jsii.String("ReleaseRule"), &awsevents.RuleProps{
@@ -365,6 +367,29 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 // newStateMachine deploys one definition inline with its substitutions, a
 // role that may invoke exactly the given functions (and start its own child
 // executions for a Distributed Map), CloudWatch logging and X-Ray.
+// allowChildRuns lets parent run child (named name) as a child execution
+// and wait for it (startExecution.sync:2): start it, describe and stop its
+// executions, and the managed EventBridge rule through which Step Functions
+// learns that a child ended.
+func allowChildRuns(stack awscdk.Stack, parent, child awsstepfunctions.StateMachine, name string) {
+	executions := awscdk.Stack_Of(stack).FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("states"), Resource: jsii.String("execution"), ResourceName: jsii.String(name + ":*"),
+		ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+	rule := awscdk.Stack_Of(stack).FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("events"), Resource: jsii.String("rule"), ResourceName: jsii.String("StepFunctionsGetEventsForStepFunctionsExecutionRule"),
+	})
+	parent.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("ChildStart"), Actions: jsii.Strings("states:StartExecution"), Resources: &[]*string{child.StateMachineArn()},
+	}))
+	parent.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("ChildExecutions"), Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"), Resources: &[]*string{executions},
+	}))
+	parent.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("ChildEnded"), Actions: jsii.Strings("events:PutTargets", "events:PutRule", "events:DescribeRule"), Resources: &[]*string{rule},
+	}))
+}
+
 func newStateMachine(stack awscdk.Stack, id, name string, cfg Config, def []byte, subs map[string]*string,
 	fns []awslambda.Function, topic awssns.Topic, distributedMap bool) (awsstepfunctions.StateMachine, awslogs.ILogGroup, error) {
 	for _, p := range Placeholders(def) {

@@ -495,15 +495,22 @@ func TestStateMachines(t *testing.T) {
 	if !strings.Contains(drift, checkID) {
 		t.Error("drift role cannot invoke check")
 	}
-	// The rollback's role: invoke check, publish; nothing else.
+	// The rollback's role: invoke check, publish, and run the migration
+	// state machine as a child (the rollback run, startExecution.sync:2);
+	// nothing else.
 	rb := policiesOf(t, "RollbackStateMachineRole")
 	for _, a := range actions(rb) {
 		switch {
 		case a == "lambda:InvokeFunction", a == "sns:Publish",
+			a == "states:StartExecution", a == "states:DescribeExecution", a == "states:StopExecution",
+			a == "events:PutTargets", a == "events:PutRule", a == "events:DescribeRule",
 			strings.HasPrefix(a, "logs:"), strings.HasPrefix(a, "xray:"): // its own logging and tracing
 		default:
 			t.Errorf("rollback role may %s", a)
 		}
+	}
+	if j := asJSON(rb); !strings.Contains(j, "StepFunctionsGetEventsForStepFunctionsExecutionRule") || !strings.Contains(j, "MigrationStateMachine") {
+		t.Errorf("rollback role: no child runs of the migration state machine: %s", j)
 	}
 	if !strings.Contains(asJSON(rb), checkID) {
 		t.Error("rollback role cannot invoke check")

@@ -18,7 +18,8 @@ var Migration []byte
 var Drift []byte
 
 // Rollback is rollback.asl.json: the CLI's rollback as a state machine the
-// console can start, with its notices.
+// console can start, with its notices; the rollback run that carries
+// commits back is a child execution of the migration state machine.
 //
 //go:embed rollback.asl.json
 var Rollback []byte
@@ -31,3 +32,8 @@ var Placeholders = []string{"CheckFunctionArn", "ExportFunctionArn", "ImportFunc
 // SNSPublish is the Step Functions service integration the definition uses
 // to notify.
 const SNSPublish = "arn:aws:states:::sns:publish"
+
+// StartExecutionSync is the integration the rollback definition runs the
+// rollback run with: the migration state machine (its placeholder
+// ${MigrationStateMachineArn}) as a child execution, waited for.
+const StartExecutionSync = "arn:aws:states:::states:startExecution.sync:2"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -261,5 +262,31 @@ func TestRollbackOfAFormatChange(t *testing.T) {
 				t.Fatalf("%s after the rollback is not the v2 catalog taken down to v1: %v", want, cmp.Diff)
 			}
 		})
+	}
+}
+
+// The rollback state machine carries commits back: its one-step Rollback
+// says carry, and its child execution of the migration definition (the
+// rollback run) carries the new catalog's commit into the previous catalog
+// and flips back; the notice goes out.
+func TestRollbackDefinitionCarries(t *testing.T) {
+	ctx, f := setup(t, 500)
+	cur, fwd := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true})
+	commitCounter(t, ctx, cur, 800001)
+	pub := &published{}
+	out, states, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: f.pointer}, pub.publish)
+	if err != nil {
+		t.Fatalf("rollback definition: %v", err)
+	}
+	if !slices.Contains(states, "CarryBack") {
+		t.Fatalf("states %v: want CarryBack", states)
+	}
+	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	if err != nil || p.Catalog != f.source || p.RolledBack == nil || p.RolledBack.Of != fwd {
+		t.Fatalf("pointer after the rollback definition %+v: %v (%s)", p, err, out)
+	}
+	kvscan.Same(t, "the previous catalog after the rollback definition", kvscan.Dump(t, cur), kvscan.Dump(t, f.source))
+	if len(pub.subjects) == 0 || !strings.Contains(pub.subjects[len(pub.subjects)-1], "rollback done") {
+		t.Fatalf("notices %v", pub.subjects)
 	}
 }

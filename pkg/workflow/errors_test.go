@@ -85,6 +85,8 @@ var named = []struct {
 	{workflow.ErrNotAtGate, "NotAtGate"},
 	{workflow.ErrGateTimedOut, "GateTimedOut"},
 	{workflow.ErrRollbackLosesCommits, "RollbackLosesCommits"},
+	{workflow.ErrPreviousCatalogChanged, "PreviousCatalogChanged"},
+	{migration.ErrNoTargetForm, "NoTargetForm"},
 	{workflow.ErrInPlaceNoTime, "InPlaceNoTime"},
 	{workflow.ErrRestoreRefused, "RestoreRefused"},
 	{workflow.ErrReleaseRefused, "ReleaseRefused"},

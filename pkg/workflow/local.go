@@ -29,8 +29,13 @@ func LocalSubstitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": "check", "ExportFunctionArn": "export", "ImportFunctionArn": "import",
 		"InPlaceFunctionArn": "inplace", "TopicArn": topic, "Region": LocalRegion,
+		"MigrationStateMachineArn": localMigrationARN,
 	}
 }
+
+// localMigrationARN stands for the migration state machine's ARN in a
+// local run: the rollback definition's child execution runs it in-process.
+const localMigrationARN = "migration"
 
 // Publish sends an SNS message for the definition's sns:publish tasks.
 type Publish func(ctx context.Context, topic, subject, message string) error
@@ -84,6 +89,27 @@ func LocalTasks(env Env, publish Publish) asl.Funcs {
 			}
 		}
 		return json.RawMessage(`{"MessageId":"local"}`), nil
+	}
+	// A child execution of the migration definition, as Step Functions'
+	// startExecution.sync:2 runs it: the parent waits, and gets its
+	// output as JSON or fails with States.TaskFailed.
+	funcs[statemachine.StartExecutionSync] = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		var p struct {
+			StateMachineArn string
+			Input           json.RawMessage
+		}
+		if err := json.Unmarshal(in, &p); err != nil || p.StateMachineArn != localMigrationARN {
+			return nil, &asl.TaskError{Name: "StepFunctions.StateMachineDoesNotExistException", Cause: fmt.Sprintf("%s (%v)", p.StateMachineArn, err)}
+		}
+		m, err := LoadLocalDefinition(statemachine.Migration, "")
+		if err != nil {
+			return nil, &asl.TaskError{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
+		}
+		out, err := asl.Run(ctx, m, p.Input, asl.Options{Tasks: funcs})
+		if err != nil {
+			return nil, &asl.TaskError{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
+		}
+		return json.Marshal(map[string]any{"ExecutionArn": "local:" + localMigrationARN, "Status": "SUCCEEDED", "Output": out})
 	}
 	return funcs
 }

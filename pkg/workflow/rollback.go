@@ -49,30 +49,44 @@ type RollbackOutput struct {
 	// InPlace: the rollback undid an in-place migration; Catalog is its
 	// way back, the catalog as it was, copied before the migration.
 	InPlace bool `json:"in_place,omitempty"`
-	// Carries, in a dry run: the current catalog took commits since the
-	// flip, which a rollback run would carry back (Newer says which).
+	// Carries: the current catalog took commits since the flip, which a
+	// rollback run carries back (Newer says which). Carry: so nothing was
+	// written, and the rollback run is to run (the rollback definition's
+	// Choice reads it: always present).
 	Carries bool `json:"carries,omitempty"`
+	Carry   bool `json:"carry"`
 }
 
 // ErrRollbackLosesCommits: the catalog the pointer names took commits after
 // the flip, which the catalog to be restored does not have.
 var ErrRollbackLosesCommits = errname.New("workflow", NameRollbackLosesCommits, "")
 
+// errCarry stops a one-step rollback before it writes: the rollback run
+// must carry the commits since the flip (RollbackOutput.Carry).
+var errCarry = errors.New("the commits since the flip are to be carried back")
+
 // Rollback makes the previous pointer version current again in one step,
 // when nothing needs carrying back: before writing anything it runs the
 // startup check on the catalog to be restored (one that is gone or in
 // another format leaves the pointer as it is), and it compares the current
 // catalog's next_snapshot_id with the one the pointer recorded at the flip:
-// if RockLake committed to it since, it refuses, naming what would be lost
-// (a rollback run carries them back: CheckInput.Rollback), unless
-// DiscardNewerCommits. Then it first takes the lock as a rollback and
-// fences the current catalog, so that what it reports as left behind is
-// exactly what is, and no client is told of a commit after it.
+// if RockLake committed to it since, it writes nothing: when the flip pinned
+// both catalogs it says Carry (the rollback run carries them back:
+// CheckInput.Rollback; the rollback definition starts it), else it refuses
+// naming what would be lost, unless DiscardNewerCommits. That first takes
+// the lock as a rollback and fences the current catalog, so that what it
+// reports as left behind is exactly what is, and no client is told of a
+// commit after it.
 func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
 	start := time.Now()
 	out := RollbackOutput{RunID: newRunID("r-")}
 	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Rollback"}
 	out, err := rollback(ctx, env, in, out, &rec)
+	if errors.Is(err, errCarry) {
+		// Nothing done: the rollback run that carries is the record.
+		out.Carry = true
+		return out, nil
+	}
 	outcome := history.Succeeded
 	if in.DryRun {
 		outcome = history.DryRunOK
@@ -118,6 +132,9 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 		out.Newer = newer
 		carries := cur.FlipPoint != nil
 		out.Carries = carries && newer != "" && !in.DiscardNewerCommits
+		if out.Carries && !in.DryRun {
+			return errCarry
+		}
 		if newer != "" && !in.DiscardNewerCommits && !(in.DryRun && carries) {
 			carry := "pass --discard-newer-commits to roll back anyway"
 			if carries {
@@ -128,6 +145,9 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 		return nil
 	}
 	p, ref, err := pointer.Rollback(ctx, env.Store, in.Pointer, pointer.RollbackOptions{Check: check, Relocate: relocate, DryRun: in.DryRun})
+	if errors.Is(err, errCarry) {
+		return out, err
+	}
 	if err != nil {
 		return RollbackOutput{RunID: out.RunID}, err
 	}

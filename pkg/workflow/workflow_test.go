@@ -383,8 +383,9 @@ func TestRollbackToAGoneCatalogLeavesThePointer(t *testing.T) {
 	}
 }
 
-// A commit to the new catalog after the flip blocks a one-step rollback,
-// which names what it would drop and the rollback run that carries it; a
+// A commit to the new catalog after the flip stops a one-step rollback,
+// which writes nothing and says the rollback run is to carry it (Carry); a
+// flip that pinned nothing makes it refuse, naming what it would drop; a
 // dry run says it would be carried and writes nothing; DiscardNewerCommits
 // takes the lock as a rollback, fences the new catalog, rolls back anyway
 // and reports what it left behind, and frees the lock.
@@ -424,10 +425,24 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 	if err != nil || !out.Carries || !strings.Contains(out.Newer, snaps) {
 		t.Fatalf("dry run over newer commits: %+v, %v; want them named, to be carried", out, err)
 	}
+	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
+	if err != nil || !out.Carry || !strings.Contains(out.Newer, snaps) {
+		t.Fatalf("one-step rollback over newer commits: %+v, %v; want Carry", out, err)
+	}
+	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
+		t.Fatalf("a one-step rollback that says carry moved the pointer: %+v → %+v", before, after)
+	}
+	// Without the flip's pins (a flip by an earlier release), nothing can
+	// be carried: it refuses.
+	unpinned := cur
+	unpinned.FlipPoint, unpinned.Generation = nil, cur.Generation+1
+	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, unpinned, before); err != nil {
+		t.Fatal(err)
+	}
+	_, before, _ = pointer.Read(ctx, f.env.Store, f.pointer)
 	_, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
-	if !errors.Is(err, workflow.ErrRollbackLosesCommits) || workflow.ErrorName(err) != "RollbackLosesCommits" ||
-		!strings.Contains(err.Error(), snaps) || !strings.Contains(err.Error(), "carries them back") {
-		t.Fatalf("one-step rollback over newer commits: %v", err)
+	if !errors.Is(err, workflow.ErrRollbackLosesCommits) || workflow.ErrorName(err) != "RollbackLosesCommits" || !strings.Contains(err.Error(), snaps) {
+		t.Fatalf("one-step rollback over newer commits, no pins: %v", err)
 	}
 	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
 		t.Fatalf("a refused rollback moved the pointer: %+v → %+v", before, after)
