@@ -73,6 +73,10 @@ type Landed struct {
 	WriterEpoch    uint64 `json:"writer_epoch"`
 	NextSnapshotID uint64 `json:"next_snapshot_id"`
 	Engine         string `json:"engine"`
+	// PinCheckpoint and PinWALEnd are the catalog's view right after the
+	// batch (the flip's pin): a restore carries what it took since.
+	PinCheckpoint string `json:"pin_checkpoint,omitempty"`
+	PinWALEnd     uint64 `json:"pin_wal_end,omitempty"`
 }
 
 // Event is something a run recorded on a claim.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 var (
@@ -33,6 +34,11 @@ type Marks struct {
 	WriterEpoch    uint64 `json:"writer_epoch"`
 	NextSnapshotID uint64 `json:"next_snapshot_id"`
 	Engine         string `json:"engine"`
+	// Pin, when the workflow pinned the catalog right after the batch (its
+	// flip's pin, layout.FlipCheckpoint), is that view: Restore then
+	// carries what the catalog took since into what it restores, taken
+	// down to the way back's format, instead of refusing.
+	Pin *slatedb.View `json:"pin,omitempty"`
 }
 
 // known reports whether m was recorded: a real catalog has a manifest.

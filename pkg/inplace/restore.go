@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -43,6 +46,22 @@ type RestoreResult struct {
 	Deleted uint64         `json:"deleted"`
 	Bytes   int64          `json:"bytes"`
 	Digest  ndjson.Digest  `json:"digest"`
+	// Carried is how many keys the catalog changed since the batch that
+	// the restore carried (Marks.Pin).
+	Carried int `json:"carried,omitempty"`
+}
+
+// sinceBatch is what the catalog at url (format current) changed since the
+// batch's pin, taken down to format to: per key of the restored catalog,
+// its value, or nil where it is deleted. Unknown tags are carried byte for
+// byte, as they stood.
+func sinceBatch(ctx context.Context, url string, pin slatedb.View, current, to format.Version, so slatedb.Options) (map[string][]byte, int, error) {
+	now, err := slatedb.TakeView(ctx, url, slatedb.CheckpointOptions{Lifetime: time.Hour, Name: layout.RestoreCheckpoint}, so)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer slatedb.DeleteCheckpoint(context.WithoutCancel(ctx), url, now.Checkpoint, so)
+	return shard.Changed(ctx, url, pin, now, shard.CatchUpOptions{From: current, To: to, UnknownTags: migration.UnknownCarry, Store: so})
 }
 
 // Restore makes the catalog at url what the way back at wayBack holds again,
@@ -68,6 +87,7 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 		return res, fmt.Errorf("inplace: restore %s: the way back %s holds format %s, not one before %s", url, wayBack, res.To, opts.Current)
 	}
 	var was Marks
+	carry := false // commits since the batch, carried into the restore
 	if !opts.DiscardNewer {
 		if !opts.Landed.known() || opts.Blob == nil {
 			return res, fmt.Errorf("%w: restore %s: what the migration's batch left is unknown, so commits made since cannot be ruled out; nothing was restored", ErrUndoUndecided, url)
@@ -78,7 +98,10 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 			return res, fmt.Errorf("%w: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
 		}
 		if d := moved(was, was.WriterEpoch, was.NextSnapshotID, engine); d != "" {
-			return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+			if was.Pin == nil {
+				return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+			}
+			carry = true
 		}
 	}
 	so := opts.Store
@@ -95,7 +118,19 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 		return res, fmt.Errorf("%w: restore %s: %w; nothing was restored", ErrUndoUndecided, url, err)
 	}
 	if d := moved(was, epoch, next, ""); d != "" && !opts.DiscardNewer {
-		return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+		if was.Pin == nil {
+			return res, fmt.Errorf("%w: %s after the migration's batch: %s; nothing was restored", ErrCatalogMoved, url, d)
+		}
+		carry = true
+	}
+	// This writer fenced every other: what the catalog took since the
+	// batch's pin is fixed now, and goes into the restore in the way
+	// back's format (each key's value since, or its deletion).
+	var carried map[string][]byte
+	if carry {
+		if carried, res.Carried, err = sinceBatch(ctx, url, *was.Pin, opts.Current, res.To, opts.Store); err != nil {
+			return res, fmt.Errorf("%w: %s after the migration's batch took commits, which cannot be carried into the restore (%w); nothing was restored", ErrCatalogMoved, url, err)
+		}
 	}
 	var b, puts slatedb.Batch
 	for e, err := range w.ScanRaw(ctx, nil, nil) {
@@ -110,10 +145,22 @@ func Restore(ctx context.Context, url, wayBack string, opts RestoreOptions) (Res
 		if err != nil {
 			return res, fmt.Errorf("inplace: restore %s: read the way back %s: %w", url, wayBack, err)
 		}
+		if _, ok := carried[string(e.Key)]; ok {
+			continue // carried: its value since the batch, below
+		}
 		want.AddRaw(e.Key, e.Value)
 		res.Records++
 		res.Bytes += int64(len(e.Key) + len(e.Value))
 		puts.Put(e.Key, e.Value)
+	}
+	for k, v := range carried {
+		if v == nil {
+			continue
+		}
+		want.AddRaw([]byte(k), v)
+		res.Records++
+		res.Bytes += int64(len(k) + len(v))
+		puts.Put([]byte(k), v)
 	}
 	b.Append(&puts)
 	puts = slatedb.Batch{}

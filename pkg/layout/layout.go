@@ -199,6 +199,11 @@ func OfRun(name, id string) bool {
 // keeps them.
 func FlipCheckpoint(id string) string { return CheckpointPrefix + "-flip-" + id }
 
+// RestoreCheckpoint names the view an in-place restore takes of the
+// catalog it restores, to carry what it took since the batch; it lives
+// only while the restore reads it.
+const RestoreCheckpoint = CheckpointPrefix + "-restore"
+
 // InPlaceCheckpoint names the checkpoint in-place migration id's way back
 // is copied from; it lives only while the copy is made.
 func InPlaceCheckpoint(id string) string { return CheckpointPrefix + "-inplace-" + id }

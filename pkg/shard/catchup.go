@@ -190,3 +190,26 @@ func (p *progress) setSystem(key, value []byte) {
 		p.System = append(p.System, entry{Key: k, Value: hex.EncodeToString(value)})
 	}
 }
+
+// Changed is what carrying the source's changes between views from and to
+// into a catalog of format opts.To writes, as CatchUp would write it, for a
+// caller that builds its own batch (an in-place restore): per target key,
+// its new value, or nil where it is deleted. keys is how many source keys
+// changed.
+func Changed(ctx context.Context, source string, from, to slatedb.View, opts CatchUpOptions) (map[string][]byte, int, error) {
+	out := map[string][]byte{}
+	keys := 0
+	_, err := eachChange(ctx, source, from, to, opts, func(_ slatedb.Change, olds, news []ndjson.Record) error {
+		keys++
+		for _, r := range olds {
+			k, _ := r.Raw()
+			out[string(k)] = nil
+		}
+		for _, r := range news {
+			k, v := r.Raw()
+			out[string(k)] = bytes.Clone(v)
+		}
+		return nil
+	})
+	return out, keys, err
+}

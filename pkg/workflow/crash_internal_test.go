@@ -12,12 +12,14 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // Issue 24 item 4: an in-place run killed after its batch (before the
@@ -33,55 +35,8 @@ import (
 func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	stack := s3server.Start(t)
-	s3server.SetEnv(t, stack)
-	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: "crash test"}
-	ptr, src := "s3://rocklake/CURRENT", "s3://rocklake/catalogs/prod"
-	if _, err := seed.Seed(ctx, src, seed.Options{Rows: 400, Seed: 7}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Create(ctx, store, ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
-	before, err := readState(ctx, env, src, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pointerBefore, _, err := store.Get(ctx, ptr)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	m, err := Check(ctx, env, CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-crash"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reached, release := make(chan struct{}), make(chan struct{})
-	afterInPlaceBatch = func() {
-		close(reached)
-		<-release
-		runtime.Goexit() // the process is gone: nothing after the batch runs
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, _ = MigrateInPlace(ctx, env, m)
-	}()
-	// The dead step's goroutine ends before the S3 stack stops.
-	t.Cleanup(func() { close(release); wg.Wait(); afterInPlaceBatch = nil })
-	select {
-	case <-reached:
-	case <-ctx.Done():
-		t.Fatal("the in-place step never reached its batch")
-	}
+	env, ptr, src, before, pointerBefore := crashedInPlace(t, ctx, "m-crash")
+	store := env.Store
 
 	wayBack := "s3://rocklake/catalogs/v1-m-crash"
 	if st, err := readState(ctx, env, src, true); err != nil || st.version != format.V2 {
@@ -196,6 +151,62 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	keeps("after the refused release")
 }
 
+// crashedInPlace seeds a catalog behind a pointer and runs in-place
+// migration id until its batch landed, then stops it for good (the hook
+// never returns to it until the test is over), so its lock stays held, its
+// record in progress, and nothing of its undo runs, as when a Lambda is
+// killed. It returns the catalog's state and the pointer's bytes before.
+func crashedInPlace(t *testing.T, ctx context.Context, id string) (env Env, ptr, src string, before catalogState, pointerBefore []byte) {
+	t.Helper()
+	stack := s3server.Start(t)
+	s3server.SetEnv(t, stack)
+	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env = Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: "crash test"}
+	ptr, src = "s3://rocklake/CURRENT", "s3://rocklake/catalogs/prod"
+	if _, err := seed.Seed(ctx, src, seed.Options{Rows: 400, Seed: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pointer.Create(ctx, store, ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	if before, err = readState(ctx, env, src, true); err != nil {
+		t.Fatal(err)
+	}
+	if pointerBefore, _, err = store.Get(ctx, ptr); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Check(ctx, env, CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reached, release := make(chan struct{}), make(chan struct{})
+	afterInPlaceBatch = func() {
+		close(reached)
+		<-release
+		runtime.Goexit() // the process is gone: nothing after the batch runs
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = MigrateInPlace(ctx, env, m)
+	}()
+	// The dead step's goroutine ends before the S3 stack stops.
+	t.Cleanup(func() { close(release); wg.Wait(); afterInPlaceBatch = nil })
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the in-place step never reached its batch")
+	}
+	return env, ptr, src, before, pointerBefore
+}
+
 // listing is every object under prefix with its ETag.
 func listing(t *testing.T, ctx context.Context, store *blob.Store, prefix string) []string {
 	t.Helper()
@@ -269,3 +280,41 @@ func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 // offline is an input's online setting for the offline path (online is the
 // default).
 func offline() *bool { v := false; return &v }
+
+// Issue 36, 3: an in-place run killed after its batch, then a format-2
+// writer commits to the migrated catalog (a new release opened it by URL)
+// before the operator restores: the restore carries that commit into what
+// it restores (from the run's pin right after the batch, taken down to
+// format 1) instead of refusing. The catalog is format 1 again, with the
+// commit, and says so.
+func TestRestoreCarriesCommitsMadeAfterTheBatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env, ptr, src, before, _ := crashedInPlace(t, ctx, "m-commit")
+	if _, err := Unlock(ctx, env, ptr, "m-commit"); err != nil {
+		t.Fatal(err)
+	}
+	w, err := catalog.OpenWriter(ctx, src, catalog.Options{Expect: format.V2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put(format.CounterKey(format.V2, format.NameNextSnapshotID), format.EncodeCounter(format.V2, 900001))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Restore(ctx, env, RestoreInput{Pointer: ptr, MigrationID: "m-commit"})
+	if err != nil || res.Carried == 0 || res.Newer == "" {
+		t.Fatalf("restore over a commit made after the batch: %+v, %v; want it carried", res, err)
+	}
+	after, err := readState(ctx, env, src, true)
+	if err != nil || after.version != format.V1 || after.marks.NextSnapshotID != 900001 {
+		t.Fatalf("after the restore: format %v, marks %+v (%v); want format 1 with the commit's next_snapshot_id 900001", after.version, after.marks, err)
+	}
+	if after.digest.Sum() == before.digest.Sum() {
+		t.Fatal("the restore dropped the commit: the catalog reads as before the migration")
+	}
+}

@@ -145,6 +145,8 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 		// back); the engine state the undo and restore hold the catalog
 		// to is the one after the pin, this run's own write.
 		if pins, err = pinFlip(work, env, m.MigrationID, wayBack, m.Source); err == nil {
+			pin := viewOf(pins.Current)
+			res.Landed.Pin = &pin
 			res.Landed.Engine, err = engineState(work, env, m.Source)
 		}
 	}
@@ -155,6 +157,9 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 		l := res.Landed
 		if _, cerr := claim.Update(work, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
 			c.Landed = &claim.Landed{WriterEpoch: l.WriterEpoch, NextSnapshotID: l.NextSnapshotID, Engine: l.Engine}
+			if l.Pin != nil {
+				c.Landed.PinCheckpoint, c.Landed.PinWALEnd = l.Pin.Checkpoint, l.Pin.WALEnd
+			}
 		}); cerr != nil {
 			err = fmt.Errorf("record what the batch left on the way back's claim: %w", cerr)
 		}

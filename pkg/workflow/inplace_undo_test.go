@@ -164,14 +164,24 @@ func lockHeldBy(t *testing.T, ctx context.Context, f fixture, id string) {
 	}
 }
 
-// Issue 24, 2: RockLake of the new format opens the migrated catalog by URL
-// and commits before the pointer is written; the pointer write then fails
-// (someone else moved it). The undo compares the catalog's marks with what
-// the batch left and refuses to restore over the commit: InPlaceCatalogMoved,
-// naming the catalog and its way back and how to finish by hand; both kept,
-// the commit in the catalog, the lock held.
+// Issue 24, 2, and issue 36, 3: RockLake of the new format opens the
+// migrated catalog by URL and commits before the pointer is written; the
+// pointer write then fails (someone else moved it). The undo finds the
+// catalog moved since the batch and carries what it took since (from the
+// run's pin right after the batch) into the restore, taken down to the way
+// back's format: the catalog is format 1 again with that commit, the way
+// back gone, the lock free.
 func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 	ctx, f := setup(t, 500)
+	src, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, next0, err := src.Marks(ctx)
+	src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-moved"})
 	if err != nil {
 		t.Fatal(err)
@@ -191,25 +201,28 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.source, "prod") + "v1-m-moved"
-	if workflow.ErrorName(err) != inplace.NameCatalogMoved || !strings.Contains(err.Error(), f.source) ||
-		!strings.Contains(err.Error(), wayBack) || !strings.Contains(err.Error(), "finish by hand") {
-		t.Fatalf("in place, a commit after the batch, the pointer moved: err = %v (%s), want InPlaceCatalogMoved naming %s and %s and how to finish", err, workflow.ErrorName(err), f.source, wayBack)
+	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "restored to format v1") {
+		t.Fatalf("in place, a commit after the batch, the pointer moved: err = %v (%s), want PointerConflict and the catalog restored with the commit", err, workflow.ErrorName(err))
 	}
-	c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V2})
+	c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
 	if err != nil {
-		t.Fatalf("the catalog after the refused undo: %v", err)
+		t.Fatalf("the catalog after the undo: %v", err)
 	}
 	got, err := c.GetRaw(ctx, []byte{0x30, 'n', 'e', 'w'})
+	epoch, next, merr := c.Marks(ctx)
 	c.Close()
 	if err != nil || string(got) != "a commit made after the migration" {
-		t.Fatalf("the commit made after the batch: %q, %v; want it kept", got, err)
+		t.Fatalf("the commit made after the batch: %q, %v; want it carried into the restore", got, err)
 	}
-	if w, err := catalog.Open(ctx, wayBack, catalog.Options{Expect: format.V1}); err != nil {
-		t.Fatalf("the way back after the refused undo: %v", err)
-	} else {
-		w.Close()
+	if merr != nil || next != next0+1 {
+		t.Fatalf("the marks after the undo: writer-epoch %d, next_snapshot_id %d (%v); want the format-2 commit's %d", epoch, next, merr, next0+1)
 	}
-	lockHeldBy(t, ctx, f, "m-moved")
+	if left, err := f.env.Store.List(ctx, wayBack+"/"); err != nil || len(left) != 0 {
+		t.Fatalf("the way back after the undo: %d objects (%v), want it deleted", len(left), err)
+	}
+	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" {
+		t.Fatalf("the lock after the undo: %+v, %v; want it free", l, err)
+	}
 }
 
 // Issue 24, 3: the pointer PUT lands in S3 but answers 500 (every retry

@@ -17,6 +17,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // RestoreInput names the in-place migration whose way back to restore the
@@ -46,9 +47,13 @@ type RestoreOutput struct {
 	// batch never landed).
 	NothingToDo bool `json:"nothing_to_do,omitempty"`
 	// Digest is the catalog's after the restore: the way back's.
-	Digest       string `json:"digest,omitempty"`
-	Records      uint64 `json:"records,omitempty"`
-	Newer        string `json:"newer_commits,omitempty"`
+	Digest  string `json:"digest,omitempty"`
+	Records uint64 `json:"records,omitempty"`
+	Newer   string `json:"newer_commits,omitempty"`
+	// Carried: the keys the catalog changed since the batch, carried into
+	// the restore (taken down to the way back's format) rather than
+	// dropped, when the run pinned the catalog after its batch.
+	Carried      int    `json:"carried_keys,omitempty"`
 	HistoryError string `json:"history_error,omitempty"`
 }
 
@@ -154,10 +159,13 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	}
 	// The batch carries writer-epoch and next_snapshot_id over: if they
 	// moved, something committed to the migrated catalog since.
+	// A run that pinned the catalog after its batch lets the restore carry
+	// what it took since (inplace.Marks.Pin).
+	carries := cl.Landed != nil && cl.Landed.PinCheckpoint != "" && !in.DiscardNewerCommits
 	if now.marks != old.marks {
 		out.Newer = fmt.Sprintf("%s moved from writer-epoch %d, next_snapshot_id %d (the way back) to %d, %d since the migration",
 			out.Catalog, old.marks.WriterEpoch, old.marks.NextSnapshotID, now.marks.WriterEpoch, now.marks.NextSnapshotID)
-		if !in.DiscardNewerCommits {
+		if !in.DiscardNewerCommits && !carries {
 			return out, fmt.Errorf("%w: %s; restoring would drop those commits (pass --discard-newer-commits to restore anyway)", ErrRollbackLosesCommits, out.Newer)
 		}
 	}
@@ -167,6 +175,9 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	var landed *inplace.Marks
 	if l := cl.Landed; l != nil {
 		landed = &inplace.Marks{WriterEpoch: l.WriterEpoch, NextSnapshotID: l.NextSnapshotID, Engine: l.Engine}
+		if carries {
+			landed.Pin = &slatedb.View{Checkpoint: l.PinCheckpoint, WALEnd: l.PinWALEnd}
+		}
 	} else if !in.DiscardNewerCommits {
 		return out, fmt.Errorf("%w: the claim of migration %s has no record of what its batch left (the run died before recording it), so commits made to %s since cannot be ruled out; check the catalog, then pass --discard-newer-commits to restore anyway", ErrRestoreRefused, in.MigrationID, out.Catalog)
 	}
@@ -174,7 +185,7 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	if err != nil {
 		return out, fmt.Errorf("workflow: restore: %w", err)
 	}
-	out.Digest, out.Records = res.Digest.Sum(), res.Records
+	out.Digest, out.Records, out.Carried = res.Digest.Sum(), res.Records, res.Carried
 	if _, err := claim.Update(ctx, env.Store, in.Pointer, in.MigrationID, func(c *claim.Claim) {
 		c.Restored = &claim.Event{By: out.RunID, At: time.Now().UTC(), Note: "digest " + out.Digest}
 	}); err != nil {
