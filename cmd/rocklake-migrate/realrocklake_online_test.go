@@ -102,6 +102,37 @@ func allCommitted(ctx context.Context, srv *rocklake.Server, names []string) err
 	return nil
 }
 
+// servedPointer makes a catalog the real RockLake wrote in
+// <dir>/catalogs/prod (servedCatalog), the pointer s3://rocklake/CURRENT at
+// it, and `serve` on that pointer (interval 200 ms), whose writer has taken
+// a first commit, "before_migration".
+func servedPointer(t *testing.T, ctx context.Context, dir string) (ptr, src string, sv *supervisor) {
+	t.Helper()
+	bin, err := rocklake.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptr, src = pointedCatalog(t, ctx, dir)
+	sv = superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
+	cl := rocklake.Client(sv.port)
+	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
+	return ptr, src, sv
+}
+
+// pointedCatalog makes a catalog the real RockLake wrote in
+// <dir>/catalogs/prod (servedCatalog, stopped) and the pointer
+// s3://rocklake/CURRENT at it.
+func pointedCatalog(t *testing.T, ctx context.Context, dir string) (ptr, src string) {
+	t.Helper()
+	src = filepath.Join(dir, "catalogs", "prod")
+	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ptr = "s3://rocklake/CURRENT"
+	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	return ptr, src
+}
+
 // servedCatalog makes a catalog in dir with the real RockLake (its sample
 // DuckLake workload) and serves it again, as a catalog in service for a
 // while: most of it in SSTs its manifest names (RockLake's memtable reaches
@@ -339,22 +370,10 @@ func TestRealRockLakeOnlineInterruptedBeforeTheFence(t *testing.T) {
 // restarts the writer on the new catalog, where every acknowledged commit
 // is, and where the client's writes go on.
 func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
-	bin, err := rocklake.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "catalogs", "prod")
-	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
-		t.Fatal(err)
-	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
-	sv := superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
-	port, errOut := sv.port, &sv.errOut
-	cl := rocklake.Client(port)
-	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
+	ptr, _, sv := servedPointer(t, ctx, dir)
+	errOut, cl := &sv.errOut, rocklake.Client(sv.port)
 
 	w := commitEvery(ctx, cl, 100*time.Millisecond)
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "online")+"/",

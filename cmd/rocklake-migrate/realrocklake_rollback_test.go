@@ -30,21 +30,10 @@ import (
 // is in the catalog the pointer names at the end, which RockLake serves and
 // verifies.
 func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
-	bin, err := rocklake.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "catalogs", "prod")
-	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
-		t.Fatal(err)
-	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
-	sv := superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
+	ptr, src, sv := servedPointer(t, ctx, dir)
 	cl := rocklake.Client(sv.port)
-	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
 
 	w := commitEvery(ctx, cl, 200*time.Millisecond)
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/",
@@ -104,12 +93,7 @@ func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 func TestRealRockLakeRollbackOfAFormatChange(t *testing.T) {
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
-	src := filepath.Join(dir, "catalogs", "prod")
-	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
-		t.Fatal(err)
-	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr, src := pointedCatalog(t, ctx, dir)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--json")
 	r.want(t, exitOK)
 	var fwd workflow.LocalReport
@@ -222,14 +206,8 @@ func writeAsV2(t *testing.T, ctx context.Context, url string, before, after map[
 // verifies it and serves the same schemas.
 func TestRealRockLakeMigrateDown(t *testing.T) {
 	ctx, _ := s3Stack(t, 4*time.Minute)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "catalogs", "prod")
-	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
-		t.Fatal(err)
-	}
+	ptr, src := pointedCatalog(t, ctx, t.TempDir())
 	orig := kvscan.Dump(t, "file://"+src)
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v1", "--shards", "3", "--json")
 	r.want(t, exitOK)

@@ -199,37 +199,23 @@ func DigestCanonical(ctx context.Context, url string, opts CatchUpOptions) (ndjs
 		return d, fmt.Errorf("shard: digest %s: %w", url, err)
 	}
 	tx := migration.Options{UnknownTags: migration.UnknownCarry}
-	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
-		var d ndjson.Digest
-		for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
-			if err != nil {
-				return d, fmt.Errorf("shard: digest %s: %w", url, err)
-			}
-			rec, err := ndjson.NewRecord(opts.To, e.Key, e.Value)
-			if err != nil {
-				return d, fmt.Errorf("shard: digest %s: key %x: %w", url, e.Key, err)
-			}
-			ups, err := migration.Records(rec, up, tx)
-			if err != nil {
-				return d, fmt.Errorf("shard: digest %s: key %x: %w", url, e.Key, err)
-			}
-			for _, u := range ups {
-				downs, err := migration.Records(u, down, tx)
-				if err != nil {
-					return d, fmt.Errorf("shard: digest %s: key %x: %w", url, e.Key, err)
-				}
-				for _, r := range downs {
-					d.Add(r)
-				}
-			}
+	return digestMapped(ctx, c, "canonically", func(key, value []byte) ([]ndjson.Record, error) {
+		rec, err := ndjson.NewRecord(opts.To, key, value)
+		if err != nil {
+			return nil, fmt.Errorf("shard: digest %s: key %x: %w", url, key, err)
 		}
-		return d, nil
+		ups, err := migration.Records(rec, up, tx)
+		if err != nil {
+			return nil, fmt.Errorf("shard: digest %s: key %x: %w", url, key, err)
+		}
+		var out []ndjson.Record
+		for _, u := range ups {
+			downs, err := migration.Records(u, down, tx)
+			if err != nil {
+				return nil, fmt.Errorf("shard: digest %s: key %x: %w", url, key, err)
+			}
+			out = append(out, downs...)
+		}
+		return out, nil
 	})
-	if err != nil {
-		return d, err
-	}
-	for _, x := range parts {
-		d.Merge(x)
-	}
-	return d, nil
 }

@@ -230,19 +230,27 @@ func Compare(catalogDigest, shards ndjson.Digest) VerifyResult {
 // is what an online run's Verify holds the rounds' kept digest against,
 // never trusting it blindly; scanned in parts on every CPU.
 func DigestTransformed(ctx context.Context, c *catalog.Catalog, to format.Version, unknown migration.UnknownTags) (ndjson.Digest, error) {
-	var d ndjson.Digest
 	path, err := migration.Path(c.Version(), to)
 	if err != nil {
-		return d, fmt.Errorf("shard: digest the transform of %s: %w", c.URL(), err)
+		return ndjson.Digest{}, fmt.Errorf("shard: digest the transform of %s: %w", c.URL(), err)
 	}
 	opts := migration.Options{UnknownTags: unknown}
+	return digestMapped(ctx, c, "the transform of", func(key, value []byte) ([]ndjson.Record, error) {
+		return transformed(c.Version(), key, value, path, opts)
+	})
+}
+
+// digestMapped digests the records f makes of each of c's entries, scanned
+// in parts on every CPU; what names the digest in errors.
+func digestMapped(ctx context.Context, c *catalog.Catalog, what string, f func(key, value []byte) ([]ndjson.Record, error)) (ndjson.Digest, error) {
+	var d ndjson.Digest
 	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
 		var d ndjson.Digest
 		for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
 			if err != nil {
-				return d, fmt.Errorf("shard: digest the transform of %s: %w", c.URL(), err)
+				return d, fmt.Errorf("shard: digest %s %s: %w", what, c.URL(), err)
 			}
-			recs, err := transformed(c.Version(), e.Key, e.Value, path, opts)
+			recs, err := f(e.Key, e.Value)
 			if err != nil {
 				return d, err
 			}
