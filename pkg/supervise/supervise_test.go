@@ -17,6 +17,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
@@ -609,6 +610,7 @@ func TestWriterUnderALockWhoseWritesGoOn(t *testing.T) {
 	}{
 		{"dry run", workflow.Lock{DryRun: true}},
 		{"online copy", workflow.Lock{Online: true}},
+		{"cleanup", workflow.Lock{Kind: history.KindCleanup}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)

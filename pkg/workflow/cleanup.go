@@ -129,9 +129,9 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 	if in.Apply {
 		// LockID is set once the lock is held: a refused cleanup touched
 		// nothing and leaves no record.
-		held := Migration{Pointer: in.Pointer, MigrationID: "cleanup-" + NewMigrationID()}
-		if _, err := acquireLock(ctx, env, held, now); err != nil {
-			return out, err
+		held, herr := holdFor(ctx, env, in.Pointer, "cleanup-"+NewMigrationID(), history.KindCleanup)
+		if herr != nil {
+			return out, herr
 		}
 		out.LockID = held.MigrationID
 		defer func() {

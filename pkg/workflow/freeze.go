@@ -25,8 +25,13 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if m.DryRun {
 		return freezeDryRun(ctx, env, m)
 	}
-	// The servers' supervisors switch to reader mode before the fence.
+	// The servers' supervisors switch to reader mode before the fence; the
+	// lock is read again after it: a run aborted and replaced meanwhile
+	// must not fence the source the next run is using.
 	if err := awaitGrace(ctx, m); err != nil {
+		return m, err
+	}
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
 	// Passive: fencing and the checkpoint are all Freeze may change in the

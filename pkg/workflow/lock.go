@@ -79,13 +79,40 @@ type Lock struct {
 	// grace ahead): until then the supervisors keep RockLake's writer.
 	Online bool `json:"online,omitempty"`
 	// Kind is what sort of run holds the lock ("migrate", "dry-run",
-	// "rollback": its record's kind); "" in locks written before it.
+	// "rollback", "cleanup", "restore": its record's kind); "" in locks
+	// written before it.
 	Kind history.Kind `json:"kind,omitempty"`
 }
 
-// WritesGoOn reports whether an online migration holds l and has not named
-// its fence yet: RockLake's writer keeps committing.
-func (l Lock) WritesGoOn() bool { return l.Online && l.FenceAt.IsZero() }
+// WritesGoOn reports whether the holder of l lets RockLake's writer go on
+// committing: an online migration (or rollback) that has not named its
+// fence yet, or a cleanup, which touches only what no server uses.
+func (l Lock) WritesGoOn() bool {
+	return l.Online && l.FenceAt.IsZero() || l.Kind == history.KindCleanup
+}
+
+// leaseOf is the lease of a lock of kind k: an operator's cleanup or
+// restore holds it for what it needs at most, so that one killed frees the
+// pointer within the hour, not after a migration's whole execution
+// timeout (LockLease).
+func (e Env) leaseOf(k history.Kind) (time.Duration, error) {
+	switch k {
+	case history.KindCleanup, history.KindRestore:
+		return operatorLease, nil
+	}
+	return e.LockLease()
+}
+
+// operatorLease bounds the lock of a cleanup or a restore.
+const operatorLease = time.Hour
+
+// holdFor takes the pointer's lock for an operator's run of kind k (id
+// names it), as acquireLock takes it for a migration.
+func holdFor(ctx context.Context, env Env, pointerURL, id string, k history.Kind) (Migration, error) {
+	held := Migration{Pointer: pointerURL, MigrationID: id, operatorKind: k}
+	_, err := acquireLock(ctx, env, held, time.Now())
+	return held, err
+}
 
 // Held reports whether a migration holds l at now: taken, and its lease
 // not run out (past it, the next migration may take it over: its run is
@@ -137,12 +164,12 @@ func inProgress(held Lock, pointerURL string) error {
 func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock, error) {
 	url := layout.Lock(m.Pointer)
 	now = now.UTC().Truncate(time.Millisecond)
-	lease, err := env.LockLease()
+	lease, err := env.leaseOf(m.kind())
 	if err != nil {
 		return Lock{}, err
 	}
 	l := Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.online(), Kind: m.kind()}
-	if !m.DryRun && !l.Online {
+	if !m.DryRun && !l.Online && m.operatorKind == "" {
 		// From the write, not from Check's start: the preflight before it
 		// may take seconds.
 		l.FenceAt = fenceTime(m)

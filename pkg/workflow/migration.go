@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 )
 
 // Migration is the state payload every step after Check takes and returns:
@@ -81,6 +82,10 @@ type Migration struct {
 	// one its previous version names, and the rounds carry the source's
 	// change since the flip into it.
 	RollbackOf string `json:"rollback_of,omitempty"`
+
+	// operatorKind: the lock's holder is not a migration but an
+	// operator's cleanup or restore (holdFor); never in a state payload.
+	operatorKind history.Kind
 }
 
 // online reports whether m copies while the source takes writes: a dry run

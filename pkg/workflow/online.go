@@ -193,6 +193,11 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err := awaitGrace(ctx, m); err != nil {
 		return m, err
 	}
+	// Read again after the grace: a run aborted and replaced meanwhile
+	// must not fence the source the next run is using.
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return m, err
+	}
 	// The writer's open fences RockLake's and replays RockLake's WAL
 	// backlog (its WAL since its memtable last reached L0): fetched ahead
 	// first (WarmWAL), while RockLake still commits, so that the freeze

@@ -54,6 +54,9 @@ func trigger(t string) string {
 
 // kind is what sort of run m is, for its record and its lock.
 func (m Migration) kind() history.Kind {
+	if m.operatorKind != "" {
+		return m.operatorKind
+	}
 	if m.RollbackOf != "" {
 		return history.KindRollback
 	}

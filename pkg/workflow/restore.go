@@ -110,9 +110,9 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	}
 	out.WayBack, out.Catalog = cl.Catalog, strings.TrimSuffix(cl.Source, "/")
 	if !in.DryRun {
-		held := Migration{Pointer: in.Pointer, MigrationID: out.RunID}
-		if _, err := acquireLock(ctx, env, held, time.Now()); err != nil {
-			return out, err
+		held, herr := holdFor(ctx, env, in.Pointer, out.RunID, history.KindRestore)
+		if herr != nil {
+			return out, herr
 		}
 		defer func() {
 			rctx, cancel := afterwards(ctx, time.Minute)

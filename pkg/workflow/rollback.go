@@ -221,6 +221,9 @@ func fenceForDiscard(ctx context.Context, env Env, in RollbackInput, id string) 
 	if err := awaitGrace(ctx, m); err != nil {
 		return nil, errors.Join(err, release())
 	}
+	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+		return nil, err
+	}
 	so := env.SlateDB
 	so.Passive = true
 	w, err := catalog.OpenWriter(ctx, cur.Catalog, catalog.Options{Expect: cur.FormatVersion, Store: so})

@@ -1,0 +1,68 @@
+package workflow
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+)
+
+// The lock says who holds it: a cleanup's and a restore's are of their
+// kind with a lease of an hour (one killed frees the pointer within it,
+// not after a migration's execution timeout), name no fence, and a
+// cleanup's lets the writer go on; a migration's keeps its lease.
+func TestLockKindsAndLeases(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stack := s3server.Start(t)
+	s3server.SetEnv(t, stack)
+	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: "lock test"}
+	ptr := "s3://rocklake/CURRENT"
+	migrationLease, err := env.LockLease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind       history.Kind
+		lease      time.Duration
+		writesGoOn bool
+	}{
+		{history.KindCleanup, time.Hour, true},
+		{history.KindRestore, time.Hour, false},
+		{history.KindMigrate, migrationLease, false},
+	} {
+		id := "run-" + string(c.kind)
+		held := Migration{Pointer: ptr, MigrationID: id}
+		if c.kind != history.KindMigrate {
+			held, err = holdFor(ctx, env, ptr, id, c.kind)
+		} else {
+			_, err = acquireLock(ctx, env, held, time.Now())
+		}
+		if err != nil {
+			t.Fatalf("%s: take the lock: %v", c.kind, err)
+		}
+		l, _, err := ReadLock(ctx, store, ptr, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.MigrationID != id || l.Kind != c.kind || l.ExpiresAt.Sub(l.AcquiredAt) != c.lease || l.WritesGoOn() != c.writesGoOn {
+			t.Fatalf("%s: lock %+v (writes go on %v); want kind %s, a lease of %s, writes going on %v", c.kind, l, l.WritesGoOn(), c.kind, c.lease, c.writesGoOn)
+		}
+		if c.kind != history.KindMigrate && !l.FenceAt.IsZero() {
+			t.Fatalf("%s: lock names a fence at %s", c.kind, l.FenceAt)
+		}
+		if err := releaseLock(ctx, env, held); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
