@@ -69,6 +69,11 @@ func preflightRollback(ctx context.Context, env Env, in CheckInput, m Migration,
 	}
 	m.PointerETag, m.Source, m.Target, m.RollbackOf = ref.ETag, cur.Catalog, prev.Catalog, cur.MigrationID
 	m.NeedsMigration, m.Online, m.ReadReplica = true, true, false
+	// Records of tags this binary does not know go back byte for byte: the
+	// migration carried them here, or a newer writer made them, and the
+	// way back must not lose them (a policy of fail would refuse the whole
+	// catalog's view at VerifyCatchUp).
+	m.UnknownTags = migration.UnknownCarry.String()
 	for _, c := range []struct {
 		p pointer.Pointer
 		v *format.Version

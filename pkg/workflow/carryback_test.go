@@ -97,6 +97,20 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 	cur, fwd := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true, Shards: 2})
 	commitCounter(t, ctx, cur, 500001)
 	gone := deleteSome(t, ctx, cur)
+	// A record of a tag this binary does not know (a newer writer's):
+	// carried back byte for byte.
+	w, err := slatedb.OpenWriter(ctx, cur, slatedb.Options{Passive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	b.Put([]byte{0x30, 'n', 'e', 'w'}, []byte("a newer writer's record"))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, func(e asl.StateEvent) {
 		if e.Output != nil && e.Name == "CatchUp" && !strings.Contains(string(e.Output), `"fenced":true`) {
 			commitCounter(t, ctx, cur, 500002) // RockLake goes on committing before the fence
@@ -117,6 +131,9 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 	kvscan.Same(t, "the previous catalog after the rollback", want, got)
 	if _, ok := got[gone]; ok {
 		t.Fatalf("key %x deleted after the flip is back in the previous catalog", gone)
+	}
+	if got["\x30new"] != "a newer writer's record" {
+		t.Fatalf("the unknown tag's record in the previous catalog: %q", got["\x30new"])
 	}
 	raw := got[string(format.CounterKey(format.V1, format.NameNextSnapshotID))]
 	if n, err := format.DecodeCounter(format.V1, []byte(raw)); err != nil || n != 500002 {
