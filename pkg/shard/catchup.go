@@ -41,6 +41,58 @@ type CatchUpResult struct {
 	// round started from, each replaced or deleted record taken out and
 	// each new one added.
 	Digest ndjson.Digest `json:"digest"`
+	// Carried and Dropped count the source records of unknown tags the
+	// round carried or dropped (their new values), by tag, as the shards'
+	// transforms count theirs: a drop is never silent.
+	Carried map[string]uint64 `json:"carried_unknown,omitempty"`
+	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
+	// DroppedNet is how many more source records of each unknown tag the
+	// later view holds dropped than the earlier: over several rounds it
+	// adds up to the change between their first and last views, which
+	// VerifyChanges counts again.
+	DroppedNet map[string]int64 `json:"dropped_net,omitempty"`
+}
+
+// Unknown counts the source records of unknown tags that changes carried
+// or dropped, by tag (their new values), and the dropped ones' net change.
+type Unknown struct {
+	Carried, Dropped map[string]uint64
+	DroppedNet       map[string]int64
+}
+
+// count counts change c when its key is of an unknown tag: its new value
+// carried when its transform wrote records, dropped when it wrote none; a
+// dropped old value leaves the net.
+func (u *Unknown) count(c slatedb.Change, olds, news []ndjson.Record) {
+	if len(c.Key) == 0 || format.Tag(c.Key[0]).Known() {
+		return
+	}
+	tag := format.Tag(c.Key[0]).String()
+	add := func(m *map[string]uint64) {
+		if *m == nil {
+			*m = map[string]uint64{}
+		}
+		(*m)[tag]++
+	}
+	net := func(d int64) {
+		if u.DroppedNet == nil {
+			u.DroppedNet = map[string]int64{}
+		}
+		if u.DroppedNet[tag] += d; u.DroppedNet[tag] == 0 {
+			delete(u.DroppedNet, tag)
+		}
+	}
+	switch {
+	case c.New == nil:
+	case len(news) == 0:
+		add(&u.Dropped)
+		net(+1)
+	default:
+		add(&u.Carried)
+	}
+	if c.Old != nil && len(olds) == 0 {
+		net(-1)
+	}
 }
 
 // ErrCatchUp: a change could not be carried into the target (CatchUpFailed).
@@ -86,8 +138,10 @@ func CatchUp(ctx context.Context, source string, from, to slatedb.View, url stri
 		b.Reset()
 		return nil
 	}
-	res.Changes, err = eachChange(ctx, source, from, to, opts, func(_ slatedb.Change, olds, news []ndjson.Record) error {
+	var unknown Unknown
+	res.Changes, err = eachChange(ctx, source, from, to, opts, func(c slatedb.Change, olds, news []ndjson.Record) error {
 		res.Keys++
+		unknown.count(c, olds, news)
 		for _, r := range olds {
 			res.Digest.Remove(r)
 			k, _ := r.Raw()
@@ -122,6 +176,7 @@ func CatchUp(ctx context.Context, source string, from, to slatedb.View, url stri
 	if err := flush(); err != nil {
 		return res, err
 	}
+	res.Carried, res.Dropped, res.DroppedNet = unknown.Carried, unknown.Dropped, unknown.DroppedNet
 	if prog != nil {
 		// The progress record goes last: the round's data is in before the
 		// counter and system keys it holds for Finalize move on.

@@ -270,7 +270,7 @@ func TestOnlineVerification(t *testing.T) {
 	if err := shard.Finalize(ctx, dst, format.V2, slatedb.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	got, keys, err := shard.VerifyChanges(ctx, src, view(b), view(c), dst, r1.Digest, opts)
+	got, keys, _, err := shard.VerifyChanges(ctx, src, view(b), view(c), dst, r1.Digest, opts)
 	if err != nil || got != r2.Digest || keys != r2.Keys {
 		t.Fatalf("VerifyChanges: %s over %d keys (%v); the round kept %s over %d", got.Sum(), keys, err, r2.Digest.Sum(), r2.Keys)
 	}
@@ -298,7 +298,67 @@ func TestOnlineVerification(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := shard.VerifyChanges(ctx, src, view(b), view(c), dst, r1.Digest, opts); !errors.Is(err, shard.ErrMismatch) {
+	if _, _, _, err := shard.VerifyChanges(ctx, src, view(b), view(c), dst, r1.Digest, opts); !errors.Is(err, shard.ErrMismatch) {
 		t.Fatalf("VerifyChanges over a corrupted target key: %v, want ErrMismatch", err)
+	}
+}
+
+// A round counts the records of unknown tags it drops (and carries), and
+// the net of the dropped ones, which VerifyChanges counts again over the
+// same change: with --unknown-tags=drop, no round drops silently.
+func TestCatchUpCountsUnknownTags(t *testing.T) {
+	ctx := testenv.Context(t)
+	store := testenv.Store(t)
+	src, dst := fileURL(t, "src"), fileURL(t, "dst")
+	seeded(t, src, rows)
+	w, err := slatedb.OpenWriter(ctx, src, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	checkpoint := func() string {
+		cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp.ID
+	}
+	a := checkpoint()
+	digest := migrateOffline(t, store, src, a, dst, true)
+	key := []byte{0x30, 'n', 'e', 'w'}
+	var b slatedb.Batch
+	b.Put(key, []byte("a newer writer's record"))
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	c := checkpoint()
+	opts := shard.CatchUpOptions{From: format.V1, To: format.V2, UnknownTags: migration.UnknownDrop}
+	r, err := shard.CatchUp(ctx, src, view(a), view(c), dst, digest, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Dropped["tag 0x30"] != 1 || r.DroppedNet["tag 0x30"] != 1 || len(r.Carried) != 0 {
+		t.Fatalf("round over an unknown tag's record, dropped: %+v", r)
+	}
+	if _, ok := kvscan.Dump(t, dst)[string(key)]; ok {
+		t.Fatal("the dropped record is in the target")
+	}
+	_, _, unknown, err := shard.VerifyChanges(ctx, src, view(a), view(c), dst, digest, opts)
+	if err != nil || unknown.DroppedNet["tag 0x30"] != 1 {
+		t.Fatalf("VerifyChanges over the same change: %+v, %v", unknown, err)
+	}
+	// The record goes away again: the net falls back.
+	b.Reset()
+	b.Delete(key)
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	d := checkpoint()
+	r2, err := shard.CatchUp(ctx, src, view(c), view(d), dst, r.Digest, opts)
+	if err != nil || r2.DroppedNet["tag 0x30"] != -1 || len(r2.Dropped) != 0 {
+		t.Fatalf("round over the record's deletion: %+v, %v", r2, err)
+	}
+	if _, _, unknown, err := shard.VerifyChanges(ctx, src, view(a), view(d), dst, digest, opts); err != nil || len(unknown.DroppedNet) != 0 {
+		t.Fatalf("VerifyChanges over both: %+v, %v; want no net drop", unknown, err)
 	}
 }

@@ -99,17 +99,20 @@ func DigestView(ctx context.Context, source string, v slatedb.View, opts CatchUp
 // digest) and to: for each changed key, the target holds every record of
 // its new value's transform and none of its old value's that the new one
 // does not rewrite. It returns digest updated by those changes, computed
-// here, not taken from the rounds that wrote them. A key that differs is
-// ErrMismatch.
-func VerifyChanges(ctx context.Context, source string, from, to slatedb.View, url string, digest ndjson.Digest, opts CatchUpOptions) (ndjson.Digest, int, error) {
+// here, not taken from the rounds that wrote them, and the unknown tags'
+// records those changes carried or dropped, counted here too. A key that
+// differs is ErrMismatch.
+func VerifyChanges(ctx context.Context, source string, from, to slatedb.View, url string, digest ndjson.Digest, opts CatchUpOptions) (ndjson.Digest, int, Unknown, error) {
+	var unknown Unknown
 	r, err := slatedb.OpenReader(ctx, url, slatedb.ReaderOptions{Options: opts.Store})
 	if err != nil {
-		return digest, 0, fmt.Errorf("shard: verify the changes in %s: %w", url, err)
+		return digest, 0, unknown, fmt.Errorf("shard: verify the changes in %s: %w", url, err)
 	}
 	defer r.Close()
 	keys := 0
 	_, err = eachChange(ctx, source, from, to, opts, func(c slatedb.Change, olds, news []ndjson.Record) error {
 		keys++
+		unknown.count(c, olds, news)
 		for _, o := range olds {
 			digest.Remove(o)
 			k, _ := o.Raw()
@@ -130,7 +133,7 @@ func VerifyChanges(ctx context.Context, source string, from, to slatedb.View, ur
 		}
 		return nil
 	})
-	return digest, keys, err
+	return digest, keys, unknown, err
 }
 
 // eachChange calls f with each change between views from and to of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -358,9 +359,25 @@ func verifyOnline(ctx context.Context, env Env, m Migration, p Plan) (ndjson.Dig
 	if err != nil {
 		return ndjson.Digest{}, 0, err
 	}
-	d, keys, err := shard.VerifyChanges(ctx, m.Source, verified.To, last.To, m.Target, verified.Result.Digest, opts)
+	d, keys, unknown, err := shard.VerifyChanges(ctx, m.Source, verified.To, last.To, m.Target, verified.Result.Digest, opts)
 	if err != nil {
 		return d, keys, err
+	}
+	// What the rounds since dropped, net, against the change counted again.
+	rounds := map[string]int64{}
+	for n := m.VerifiedRound + 1; n <= m.Round; n++ {
+		r, err := readRound(ctx, env, m, n)
+		if err != nil {
+			return d, keys, err
+		}
+		for tag, k := range r.Result.DroppedNet {
+			if rounds[tag] += k; rounds[tag] == 0 {
+				delete(rounds, tag)
+			}
+		}
+	}
+	if !maps.Equal(rounds, unknown.DroppedNet) && (len(rounds) > 0 || len(unknown.DroppedNet) > 0) {
+		return d, keys, fmt.Errorf("%w: the catch-up rounds since round %d dropped records of unknown tags %v (net), the change since counts %v", shard.ErrMismatch, m.VerifiedRound, rounds, unknown.DroppedNet)
 	}
 	if cmp := shard.Compare(d, last.Result.Digest); !cmp.Match {
 		return d, keys, fmt.Errorf("%w: the catch-up rounds' digest of %s is not the verified one updated by the %d source keys changed since round %d: %v", shard.ErrMismatch, m.Target, keys, m.VerifiedRound, cmp.Diff)

@@ -169,3 +169,37 @@ func TestOnlineIsTheDefault(t *testing.T) {
 		t.Fatalf("online in place: %v (%s), want BadInput", err, workflow.ErrorName(err))
 	}
 }
+
+// With --unknown-tags=drop, a record of an unknown tag committed during
+// the copy is dropped by a catch-up round, and Verify's output (what the
+// CLI, the record and the outcome message say) counts it with the shards'
+// drops: no round drops silently.
+func TestDefinitionOnlineCountsRoundDrops(t *testing.T) {
+	ctx, f := setup(t, 1000)
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, UnknownTags: "drop"}, func(e asl.StateEvent) {
+		if e.Output == nil || e.Name != "Snapshot" {
+			return
+		}
+		w, err := slatedb.OpenWriter(ctx, f.source, slatedb.Options{Passive: true})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer w.Close()
+		var b slatedb.Batch
+		b.Put([]byte{0x30, 'n', 'e', 'w'}, []byte("a newer writer's record"))
+		if err := w.Write(ctx, &b); err != nil {
+			t.Error(err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var state workflow.FinalState
+	if err := json.Unmarshal(out, &state); err != nil {
+		t.Fatal(err)
+	}
+	if state.Verify.Dropped["tag 0x30"] != 1 {
+		t.Fatalf("Verify's drops %v (carried %v): want the round's one record of tag 0x30", state.Verify.Dropped, state.Verify.Carried)
+	}
+}

@@ -15,7 +15,9 @@ type VerifyOutput struct {
 	Counts map[string]uint64 `json:"counts"`
 	Digest string            `json:"digest"`
 	// Carried and Dropped count the records of unknown tags the transforms
-	// carried or dropped, by tag ("tag 0xNN"): a drop is never silent.
+	// carried or dropped, by tag ("tag 0xNN"), an online run's catch-up
+	// rounds' included (each change they carried or dropped): a drop is
+	// never silent.
 	Carried map[string]uint64 `json:"carried_unknown,omitempty"`
 	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
 }
@@ -74,6 +76,19 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	}
 	if m.online() {
 		got, want = changed, changed
+		// The rounds' unknown tags too: a drop is never silent.
+		for n := 1; n <= m.Round; n++ {
+			r, err := readRound(ctx, env, m, n)
+			if err != nil {
+				return VerifyOutput{Migration: m}, err
+			}
+			for t, k := range r.Result.Carried {
+				carried[t] += k
+			}
+			for t, k := range r.Result.Dropped {
+				dropped[t] += k
+			}
+		}
 	}
 	cmp := shard.Compare(got, want)
 	out := VerifyOutput{Migration: m, Counts: got.Counts(), Digest: got.Sum()}
