@@ -271,7 +271,10 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 
 	// A v2 migration: reader on the source, then a flip to v2 with no v2
 	// binary: the reader on the source stays, loudly.
-	f.lock(t, "m-2", 3*time.Second)
+	// A grace the switch and the flip fit in on a loaded machine: past
+	// it, the reader would count as fenced and be restarted once the lock
+	// is free (a restart this step does not look at).
+	f.lock(t, "m-2", 10*time.Second)
 	if l := waitLaunch(t, log, 6); l.Catalog != path(src) || l.Mode != "reader" {
 		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
 	}
