@@ -881,3 +881,76 @@ func TestVerifyDamagedShard(t *testing.T) {
 		t.Fatalf("verify with a shard cut short: %v, want ErrNoTrailer", err)
 	}
 }
+
+// Verify names the first record that differs and why: a value whose
+// envelope is damaged (bad magic in format 1, a bad CRC in format 2), and
+// a key the catalog lost, each by its key.
+func TestVerifyNamesTheFirstDifference(t *testing.T) {
+	ctx := testenv.Context(t)
+	store := testenv.Store(t)
+	src := fileURL(t, "src")
+	seeded(t, src, 3000)
+	v1dir, v2dir := t.TempDir(), t.TempDir()
+	exportTo(t, store, src, v1dir, 3, "")
+	urls, err := shard.List(ctx, store, v1dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range urls {
+		if _, err := migration.TransformFile(ctx, store, u, filepath.Join(v2dir, filepath.Base(u)), format.V2, "test", migration.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		v      format.Version
+		dir    string
+		damage func(key, value []byte, b *slatedb.Batch)
+		want   string
+	}{
+		{"bad magic, format 1", format.V1, v1dir, func(k, v []byte, b *slatedb.Batch) {
+			v = bytes.Clone(v)
+			v[0] ^= 0xFF
+			b.Put(k, v)
+		}, "does not decode"},
+		{"bad CRC, format 2", format.V2, v2dir, func(k, v []byte, b *slatedb.Batch) {
+			v = bytes.Clone(v)
+			v[len(v)-1] ^= 0xFF
+			b.Put(k, v)
+		}, "does not decode"},
+		{"a key lost", format.V1, v1dir, func(k, _ []byte, b *slatedb.Batch) { b.Delete(k) }, "in the shards but not in the catalog"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := fileURL(t, "dst")
+			importFrom(t, store, c.dir, dst, c.v)
+			// A table row in the middle of the catalog.
+			var key, value []byte
+			keys := kvscan.Dump(t, dst)
+			for k, v := range keys {
+				if format.Tag(k[0]) == format.TagTable && (key == nil || k < string(key)) {
+					key, value = []byte(k), []byte(v)
+				}
+			}
+			if key == nil {
+				t.Fatal("no table row")
+			}
+			w, err := slatedb.OpenWriter(ctx, dst, slatedb.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b slatedb.Batch
+			c.damage(key, value, &b)
+			if err := w.Write(ctx, &b); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			res, err := shard.Verify(ctx, store, dst, c.dir, shard.VerifyOptions{})
+			if !errors.Is(err, shard.ErrMismatch) || !strings.Contains(res.First, fmt.Sprintf("%x", key)) || !strings.Contains(res.First, c.want) || !strings.Contains(err.Error(), res.First) {
+				t.Fatalf("verify of a damaged catalog: %v; first difference %q, want key %x and %q", err, res.First, key, c.want)
+			}
+			t.Logf("verify names: %s", res.First)
+		})
+	}
+}

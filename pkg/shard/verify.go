@@ -1,10 +1,13 @@
 package shard
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"path"
 	"runtime"
 	"sort"
 
@@ -30,6 +33,10 @@ type VerifyResult struct {
 	Match   bool          `json:"match"`
 	// Diff names the tables whose counts differ, as "table: catalog N, shards M".
 	Diff []string `json:"diff,omitempty"`
+	// First names the first key, in key order, where the catalog and the
+	// shards differ, and why (a key one side lacks, another value, a value
+	// that does not decode); Verify finds it once the digests differ.
+	First string `json:"first_difference,omitempty"`
 }
 
 // DigestCatalog reads every key of an open catalog into a Digest, counting
@@ -196,9 +203,78 @@ func Verify(ctx context.Context, store *blob.Store, url, input string, opts Veri
 	}
 	res = Compare(cd, sd)
 	if !res.Match {
-		return res, fmt.Errorf("%w: catalog %s differs from shards %s: %v", ErrMismatch, url, input, res.Diff)
+		// The digests say that they differ, not where: one more pass, the
+		// catalog and the shards side by side in key order, names it.
+		first, err := firstDifference(ctx, store, c, files)
+		if err != nil {
+			return res, fmt.Errorf("%w: catalog %s differs from shards %s: %v (finding the first record that differs: %w)", ErrMismatch, url, input, res.Diff, err)
+		}
+		res.First = first
+		return res, fmt.Errorf("%w: catalog %s differs from shards %s: %s; %v", ErrMismatch, url, input, first, res.Diff)
 	}
 	return res, nil
+}
+
+// firstDifference walks the catalog's keys and the shard files' records
+// (files in key order, each in key order, as export writes them) side by
+// side and describes the first key where they differ.
+func firstDifference(ctx context.Context, store *blob.Store, c *catalog.Catalog, files []blob.Info) (string, error) {
+	next, stop := iter.Pull2(c.ScanRaw(ctx, nil, nil))
+	defer stop()
+	e, err, more := next()
+	if err != nil {
+		return "", err
+	}
+	for _, f := range files {
+		fr, err := ndjson.Open(ctx, store, f.URL)
+		if err != nil {
+			return "", err
+		}
+		for {
+			rec, rerr := fr.Next()
+			if errors.Is(rerr, io.EOF) {
+				break
+			}
+			if rerr != nil {
+				fr.Close()
+				return "", fmt.Errorf("%s: %w", f.URL, rerr)
+			}
+			key, value := rec.Raw()
+			switch {
+			case !more || bytes.Compare(e.Key, key) > 0:
+				fr.Close()
+				return fmt.Sprintf("%s key %x (%s) is in the shards but not in the catalog", rec.Tag(), key, path.Base(f.URL)), nil
+			case bytes.Compare(e.Key, key) < 0:
+				fr.Close()
+				return describeExtra(c, e.Key, e.Value), nil
+			case !bytes.Equal(e.Value, value):
+				fr.Close()
+				why := "its value differs from the shards'"
+				if _, derr := ndjson.NewRecord(c.Version(), e.Key, e.Value); derr != nil {
+					why = fmt.Sprintf("its value does not decode: %v", derr)
+				}
+				return fmt.Sprintf("%s key %x: %s (%s)", format.Tag(e.Key[0]), e.Key, why, path.Base(f.URL)), nil
+			}
+			if e, err, more = next(); err != nil {
+				fr.Close()
+				return "", err
+			}
+		}
+		fr.Close()
+	}
+	if more {
+		return describeExtra(c, e.Key, e.Value), nil
+	}
+	return "every key and value is the same in key order (the digests disagree on something else)", nil
+}
+
+// describeExtra describes a catalog key no shard holds.
+func describeExtra(c *catalog.Catalog, key, value []byte) string {
+	s := fmt.Sprintf("%s key %x is in the catalog but in no shard", format.Tag(key[0]), key)
+	if _, err := ndjson.NewRecord(c.Version(), key, value); err != nil {
+		s += fmt.Sprintf(", and its value does not decode: %v", err)
+	}
+	return s
 }
 
 // Compare reports how two digests differ.
