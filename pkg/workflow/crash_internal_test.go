@@ -158,16 +158,9 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 // killed. It returns the catalog's state and the pointer's bytes before.
 func crashedInPlace(t *testing.T, ctx context.Context, id string) (env Env, ptr, src string, before catalogState, pointerBefore []byte) {
 	t.Helper()
-	stack := s3server.Start(t)
-	s3server.SetEnv(t, stack)
-	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env = Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: "crash test"}
+	env = localEnv(t, ctx, "crash test")
+	store := env.Store
+	var err error
 	ptr, src = "s3://rocklake/CURRENT", "s3://rocklake/catalogs/prod"
 	if _, err := seed.Seed(ctx, src, seed.Options{Rows: 400, Seed: 7}); err != nil {
 		t.Fatal(err)
@@ -207,6 +200,22 @@ func crashedInPlace(t *testing.T, ctx context.Context, id string) (env Env, ptr,
 	return env, ptr, src, before, pointerBefore
 }
 
+// localEnv is an Env on a versitygw of the test's own with a versioned
+// bucket "rocklake", staging in it.
+func localEnv(t *testing.T, ctx context.Context, createdBy string) Env {
+	t.Helper()
+	stack := s3server.Start(t)
+	s3server.SetEnv(t, stack)
+	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
+		t.Fatal(err)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: createdBy}
+}
+
 // listing is every object under prefix with its ETag.
 func listing(t *testing.T, ctx context.Context, store *blob.Store, prefix string) []string {
 	t.Helper()
@@ -228,16 +237,8 @@ func listing(t *testing.T, ctx context.Context, store *blob.Store, prefix string
 func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stack := s3server.Start(t)
-	s3server.SetEnv(t, stack)
-	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: "undo test"}
+	env := localEnv(t, ctx, "undo test")
+	store := env.Store
 	ptr, src := "s3://rocklake/CURRENT", "s3://rocklake/catalogs/prod"
 	if _, err := seed.Seed(ctx, src, seed.Options{Rows: 200, Seed: 3}); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 )
 
@@ -17,16 +15,8 @@ import (
 func TestLockKindsAndLeases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stack := s3server.Start(t)
-	s3server.SetEnv(t, stack)
-	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: "lock test"}
+	env := localEnv(t, ctx, "lock test")
+	store := env.Store
 	ptr := "s3://rocklake/CURRENT"
 	migrationLease, err := env.LockLease()
 	if err != nil {
