@@ -56,6 +56,26 @@ func BenchmarkOnlineMigration(b *testing.B) {
 	}
 }
 
+// seededPointer starts versitygw with a versioned bucket "rocklake" for
+// b, seeds a catalog of n rows in <dir>/catalogs/prod (file://) and points
+// s3://rocklake/CURRENT at it.
+func seededPointer(b *testing.B, ctx context.Context, n int) (dir, src, ptr string) {
+	b.Helper()
+	s := s3server.Start(b)
+	s3server.SetEnv(b, s)
+	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
+		b.Fatal(err)
+	}
+	dir = b.TempDir()
+	src = filepath.Join(dir, "catalogs", "prod")
+	if _, err := seed.Seed(ctx, "file://"+src, seed.Options{Rows: n, Seed: 26}); err != nil {
+		b.Fatal(err)
+	}
+	ptr = "s3://rocklake/CURRENT"
+	cli(b, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(b, exitOK)
+	return dir, src, ptr
+}
+
 type committedRun struct {
 	freeze, seconds        float64
 	refused, acked, rounds int
@@ -69,25 +89,14 @@ type committedRun struct {
 // (online or not) meanwhile; it fails unless every acknowledged commit is
 // in the new catalog.
 func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
-	s := s3server.Start(b)
-	s3server.SetEnv(b, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	src := filepath.Join(dir, "catalogs", "prod")
-	if _, err := seed.Seed(ctx, "file://"+src, seed.Options{Rows: n, Seed: 26}); err != nil {
-		b.Fatal(err)
-	}
+	dir, src, ptr := seededPointer(b, ctx, n)
 	srv, err := rocklake.Serve(ctx, src)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Stop()
-	ptr := "s3://rocklake/CURRENT"
-	cli(b, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(b, exitOK)
 	w := commitEvery(ctx, srv, 100*time.Millisecond)
 	time.Sleep(time.Second)
 	args := []string{"migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://" + filepath.Join(dir, "new") + "/",

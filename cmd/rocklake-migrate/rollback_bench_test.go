@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
-	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -81,20 +79,9 @@ type rollbackRun struct {
 // back while a client commits every 100 ms; it fails unless every
 // acknowledged commit is in the previous catalog afterwards.
 func rollbackAfterCommits(b *testing.B, n, k int) rollbackRun {
-	s := s3server.Start(b)
-	s3server.SetEnv(b, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	src := filepath.Join(dir, "catalogs", "prod")
-	if _, err := seed.Seed(ctx, "file://"+src, seed.Options{Rows: n, Seed: 26}); err != nil {
-		b.Fatal(err)
-	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(b, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(b, exitOK)
+	dir, src, ptr := seededPointer(b, ctx, n)
 	r := cli(b, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/", "--shards", "8", "--json")
 	r.want(b, exitOK)
 	var fwd workflow.LocalReport

@@ -99,8 +99,11 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	if out.CleanupError != "" {
 		notes = append(notes, "cleanup after the flip: "+out.CleanupError)
 	}
-	if m.RollbackOf != "" {
-		out.CarriedKeys = carriedKeys(ctx, env, m)
+	if m.RollbackOf != "" && out.Online != nil {
+		// The rounds the online report read: the keys they carried.
+		for _, r := range out.Online.Rounds {
+			out.CarriedKeys += r.Keys
+		}
 		notes = append(notes, rollbackNote(m, out.CarriedKeys))
 	}
 	out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) {
