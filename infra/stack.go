@@ -145,6 +145,9 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	// InPlace its way back, Flip records the flip, Abort and the in-place
 	// undo withdraw theirs.
 	claimsArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".claims/*"))
+	// The supervisors' presence records (pkg/presence): the steps that
+	// fence a source or remove a read replica wait on them.
+	serversArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".servers/*"))
 	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
 	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
 
@@ -221,10 +224,6 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 			add("Catalogs", actions, []*string{catalogObjects}, nil)
 			listPrefixes = append(listPrefixes, cfg.CatalogPrefix+"*")
 		}
-		if len(listPrefixes) > 0 {
-			add("CatalogList", []string{"s3:ListBucket"}, []*string{s.Catalog.BucketArn()},
-				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": listPrefixes}})
-		}
 		if sp.stagingWrite {
 			actions := []string{"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"}
 			if sp.stagingDelete {
@@ -236,6 +235,16 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		}
 		if sp.lockRead {
 			add("LockRead", []string{"s3:GetObject"}, []*string{lockArn}, nil)
+		}
+		if sp.lockRead || sp.pointerWrite {
+			add("ServersRead", []string{"s3:GetObject"}, []*string{serversArn}, nil)
+			if !sp.pointerWrite {
+				listPrefixes = append(listPrefixes, cfg.PointerKey+".servers/*")
+			}
+		}
+		if len(listPrefixes) > 0 {
+			add("CatalogList", []string{"s3:ListBucket"}, []*string{s.Catalog.BucketArn()},
+				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": listPrefixes}})
 		}
 		if sp.publish {
 			add("Alerts", []string{"sns:Publish"}, []*string{s.Topic.TopicArn()}, nil)

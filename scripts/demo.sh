@@ -50,9 +50,9 @@ printf '$ %s\n' "$BIN/demo-client --port $PORT --acked acked.txt &   # commits a
 "$BIN/demo-client" --port "$PORT" --acked "$work/acked.txt" &
 client_pid=$!
 sleep 2
-run "$M" migrate --pointer "$LIVE" --rebuild --target-dir "file://$work/live/" --shards 4 --freeze-grace 2s
+run "$M" migrate --pointer "$LIVE" --rebuild --target-dir "file://$work/live/" --shards 4
 sleep 3
-run "$M" rollback --pointer "$LIVE" --freeze-grace 2s
+run "$M" rollback --pointer "$LIVE"
 sleep 2
 kill -TERM "$client_pid"; wait "$client_pid" || true; client_pid=""
 run "$BIN/demo-client" --port "$PORT" --acked "$work/acked.txt" --check

@@ -13,7 +13,9 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -332,6 +334,15 @@ func TestRealRockLakeOnlineInterruptedBeforeTheFence(t *testing.T) {
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
 	w := commitEvery(ctx, srv, 100*time.Millisecond)
+	// A live supervisor that does not acknowledge holds Fence in its
+	// grace, where the interruption comes.
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := presence.Put(ctx, store, ptr, presence.Record{ID: "slow", Role: presence.Follower, Catalog: "file://" + src, Mode: "writer"}); err != nil {
+		t.Fatal(err)
+	}
 
 	runCtx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
@@ -376,8 +387,9 @@ func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
 	errOut, cl := &sv.errOut, rocklake.Client(sv.port)
 
 	w := commitEvery(ctx, cl, 100*time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "online")+"/",
-		"--online", "--shards", "2", "--freeze-grace", "1s", "--read-replica=false", "--json")
+		"--online", "--shards", "2", "--freeze-grace", "20s", "--read-replica=false", "--json")
 	r.want(t, exitOK)
 	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Online == nil {

@@ -18,24 +18,23 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-// Issue 25: reads never fail for longer than one restart. A client reads
+// Reads never fail through a migration (issues 25, 37). A client reads
 // every 50 ms and writes every 200 ms through the real RockLake under
 // `rocklake-migrate serve` while `migrate --rebuild --postpone-flip` holds
 // the source frozen at the gate for well over one restart, then `approve`
-// flips. Freeze copies the frozen source into a read replica beside it;
-// the supervisor finds it (layout.Replica) and serves reads from it (RockLake's reader mode
-// opens its catalog as a SlateDB writer, so Freeze's fence stops a reader
-// on the source). The longest read gap stays under readGapMax while the
-// frozen window is longer; every write from the first refused one to the
-// flip is refused (57P04); after the flip the writer on the new catalog
-// takes writes, every earlier commit there; the replica is gone. DuckDB
-// 1.5.3 through its DuckLake extension wrote the lake before the migration
-// and reads the same answers from the replica at the gate and from the new
-// catalog after the flip.
-// Old main served no replica: its reader on the source failed every read
-// from Freeze to the flip.
+// flips. When the lock names the fence, the supervisor stops the writer,
+// copies the source as it stands beside it and serves reads from the copy
+// (RockLake's reader mode opens its catalog as a SlateDB writer, so a
+// reader on the source would be fenced with it), behind its front, which
+// holds new connections while no server serves: no read fails for
+// readGapMax while the frozen window is far longer; every write from the
+// first refused one to the flip is refused (57P04); after the flip the
+// writer on the new catalog takes writes, every earlier commit there; the
+// copy and Freeze's replica are gone. DuckDB 1.5.3 through its DuckLake
+// extension wrote the lake before the migration and reads the same answers
+// at the gate and from the new catalog after the flip.
 func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
-	const readGapMax, frozenMin = 10 * time.Second, 15 * time.Second
+	const readGapMax, frozenMin = time.Second, 15 * time.Second
 	bin, err := rocklake.Binary()
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +129,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	}()
 
 	started := time.Now()
-	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "2s", "--postpone-flip", "--offline", "--json")
+	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "20s", "--postpone-flip", "--offline", "--json")
 	r.want(t, exitOK)
 	var rep workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Gate == nil {
@@ -214,11 +213,18 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 			t.Fatalf("commit %s missing from the new catalog: %q", want, names)
 		}
 	}
-	for _, want := range []string{"mode=reader catalog=" + replica, "mode=writer catalog=" + cur.Catalog} {
+	for _, want := range []string{"mode=reader catalog=file://" + filepath.Dir(src) + "/reader-", "mode=writer catalog=" + cur.Catalog} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Fatalf("health lines lack %q:\n%s", want, errOut.String())
 		}
 	}
+	eventually(t, "the supervisor's copy removed", func() error {
+		left, err := filepath.Glob(filepath.Join(filepath.Dir(src), "reader-*"))
+		if err == nil && len(left) > 0 {
+			err = fmt.Errorf("copies left: %v", left)
+		}
+		return err
+	})
 	if _, err := os.Stat(strings.TrimPrefix(replica, "file://")); !os.IsNotExist(err) {
 		if objs, lerr := store.List(ctx, replica+"/"); lerr != nil || len(objs) != 0 {
 			t.Fatalf("the replica %s after the flip: %d objects, %v", replica, len(objs), lerr)

@@ -37,7 +37,7 @@ func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 
 	w := commitEvery(ctx, cl, 200*time.Millisecond)
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/",
-		"--shards", "2", "--freeze-grace", "1s", "--json")
+		"--shards", "2", "--freeze-grace", "20s", "--json")
 	r.want(t, exitOK)
 	var fwd workflow.LocalReport
 	if err := json.Unmarshal([]byte(r.stdout), &fwd); err != nil || fwd.Outcome != "rebuilt" {
@@ -47,7 +47,7 @@ func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 	time.Sleep(2 * time.Second) // commits on the new catalog
 	onNew := len(w.snapshot())
 
-	b := cli(t, "rollback", "--pointer", ptr, "--freeze-grace", "1s", "--json")
+	b := cli(t, "rollback", "--pointer", ptr, "--freeze-grace", "20s", "--json")
 	b.want(t, exitOK)
 	var back workflow.LocalReport
 	if err := json.Unmarshal([]byte(b.stdout), &back); err != nil || back.Outcome != "rolled back" || back.RollbackOf != fwd.MigrationID || back.Online == nil {

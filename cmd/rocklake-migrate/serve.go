@@ -25,12 +25,20 @@ func newServeCmd(e *env) *cobra.Command {
 		Short: "run RockLake on the catalog the pointer names, and follow the pointer through migrations",
 		Long: `serve runs ` + "`rocklake serve`" + ` (the binary given for the pointer's format) on the
 catalog the pointer names and keeps it there. It reads the pointer and the
-migration lock every --interval (conditional GETs). When a migration takes the
-lock it restarts RockLake in reader mode on the source before Freeze fences it
-(reads go on, writes are refused); when the pointer flips it starts the writer
-for the new format on the new catalog; after an abort it returns to the writer
-on the source; a rollback is followed the same way. It never starts a writer
-while a migration holds the lock. A flip to a format with no --rocklake binary,
+migration lock every --interval (conditional GETs), and keeps a presence record
+beside the pointer (<pointer>.servers/), which migrations wait on. When a
+migration names its fence it stops the writer, copies the source as it stands
+beside it and serves reads from the copy (writes are refused; the fence does
+not reach the copy), then acknowledges: the migration fences only then. When
+the pointer flips it starts the writer for the new format on the new catalog;
+after an abort it returns to the writer on the source; a rollback is followed
+the same way. It never starts a writer while a migration holds the lock,
+unless the migration says writes go on (an online copy, a dry run, a cleanup).
+
+The supervisor listens on RockLake's --bind itself and hands connections to
+the server that serves (each RockLake on a loopback port): a switch starts the
+next server beside the reader that serves and moves new connections to it, and
+a connection opened while none serves waits (--hold) rather than fail. A flip to a format with no --rocklake binary,
 or to a catalog that is not there, keeps the last good server in reader mode,
 says so in a health line, in an SNS message (--sns-topic) and in the exit
 status when stopped (5). RockLake's output passes through; health lines go to
@@ -39,7 +47,9 @@ RockLake gracefully (SIGTERM: its drain) and then the supervisor; SIGUSR1 and
 SIGUSR2 are forwarded to it.
 
 Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
---mode reader there makes a fleet reader that follows the pointer as a reader.`,
+--mode reader there makes a fleet reader: it serves a copy of the catalog the
+pointer names, made beside it (fencing nothing) and replaced by a fresher one
+every --refresh, so that it never stops the writer.`,
 		Example: `  rocklake-migrate serve --pointer s3://b/rocklake/CURRENT --rocklake 1=/usr/local/bin/rocklake -- --bind 0.0.0.0:5432 --drain-timeout 3
   rocklake-migrate serve --pointer s3://b/rocklake/CURRENT --rocklake 1=/opt/rocklake-0.47/rocklake --rocklake 2=/opt/rocklake-0.48/rocklake -- --mode reader`,
 	}
@@ -53,6 +63,9 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 	topic := fs.String("sns-topic", "", "SNS topic ARN for a degraded supervisor or one giving up")
 	asJSON := jsonFlag(fs, "health lines as JSON objects on stderr")
 	timeout := fs.Duration("timeout", 0, "stop serving (gracefully) after this long; 0: until a signal")
+	hold := fs.Duration("hold", supervise.DefaultHold, "how long a client's new connection waits for a server while none serves (a restart, a switch)")
+	refresh := fs.Duration("refresh", supervise.DefaultRefresh, "a fleet reader (--mode reader) serves a copy of the catalog at most this old, plus the copy's time")
+	useFront := fs.Bool("front", true, "listen on RockLake's --bind in the supervisor and hand connections to the server that serves (false: RockLake binds it, and a switch closes the port for a moment)")
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
 			return usagef("serve takes no arguments before --, got %q (RockLake's flags go after --)", args)
@@ -68,8 +81,13 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 		if err != nil {
 			return err
 		}
-		if *interval <= 0 || *stopTimeout <= 0 || *maxRestarts < 1 || *startTimeout <= 0 || *timeout < 0 {
-			return usagef("--interval, --stop-timeout and --start-timeout want positive durations, --timeout 0 or more, --max-restarts 1 or more")
+		if *interval <= 0 || *stopTimeout <= 0 || *maxRestarts < 1 || *startTimeout <= 0 || *timeout < 0 || *hold <= 0 || *refresh <= 0 {
+			return usagef("--interval, --stop-timeout, --start-timeout, --hold and --refresh want positive durations, --timeout 0 or more, --max-restarts 1 or more")
+		}
+		listen, front := supervise.ListenAddr(extra), ""
+		if *useFront {
+			front, extra = supervise.TakeBind(extra)
+			listen = ""
 		}
 		// main's context ends on SIGTERM, SIGINT and SIGHUP: the graceful stop.
 		ctx := cmd.Context()
@@ -85,7 +103,7 @@ Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
 		var mu sync.Mutex
 		opts := supervise.Options{
 			Pointer: *ptr, Binaries: binaries, Extra: extra, Interval: *interval, StopTimeout: *stopTimeout,
-			MaxRestarts: *maxRestarts, StartTimeout: *startTimeout, ListenAddr: supervise.ListenAddr(extra),
+			MaxRestarts: *maxRestarts, StartTimeout: *startTimeout, ListenAddr: listen, Front: front, Hold: *hold, Refresh: *refresh,
 			Stdout: e.stdout, Stderr: e.stderr, Store: store,
 			Health: func(h supervise.Health) {
 				mu.Lock()

@@ -76,7 +76,7 @@ int32_t rl_checkpoint_list(const char *url, const char *opts_json, uint64_t time
 int32_t rl_checkpoint_delete(const char *url, const char *opts_json, const char *checkpoint_id,
                              uint64_t timeout_ms, const rl_cancel *cancel, char **err_out);
 int32_t rl_checkpoint_copy(const char *url, const char *opts_json, const char *checkpoint_id,
-                           const char *dest_url, uint64_t timeout_ms, const rl_cancel *cancel,
+                           uint64_t wal_end, const char *dest_url, uint64_t timeout_ms, const rl_cancel *cancel,
                            char **out, char **err_out);
 /* Where the database's bytes lie in key order, from its compacted SSTs'
  * indexes (no data read, nothing written), as checkpoint_id holds it (NULL

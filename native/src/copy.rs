@@ -37,10 +37,17 @@ pub struct Copied {
 /// Copies checkpoint `id` of the database at `src` to `dst`, which must be
 /// empty and in the same store. On error the caller deletes what is under
 /// `dst` (before the manifest lands, nothing there is a database).
+///
+/// `wal_end`, if past the manifest's own WAL end, is a view's (pkg/slatedb
+/// View): the WAL SSTs up to it, written after the checkpoint's manifest
+/// by a live writer, are copied too, and SlateDB replays them when the
+/// copy is opened (it replays every WAL SST it lists past the manifest's
+/// replay point), so the copy holds every commit the view does.
 pub async fn checkpoint(
     src: &Location,
     src_url: &str,
     id: Uuid,
+    wal_end: u64,
     dst: &Location,
     dst_url: &str,
 ) -> Res<Copied> {
@@ -76,7 +83,8 @@ pub async fn checkpoint(
             SsTableId::Wal(_) => None,
         })
         .collect();
-    let wal = manifest::wal_ids(&m);
+    let own = manifest::wal_ids(&m);
+    let wal = own.start..own.end.max(wal_end);
 
     // What exists, with sizes; everything the manifest names must.
     let mut todo: BTreeMap<String, u64> = BTreeMap::new();
@@ -90,6 +98,13 @@ pub async fn checkpoint(
                 todo.insert(format!("{dir}/{stem}.sst"), size);
             }
         }
+    }
+    if let Some(gap) = (own.end..wal.end).find(|n| !todo.contains_key(&format!("wal/{n:020}.sst")))
+    {
+        return Err(fail(
+            RL_ERR_DATA,
+            format!("copy {src_url}: WAL SST {gap} of the view of checkpoint {id} (through {}) is not in the store", wal.end),
+        ));
     }
     let missing: Vec<&String> = ssts
         .iter()

@@ -1023,6 +1023,7 @@ pub extern "C" fn rl_checkpoint_copy(
     url: *const c_char,
     opts_json: *const c_char,
     checkpoint_id: *const c_char,
+    wal_end: u64,
     dest_url: *const c_char,
     timeout_ms: u64,
     cancel: *const CancelToken,
@@ -1041,7 +1042,7 @@ pub extern "C" fn rl_checkpoint_copy(
         let c = block(
             timeout_ms,
             cancel,
-            copy::checkpoint(&src, url, id, &dst, dest),
+            copy::checkpoint(&src, url, id, wal_end, &dst, dest),
         )?;
         out_string(
             format!(

@@ -161,17 +161,27 @@ type Copied struct {
 // opens it. On error, objects may be left under dest: the caller removes
 // them (until the manifest lands, nothing there is a database).
 func CopyCheckpoint(ctx context.Context, url, id, dest string, opts Options) (Copied, error) {
+	return CopyView(ctx, url, View{Checkpoint: id}, dest, opts)
+}
+
+// CopyView is CopyCheckpoint of a view: the view's checkpoint and the WAL
+// SSTs up to its WALEnd that a live writer wrote past the checkpoint's
+// manifest, which the copy replays when opened. A copy of a view of a
+// running RockLake holds every commit RockLake had acknowledged when the
+// view was taken; taking it fences nothing. A WAL SST of the view no
+// longer there is ErrData.
+func CopyView(ctx context.Context, url string, v View, dest string, opts Options) (Copied, error) {
 	if err := useS3(ctx, "copy checkpoint", url); err != nil {
 		return Copied{}, err
 	}
-	curl, copts, cid, cdest := C.CString(url), C.CString(opts.json()), C.CString(id), C.CString(dest)
+	curl, copts, cid, cdest := C.CString(url), C.CString(opts.json()), C.CString(v.Checkpoint), C.CString(dest)
 	defer C.free(unsafe.Pointer(curl))
 	defer C.free(unsafe.Pointer(copts))
 	defer C.free(unsafe.Pointer(cid))
 	defer C.free(unsafe.Pointer(cdest))
 	var out *C.char
 	err := native(ctx, "copy checkpoint", func(t C.uint64_t, c *C.rl_cancel, e **C.char) C.int32_t {
-		return C.rl_checkpoint_copy(curl, copts, cid, cdest, t, c, &out, e)
+		return C.rl_checkpoint_copy(curl, copts, cid, C.uint64_t(v.WALEnd), cdest, t, c, &out, e)
 	})
 	if err != nil {
 		return Copied{}, err

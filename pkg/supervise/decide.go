@@ -7,8 +7,14 @@
 //
 // The one rule it never breaks: no writer is started while a migration holds
 // the lock (a writer's open fences Freeze's writer, or moves the source under
-// the migration). When it cannot tell (the lock unreadable), it keeps what
-// runs, and starts no writer.
+// the migration), unless the holder says writes go on. When it cannot tell
+// (the lock unreadable, or its own presence record not written), it keeps
+// what runs, and starts nothing.
+//
+// It says where it is (pkg/presence): a record beside the pointer, written
+// before it starts anything and at every change, with a heartbeat; it
+// acknowledges a holder's fence once its server is no writer on the source,
+// and the workflow fences only then.
 package supervise
 
 import (
@@ -28,16 +34,28 @@ const (
 )
 
 // Child is a RockLake server: which binary, on which catalog (the pointer's
-// URL), in which mode.
+// URL), in which mode; Copy: a reader on a copy of the catalog made for it
+// (copies.go), which fences nothing.
 type Child struct {
 	Format  format.Version
 	Binary  string
 	Catalog string
 	Mode    Mode
+	Copy    bool
 }
 
 func (c Child) String() string {
-	return fmt.Sprintf("%s on %s (%s, %s)", c.Mode, c.Catalog, c.Format, c.Binary)
+	on := c.Catalog
+	if c.Copy {
+		on = "a copy of " + on
+	}
+	return fmt.Sprintf("%s on %s (%s, %s)", c.Mode, on, c.Format, c.Binary)
+}
+
+// asCopyReader is c as a reader of a copy of its catalog.
+func (c Child) asCopyReader() *Child {
+	c.Mode, c.Copy = Reader, true
+	return &c
 }
 
 // Observation is what the supervisor last read.
@@ -63,6 +81,15 @@ type Observation struct {
 	// CatalogMissing: the pointer's catalog has no SlateDB manifest (a
 	// dangling pointer), where RockLake would create an empty catalog.
 	CatalogMissing bool
+	// OnSource: this supervisor's server runs on the pointer's catalog
+	// now. Once a holder names its fence, only such a server is switched
+	// to a reader there: the holder waits for the supervisors it sees
+	// (pkg/presence), and one that came later opens nothing on the source.
+	OnSource bool
+	// OnCopy: its server reads a copy of the pointer's catalog that it
+	// made: kept until the flip or the abort (it holds every commit of the
+	// frozen source).
+	OnCopy bool
 }
 
 // FlipSettle is how long after a flip the supervisor waits for the
@@ -139,32 +166,43 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 	case holder != "" && obs.LockWritesGoOn:
 		// An online migration copies while the writer commits; it names
 		// its fence a freeze grace ahead.
+		c := &want
 		if readersOnly {
-			want.Mode = Reader
+			c = want.asCopyReader()
 		}
-		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " migrates online: writes go on until it names its fence"}
+		return Decision{Child: c, State: Migrating, Reason: "migration " + holder + " migrates online: writes go on until it names its fence"}
 	case holder != "" && p.MigrationID == holder && obs.Now.Before(p.UpdatedAt.Add(FlipSettle)):
 		// Flip frees the lock right after it writes the pointer: one
 		// restart, to the writer, rather than two.
 		return Decision{Hold: true, State: Migrating, Reason: "migration " + holder + " flipped the pointer: waiting for it to free the lock"}
 	case holder != "" && p.MigrationID == holder:
-		want.Mode = Reader
-		return Decision{Child: &want, State: Migrating, Reason: "migration " + holder + " flipped the pointer and still holds the lock: reads only until it frees it"}
+		return Decision{Child: want.asCopyReader(), State: Migrating, Reason: "migration " + holder + " flipped the pointer and still holds the lock: reads only, from a copy, until it frees it"}
+	case holder != "" && obs.OnCopy:
+		return Decision{Child: want.asCopyReader(), State: Migrating,
+			Reason: fmt.Sprintf("migration %s holds the lock: reads only, from this supervisor's copy of the source, until it flips or aborts", holder)}
 	case holder != "" && obs.Replica != "":
 		// The frozen source's copy: nothing opened on it moves the source,
 		// and it holds every commit the source does (writes are frozen).
 		want.Catalog, want.Mode = obs.Replica, Reader
 		return Decision{Child: &want, State: Migrating,
 			Reason: fmt.Sprintf("migration %s froze the source: reads only, from its read replica %s, until it flips or aborts", holder, obs.Replica)}
+	case holder != "" && obs.Now.Add(OpenMargin).Before(obs.FenceAt) && !obs.OnSource:
+		return Decision{State: Migrating,
+			Reason: fmt.Sprintf("migration %s holds the lock and named its fence: nothing is opened on the source (no server ran there), reads wait for its read replica or the flip", holder)}
 	case holder != "" && obs.Now.Add(OpenMargin).Before(obs.FenceAt):
-		want.Mode = Reader
-		return Decision{Child: &want, State: Migrating, OpenBy: obs.FenceAt.Add(-OpenMargin),
-			Reason: fmt.Sprintf("migration %s holds the lock and may fence the source at %s: reads only until it flips or aborts", holder, obs.FenceAt.UTC().Format(time.RFC3339))}
+		// The writer stops; its server reads a copy of the source made
+		// then, which the fence does not reach (a reader opened on the
+		// source itself would be fenced with it).
+		return Decision{Child: want.asCopyReader(), State: Migrating, OpenBy: obs.FenceAt.Add(-OpenMargin),
+			Reason: fmt.Sprintf("migration %s holds the lock and may fence the source at %s: reads only, from a copy of the source, until it flips or aborts", holder, obs.FenceAt.UTC().Format(time.RFC3339))}
 	case holder != "":
 		return Decision{Hold: true, State: Migrating, Reason: "migration " + holder + " holds the lock and froze the source (or is about to): what runs keeps running, nothing is opened on it until the migration flips or aborts"}
 	}
+	c := &want
 	if readersOnly {
-		want.Mode = Reader
+		// A fleet's reader: a copy of the catalog, refreshed; RockLake
+		// on the catalog itself would fence its writer.
+		c = want.asCopyReader()
 	}
-	return Decision{Child: &want, State: Serving, Reason: fmt.Sprintf("the pointer names %s (%s, generation %d)", p.Catalog, p.FormatVersion, p.Generation)}
+	return Decision{Child: c, State: Serving, Reason: fmt.Sprintf("the pointer names %s (%s, generation %d)", p.Catalog, p.FormatVersion, p.Generation)}
 }

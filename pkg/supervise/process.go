@@ -13,7 +13,12 @@ import (
 
 // process is one running RockLake server.
 type process struct {
-	child   Child
+	child Child
+	// served is the catalog it opened: child.Catalog, or a copy of it
+	// (child.Copy), which goes when the process does.
+	served string
+	// addr is its loopback --bind behind the front ("" without one).
+	addr    string
 	cmd     *exec.Cmd
 	started time.Time
 	exited  chan struct{}
@@ -23,23 +28,28 @@ type process struct {
 	frozen bool
 }
 
-// args is the command line of c: `serve --catalog CATALOG --mode MODE` and
-// the operator's extra flags.
-func args(c Child, extra []string) []string {
-	return append([]string{"serve", "--catalog", ServeCatalog(c.Catalog), "--mode", string(c.Mode)}, extra...)
+// args is the command line of c serving catalog: `serve --catalog CATALOG
+// --mode MODE`, the operator's extra flags, and the loopback --bind behind
+// the front.
+func args(c Child, catalog string, extra []string, addr string) []string {
+	a := append([]string{"serve", "--catalog", ServeCatalog(catalog), "--mode", string(c.Mode)}, extra...)
+	if addr != "" {
+		a = append(a, "--bind", addr)
+	}
+	return a
 }
 
 // start runs c with its output passed through. The child has its own
 // process group (a terminal's Ctrl-C reaches the supervisor, which stops it
 // gracefully) and is killed if the supervisor dies.
-func start(c Child, extra []string, stdout, stderr io.Writer) (*process, error) {
-	cmd := exec.Command(c.Binary, args(c, extra)...)
+func start(c Child, served string, extra []string, addr string, stdout, stderr io.Writer) (*process, error) {
+	cmd := exec.Command(c.Binary, args(c, served, extra, addr)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("supervise: start %s: %w", c.Binary, err)
 	}
-	p := &process{child: c, cmd: cmd, started: time.Now(), exited: make(chan struct{})}
+	p := &process{child: c, served: served, addr: addr, cmd: cmd, started: time.Now(), exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(p.exited)

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
@@ -15,6 +16,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -29,6 +31,8 @@ const (
 	DefaultMaxRestarts  = 5
 	DefaultStableAfter  = 30 * time.Second
 	DefaultStartTimeout = time.Minute
+	DefaultHold         = 15 * time.Second
+	DefaultRefresh      = 30 * time.Second
 	firstBackoff        = time.Second
 	maxBackoff          = 30 * time.Second
 	// readTimeout bounds one read of the pointer or the lock.
@@ -75,6 +79,20 @@ type Options struct {
 	// (an SNS message in the CLI); its error is logged, never fatal.
 	Alert func(ctx context.Context, subject, body string) error
 	Store *blob.Store
+	// ID names this supervisor's presence record (pkg/presence) and its
+	// copies; "": the host's name, the pid and a random suffix.
+	ID string
+	// Front, if set, is where clients connect (RockLake's --bind, taken
+	// out of Extra): the supervisor listens there and hands connections to
+	// the server that serves, each RockLake on a loopback port of its own
+	// (front.go). A connection opened while none serves waits up to Hold
+	// (0: DefaultHold).
+	Front string
+	Hold  time.Duration
+	// Refresh is how old a fleet reader's copy of the catalog grows
+	// before a fresher one replaces it (0: DefaultRefresh): the bound on
+	// what its readers miss, with the copy's own time.
+	Refresh time.Duration
 }
 
 // Health is one line of the supervisor's state, written at each change.
@@ -135,6 +153,16 @@ type Supervisor struct {
 	failures  int
 	restartAt time.Time
 	signals   chan os.Signal
+
+	// The presence record last written, and until when the workflow may
+	// still count this supervisor by it (a heartbeat before it goes
+	// stale); past it, nothing is started.
+	present      presence.Record
+	presentAt    time.Time
+	presentUntil time.Time
+
+	front  *front
+	copies int // copies made, for their names
 }
 
 // New checks opts and makes a Supervisor.
@@ -166,6 +194,15 @@ func New(opts Options) (*Supervisor, error) {
 	extra, readersOnly, err := splitMode(opts.Extra)
 	if err != nil {
 		return nil, err
+	}
+	if opts.ID == "" {
+		opts.ID = presenceID()
+	}
+	if opts.Hold <= 0 {
+		opts.Hold = DefaultHold
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = DefaultRefresh
 	}
 	return &Supervisor{opts: opts, extra: extra, readersOnly: readersOnly, checked: map[string]bool{}, signals: make(chan os.Signal, 4)}, nil
 }
@@ -209,6 +246,26 @@ func ListenAddr(extra []string) string {
 	return strings.Replace(bind, "0.0.0.0:", "127.0.0.1:", 1)
 }
 
+// TakeBind takes RockLake's --bind out of extra, for the supervisor's
+// front to listen there (Options.Front): RockLake's default, 0.0.0.0:5432,
+// when extra names none.
+func TakeBind(extra []string) (bind string, rest []string) {
+	bind = "0.0.0.0:5432"
+	for i := 0; i < len(extra); i++ {
+		a := extra[i]
+		switch {
+		case (a == "--bind" || a == "-b") && i+1 < len(extra):
+			bind = extra[i+1]
+			i++
+		case strings.HasPrefix(a, "--bind="):
+			bind = strings.TrimPrefix(a, "--bind=")
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return bind, rest
+}
+
 // StoppedDegraded reports whether Run stopped while degraded: no RockLake binary
 // for the pointer's format, or no catalog where it points, the last good
 // server having been kept in reader mode.
@@ -232,6 +289,14 @@ func (s *Supervisor) Signal(sig os.Signal) {
 // RockLake kept exiting, and the read's error when the pointer could not be
 // read within StartTimeout at the start.
 func (s *Supervisor) Run(ctx context.Context) error {
+	if s.opts.Front != "" {
+		f, err := listenFront(s.opts.Front, s.opts.Hold)
+		if err != nil {
+			return err
+		}
+		s.front = f
+		defer f.close()
+	}
 	if err := s.first(ctx); err != nil {
 		return err
 	}
@@ -242,6 +307,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			s.shutdown()
 			return err
 		}
+		s.publish(ctx)
 		select {
 		case <-ctx.Done():
 			s.shutdown()
@@ -269,7 +335,15 @@ func (s *Supervisor) first(ctx context.Context) error {
 	for {
 		err := s.observe(ctx)
 		if err == nil {
-			return nil
+			// Seen before anything is started: a holder that names its
+			// fence from now on waits for this supervisor. The lock is
+			// read again after the record is written, so that what is
+			// started is decided on a lock read no holder's wait missed.
+			s.publish(ctx)
+			if s.counted() {
+				return s.observe(ctx)
+			}
+			err = errors.New("supervise: the presence record could not be written")
 		}
 		if errors.Is(err, pointer.ErrPointerMissing) || errors.Is(err, pointer.ErrBadPointer) {
 			return err
@@ -337,6 +411,13 @@ func (s *Supervisor) observe(ctx context.Context) error {
 		s.obs.Replica = s.replica(rctx, h)
 	}
 	c := s.obs.Pointer.Catalog
+	s.obs.OnSource = s.cur != nil && s.cur.alive() && s.cur.child.Catalog == c
+	s.obs.OnCopy = s.obs.OnSource && s.cur.child.Copy && s.cur.served != c
+	if !s.counted() {
+		// The workflow may no longer see this supervisor: it must not
+		// open anything a fence could come after.
+		s.obs.LockKnown = false
+	}
 	if !s.checked[c] {
 		switch cerr := catalogThere(rctx, s.opts.Store, c); {
 		case cerr == nil:
@@ -387,22 +468,34 @@ func (s *Supervisor) step(ctx context.Context) error {
 	}
 	o := s.obs
 	if s.cur != nil && o.LockHolder != "" && !o.LockDryRun && o.Pointer.MigrationID != o.LockHolder &&
-		s.cur.child.Catalog == o.Pointer.Catalog && !o.Now.Before(o.FenceAt) {
+		s.cur.served == o.Pointer.Catalog && !o.Now.Before(o.FenceAt) {
 		s.cur.frozen = true
 	}
-	// A server Freeze fenced is restarted once the migration is over.
-	refresh := s.cur != nil && s.cur.frozen && o.LockKnown && o.LockHolder == ""
+	// A server Freeze fenced is restarted once the migration is over; a
+	// fleet reader's copy once it is Refresh old.
+	refresh := s.cur != nil && s.cur.frozen && o.LockKnown && o.LockHolder == "" || s.copyDue()
 	if d.Hold || !refresh && s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive() {
 		return nil
 	}
-	if s.cur != nil && s.cur.alive() {
+	// Behind the front, the next server starts beside a reader on another
+	// catalog (a copy, a replica, a fenced source): new connections move
+	// to it once it listens, then the old one stops.
+	var old *process
+	if s.front != nil && s.cur != nil && s.cur.alive() && d.Child != nil && s.cur.child.Mode == Reader &&
+		(d.Child.Copy || d.Child.Catalog != s.cur.served) {
+		old = s.cur
+	} else if s.cur != nil && s.cur.alive() {
 		timeout := s.opts.StopTimeout
 		if !d.OpenBy.IsZero() {
 			// The writer is fenced at the migration's fence anyway: its
 			// drain may not keep the reader from opening before it.
 			timeout = min(timeout, max(time.Until(d.OpenBy)-readerStart, minStop))
 		}
+		if s.cur.frozen {
+			timeout = minStop // fenced: nothing it drains can succeed
+		}
 		s.stopCurrent("stopped", timeout)
+		s.retire(ctx, s.cur)
 		s.cur = nil // stopped on purpose: no restart backoff
 	}
 	if s.cur != nil && !s.cur.alive() && d.Child != nil && *d.Child == s.cur.child {
@@ -412,7 +505,7 @@ func (s *Supervisor) step(ctx context.Context) error {
 				s.failures = 0
 			}
 			s.failures++
-			s.report(Health{Event: "exited", Mode: s.cur.child.Mode, Catalog: s.cur.child.Catalog, Reason: s.cur.cmd.ProcessState.String()})
+			s.report(Health{Event: "exited", Mode: s.cur.child.Mode, Catalog: s.cur.served, Reason: s.cur.cmd.ProcessState.String()})
 			if s.failures > s.opts.MaxRestarts {
 				err := fmt.Errorf("%w: %s exited %d times in a row (last: %s)", ErrServerFailing, s.cur.child, s.failures, s.cur.cmd.ProcessState)
 				s.alert(ctx, "RockLake supervisor gave up: "+s.opts.Pointer, err.Error())
@@ -427,6 +520,7 @@ func (s *Supervisor) step(ctx context.Context) error {
 	}
 	s.restartAt = time.Time{}
 	if d.Child == nil {
+		s.retire(ctx, s.cur)
 		s.cur = nil
 		return nil
 	}
@@ -435,6 +529,7 @@ func (s *Supervisor) step(ctx context.Context) error {
 		// The lock was taken (or its fence named) since the last read: a
 		// writer now would fence the migration. The next round decides
 		// again.
+		s.retire(ctx, s.cur)
 		s.cur = nil
 		return nil
 	}
@@ -442,30 +537,97 @@ func (s *Supervisor) step(ctx context.Context) error {
 		// The stop took too long: a reader opened now could come after the
 		// fence and move the frozen source.
 		s.report(Health{Event: "not-started", Reason: fmt.Sprintf("too close to the migration's fence (%s) to open %s", d.OpenBy.Add(OpenMargin).UTC().Format(time.RFC3339), want.Catalog)})
+		s.retire(ctx, s.cur)
 		s.cur = nil
 		return nil
 	}
-	p, err := start(want, s.extra, s.opts.Stdout, s.opts.Stderr)
+	served := want.Catalog
+	if want.Copy {
+		url, err := s.makeCopy(ctx, want.Catalog, d.OpenBy)
+		switch {
+		case err != nil && old != nil:
+			// The reader that serves goes on; the next round tries again.
+			s.report(Health{Event: "not-copied", Catalog: want.Catalog, Reason: err.Error()})
+			return nil
+		case err != nil && !d.OpenBy.IsZero() && !s.readersOnly:
+			// Before a fence, the reader goes on the source itself (the
+			// fence stops its reads until the replica or the flip).
+			s.report(Health{Event: "not-copied", Catalog: want.Catalog, Reason: err.Error() + ": a reader on the source instead"})
+		case err != nil:
+			s.report(Health{Event: "not-copied", Catalog: want.Catalog, Reason: err.Error()})
+			s.cur = nil
+			return nil
+		default:
+			served = url
+		}
+	}
+	addr := ""
+	if s.front != nil {
+		var err error
+		if addr, err = freePort(); err != nil {
+			return err
+		}
+	}
+	p, err := start(want, served, s.extra, addr, s.opts.Stdout, s.opts.Stderr)
 	if err != nil {
 		return err
 	}
 	if s.last == nil || *s.last != want {
 		s.failures = 0
 	}
+	prev := s.cur
 	s.cur, s.last = p, &want
 	if s.obs.Replica == "" || want.Catalog != s.obs.Replica {
 		s.served = &want
 	}
 	s.report(Health{Event: "started"})
-	if s.opts.ListenAddr != "" {
+	listen := s.opts.ListenAddr
+	if addr != "" {
+		listen = addr
+	}
+	if listen != "" {
 		rctx, cancel := context.WithTimeout(ctx, s.opts.StableAfter)
-		ok := p.waitListening(rctx, s.opts.ListenAddr)
+		ok := p.waitListening(rctx, listen)
 		cancel()
 		if ok {
 			s.report(Health{Event: "ready", Seconds: time.Since(p.started).Seconds()})
 		}
 	}
+	if s.front != nil {
+		s.front.set(addr)
+	}
+	if old != nil {
+		// New connections go to the new server: the old one gets a
+		// moment for the statements it runs, no more (what it serves is
+		// no longer what the pointer names, or staler than the new one).
+		s.cur = old
+		s.stopCurrent("stopped", switchStop)
+		s.cur = p
+	}
+	if prev != p {
+		s.retire(ctx, prev)
+	}
 	return nil
+}
+
+// switchStop is what a server replaced behind the front gets to finish.
+const switchStop = time.Second
+
+// retire drops what a stopped server leaves: its copy.
+func (s *Supervisor) retire(ctx context.Context, p *process) {
+	if p == nil || p.alive() || !p.child.Copy || p.served == p.child.Catalog {
+		return
+	}
+	s.dropCopy(ctx, p.served)
+}
+
+// copyDue reports whether a fleet reader's copy is due for a refresh: it
+// has served Refresh, and the lock lets a copy be taken (no holder, or
+// one whose writes go on: a view writes a checkpoint to the catalog).
+func (s *Supervisor) copyDue() bool {
+	o := s.obs
+	return s.readersOnly && s.cur != nil && s.cur.alive() && s.cur.child.Copy && s.cur.child.Catalog == o.Pointer.Catalog &&
+		time.Since(s.cur.started) >= s.opts.Refresh && o.LockKnown && (o.LockHolder == "" || o.LockDryRun || o.LockWritesGoOn)
 }
 
 // writerMayStartNow reads the lock unconditionally right before a writer
@@ -489,17 +651,24 @@ func (s *Supervisor) writerMayStartNow(ctx context.Context) bool {
 func (s *Supervisor) stopCurrent(event string, timeout time.Duration) {
 	t := time.Now()
 	killed := s.cur.stop(timeout)
-	h := Health{Event: event, Mode: s.cur.child.Mode, Catalog: s.cur.child.Catalog, Format: s.cur.child.Format.String(), Binary: s.cur.child.Binary, PID: s.cur.cmd.Process.Pid, Seconds: time.Since(t).Seconds()}
+	h := Health{Event: event, Mode: s.cur.child.Mode, Catalog: s.cur.served, Format: s.cur.child.Format.String(), Binary: s.cur.child.Binary, PID: s.cur.cmd.Process.Pid, Seconds: time.Since(t).Seconds()}
 	if killed {
 		h.Reason = fmt.Sprintf("it did not stop within %s of SIGTERM: killed", timeout)
 	}
 	s.report(h)
 }
 
-// shutdown stops the server gracefully.
+// shutdown stops the server gracefully, then removes the presence
+// record: nothing of this supervisor is left to wait for.
 func (s *Supervisor) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
 	if s.cur != nil && s.cur.alive() {
 		s.stopCurrent("stopped", s.opts.StopTimeout)
+	}
+	s.retire(ctx, s.cur)
+	if err := presence.Remove(ctx, s.opts.Store, s.opts.Pointer, s.opts.ID); err != nil {
+		s.report(Health{Event: "presence-unwritten", Reason: err.Error()})
 	}
 }
 
@@ -515,7 +684,7 @@ func (s *Supervisor) report(h Health) {
 	h.Generation, h.LockHolder = s.obs.Pointer.Generation, s.obs.LockHolder
 	if h.Mode == "" && s.cur != nil && slices.Contains([]string{"started", "ready"}, h.Event) {
 		c := s.cur.child
-		h.Mode, h.Catalog, h.Format, h.Binary, h.PID = c.Mode, c.Catalog, c.Format.String(), c.Binary, s.cur.cmd.Process.Pid
+		h.Mode, h.Catalog, h.Format, h.Binary, h.PID = c.Mode, s.cur.served, c.Format.String(), c.Binary, s.cur.cmd.Process.Pid
 	}
 	s.opts.Health(h)
 }
@@ -529,4 +698,67 @@ func (s *Supervisor) alert(ctx context.Context, subject, body string) {
 	if err := s.opts.Alert(actx, subject, body); err != nil {
 		s.report(Health{Event: "alert-failed", Reason: err.Error()})
 	}
+}
+
+// presenceID is a supervisor's default presence id: host, pid, and a
+// random suffix (two supervisors in one container share host and pid 1).
+func presenceID() string {
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == ' ' {
+			return '-'
+		}
+		return r
+	}, host)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%x", host, os.Getpid(), b)
+}
+
+// counted reports whether the workflow still counts this supervisor: its
+// record was written less than a heartbeat short of going stale ago.
+func (s *Supervisor) counted() bool { return time.Now().Before(s.presentUntil) }
+
+// acked is the lock holder whose fence this supervisor acknowledges (""
+// none): the lock holds a fence (not a dry run, not writes going on), and
+// its server is no writer on the holder's source. Decide opens nothing on
+// the source from then on (OnSource only keeps what runs).
+func (s *Supervisor) acked() string {
+	o := s.obs
+	if !o.LockKnown || o.LockHolder == "" || o.LockDryRun || o.LockWritesGoOn {
+		return ""
+	}
+	if o.Pointer.MigrationID != o.LockHolder && s.cur != nil && s.cur.alive() &&
+		s.cur.child.Mode == Writer && s.cur.child.Catalog == o.Pointer.Catalog {
+		return ""
+	}
+	return o.LockHolder
+}
+
+// publish writes the presence record when it changed or a heartbeat is
+// due; a failed write is reported, and past presentUntil the supervisor
+// starts nothing (observe).
+func (s *Supervisor) publish(ctx context.Context) {
+	r := presence.Record{ID: s.opts.ID, PID: os.Getpid(), Role: presence.Follower, Acked: s.acked()}
+	r.Host, _ = os.Hostname()
+	if s.readersOnly {
+		r.Role = presence.FleetReader
+	}
+	if s.cur != nil && s.cur.alive() {
+		r.Catalog, r.Mode = s.cur.served, string(s.cur.child.Mode)
+	}
+	if r == s.present && time.Since(s.presentAt) < presence.Heartbeat {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	t := time.Now()
+	if err := presence.Put(wctx, s.opts.Store, s.opts.Pointer, r); err != nil {
+		s.report(Health{Event: "presence-unwritten", Reason: err.Error()})
+		return
+	}
+	if r.Acked != "" && r.Acked != s.present.Acked {
+		s.report(Health{Event: "acknowledged", Reason: "the fence of " + r.Acked})
+	}
+	s.present, s.presentAt, s.presentUntil = r, t, t.Add(presence.StaleAfter-presence.Heartbeat)
 }

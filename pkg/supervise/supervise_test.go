@@ -20,6 +20,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -49,15 +50,19 @@ func newFixture(t *testing.T) fixture {
 	return fixture{ctx: ctx, store: store, ptr: "s3://rocklake/CURRENT", dir: t.TempDir()}
 }
 
-// catalog makes a directory that looks like a catalog (a manifest) and
-// returns its file:// URL.
+// catalog makes an empty SlateDB database (what the supervisor checks
+// for, and what its copies copy) and returns its file:// URL.
 func (f fixture) catalog(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(f.dir, "catalogs", name)
-	if err := os.MkdirAll(filepath.Join(dir, "manifest"), 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "manifest", "00000000000000000001.manifest"), []byte("m"), 0o644); err != nil {
+	w, err := slatedb.OpenWriter(f.ctx, "file://"+dir, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return "file://" + dir
@@ -105,8 +110,14 @@ type running struct {
 
 func (f fixture) run(t *testing.T, bins map[format.Version]string, extra ...string) *running {
 	t.Helper()
+	return f.runWith(t, bins, nil, extra...)
+}
+
+// runWith is run with the options changed by set first.
+func (f fixture) runWith(t *testing.T, bins map[format.Version]string, set func(*supervise.Options), extra ...string) *running {
+	t.Helper()
 	r := &running{done: make(chan error, 1)}
-	s, err := supervise.New(supervise.Options{
+	opts := supervise.Options{
 		Pointer: f.ptr, Binaries: bins, Extra: extra, Store: f.store,
 		Interval: 100 * time.Millisecond, StopTimeout: 5 * time.Second, MaxRestarts: 2, StableAfter: 5 * time.Second,
 		Health: func(h supervise.Health) {
@@ -120,7 +131,11 @@ func (f fixture) run(t *testing.T, bins map[format.Version]string, extra ...stri
 			r.alerts = append(r.alerts, subject+": "+body)
 			return nil
 		},
-	})
+	}
+	if set != nil {
+		set(&opts)
+	}
+	s, err := supervise.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +234,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	}
 
 	f.lock(t, "m-1", 3*time.Second)
-	if l := waitLaunch(t, log, 2); l.Catalog != path(src) || l.Mode != "reader" {
-		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
+	if l := waitLaunch(t, log, 2); !copyOf(l, src) || l.Mode != "reader" {
+		t.Fatalf("with the lock taken: %+v, want a reader on a copy of the source", l)
 	}
 	r.waitState(t, supervise.Migrating)
 	// The flip, with the lock still held: no writer on the new catalog;
@@ -275,8 +290,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	// it, the reader would count as fenced and be restarted once the lock
 	// is free (a restart this step does not look at).
 	f.lock(t, "m-2", 10*time.Second)
-	if l := waitLaunch(t, log, 6); l.Catalog != path(src) || l.Mode != "reader" {
-		t.Fatalf("with the lock taken: %+v, want a reader on the source", l)
+	if l := waitLaunch(t, log, 6); !copyOf(l, src) || l.Mode != "reader" {
+		t.Fatalf("with the lock taken: %+v, want a reader on a copy of the source", l)
 	}
 	v2 := f.catalog(t, "v2-m-2")
 	f.flip(t, v2, format.V2, "m-2")
@@ -301,8 +316,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 }
 
 // With a v2 binary, a v1→v2 migration ends with the v2 binary writing the
-// new catalog; fleet readers (--mode reader) follow the pointer as readers,
-// never as writers: to v2, and back on a rollback.
+// new catalog; fleet readers (--mode reader) follow the pointer as readers
+// of copies, never as writers: to v2, and back on a rollback.
 func TestSupervisorV2BinaryAndFleetReader(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1", "v2")
@@ -334,8 +349,8 @@ func TestSupervisorV2BinaryAndFleetReader(t *testing.T) {
 	if _, _, err := pointer.Rollback(f.ctx, f.store, f.ptr, pointer.RollbackOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if l := waitLaunch(t, log, 5); l.Name != "v1" || l.Catalog != path(src) || l.Mode != "reader" {
-		t.Fatalf("fleet reader after the rollback: %+v, want the v1 binary reading %s", l, path(src))
+	if l := waitLaunch(t, log, 5); l.Name != "v1" || !copyOf(l, src) || l.Mode != "reader" {
+		t.Fatalf("fleet reader after the rollback: %+v, want the v1 binary reading a copy of %s", l, path(src))
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
@@ -441,8 +456,8 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 	}{
 		{supervise.Observation{Pointer: p, LockKnown: true}, nil, false, supervise.Writer, supervise.Serving},
 		{supervise.Observation{Pointer: p, LockKnown: true}, nil, true, supervise.Reader, supervise.Serving},
-		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}, writer, false, supervise.Reader, supervise.Migrating},
-		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}, writer, true, supervise.Reader, supervise.Migrating},
+		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon, OnSource: true}, writer, false, supervise.Reader, supervise.Migrating},
+		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon, OnSource: true}, writer, true, supervise.Reader, supervise.Migrating},
 		{supervise.Observation{Pointer: flipped, LockKnown: true, LockHolder: "m-1", Now: now.Add(supervise.FlipSettle), FenceAt: past}, writer, false, supervise.Reader, supervise.Migrating},
 		{supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-dry", LockDryRun: true, Now: now}, writer, false, supervise.Writer, supervise.Serving},
 		// An online migration that has not named its fence: writes go on.
@@ -452,6 +467,15 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 		d := supervise.Decide(c.obs, c.last, bins, c.readers)
 		if d.Child == nil || d.Hold || d.Child.Mode != c.want || d.State != c.state {
 			t.Errorf("case %d: %+v, want %s (%s)", i, d, c.want, c.state)
+		}
+	}
+	// A fence named and no server of this supervisor on the source (it
+	// started, or its server died, since): nothing is opened there, since
+	// the holder may fence as soon as the supervisors it saw acknowledged.
+	for _, readers := range []bool{false, true} {
+		obs := supervise.Observation{Pointer: p, LockKnown: true, LockHolder: "m-1", Now: now, FenceAt: soon}
+		if d := supervise.Decide(obs, writer, bins, readers); d.Child != nil || d.Hold || d.State != supervise.Migrating {
+			t.Errorf("a fence named, nothing on the source (readers only %v): %+v, want no server", readers, d)
 		}
 	}
 	// Past the fence time, just flipped (the lock about to be freed), or
@@ -643,9 +667,15 @@ func TestWriterUnderALockWhoseWritesGoOn(t *testing.T) {
 			if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
 				t.Fatal(err)
 			}
-			if got := waitLaunch(t, log, 2); got.Catalog != path(src) || got.Mode != "reader" {
-				t.Fatalf("the fence named: %+v, want a reader on %s", got, path(src))
+			if got := waitLaunch(t, log, 2); !copyOf(got, src) || got.Mode != "reader" {
+				t.Fatalf("the fence named: %+v, want a reader on a copy of %s", got, path(src))
 			}
 		})
 	}
+}
+
+// copyOf reports whether l serves a supervisor's copy of catalog: a
+// reader-<id>-<n> directory beside it (layout.ReaderCopy).
+func copyOf(l launch, catalog string) bool {
+	return filepath.Dir(l.Catalog) == filepath.Dir(path(catalog)) && strings.HasPrefix(filepath.Base(l.Catalog), "reader-")
 }

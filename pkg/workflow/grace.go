@@ -3,16 +3,21 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 )
 
-// DefaultFreezeGrace is the wait between taking the lock and fencing the
-// source when the input names none: a supervisor polling the lock every 1-2
-// s sees it and restarts RockLake as a reader (its writer's drain included)
-// within it.
-const DefaultFreezeGrace = 5 * time.Second
+// DefaultFreezeGrace bounds the wait between naming the fence and fencing
+// the source when the input names none: the fence comes as soon as every
+// live supervisor of the pointer has acknowledged it (pkg/presence), at
+// once when none follows the pointer; a live one that has not within the
+// grace fails the step (presence.ErrNotAcknowledged) rather than be
+// fenced unawares. It holds a writer's drain (RockLake's 10 s for a client
+// that keeps its connection) and a reader's start.
+const DefaultFreezeGrace = 30 * time.Second
 
 // MaxFreezeGrace bounds the grace: Freeze waits it out inside its Lambda,
 // whose 900 s timeout must still hold the fence, the checkpoint and the
@@ -35,29 +40,28 @@ func freezeGrace(in CheckInput) (float64, error) {
 	return g, nil
 }
 
-// awaitGrace waits until the lock's fence_at (m's grace after the lock was
-// written), before a step fences the source; a retried step whose grace is
-// over does not wait again.
-func awaitGrace(ctx context.Context, m Migration) error {
+// awaitGrace waits, before a step fences m's source, until every live
+// supervisor of the pointer has acknowledged m's fence (its server no
+// writer on the source, nothing opened there until the lock frees), at
+// most until the lock's fence_at (m's grace after the fence was named):
+// past it, presence.ErrNotAcknowledged and nothing fenced. A run with a
+// grace of 0 (no supervisor, says its operator) and a dry run do not wait.
+func awaitGrace(ctx context.Context, env Env, m Migration) error {
 	if m.DryRun || m.FreezeGrace <= 0 {
 		return nil
 	}
-	wait := time.Duration(m.FreezeGrace * float64(time.Second))
+	bound := time.Duration(m.FreezeGrace * float64(time.Second))
 	switch {
 	case !m.FenceAt.IsZero():
-		wait = time.Until(m.FenceAt)
+		bound = time.Until(m.FenceAt)
 	case !m.StartedAt.IsZero():
-		wait -= time.Since(m.StartedAt)
+		bound -= time.Since(m.StartedAt)
 	}
-	if wait <= 0 {
-		return nil
+	waited, err := presence.Await(ctx, env.Store, m.Pointer, max(bound, 0), "acknowledge the fence of "+m.MigrationID,
+		func(r presence.Record) bool { return r.Acked != m.MigrationID })
+	if err != nil {
+		return fmt.Errorf("workflow: %s: %w", m.Source, err)
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("workflow: freeze grace: %w", context.Cause(ctx))
-	}
+	slog.InfoContext(ctx, "workflow: the servers acknowledged the fence", "migration_id", m.MigrationID, "seconds", waited.Seconds())
+	return nil
 }

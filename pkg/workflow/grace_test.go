@@ -2,10 +2,12 @@ package workflow_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -23,6 +25,10 @@ func TestFreezeAfterTheGraceRereadsTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A live supervisor that has not acknowledged yet holds Freeze.
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "sup-1", Role: presence.Follower}); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() {
 		_, err := workflow.Freeze(ctx, f.env, m)
@@ -33,6 +39,9 @@ func TestFreezeAfterTheGraceRereadsTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: online(), Pointer: f.pointer, TargetVersion: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "sup-1", Role: presence.Follower, Acked: m.MigrationID}); err != nil {
 		t.Fatal(err)
 	}
 	var ferr error
@@ -46,5 +55,52 @@ func TestFreezeAfterTheGraceRereadsTheLock(t *testing.T) {
 	}
 	if after, err := inplace.EngineState(ctx, f.env.Store, f.source); err != nil || after != before {
 		t.Fatalf("the replaced run's Freeze moved the source's SlateDB state: %s → %s (%v)", before, after, err)
+	}
+}
+
+// Freeze waits for the live supervisors, not for a timer: with none it
+// fences at once whatever the grace; a live one that does not acknowledge
+// within the grace fails it (ServersNotAcknowledged, naming it) with the
+// source untouched; one that went stale is not waited for.
+func TestFreezeWaitsForAcknowledgementsNotTimers(t *testing.T) {
+	ctx, f := setup(t, 300)
+	grace := 20.0
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, FreezeGrace: &grace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "gone", Role: presence.Follower, StaleAfterSeconds: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Freeze with no live supervisor took %s: it waited on the grace", took)
+	}
+	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+		t.Fatal(err)
+	}
+
+	short := 1.0
+	m, err = workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, FreezeGrace: &short})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "stuck", Role: presence.Follower, Catalog: f.source, Mode: "writer"}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := inplace.EngineState(ctx, f.env.Store, f.source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = workflow.Freeze(ctx, f.env, m)
+	if !errors.Is(err, presence.ErrNotAcknowledged) || !strings.Contains(err.Error(), "stuck") {
+		t.Fatalf("Freeze with a live supervisor that never acknowledges: %v, want ServersNotAcknowledged naming it", err)
+	}
+	if after, err := inplace.EngineState(ctx, f.env.Store, f.source); err != nil || after != before {
+		t.Fatalf("a refused Freeze moved the source: %s → %s (%v)", before, after, err)
 	}
 }

@@ -106,7 +106,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	// Strategy A fences the source too: the servers' supervisors switch to
 	// reader mode first.
-	if err := awaitGrace(ctx, m); err != nil {
+	if err := awaitGrace(ctx, env, m); err != nil {
 		return out, err
 	}
 	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)

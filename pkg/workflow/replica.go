@@ -9,6 +9,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -20,10 +21,11 @@ const (
 	minReplicaBudget = 10 * time.Second
 )
 
-// replicaLinger is how long Abort and Flip leave the replica after freeing
-// the lock, in a run with a freeze grace (one that servers' supervisors
-// follow): they (polling every 1.5 s) move off it first.
-const replicaLinger = 5 * time.Second
+// replicaLeave bounds how long Abort and Flip wait, after freeing the
+// lock, for the live supervisors to leave the read replica (they report
+// what they serve, pkg/presence) before they remove it, fencing whoever is
+// still on it.
+const replicaLeave = 30 * time.Second
 
 // makeReplica copies checkpoint cp of the frozen source into the
 // migration's replica (layout.Replica, a name the servers' supervisors
@@ -76,8 +78,8 @@ func replicaWhole(ctx context.Context, env Env, url string) bool {
 }
 
 // dropReplica removes migration m's read replica, if any, once the lock
-// is free: after replicaLinger (the supervisors leave it), fencing a
-// server still on it (deleteTarget), within half of what the step has
+// is free: once the live supervisors left it (at most replicaLeave),
+// fencing a server still on it (deleteTarget), within half of what the step has
 // left. The name is the migration's own (layout.Replica), so a Freeze
 // that died before returning is covered.
 func dropReplica(ctx context.Context, env Env, m Migration) error {
@@ -102,9 +104,23 @@ func dropReplica(ctx context.Context, env Env, m Migration) error {
 		defer cancel()
 	}
 	if m.FreezeGrace > 0 {
-		// A run with no grace has no supervisor to wait for.
-		if err := sleepCtx(ctx, replicaLinger); err != nil {
+		// A run with no grace has no supervisor to wait for. One that
+		// stays on the replica past the bound is fenced by the delete.
+		waited, err := presence.Await(ctx, env.Store, m.Pointer, replicaLeave, "leave the read replica "+url,
+			func(r presence.Record) bool { return r.Catalog == url })
+		if err != nil && !errors.Is(err, presence.ErrNotAcknowledged) {
 			return fmt.Errorf("workflow: remove the read replica %s: %w", url, err)
+		}
+		slog.InfoContext(ctx, "workflow: the servers left the read replica", "replica", url, "seconds", waited.Seconds(), "error", err)
+		if err == nil {
+			// No live server on it, and a gone supervisor's RockLake died
+			// with it (Pdeathsig): nothing writes there; a delete that
+			// leaves something behind falls back to fencing it.
+			if _, err := env.Store.DeletePrefix(ctx, url+"/"); err == nil {
+				if left, err := env.Store.List(ctx, url+"/"); err == nil && len(left) == 0 {
+					return nil
+				}
+			}
 		}
 	}
 	if _, err := deleteTarget(ctx, env, url); err != nil {

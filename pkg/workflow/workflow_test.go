@@ -22,6 +22,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -719,11 +720,10 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 	}
 }
 
-// Freeze fences the source only once the run's grace after the lock has
-// passed (for the servers' supervisors to switch RockLake to reader mode),
-// counted from when Check took the lock; the default grace is
-// DefaultFreezeGrace; a grace out of bounds is refused before anything is
-// touched.
+// Freeze fences the source once every live supervisor acknowledged, within
+// the run's grace (the lock's fence_at, counted from when Check took the
+// lock), not at its end; the default grace is DefaultFreezeGrace; a grace
+// out of bounds is refused before anything is touched.
 func TestFreezeWaitsItsGrace(t *testing.T) {
 	ctx, f := setup(t, 200)
 	for _, g := range []float64{-1, workflow.MaxFreezeGrace.Seconds() + 1} {
@@ -746,16 +746,21 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	if _, err := workflow.Unlock(ctx, f.env, f.pointer, dry.MigrationID); err != nil {
 		t.Fatal(err)
 	}
-	grace := 1.5
+	grace := 20.0
 	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: &grace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The lock tells the supervisors when the fence may come: the grace
-	// after the lock was written.
+	// The lock tells the supervisors when the fence may come at the
+	// latest: the grace after the lock was written.
 	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
-	if err != nil || l.MigrationID != m.MigrationID || !l.FenceAt.Equal(m.FenceAt) || l.FenceAt.Sub(m.StartedAt) < 1500*time.Millisecond || l.DryRun {
+	if err != nil || l.MigrationID != m.MigrationID || !l.FenceAt.Equal(m.FenceAt) || l.FenceAt.Sub(m.StartedAt) < 20*time.Second || l.DryRun {
 		t.Fatalf("the lock %+v (%v) for migration %+v", l, err, m)
+	}
+	// A live supervisor that has not acknowledged: Freeze waits, the
+	// source untouched; once it acknowledges, Freeze fences at once.
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "sup", Role: presence.Follower, Catalog: f.source, Mode: "writer"}); err != nil {
+		t.Fatal(err)
 	}
 	before, err := engineFiles(ctx, f)
 	if err != nil {
@@ -766,16 +771,23 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 		_, err := workflow.Freeze(ctx, f.env, m)
 		frozen <- err
 	}()
-	// Within the grace the source is untouched: no fence, no checkpoint.
-	time.Sleep(time.Until(m.FenceAt.Add(-500 * time.Millisecond)))
+	time.Sleep(1500 * time.Millisecond)
 	if during, err := engineFiles(ctx, f); err != nil || during != before {
-		t.Fatalf("the source changed within the grace (%v):\nbefore: %s\nduring: %s", err, before, during)
+		t.Fatalf("the source changed before the supervisor acknowledged (%v):\nbefore: %s\nduring: %s", err, before, during)
 	}
-	if err := <-frozen; err != nil {
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "sup", Role: presence.Follower, Catalog: f.source, Mode: "reader", Acked: m.MigrationID}); err != nil {
 		t.Fatal(err)
 	}
-	if time.Now().Before(m.FenceAt) {
-		t.Fatalf("Freeze was done before the lock's fence_at %s", m.FenceAt)
+	select {
+	case err := <-frozen:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Freeze did not fence within 15 s of the acknowledgement")
+	}
+	if !time.Now().Before(m.FenceAt) {
+		t.Fatalf("Freeze waited out the grace (fence_at %s) after the acknowledgement", m.FenceAt)
 	}
 	if after, _ := engineFiles(ctx, f); after == before {
 		t.Fatal("Freeze fenced nothing")

@@ -1,0 +1,120 @@
+package supervise_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
+)
+
+// A supervisor says where it is: a record written before its first server,
+// its server in it; a fence named while its writer runs is acknowledged
+// once the writer is replaced by a reader (the wait a workflow makes
+// returns then, long before the fence time); a supervisor started under a
+// named fence opens nothing on the source and acknowledges at once; a
+// stopped one leaves no record.
+func TestSupervisorAcknowledgesTheFence(t *testing.T) {
+	f := newFixture(t)
+	bins, log := standins(t, "v1")
+	src := f.catalog(t, "prod")
+	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.run(t, map[format.Version]string{format.V1: bins["v1"]})
+	if l := waitLaunch(t, log, 1); l.Mode != "writer" {
+		t.Fatalf("first launch %+v, want a writer", l)
+	}
+	live := waitRecord(t, f, func(r presence.Record) bool { return r.Mode == "writer" })
+	if live.Role != presence.Follower || live.Catalog != src || live.Acked != "" {
+		t.Fatalf("record %+v, want a follower serving %s as writer, acknowledging nothing", live, src)
+	}
+
+	grace := 20 * time.Second
+	f.lock(t, "m-1", grace)
+	waited, err := presence.Await(f.ctx, f.store, f.ptr, grace, "acknowledge", func(r presence.Record) bool { return r.Acked != "m-1" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited >= grace-time.Second {
+		t.Fatalf("the acknowledgement took %s, the whole grace", waited)
+	}
+	if l := waitLaunch(t, log, 2); l.Mode != "reader" || !copyOf(l, src) {
+		t.Fatalf("second launch %+v, want a reader on a copy of the source", l)
+	}
+	rec := waitRecord(t, f, func(r presence.Record) bool { return r.Acked == "m-1" })
+	if rec.Mode != "reader" || !strings.Contains(rec.Catalog, "/reader-") {
+		t.Fatalf("acknowledged with %+v, want its reader on a copy of the source", rec)
+	}
+
+	// A second supervisor started under the named fence: nothing opened.
+	bins2, log2 := standins(t, "v1")
+	r2 := f.run(t, map[format.Version]string{format.V1: bins2["v1"]})
+	if _, err := presence.Await(f.ctx, f.store, f.ptr, grace, "acknowledge", func(r presence.Record) bool { return r.Acked != "m-1" }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if ls := launches(t, log2); len(ls) != 0 {
+		t.Fatalf("a supervisor started under a named fence launched %+v, want nothing on the source", ls)
+	}
+	if got := len(liveRecords(t, f)); got != 2 {
+		t.Fatalf("%d live records, want 2", got)
+	}
+	if err := r2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := liveRecords(t, f); len(got) != 0 {
+		t.Fatalf("records left after both stopped: %+v", got)
+	}
+}
+
+// A live record that does not acknowledge holds the wait to its bound,
+// then ServersNotAcknowledged names it; a stale one is not waited for.
+func TestAwaitBoundAndStaleRecords(t *testing.T) {
+	f := newFixture(t)
+	if err := presence.Put(f.ctx, f.store, f.ptr, presence.Record{ID: "stuck", Role: presence.Follower, Catalog: "s3://b/prod", Mode: "writer"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := presence.Await(f.ctx, f.store, f.ptr, 600*time.Millisecond, "acknowledge", func(r presence.Record) bool { return r.Acked != "m-1" })
+	if !errors.Is(err, presence.ErrNotAcknowledged) || !strings.Contains(err.Error(), "stuck") {
+		t.Fatalf("a live record that never acknowledges: %v, want ServersNotAcknowledged naming it", err)
+	}
+	if err := presence.Put(f.ctx, f.store, f.ptr, presence.Record{ID: "stuck", Role: presence.Follower, StaleAfterSeconds: 0.2}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if waited, err := presence.Await(f.ctx, f.store, f.ptr, 10*time.Second, "acknowledge", func(r presence.Record) bool { return r.Acked != "m-1" }); err != nil || waited > time.Second {
+		t.Fatalf("a stale record: waited %s (%v), want no wait", waited, err)
+	}
+}
+
+func liveRecords(t *testing.T, f fixture) []presence.Record {
+	t.Helper()
+	live, err := presence.Live(f.ctx, f.store, f.ptr, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live
+}
+
+// waitRecord waits for a live record that ok accepts.
+func waitRecord(t *testing.T, f fixture, ok func(presence.Record) bool) presence.Record {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range liveRecords(t, f) {
+			if ok(r) {
+				return r
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no such presence record within 20 s: %+v", liveRecords(t, f))
+	return presence.Record{}
+}
