@@ -1,11 +1,19 @@
 package rocklake
 
 import (
+	"bufio"
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/proc"
 )
@@ -90,3 +98,117 @@ var (
 		"SELECT table_name, column_name, data_type FROM duckdb_columns() WHERE database_name = 'lake' ORDER BY ALL",
 	}
 )
+
+//go:embed duckdb_session.py
+var duckdbSession string
+
+// SessionEvent is one statement of a DuckDBSession.
+type SessionEvent struct {
+	Op    string  `json:"op"` // write, read, final
+	ID    int64   `json:"id"`
+	At    float64 `json:"at"` // Unix seconds
+	OK    bool    `json:"ok"`
+	Error string  `json:"error,omitempty"`
+	Count int64   `json:"count"`
+	IDs   []int64 `json:"ids,omitempty"`
+}
+
+// Time is when the statement started.
+func (e SessionEvent) Time() time.Time {
+	return time.Unix(0, int64(e.At*float64(time.Second)))
+}
+
+// Session is DuckDB holding one connection to RockLake, inserting an id and
+// reading the count every so often (duckdb_session.py).
+type Session struct {
+	cmd    *exec.Cmd
+	stop   string
+	mu     sync.Mutex
+	events []SessionEvent
+	done   chan error
+}
+
+// DuckDBSession starts DuckDB attached to the RockLake on port (a table
+// lake.main.acks made if missing) and returns once it is attached.
+func DuckDBSession(ctx context.Context, port int, dataPath string, every time.Duration) (*Session, error) {
+	py, err := DuckDBPython()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "rocklake-duckdb-session-*")
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(dir, "session.py")
+	if err := os.WriteFile(script, []byte(duckdbSession), 0o644); err != nil {
+		return nil, err
+	}
+	req, _ := json.Marshal(map[string]any{"port": port, "data_path": dataPath, "every": every.Seconds()})
+	s := &Session{stop: filepath.Join(dir, "stop"), done: make(chan error, 1)}
+	s.cmd = exec.CommandContext(ctx, py, script, s.stop)
+	s.cmd.Stdin = strings.NewReader(string(req) + "\n")
+	s.cmd.Stderr = os.Stderr
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("rocklake: duckdb session: %w", err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		once := false
+		for sc.Scan() {
+			var e SessionEvent
+			if json.Unmarshal(sc.Bytes(), &e) != nil {
+				continue
+			}
+			if e.Op == "ready" && !once {
+				once = true
+				close(ready)
+				continue
+			}
+			s.mu.Lock()
+			s.events = append(s.events, e)
+			s.mu.Unlock()
+		}
+		s.done <- s.cmd.Wait()
+		os.RemoveAll(dir)
+	}()
+	select {
+	case <-ready:
+		return s, nil
+	case err := <-s.done:
+		return nil, fmt.Errorf("rocklake: duckdb session ended before it attached: %v", err)
+	case <-time.After(time.Minute):
+		_ = s.cmd.Process.Kill()
+		return nil, errors.New("rocklake: duckdb session did not attach within a minute")
+	}
+}
+
+// Events is what the session did so far.
+func (s *Session) Events() []SessionEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.events)
+}
+
+// Stop ends the loop, reads every id back through the same connection and
+// returns all events, the final read's last.
+func (s *Session) Stop() ([]SessionEvent, error) {
+	if err := os.WriteFile(s.stop, nil, 0o644); err != nil {
+		return nil, err
+	}
+	select {
+	case err := <-s.done:
+		if err != nil {
+			return s.Events(), fmt.Errorf("rocklake: duckdb session: %w", err)
+		}
+	case <-time.After(2 * time.Minute):
+		_ = s.cmd.Process.Kill()
+		return s.Events(), errors.New("rocklake: duckdb session did not stop within 2 minutes")
+	}
+	return s.Events(), nil
+}
