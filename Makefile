@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback bench-fleet demo clean infra-tools test-infra synth
 
 all: build
 
@@ -169,6 +169,7 @@ bench: build tools
 	scripts/bench-inplace.sh 10000 100000 1000000
 	$(MAKE) bench-online
 	$(MAKE) bench-rollback
+	$(MAKE) bench-fleet
 
 # Online against offline migration with the real RockLake serving and a
 # client committing every 100 ms (BENCH_ONLINE_ROWS, default 100000,1000000,3000000);
@@ -187,6 +188,12 @@ bench-rollback: build tools
 	scripts/install-gnu-time.sh
 	go test -run '^$$' -bench BenchmarkRollback -benchtime 1x -timeout 90m ./cmd/rocklake-migrate/
 	BENCH_DOWN=1 scripts/bench-migrate.sh 1000000
+
+# A fleet of one writer and two readers under serve through an online
+# migration of 1M rows: the write freeze, the readers' read gaps and
+# staleness (README, Performance).
+bench-fleet: build tools
+	go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
 
 demo: build tools
 	scripts/demo.sh

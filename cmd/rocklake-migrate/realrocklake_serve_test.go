@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,8 +61,14 @@ func superviseRockLake(tb testing.TB, ctx context.Context, ptr, bin string, sess
 	}
 	s := &supervisor{port: l.Addr().(*net.TCPAddr).Port}
 	l.Close()
+	// Flags after a "--" among flags go to RockLake.
+	var rl []string
+	if i := slices.Index(flags, "--"); i >= 0 {
+		flags, rl = flags[:i], flags[i+1:]
+	}
 	args := append([]string{"serve", "--pointer", ptr, "--rocklake", "1=" + bin}, flags...)
 	args = append(args, "--", "--bind", "127.0.0.1:"+strconv.Itoa(s.port), "--drain-timeout", "1", "--max-sessions", strconv.Itoa(sessions))
+	args = append(args, rl...)
 	serveCtx, cancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	go func() { done <- run(serveCtx, &env{stdout: &s.out, stderr: &s.errOut}, args) }()
@@ -109,7 +116,7 @@ func schemas(ctx context.Context, cl *rocklake.Server) (string, error) {
 }
 
 // eventually retries f every 100 ms for up to 30 s.
-func eventually(t *testing.T, what string, f func() error) {
+func eventually(t testing.TB, what string, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var err error
