@@ -482,23 +482,27 @@ func (c *checker) staging(ctx context.Context, p *pointer.Pointer) error {
 	return nil
 }
 
-// stagingOwner is the pointer whose migration staged in st, as its plan
-// says; "" when no plan says (none yet, or not one this tool wrote).
+// stagingOwner is the pointer whose migration staged in st, as Check's
+// owner object (or the plan) says; "" when none says (not one this tool
+// wrote).
 func (c *checker) stagingOwner(ctx context.Context, st layout.Staging) (string, error) {
-	b, _, err := c.store.Get(ctx, st.Plan())
-	if errors.Is(err, blob.ErrNotFound) {
-		return "", nil
+	// Check's owner object; runs from before it have only their plan.
+	for _, url := range []string{st.Owner(), st.Plan()} {
+		b, _, err := c.store.Get(ctx, url)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("drift: read %s: %w", url, err)
+		}
+		var owner struct {
+			Pointer string `json:"pointer"`
+		}
+		if json.Unmarshal(b, &owner) == nil && owner.Pointer != "" {
+			return owner.Pointer, nil
+		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("drift: read %s: %w", st.Plan(), err)
-	}
-	var plan struct {
-		Pointer string `json:"pointer"`
-	}
-	if json.Unmarshal(b, &plan) != nil {
-		return "", nil
-	}
-	return plan.Pointer, nil
+	return "", nil
 }
 
 type group struct {

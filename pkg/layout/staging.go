@@ -92,6 +92,7 @@ const (
 	stepVerify      = "verify"
 	stepFlipIntent  = "flip-intent"
 	stepGate        = "gate"
+	stepOwner       = "owner"
 )
 
 func (s Staging) step(name string) string { return fmt.Sprintf("%s/%s.json", s.dir(), name) }
@@ -99,6 +100,11 @@ func (s Staging) step(name string) string { return fmt.Sprintf("%s/%s.json", s.d
 // Probe is the object Check writes and deletes to prove staging takes
 // writes.
 func (s Staging) Probe() string { return s.step(stepProbe) }
+
+// Owner names the pointer whose run the staging is: Check writes it before
+// anything else there, with If-None-Match, so that two pointers' runs that
+// share a staging location and a migration id never share a directory.
+func (s Staging) Owner() string { return s.step(stepOwner) }
 
 // ImportResult is Import's progress and result.
 func (s Staging) ImportResult() string { return s.step(stepImport) }

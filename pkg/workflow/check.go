@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -152,12 +153,41 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 // missing bucket, no permission); Check refuses before anything is touched.
 var ErrStagingUnusable = errname.New("workflow", NameStagingUnusable, "")
 
-// probeStaging writes and deletes an object in the migration's staging.
+// ErrStagingTaken: the run's staging directory belongs to another
+// pointer's run of the same migration id (staging shared by pointers, an
+// id given twice); Check refuses before anything is touched.
+var ErrStagingTaken = errname.New("workflow", NameStagingTaken, "")
+
+// stagingOwner is what Staging.Owner holds.
+type stagingOwner struct {
+	Pointer     string `json:"pointer"`
+	MigrationID string `json:"migration_id"`
+}
+
+// probeStaging makes the migration's staging this pointer's (Owner, an
+// If-None-Match write; a retried Check finds its own) and writes and
+// deletes an object there.
 func probeStaging(ctx context.Context, env Env, m Migration) error {
 	if env.Staging == "" {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
-	url := env.staging(m.MigrationID).Probe()
+	st := env.staging(m.MigrationID)
+	own, err := json.Marshal(stagingOwner{Pointer: m.Pointer, MigrationID: m.MigrationID})
+	if err != nil {
+		return err
+	}
+	if _, err := env.Store.PutIfAbsent(ctx, st.Owner(), own); errors.Is(err, blob.ErrPreconditionFailed) {
+		var had stagingOwner
+		if gerr := getJSON(ctx, env.Store, st.Owner(), &had); gerr != nil {
+			return fmt.Errorf("%w: %s: %w", ErrStagingTaken, st.Prefix(), gerr)
+		}
+		if had.Pointer != m.Pointer {
+			return fmt.Errorf("%w: %s is the staging of migration %s of pointer %s; give this run another --migration-id; nothing was touched", ErrStagingTaken, st.Prefix(), had.MigrationID, had.Pointer)
+		}
+	} else if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+	}
+	url := st.Probe()
 	if _, err := env.Store.Put(ctx, url, []byte(m.MigrationID)); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
 	}

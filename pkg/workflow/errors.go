@@ -16,6 +16,7 @@ const (
 	NameLockLost               = "LockLost"
 	NameSourceAtRoot           = "SourceAtRoot"
 	NameStagingUnusable        = "StagingUnusable"
+	NameStagingTaken           = "StagingTaken"
 	NameDecided                = "MigrationDecided"
 	NameNotAtGate              = "NotAtGate"
 	NameGateTimedOut           = "GateTimedOut"

@@ -17,6 +17,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -74,6 +75,7 @@ var named = []struct {
 	{workflow.ErrNoTargetVersion, "NoTargetVersion"},
 	{workflow.ErrBadExpectedVersion, "BadExpectedVersion"},
 	{workflow.ErrStagingUnusable, "StagingUnusable"},
+	{workflow.ErrStagingTaken, "StagingTaken"},
 	{workflow.ErrBadFreezeGrace, "BadFreezeGrace"},
 	{workflow.ErrSourceAtRoot, "SourceAtRoot"},
 	{workflow.ErrLockLost, "LockLost"},
@@ -92,6 +94,7 @@ var named = []struct {
 	{workflow.ErrReleaseRefused, "ReleaseRefused"},
 	{workflow.ErrCleanupUndecided, "CleanupUndecided"},
 	{workflow.ErrInPlaceLimitTooLarge, "InPlaceLimitTooLarge"},
+	{presence.ErrNotAcknowledged, "ServersNotAcknowledged"},
 	// Abort only waited: the state machine retries it.
 	{workflow.ErrAbortUndecided, "Transient"},
 	{workflow.ErrTargetStillWritten, "Transient"},

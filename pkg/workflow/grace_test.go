@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -102,5 +103,31 @@ func TestFreezeWaitsForAcknowledgementsNotTimers(t *testing.T) {
 	}
 	if after, err := inplace.EngineState(ctx, f.env.Store, f.source); err != nil || after != before {
 		t.Fatalf("a refused Freeze moved the source: %s → %s (%v)", before, after, err)
+	}
+}
+
+// Two pointers sharing a staging location never share a run's directory:
+// a Check whose migration id another pointer's run already owns there is
+// refused (StagingTaken) before the lock is taken; a retried Check of the
+// same pointer finds its own.
+func TestStagingBelongsToOnePointer(t *testing.T) {
+	ctx, f := setup(t, 100)
+	id := "m-shared"
+	st := layout.Staging{Root: f.env.Staging, MigrationID: id}
+	if _, err := f.env.Store.Put(ctx, st.Owner(), []byte(`{"pointer":"s3://rocklake/other/CURRENT","migration_id":"m-shared"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, MigrationID: id})
+	if !errors.Is(err, workflow.ErrStagingTaken) || !strings.Contains(err.Error(), "s3://rocklake/other/CURRENT") {
+		t.Fatalf("Check with another pointer's staging: %v, want StagingTaken naming it", err)
+	}
+	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || l.Held(time.Now()) {
+		t.Fatalf("a refused Check took the lock: %+v (%v)", l, err)
+	}
+	if _, err := f.env.Store.Put(ctx, st.Owner(), []byte(`{"pointer":"`+f.pointer+`","migration_id":"m-shared"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, MigrationID: id}); err != nil {
+		t.Fatalf("Check of the pointer that owns the staging: %v", err)
 	}
 }
