@@ -112,7 +112,8 @@ func driftKinds(t *testing.T, r result) []drift.Kind {
 }
 
 // What a dead run leaves (a checkpoint on what is now the previous catalog,
-// its staging, its target and its read replica) is drift (exit 4); cleanup's dry run deletes
+// its staging, its target and its read replica, each claimed) is drift
+// (exit 4); cleanup's dry run deletes
 // nothing; --apply deletes exactly that, and drift is clean after. The
 // current and previous catalogs, the live migration's staging and every
 // decision marker stay.
@@ -127,7 +128,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 
 	d := cli(t, "drift", "--pointer", c.ptr, "--expect", "v2", "--json")
 	d.want(t, exitDrift)
-	if got, want := driftKinds(t, d), []drift.Kind{drift.KindOrphanCheckpoint, drift.KindOrphanStaging, drift.KindUnclaimedTarget}; !slices.Equal(got, want) {
+	if got, want := driftKinds(t, d), []drift.Kind{drift.KindOrphanCheckpoint, drift.KindOrphanStaging, drift.KindUnclaimedTarget, drift.KindOrphanReplica}; !slices.Equal(got, want) {
 		t.Fatalf("drift found %v, want %v\n%s", got, want, d.stdout)
 	}
 	for _, s := range []string{"rocklake-migrate-m-dead", "s3://rocklake/migrations/m-dead/", dead.Target} {
@@ -150,8 +151,8 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	// The dry run says what it would delete, and deletes nothing.
 	r := cli(t, "cleanup", "--pointer", c.ptr)
 	r.want(t, exitOK)
-	if n := strings.Count(r.stdout, "would delete"); n != 3 {
-		t.Fatalf("dry run lists %d items, want 3:\n%s", n, r.stdout)
+	if n := strings.Count(r.stdout, "would delete"); n != 4 {
+		t.Fatalf("dry run lists %d items, want 4:\n%s", n, r.stdout)
 	}
 	if after := c.objects(t); !maps.Equal(before, after) {
 		t.Fatalf("the dry run changed objects: %s", diffObjects(before, after))
@@ -166,7 +167,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("cleanup --json: %v\n%s", err, r.stdout)
 	}
-	if len(out.Items) != 3 || !out.Apply || out.LockID == "" {
+	if len(out.Items) != 4 || !out.Apply || out.LockID == "" {
 		t.Fatalf("cleanup: %+v", out)
 	}
 	for _, it := range out.Items {
@@ -179,12 +180,12 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	// target's claim), the checkpoint. Besides them only the lock (taken and freed) and the
 	// source's manifest (the checkpoint's removal) changed.
 	after := c.objects(t)
-	// The dead run's read replica (issue 25) goes with its target.
+	// The dead run's read replica (issue 25) goes, by its claim.
 	replica, _ := layout.Replica(c.src, "m-dead")
 	if !slices.ContainsFunc(slices.Collect(maps.Keys(before)), func(u string) bool { return strings.HasPrefix(u, replica+"/manifest/") }) {
 		t.Fatalf("the dead run left no read replica %s", replica)
 	}
-	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/", layout.Claim(c.ptr, "m-dead"), replica + "/"}
+	gone := []string{"s3://rocklake/migrations/m-dead/", dead.Target + "/", layout.Claim(c.ptr, "m-dead"), replica + "/", layout.Claim(c.ptr, claim.ReplicaID("m-dead"))}
 	for url, etag := range before {
 		removed := slices.ContainsFunc(gone, func(p string) bool { return strings.HasPrefix(url, p) })
 		_, still := after[url]
@@ -207,7 +208,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	}
 	_, rec, err := history.Find(c.ctx, c.store, c.ptr, out.LockID)
 	if err != nil || records != 1 || rec.Kind != history.KindCleanup || rec.Outcome != history.Succeeded ||
-		!slices.Contains(rec.Notes, workflow.CleanupDeleted+": 3") {
+		!slices.Contains(rec.Notes, workflow.CleanupDeleted+": 4") {
 		t.Fatalf("the cleanup's record (%d new records): %+v, %v", records, rec, err)
 	}
 	want := slices.DeleteFunc(slices.Clone(srcCheckpoints), func(n string) bool { return n == "rocklake-migrate-m-dead" })

@@ -5,8 +5,9 @@
 //
 //	s3://bucket/rocklake/CURRENT.claims/m-20261203T101500Z-1a2b3c4d.json
 //
-// A claim names the pointer, the directory (a Strategy B target, or an
-// in-place migration's way back), its kind and the migration. It is the
+// A claim names the pointer, the directory (a Strategy B target, an
+// in-place migration's way back, a migration's read replica, a
+// supervisor's reader copy), its kind and the run. It is the
 // only proof the drift check and cleanup accept that a directory is this
 // pointer's own: a name that merely looks like v<N>-<id> proves nothing (it
 // may be another pointer's live catalog, or an operator's backup), so
@@ -42,7 +43,18 @@ const (
 	// KindWayBack is an in-place migration's copy of the catalog as it was
 	// (<dir>/v<from>-<id>).
 	KindWayBack Kind = "way-back"
+	// KindReplica is the read replica of a migration's frozen source
+	// (<dir>/replica-<id>), claimed by Check as ReplicaID(id).
+	KindReplica Kind = "replica"
+	// KindReaderCopy is a copy of the catalog a supervisor serves reads
+	// from (<dir>/reader-<supervisor>-<n>), claimed under its directory's
+	// name; CreatedBy names the supervisor (pkg/presence).
+	KindReaderCopy Kind = "reader-copy"
 )
+
+// ReplicaID is the id the claim of migration id's read replica is kept
+// under (its directory's name), beside the target's claim.
+func ReplicaID(id string) string { return "replica-" + id }
 
 // Claim is one claimed directory. Times are UTC.
 type Claim struct {
@@ -109,7 +121,7 @@ func (c Claim) validate() error {
 		return fmt.Errorf("%w: migration id %q", ErrBadClaim, c.MigrationID)
 	case c.Pointer == "" || c.Catalog == "":
 		return fmt.Errorf("%w: migration %s: no pointer or catalog", ErrBadClaim, c.MigrationID)
-	case c.Kind != KindTarget && c.Kind != KindWayBack:
+	case c.Kind != KindTarget && c.Kind != KindWayBack && c.Kind != KindReplica && c.Kind != KindReaderCopy:
 		return fmt.Errorf("%w: migration %s: kind %q", ErrBadClaim, c.MigrationID, c.Kind)
 	case c.Created.IsZero():
 		return fmt.Errorf("%w: migration %s: no creation time", ErrBadClaim, c.MigrationID)
@@ -177,6 +189,20 @@ func read(ctx context.Context, store *blob.Store, url string) (Claim, blob.Info,
 func Read(ctx context.Context, store *blob.Store, pointerURL, id string) (Claim, error) {
 	c, _, err := read(ctx, store, layout.Claim(pointerURL, id))
 	return c, err
+}
+
+// Confirm reads the claim kept under id and checks that it claims catalog
+// as kind for the pointer: what a delete of catalog checks first. No claim
+// is ErrNoClaim; one that claims anything else is ErrTaken.
+func Confirm(ctx context.Context, store *blob.Store, pointerURL, id string, kind Kind, catalog string) error {
+	c, err := Read(ctx, store, pointerURL, id)
+	if err != nil {
+		return err
+	}
+	if c.Pointer != pointerURL || c.Kind != kind || strings.TrimSuffix(c.Catalog, "/") != strings.TrimSuffix(catalog, "/") {
+		return fmt.Errorf("%w: %s claims %s (%s) for pointer %s, not %s (%s) for %s", ErrTaken, layout.Claim(pointerURL, id), c.Catalog, c.Kind, c.Pointer, catalog, kind, pointerURL)
+	}
+	return nil
 }
 
 // updateAttempts bounds Update's retries when another writer changed the

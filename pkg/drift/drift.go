@@ -17,6 +17,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
@@ -39,6 +40,8 @@ const (
 	KindUnclaimedTarget         Kind = "UnclaimedTarget"
 	KindWayBackKept             Kind = "WayBackKept"
 	KindReleasedWayBack         Kind = "ReleasedWayBack"
+	KindOrphanReplica           Kind = "OrphanReplica"
+	KindOrphanReaderCopy        Kind = "OrphanReaderCopy"
 	KindUndecided               Kind = "Undecided"
 )
 
@@ -46,7 +49,8 @@ const (
 // that cleanup may delete: a checkpoint, a staging prefix or a target.
 func (k Kind) Removable() bool {
 	switch k {
-	case KindLeftoverCheckpoint, KindOrphanCheckpoint, KindLeftoverStaging, KindOrphanStaging, KindUnclaimedTarget, KindReleasedWayBack:
+	case KindLeftoverCheckpoint, KindOrphanCheckpoint, KindLeftoverStaging, KindOrphanStaging, KindUnclaimedTarget, KindReleasedWayBack,
+		KindOrphanReplica, KindOrphanReaderCopy:
 		return true
 	}
 	return false
@@ -544,11 +548,22 @@ func (c *checker) claims(ctx context.Context, named []string) error {
 	if err != nil {
 		return fmt.Errorf("drift: %w", err)
 	}
+	// The supervisors that serve reader copies now.
+	live, err := presence.Live(ctx, c.store, c.opts.Pointer, c.now)
+	if err != nil {
+		return fmt.Errorf("drift: %w", err)
+	}
+	serving := map[string]bool{}
+	for _, r := range live {
+		serving[r.ID] = true
+	}
 	for _, e := range entries {
 		cl := e.Claim
 		url := strings.TrimSuffix(cl.Catalog, "/")
 		if e.ReadError != "" || cl.Pointer != c.opts.Pointer || cl.MigrationID == c.opts.Active || slices.Contains(named, url) ||
-			cl.Kind == claim.KindTarget && cl.Named != nil {
+			cl.Kind == claim.KindTarget && cl.Named != nil ||
+			cl.Kind == claim.KindReplica && cl.MigrationID == claim.ReplicaID(c.opts.Active) ||
+			cl.Kind == claim.KindReaderCopy && serving[cl.CreatedBy] {
 			continue // a claim that proves nothing, or a directory in use or once live
 		}
 		g, err := c.group(ctx, url+"/")
@@ -565,6 +580,14 @@ func (c *checker) claims(ctx context.Context, named []string) error {
 		f := Finding{Catalog: url, MigrationID: cl.MigrationID, Objects: g.objects, Bytes: g.bytes, LastWritten: &newest,
 			AgeSeconds: int64(c.now.Sub(g.newest) / time.Second)}
 		switch {
+		case cl.Kind == claim.KindReplica:
+			f.Kind = KindOrphanReplica
+			f.Message = fmt.Sprintf("%s holds %d objects (%d bytes), a read replica of %s this pointer's run claimed (%s), which no running migration holds: left by a run that died",
+				url, g.objects, g.bytes, cl.Source, layout.Claim(c.opts.Pointer, cl.MigrationID))
+		case cl.Kind == claim.KindReaderCopy:
+			f.Kind = KindOrphanReaderCopy
+			f.Message = fmt.Sprintf("%s holds %d objects (%d bytes), a copy of %s that supervisor %s served reads from; no live supervisor of the pointer is %s: left by one that died",
+				url, g.objects, g.bytes, cl.Source, cl.CreatedBy, cl.CreatedBy)
 		case cl.Kind == claim.KindTarget:
 			f.Kind = KindUnclaimedTarget
 			f.Message = fmt.Sprintf("%s holds %d objects (%d bytes), the target migration %s of this pointer claimed (%s), which no version of the pointer ever named and no running migration is making (the lock names %s): left by a run that never flipped",

@@ -3,8 +3,10 @@ package supervise
 import (
 	"context"
 	"fmt"
+	"path"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -43,6 +45,12 @@ func (s *Supervisor) makeCopy(ctx context.Context, catalog string, by time.Time)
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	start := time.Now()
+	// Claimed before anything is written there: what a supervisor that
+	// died leaves, drift finds and cleanup removes by this claim.
+	if _, err := claim.Create(cctx, s.opts.Store, claim.Claim{Pointer: s.opts.Pointer, Catalog: url, Kind: claim.KindReaderCopy, Source: catalog,
+		MigrationID: path.Base(url), Created: time.Now(), CreatedBy: s.opts.ID}); err != nil {
+		return "", fmt.Errorf("supervise: claim the copy %s: %w", url, err)
+	}
 	v, err := slatedb.TakeView(cctx, catalog, slatedb.CheckpointOptions{Lifetime: copyCheckpointLifetime, Name: layout.ReaderCheckpoint(s.opts.ID)}, slatedb.Options{})
 	if err != nil {
 		return "", fmt.Errorf("supervise: a view of %s to copy: %w", catalog, err)
@@ -66,14 +74,23 @@ func (s *Supervisor) makeCopy(ctx context.Context, catalog string, by time.Time)
 	return url, nil
 }
 
-// dropCopy deletes a copy no server uses any more.
+// dropCopy deletes a copy no server uses any more, once its claim says it
+// is this supervisor's, then the claim.
 func (s *Supervisor) dropCopy(ctx context.Context, url string) {
 	if url == "" {
 		return
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	if _, err := s.opts.Store.DeletePrefix(dctx, url+"/"); err != nil {
+	id := path.Base(url)
+	err := claim.Confirm(dctx, s.opts.Store, s.opts.Pointer, id, claim.KindReaderCopy, url)
+	if err == nil {
+		_, err = s.opts.Store.DeletePrefix(dctx, url+"/")
+	}
+	if err == nil {
+		err = claim.Delete(dctx, s.opts.Store, s.opts.Pointer, id)
+	}
+	if err != nil {
 		s.report(Health{Event: "copy-left", Catalog: url, Reason: err.Error()})
 	}
 }

@@ -135,10 +135,27 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 			return m, err
 		}
 	}
+	replica := m.ReadReplica && !m.DryRun && !m.InPlace
+	if replica {
+		// The read replica Freeze (or Fence) may make beside the source,
+		// claimed as the target is: no delete of it (Flip, Abort,
+		// cleanup) goes ahead without this claim.
+		if err := claimReplica(ctx, env, m); err != nil {
+			if claimed {
+				err = errors.Join(err, claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID))
+			}
+			return m, errors.Join(err, releaseLock(ctx, env, m))
+		}
+	}
 	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
 		if claimed {
 			if cerr := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); cerr != nil {
 				err = fmt.Errorf("%w; withdrawing the target's claim failed too: %w", err, cerr)
+			}
+		}
+		if replica {
+			if cerr := claim.Delete(ctx, env.Store, m.Pointer, claim.ReplicaID(m.MigrationID)); cerr != nil {
+				err = fmt.Errorf("%w; withdrawing the replica's claim failed too: %w", err, cerr)
 			}
 		}
 		if rerr := releaseLock(ctx, env, m); rerr != nil {

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -249,6 +248,8 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 		case id == "" || id == layout.DecisionsDir || strings.Contains(id, "/") || f.Prefix != env.staging(id).Prefix():
 			return "it is not one migration's staging directory", nil
 		}
+	case drift.KindOrphanReplica, drift.KindOrphanReaderCopy:
+		return claimed(ctx, env, in.Pointer, f)
 	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
 		u := strings.TrimSuffix(f.Catalog, "/")
 		if why, err := claimed(ctx, env, in.Pointer, f); why != "" || err != nil {
@@ -290,27 +291,21 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 		}
 		return 1, nil
 	case drift.KindLeftoverStaging, drift.KindOrphanStaging:
-		// First the read replica its plan names (a dead run's, which its
-		// Abort or Flip would have removed): the plan goes with staging.
-		k, err := removePlannedReplica(ctx, env, ptr, env.staging(f.MigrationID))
-		if err != nil {
-			return k, err
-		}
-		n, err := env.Store.DeletePrefix(ctx, f.Prefix)
-		return k + n, err
-	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
+		// A dead run's read replica is a finding of its own
+		// (OrphanReplica, by its claim).
+		return env.Store.DeletePrefix(ctx, f.Prefix)
+	case drift.KindOrphanReplica, drift.KindOrphanReaderCopy:
+		// No server on it (its run is over; its supervisor is gone), and
+		// its claim was checked (refuse): the directory, then the claim.
 		n, err := env.Store.DeletePrefix(ctx, strings.TrimSuffix(f.Catalog, "/")+"/")
 		if err != nil {
 			return n, err
 		}
-		if f.Kind == drift.KindUnclaimedTarget {
-			// The dead run's read replica, which its Abort or Flip would
-			// have removed: named after the source its claim records.
-			k, err := removeReplica(ctx, env, ptr, f.MigrationID)
-			n += k
-			if err != nil {
-				return n, err
-			}
+		return n, claim.Delete(ctx, env.Store, ptr, f.MigrationID)
+	case drift.KindUnclaimedTarget, drift.KindReleasedWayBack:
+		n, err := env.Store.DeletePrefix(ctx, strings.TrimSuffix(f.Catalog, "/")+"/")
+		if err != nil {
+			return n, err
 		}
 		// Last: until the directory is gone, its claim says whose it is.
 		return n, claim.Delete(ctx, env.Store, ptr, f.MigrationID)
@@ -318,43 +313,6 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 	return 0, fmt.Errorf("cleanup does not remove %s", f.Kind)
 }
 
-// removeReplica deletes the read replica of migration id of the pointer at
-// ptr (layout.Replica of the source its claim records), if any.
-func removeReplica(ctx context.Context, env Env, ptr, id string) (int, error) {
-	cl, err := claim.Read(ctx, env.Store, ptr, id)
-	if err != nil {
-		return 0, fmt.Errorf("workflow: cleanup: the read replica of %s: %w", id, err)
-	}
-	if cl.Source == "" {
-		return 0, nil
-	}
-	url, err := layout.Replica(cl.Source, id)
-	if err != nil {
-		return 0, nil // no place for one: Freeze made none
-	}
-	return env.Store.DeletePrefix(ctx, url+"/")
-}
-
-// removePlannedReplica deletes the read replica the plan in staging st
-// names, if it is this pointer's run's, under the name Freeze gives
-// it (layout.Replica of the plan's source and id): a plan naming
-// anything else names nothing to delete.
-func removePlannedReplica(ctx context.Context, env Env, ptr string, st layout.Staging) (int, error) {
-	var p Plan
-	b, _, err := env.Store.Get(ctx, st.Plan())
-	switch {
-	case errors.Is(err, blob.ErrNotFound):
-		return 0, nil
-	case err != nil:
-		return 0, fmt.Errorf("workflow: cleanup: read %s: %w", st.Plan(), err)
-	case json.Unmarshal(b, &p) != nil || p.Replica == "" || p.Pointer != ptr:
-		return 0, nil
-	}
-	if want, err := layout.Replica(p.Source, p.MigrationID); err != nil || want != p.Replica {
-		return 0, nil
-	}
-	return env.Store.DeletePrefix(ctx, p.Replica+"/")
-}
 
 // subject is what a removable finding names.
 func subject(f drift.Finding) string {
@@ -415,9 +373,10 @@ func claimed(ctx context.Context, env Env, ptr string, f drift.Finding) (string,
 	case err != nil:
 		return "", fmt.Errorf("workflow: cleanup: %w", err)
 	}
-	want := claim.KindTarget
-	if f.Kind == drift.KindReleasedWayBack {
-		want = claim.KindWayBack
+	want := map[drift.Kind]claim.Kind{drift.KindReleasedWayBack: claim.KindWayBack, drift.KindOrphanReplica: claim.KindReplica,
+		drift.KindOrphanReaderCopy: claim.KindReaderCopy}[f.Kind]
+	if want == "" {
+		want = claim.KindTarget
 	}
 	switch {
 	case cl.Pointer != ptr || strings.TrimSuffix(cl.Catalog, "/") != strings.TrimSuffix(f.Catalog, "/") || cl.Kind != want:

@@ -2,13 +2,17 @@ package workflow_test
 
 import (
 	"errors"
+	"path"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
+	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
+	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -129,5 +133,57 @@ func TestStagingBelongsToOnePointer(t *testing.T) {
 	}
 	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, MigrationID: id}); err != nil {
 		t.Fatalf("Check of the pointer that owns the staging: %v", err)
+	}
+}
+
+// A reader copy a supervisor left when it died (its presence record gone
+// stale) is drift, and cleanup removes it and its claim; a live
+// supervisor's copy is neither.
+func TestCleanupRemovesADeadSupervisorsCopy(t *testing.T) {
+	ctx, f := setup(t, 100)
+	copyFor := func(sup string) string {
+		url, err := layout.ReaderCopy(f.source, sup, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := claim.Create(ctx, f.env.Store, claim.Claim{Pointer: f.pointer, Catalog: url, Kind: claim.KindReaderCopy, Source: f.source,
+			MigrationID: path.Base(url), Created: time.Now(), CreatedBy: sup}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := slatedb.TakeView(ctx, f.source, slatedb.CheckpointOptions{Lifetime: time.Minute}, slatedb.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := slatedb.CopyView(ctx, f.source, v, url, slatedb.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := slatedb.DeleteCheckpoint(ctx, f.source, v.Checkpoint, slatedb.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		return url
+	}
+	dead, live := copyFor("dead"), copyFor("live")
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "dead", Role: presence.FleetReader, Catalog: dead, StaleAfterSeconds: 0.1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "live", Role: presence.FleetReader, Catalog: live}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	out, err := workflow.Cleanup(ctx, f.env, workflow.CleanupInput{Pointer: f.pointer, Apply: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items) != 1 || out.Items[0].Kind != drift.KindOrphanReaderCopy || out.Items[0].Catalog != dead || out.Items[0].Action != workflow.CleanupDeleted {
+		t.Fatalf("cleanup: %+v, want the dead supervisor's copy %s deleted", out.Items, dead)
+	}
+	if objs, _ := f.env.Store.List(ctx, dead+"/"); len(objs) != 0 {
+		t.Fatalf("%d objects left of the dead supervisor's copy", len(objs))
+	}
+	if _, err := claim.Read(ctx, f.env.Store, f.pointer, path.Base(dead)); !errors.Is(err, claim.ErrNoClaim) {
+		t.Fatalf("the dead copy's claim: %v, want it withdrawn", err)
+	}
+	if objs, _ := f.env.Store.List(ctx, live+"/manifest/"); len(objs) == 0 {
+		t.Fatal("the live supervisor's copy was touched")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -71,6 +72,21 @@ func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 	return url
 }
 
+// claimReplica claims the read replica migration m may make (Check, which
+// holds the pointer's rights; Freeze's role has none).
+func claimReplica(ctx context.Context, env Env, m Migration) error {
+	url, err := layout.Replica(m.Source, m.MigrationID)
+	if err != nil {
+		return nil // no place for one: Freeze makes none
+	}
+	_, err = claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: url, Kind: claim.KindReplica, Source: m.Source,
+		MigrationID: claim.ReplicaID(m.MigrationID), Created: time.Now(), CreatedBy: env.CreatedBy})
+	if err != nil {
+		return fmt.Errorf("workflow: claim the read replica %s: %w", url, err)
+	}
+	return nil
+}
+
 // replicaWhole reports whether the replica at url has its manifest.
 func replicaWhole(ctx context.Context, env Env, url string) bool {
 	objs, err := env.Store.List(ctx, url+"/manifest/")
@@ -95,6 +111,14 @@ func dropReplica(ctx context.Context, env Env, m Migration) error {
 		return fmt.Errorf("workflow: look for the read replica %s: %w", url, err)
 	}
 	if len(left) == 0 {
+		// None made (or removed already): its claim, if any, goes.
+		return claim.Delete(ctx, env.Store, m.Pointer, claim.ReplicaID(m.MigrationID))
+	}
+	if err := claim.Confirm(ctx, env.Store, m.Pointer, claim.ReplicaID(m.MigrationID), claim.KindReplica, url); err != nil {
+		// Fail closed: a directory by that name this run did not claim
+		// (a run from before claims, another pointer's) stays; drift
+		// and cleanup find it.
+		slog.WarnContext(ctx, "workflow: the read replica is not removed: no claim of this run's", "replica", url, "error", err)
 		return nil
 	}
 	if dl, ok := ctx.Deadline(); ok {
@@ -118,7 +142,7 @@ func dropReplica(ctx context.Context, env Env, m Migration) error {
 			// leaves something behind falls back to fencing it.
 			if _, err := env.Store.DeletePrefix(ctx, url+"/"); err == nil {
 				if left, err := env.Store.List(ctx, url+"/"); err == nil && len(left) == 0 {
-					return nil
+					return claim.Delete(ctx, env.Store, m.Pointer, claim.ReplicaID(m.MigrationID))
 				}
 			}
 		}
@@ -126,5 +150,5 @@ func dropReplica(ctx context.Context, env Env, m Migration) error {
 	if _, err := deleteTarget(ctx, env, url); err != nil {
 		return fmt.Errorf("workflow: remove the read replica: %w", err)
 	}
-	return nil
+	return claim.Delete(ctx, env.Store, m.Pointer, claim.ReplicaID(m.MigrationID))
 }
