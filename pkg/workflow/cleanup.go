@@ -313,7 +313,6 @@ func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, err
 	return 0, fmt.Errorf("cleanup does not remove %s", f.Kind)
 }
 
-
 // subject is what a removable finding names.
 func subject(f drift.Finding) string {
 	switch f.Kind {
