@@ -18,10 +18,15 @@
 //	lock                           <pointer>.lock                                                Check; unlock breaks it
 //	run record                     <pointer>.history/<start 20060102T150405.000Z>-<run id>.json  Check, Flip, Abort, Rollback, Cleanup, Restore
 //	claim                          <pointer>.claims/<migration id>.json                          Check (target), InPlace (way back)
+//	                               <pointer>.claims/replica-<id>.json                            Check (the read replica)
+//	                               <pointer>.claims/reader-<supervisor>-<n>.json                 serve (its reader copy)
+//	presence record                <pointer>.servers/<supervisor id>.json                        serve; the fencing steps read it
 //	default staging root           <dir of the pointer>/migrations                               (the CLI's default)
 //	target (Strategy B)            <dir of the source>/v<N>-<id>, or <target dir>/v<N>-<id>      Import
 //	way back (Strategy A)          <dir of the source>/v<N-1>-<id>                               InPlace
 //	read replica                   <dir of the source>/replica-<id>                              Freeze
+//	a supervisor's reader copy     <dir of the catalog>/reader-<supervisor id>-<n>               serve
+//	its checkpoint, while copying  rocklake-migrate-reader-<supervisor id> (on the catalog)      serve
 //	Freeze's checkpoint            rocklake-migrate-<id> (on the source)                         Freeze
 //	the way back's checkpoint      rocklake-migrate-inplace-<id> (on the source)                 InPlace
 //	an export's own checkpoint     rocklake-migrate-export                                       export (CLI)
@@ -30,7 +35,7 @@
 //	shards, source format          <staging>/<id>/v<from>/shard-<i 5 digits>-of-<n 5 digits>.ndjson.zst   the Map
 //	shards, target format          <staging>/<id>/v<to>/…, in a rebuild <staging>/<id>/v<to>-rebuilt/…   the Map; Import reads them
 //	shard results                  <staging>/<id>/results/{export,transform}-<i 5 digits>.json   the Map
-//	step results                   <staging>/<id>/{probe,import,target-claim,verify,flip-intent,gate}.json
+//	step results                   <staging>/<id>/{owner,probe,import,target-claim,verify,flip-intent,gate}.json
 //	step times                     <staging>/<id>/timing/<step>[-<i 5 digits>]-<end unix ns>.json
 //	decision                       <staging>/decisions/<id>: "flip", "abort" or "withdrawn"     Flip, Abort (never deleted)
 //
