@@ -163,6 +163,9 @@ type Supervisor struct {
 
 	front  *front
 	copies int // copies made, for their names
+	// notCopied: when a copy last failed; a fleet reader tries again a
+	// Refresh later, not every interval.
+	notCopied time.Time
 }
 
 // New checks opts and makes a Supervisor.
@@ -543,7 +546,13 @@ func (s *Supervisor) step(ctx context.Context) error {
 	}
 	served := want.Catalog
 	if want.Copy {
+		if s.readersOnly && time.Since(s.notCopied) < s.opts.Refresh && (old != nil || s.cur == nil) {
+			return nil // the last copy failed: the next try a Refresh later
+		}
 		url, err := s.makeCopy(ctx, want.Catalog, d.OpenBy)
+		if err != nil {
+			s.notCopied = time.Now()
+		}
 		switch {
 		case err != nil && old != nil:
 			// The reader that serves goes on; the next round tries again.
