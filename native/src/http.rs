@@ -1,10 +1,13 @@
-//! Two bounds on each S3 request of the engine that object_store 0.12's client
+//! Bounds on each S3 request of the engine that object_store 0.12's client
 //! options lack (they have a connect and a total timeout): the wait for a
-//! response to a request without a body, and the wait for each next part of a
-//! response body. A store that accepts connections and never answers, or a
-//! body that stops half-way, is then a timeout that object_store retries
-//! (a body with a range request for the rest) within its RetryConfig, instead
-//! of a wait for the total timeout. Go sets both (pkg/awsconfig.Limits).
+//! response to a request without a body; for one with a body, its upload at
+//! no less than MIN_UPLOAD_RATE and then the wait for the response (an
+//! endpoint that stops reading an upload blocks it, which reqwest cannot
+//! report as progress); and the wait for each next part of a response body.
+//! A store that accepts connections and never answers or reads, or a body
+//! that stops half-way, is then a timeout that object_store retries (a body
+//! with a range request for the rest) within its RetryConfig, instead of a
+//! wait for the total timeout. Go sets the limits (pkg/awsconfig.Limits).
 
 use std::fmt;
 use std::future::Future;
@@ -26,7 +29,8 @@ use tokio::time::{Instant, Sleep};
 #[derive(Debug, Clone, Copy)]
 pub struct Guard {
     /// From sending a request without a body to its response's headers (one
-    /// with a body is bounded by the total timeout: its upload counts).
+    /// with a body gets its upload's time at MIN_UPLOAD_RATE and a stall
+    /// more).
     pub first_byte: Duration,
     /// The longest wait for the next part of a response body.
     pub stall: Duration,
@@ -44,9 +48,19 @@ impl HttpConnector for Guard {
 
 /// Why a request was given up; object_store's error around it names the
 /// method and URL (so the endpoint).
+/// The slowest upload taken for a live endpoint: 1 MiB/s. A request's body
+/// (an SST, a part: tens of MiB at most) sent slower than this, with its
+/// response, is an endpoint that stopped reading it.
+const MIN_UPLOAD_RATE: f64 = 1024.0 * 1024.0;
+
 #[derive(Debug)]
 enum Silence {
     NoResponse(Duration),
+    /// The upload of a body and its response took longer than its bound.
+    UploadStalled {
+        bytes: u64,
+        after: Duration,
+    },
     /// A body error carries no URL from object_store: name the endpoint.
     Stalled {
         after: Duration,
@@ -60,6 +74,10 @@ impl fmt::Display for Silence {
             Silence::NoResponse(d) => write!(
                 f,
                 "no response within {d:?} (ROCKLAKE_S3_FIRST_BYTE_TIMEOUT)"
+            ),
+            Silence::UploadStalled { bytes, after } => write!(
+                f,
+                "the upload stalled: {bytes} bytes sent and answered not within {after:?} (1 MiB/s, ROCKLAKE_S3_FIRST_BYTE_TIMEOUT and ROCKLAKE_S3_STALL_TIMEOUT)"
             ),
             Silence::Stalled { after, from } => write!(
                 f,
@@ -86,7 +104,8 @@ impl HttpService for Bounded {
             uri.scheme_str().unwrap_or("http"),
             uri.authority().map(|a| a.as_str()).unwrap_or("")
         );
-        let res = if req.body().content_length() == 0 {
+        let bytes = req.body().content_length() as u64;
+        let res = if bytes == 0 {
             let first_byte = self.limits.first_byte;
             tokio::time::timeout(first_byte, self.inner.execute(req))
                 .await
@@ -94,7 +113,17 @@ impl HttpService for Bounded {
                     HttpError::new(HttpErrorKind::Timeout, Silence::NoResponse(first_byte))
                 })??
         } else {
-            self.inner.execute(req).await?
+            let after = self.limits.first_byte
+                + self.limits.stall
+                + Duration::from_secs_f64(bytes as f64 / MIN_UPLOAD_RATE);
+            tokio::time::timeout(after, self.inner.execute(req))
+                .await
+                .map_err(|_| {
+                    HttpError::new(
+                        HttpErrorKind::Timeout,
+                        Silence::UploadStalled { bytes, after },
+                    )
+                })??
         };
         let stall = self.limits.stall;
         Ok(res.map(|body| HttpResponseBody::new(StallBody::new(body, stall, from))))

@@ -92,6 +92,8 @@ func (l Limits) NoAnswer(err error) (string, bool) {
 	switch {
 	case err == nil:
 		return "", false
+	case errors.As(err, &stall) && stall.Upload:
+		return fmt.Sprintf("its upload stalled: it took no data for %s (%s)", stall.After, EnvStallTimeout), true
 	case errors.As(err, &stall):
 		return fmt.Sprintf("its response stalled: no data for %s (%s)", stall.After, EnvStallTimeout), true
 	case errors.As(err, &op) && op.Op == "dial" && op.Timeout():
@@ -109,14 +111,19 @@ func isHeaderTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout() && strings.Contains(err.Error(), "timeout awaiting response headers")
 }
 
-// StallError: a response body stopped arriving; no byte came for After.
-// It is a timeout (net.Error), which the SDK's retryer retries.
+// StallError: a response body stopped arriving, or a request body stopped
+// being taken (Upload: the endpoint stopped reading it); no byte moved for
+// After. It is a timeout (net.Error), which the SDK's retryer retries.
 type StallError struct {
-	Host  string
-	After time.Duration
+	Host   string
+	After  time.Duration
+	Upload bool
 }
 
 func (e *StallError) Error() string {
+	if e.Upload {
+		return fmt.Sprintf("upload to %s stalled: the endpoint took no data for %s", e.Host, e.After)
+	}
 	return fmt.Sprintf("response from %s stalled: no data for %s", e.Host, e.After)
 }
 
@@ -135,29 +142,101 @@ type stallGuard struct {
 }
 
 func (c stallGuard) Do(req *http.Request) (*http.Response, error) {
+	// net/http's ResponseHeaderTimeout counts from the request's last
+	// byte: a body the endpoint never reads (its TCP window full) would
+	// block the write forever. The body is taken by the transport a
+	// chunk at a time; a wait between chunks longer than the stall limit
+	// cancels the request.
+	var sent *sendGuard
+	cancel := context.CancelCauseFunc(func(error) {})
+	if req.Body != nil && req.Body != http.NoBody && c.stall > 0 {
+		var ctx context.Context
+		ctx, cancel = context.WithCancelCause(req.Context())
+		sent = &sendGuard{body: req.Body, limit: c.stall, host: req.URL.Host, cancel: cancel}
+		sent.timer = time.AfterFunc(c.stall, sent.fire)
+		sent.timer.Stop()
+		req = req.WithContext(ctx)
+		req.Body = sent
+	}
 	resp, err := c.inner.Do(req)
+	if sent != nil {
+		sent.done()
+		if stalled := context.Cause(req.Context()); err != nil && errors.As(stalled, new(*StallError)) {
+			cancel(nil)
+			return nil, stalled
+		}
+	}
 	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		cancel(nil)
 		return resp, err
 	}
-	resp.Body = newStallBody(resp.Body, c.stall, req.URL.Host)
+	resp.Body = newStallBody(resp.Body, c.stall, req.URL.Host, func() { cancel(nil) })
 	return resp, nil
+}
+
+// sendGuard is a request body that cancels its request when the transport
+// takes no chunk of it for limit, once it has taken the first (the dial has
+// its own limit): the endpoint stopped reading.
+type sendGuard struct {
+	body   io.ReadCloser
+	limit  time.Duration
+	host   string
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+
+	mu       sync.Mutex
+	finished bool
+}
+
+func (g *sendGuard) Read(p []byte) (int, error) {
+	g.timer.Stop()
+	n, err := g.body.Read(p)
+	g.mu.Lock()
+	if err == nil && !g.finished {
+		g.timer.Reset(g.limit) // the next chunk must be taken within limit
+	}
+	g.mu.Unlock()
+	return n, err
+}
+
+func (g *sendGuard) Close() error {
+	g.done()
+	return g.body.Close()
+}
+
+// done disarms the guard: the body was sent, or the request is over.
+func (g *sendGuard) done() {
+	g.mu.Lock()
+	g.finished = true
+	g.mu.Unlock()
+	g.timer.Stop()
+}
+
+func (g *sendGuard) fire() {
+	g.mu.Lock()
+	finished := g.finished
+	g.mu.Unlock()
+	if !finished {
+		g.cancel(&StallError{Host: g.host, After: g.limit, Upload: true})
+	}
 }
 
 // stallBody times each Read: one that waits longer than the limit closes
 // the body (which ends the Read) and fails with a *StallError. Only a Read
 // in progress is timed, so a slow consumer never trips it.
 type stallBody struct {
-	body  io.ReadCloser
-	limit time.Duration
-	host  string
-	timer *time.Timer
+	body   io.ReadCloser
+	limit  time.Duration
+	host   string
+	timer  *time.Timer
+	closed func() // releases the request's context
 
 	mu      sync.Mutex
 	stalled bool
 }
 
-func newStallBody(body io.ReadCloser, limit time.Duration, host string) *stallBody {
-	b := &stallBody{body: body, limit: limit, host: host}
+func newStallBody(body io.ReadCloser, limit time.Duration, host string, closed func()) *stallBody {
+	b := &stallBody{body: body, limit: limit, host: host, closed: closed}
 	b.timer = time.AfterFunc(limit, b.fire)
 	b.timer.Stop()
 	return b
@@ -190,7 +269,11 @@ func (b *stallBody) Read(p []byte) (int, error) {
 
 func (b *stallBody) Close() error {
 	b.timer.Stop()
-	return b.body.Close()
+	err := b.body.Close()
+	if b.closed != nil {
+		b.closed()
+	}
+	return err
 }
 
 // silenceKey holds one operation's count of attempts the endpoint did not

@@ -240,9 +240,11 @@ func (s *s3Store) create(ctx context.Context, l Location) (*Writer, error) {
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.transfer.UploadObject(ctx, &tm.UploadObjectInput{Bucket: &l.Bucket, Key: &l.Key, Body: pr})
-		// Unblocks a Write waiting on a failed upload, with the reason.
+		// Unblocks a Write waiting on a failed upload, with the reason,
+		// named (a silent endpoint is ErrUnreachable there too).
+		err = s.error(err)
 		pr.CloseWithError(cmp.Or(err, io.ErrClosedPipe))
-		done <- s.error(err)
+		done <- err
 	}()
 	return &Writer{
 		w: pw,

@@ -73,6 +73,83 @@ func TestSilentEndpointIsNamed(t *testing.T) {
 	}
 }
 
+// An endpoint that takes the connection and never reads the request (a
+// body larger than the sockets' buffers: its upload blocks) is named as a
+// stalled upload after Attempts attempts, for a plain put and for a
+// streamed (multipart) one, instead of waiting forever (issue 40).
+func TestStalledUploadIsNamed(t *testing.T) {
+	hole := s3server.StartBlackHole(t)
+	silentEnv(t, hole.URL)
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
+	t.Setenv(awsconfig.EnvStallTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	ctx := testenv.Context(t)
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("0123456789abcdef"), 4<<20) // 64 MiB: more than loopback's buffers
+	for _, op := range []struct {
+		name string
+		call func() error
+	}{
+		{"put", func() error { _, err := store.Put(ctx, "s3://b/big", body); return err }},
+	} {
+		start := time.Now()
+		err := op.call()
+		took := time.Since(start)
+		t.Logf("%s: %s: %v", op.name, took.Round(time.Millisecond), err)
+		if ctx.Err() != nil || took > 30*time.Second {
+			t.Fatalf("%s took %s: the stalled upload was not bounded (%v)", op.name, took, err)
+		}
+		if !errors.Is(err, blob.ErrUnreachable) {
+			t.Fatalf("%s: err = %v, want ErrUnreachable", op.name, err)
+		}
+		for _, want := range []string{hole.URL, "upload", awsconfig.EnvStallTimeout} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not name %q", op.name, err, want)
+			}
+		}
+	}
+}
+
+// A multipart upload whose parts the endpoint stops reading (it answered
+// the upload's creation) is named the same way, the upload aborted.
+func TestStalledPartIsNamed(t *testing.T) {
+	startS3(t)
+	proxy := s3server.StartUnreadProxy(t, os.Getenv("AWS_ENDPOINT_URL"), func(r *http.Request) bool {
+		return r.Method == http.MethodPut && r.URL.Query().Has("partNumber")
+	})
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv(awsconfig.EnvStallTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	ctx := testenv.Context(t)
+	store, err := blob.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	w, err := store.Create(ctx, "s3://"+plainBucket+"/streamed")
+	if err == nil {
+		if _, err = w.Write(bytes.Repeat([]byte("0123456789abcdef"), 4<<20)); err == nil {
+			err = w.Close()
+		} else {
+			w.Abort()
+		}
+	}
+	took := time.Since(start)
+	t.Logf("multipart: %s: %v", took.Round(time.Millisecond), err)
+	if ctx.Err() != nil || took > 40*time.Second || !errors.Is(err, blob.ErrUnreachable) || !strings.Contains(err.Error(), "upload stalled") {
+		t.Fatalf("a multipart upload whose parts are never read: %v after %s, want ErrUnreachable naming the stalled upload", err, took)
+	}
+	if proxy.Held() == 0 {
+		t.Fatal("no part reached the proxy")
+	}
+	if _, _, err := store.Get(ctx, "s3://"+plainBucket+"/streamed"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("the failed upload left an object: %v", err)
+	}
+}
+
 // A response whose body stops half-way fails the read with the limit it ran
 // into and the endpoint, instead of waiting for the caller's deadline; a
 // whole-object Get reads it again, Attempts reads in all.

@@ -140,3 +140,41 @@ func TestStalledReadsRetryOrFail(t *testing.T) {
 		}
 	}
 }
+
+// A store that takes the engine's uploads and never reads or answers them
+// (its SST and WAL PUTs) fails the writer with ErrUnavailable naming the
+// stalled upload, within the upload's bound and the handed attempts, not
+// the total request timeout of each (issue 40).
+func TestStalledUploadIsNamed(t *testing.T) {
+	direct := os.Getenv("AWS_ENDPOINT_URL")
+	proxy := s3server.StartUnreadProxy(t, direct, func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, ".sst")
+	})
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv("AWS_ENDPOINT", proxy.URL)
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
+	t.Setenv(awsconfig.EnvStallTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	url := fmt.Sprintf("s3://%s/unread-%d", bucket, seq.Add(1))
+	start := time.Now()
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
+	if err == nil {
+		var b slatedb.Batch
+		b.Put(key(1), value(1))
+		err = w.Write(ctx, &b)
+		_ = w.Close()
+	}
+	took := time.Since(start)
+	t.Logf("a writer whose uploads are never read: %s: %v", took.Round(time.Millisecond), err)
+	if ctx.Err() != nil || took > 60*time.Second {
+		t.Fatalf("the stalled uploads were not bounded: %s (%v)", took, err)
+	}
+	if !errors.Is(err, slatedb.ErrUnavailable) || !strings.Contains(err.Error(), "upload stalled") {
+		t.Fatalf("err = %v, want ErrUnavailable naming the stalled upload", err)
+	}
+	if proxy.Held() == 0 {
+		t.Fatal("no upload reached the proxy")
+	}
+}

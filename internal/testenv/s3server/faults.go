@@ -132,6 +132,58 @@ func StartStallProxy(t testing.TB, target string, stall func(*http.Request) bool
 	return p
 }
 
+// UnreadProxy passes requests on to an S3 endpoint (keeping the Host
+// header) but for those its pick function chooses: it takes their headers
+// and never reads their body nor answers, holding the connection: an
+// endpoint that stopped reading an upload (a body larger than the sockets'
+// buffers then blocks its sender).
+type UnreadProxy struct {
+	URL  string
+	held atomic.Int64
+}
+
+// Held is how many requests the proxy left unread so far.
+func (p *UnreadProxy) Held() int64 { return p.held.Load() }
+
+// StartUnreadProxy starts an UnreadProxy in front of target (an http:// S3
+// endpoint) for the rest of the test.
+func StartUnreadProxy(t testing.TB, target string, pick func(*http.Request) bool) *UnreadProxy {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &UnreadProxy{}
+	rp := hostKeepingProxy(u)
+	var mu sync.Mutex
+	var conns []net.Conn
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !pick(r) {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		p.held.Add(1)
+		mu.Lock()
+		conns = append(conns, c) // never read, never answered
+		mu.Unlock()
+	}))
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	p.URL = srv.URL
+	return p
+}
+
 // hostKeepingProxy passes requests on to u with their Host header, so that
 // their signatures still verify.
 func hostKeepingProxy(u *url.URL) *httputil.ReverseProxy {
