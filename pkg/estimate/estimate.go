@@ -62,11 +62,11 @@ const (
 	// writer's stop, a copy of the catalog and a reader's start (1.2-1.6 s
 	// measured with the real RockLake on a small catalog, 2026-12-04); a
 	// plan counts it, at most the run's freeze_grace.
-	AckSeconds = 2.0
-	CheckSeconds       = 0.05
-	FreezeSeconds      = 0.4
-	FinalizeSeconds    = 0.1
-	FlipSeconds        = 0.1
+	AckSeconds      = 2.0
+	CheckSeconds    = 0.05
+	FreezeSeconds   = 0.4
+	FinalizeSeconds = 0.1
+	FlipSeconds     = 0.1
 	// ShardStepSeconds is what an ExportTransformShard costs
 	// whatever its rows (opening the source or shard, the plan, the
 	// results). Measured 2026-12-02 on the 2-core machine under heavy load:
