@@ -14,24 +14,21 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // SNS limits.
@@ -43,11 +40,9 @@ const (
 	MaxBody = 256<<10 - 4<<10
 )
 
-const (
-	maxAttempts   = 3
-	dialTimeout   = 10 * time.Second
-	headerTimeout = 30 * time.Second
-)
+// ErrUnreachable: SNS did not answer within the process's limits
+// (awsconfig.Limits), after their attempts.
+var ErrUnreachable = errname.New("notify", errname.Transient, "SNS endpoint unreachable")
 
 // Options configure a Publisher.
 type Options struct {
@@ -58,26 +53,25 @@ type Options struct {
 // Publisher publishes to SNS topics. It is safe for concurrent use.
 type Publisher struct {
 	client *sns.Client
+	limits awsconfig.Limits
 }
 
 // NewPublisher uses the process's AWS configuration (awsconfig.Load; no
-// network access).
+// network access): its credentials, and the same limits on every request
+// as S3's (a connection, a first byte, a stalled body, the attempts an
+// endpoint that does not answer gets), so that a dead SNS endpoint is
+// named as soon as a dead S3 one.
 func NewPublisher(ctx context.Context, opts Options) (*Publisher, error) {
-	httpClient := awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = dialTimeout }).
-		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = headerTimeout })
 	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
 	client := sns.NewFromConfig(cfg.AWS, func(o *sns.Options) {
-		o.HTTPClient = httpClient
-		o.Retryer = retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = maxAttempts })
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
 	})
-	return &Publisher{client: client}, nil
+	return &Publisher{client: client, limits: cfg.Limits}, nil
 }
 
 // PublishDrift sends the report as exactly one message (subject: the
@@ -159,6 +153,10 @@ func (p *Publisher) publish(ctx context.Context, topicARN, subject string, body 
 		}
 	}
 	out, err := p.client.Publish(ctx, in)
+	if silence, silent := p.limits.NoAnswer(err); silent {
+		endpoint := cmp.Or(aws.ToString(p.client.Options().BaseEndpoint), "AWS SNS")
+		return "", fmt.Errorf("%w: publish to %s: %s did not answer, %s: %w", ErrUnreachable, topicARN, endpoint, silence, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("notify: publish to %s: %w", topicARN, err)
 	}

@@ -2,6 +2,7 @@ package notify_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -211,5 +213,37 @@ func TestDriftBodyTrimmed(t *testing.T) {
 	}
 	if s := notify.DriftSubject(got); !strings.Contains(s, "3000 findings") {
 		t.Fatalf("subject %q should count the omitted findings", s)
+	}
+}
+
+// An SNS endpoint that accepts connections and never answers is named
+// (ErrUnreachable, the limit it ran into) within the same limits as S3's
+// (awsconfig.Limits), not after an HTTP client's own 30 s per attempt
+// (issue 40 item 3).
+func TestSilentSNSIsNamed(t *testing.T) {
+	hole := s3server.StartBlackHole(t)
+	t.Setenv("AWS_ENDPOINT_URL", hole.URL)
+	t.Setenv("AWS_ENDPOINT_URL_SNS", hole.URL)
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	ctx := testenv.Context(t)
+	pub, err := notify.NewPublisher(ctx, notify.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = pub.PublishOutcome(ctx, "arn:aws:sns:us-east-1:123456789012:t", "s", "b")
+	took := time.Since(start)
+	t.Logf("publish to a silent endpoint: %s: %v", took.Round(time.Millisecond), err)
+	if !errors.Is(err, notify.ErrUnreachable) || !strings.Contains(err.Error(), "no response within 1s") || took > 10*time.Second {
+		t.Fatalf("publish: %v after %s, want ErrUnreachable naming the limit within the limits' bound", err, took)
+	}
+	if n := hole.Accepted(); n != 2 {
+		t.Errorf("%d attempts, want %s=2", n, awsconfig.EnvAttempts)
 	}
 }
