@@ -30,6 +30,11 @@ type ImportOptions struct {
 	// AfterShard, when set, is called after each shard is durable (for
 	// progress lines and tests).
 	AfterShard func(index int)
+	// Continue, when set, is asked after each shard is durable whether
+	// to go on: its error ends the import (the workflow's: the run still
+	// holds the pointer's lock), so that a run that lost its right to
+	// write stops within one shard.
+	Continue func(ctx context.Context) error
 	// AfterBatch, when set, is called after each batch of shard index's data
 	// is written, durable or not (for tests that stop an import mid-shard).
 	AfterBatch func(index int)
@@ -377,6 +382,11 @@ func shardWritten(ctx context.Context, w *slatedb.Writer, urls []string, prog *p
 	opts.Progress.shardDone()
 	if opts.AfterShard != nil {
 		opts.AfterShard(pt.index)
+	}
+	if opts.Continue != nil {
+		if err := opts.Continue(ctx); err != nil {
+			return false, fmt.Errorf("shard: import stopped after shard %d: %w", pt.index, err)
+		}
 	}
 	return !opts.StopAfter.IsZero() && time.Now().After(opts.StopAfter), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
+	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -186,4 +187,41 @@ func TestCleanupRemovesADeadSupervisorsCopy(t *testing.T) {
 	if objs, _ := f.env.Store.List(ctx, live+"/manifest/"); len(objs) == 0 {
 		t.Fatal("the live supervisor's copy was touched")
 	}
+}
+
+// Import confirms the lock between shards: a run whose lock was taken over
+// while it imports stops within one shard (LockLost), not at its next call.
+func TestImportStopsWithinAShardOfLosingTheLock(t *testing.T) {
+	ctx, f := setup(t, 4000)
+	const shards = 16
+	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+		t.Fatal(err)
+	}
+	for i := range shards {
+		if _, err := workflow.ExportTransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := f.env
+	env.Progress.Import = new(shard.Progress)
+	go func() {
+		for ctx.Err() == nil && env.Progress.Import.ShardsDone.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		// Taken over: the lease ran out, another run took it.
+		_, _ = workflow.Unlock(ctx, f.env, f.pointer, m.MigrationID)
+	}()
+	out, err := workflow.Import(ctx, env, m)
+	done := env.Progress.Import.ShardsDone.Load()
+	if !errors.Is(err, workflow.ErrLockLost) || out.Done {
+		t.Fatalf("Import after its lock was lost: %+v, %v; want LockLost", out, err)
+	}
+	if done >= shards-1 {
+		t.Fatalf("Import went on for %d of %d shards after losing its lock", done, shards)
+	}
+	t.Logf("stopped after %d of %d shards: %v", done, shards, err)
 }

@@ -34,7 +34,10 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 		prog = new(shard.Progress)
 	}
 	before := prog.Records.Load() // a shared counter spans the Import loop's calls
-	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true, Progress: prog}
+	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true, Progress: prog,
+		// The lock is confirmed between shards, not only at the call's
+		// start: a run replaced meanwhile stops within one shard.
+		Continue: func(ctx context.Context) error { return confirmLock(ctx, env, m.Pointer, m.MigrationID) }}
 	if dl, ok := ctx.Deadline(); ok {
 		margin := env.ImportMargin
 		if margin == 0 {

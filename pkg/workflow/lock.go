@@ -267,9 +267,9 @@ func confirmLock(ctx context.Context, env Env, pointerURL, id string) error {
 	case err != nil:
 		return err
 	case held.MigrationID != id:
-		return fmt.Errorf("%w: migration %s no longer holds %s (held by %q, released by %q); nothing was written", ErrLockLost, id, url, held.MigrationID, held.ReleasedBy)
+		return fmt.Errorf("%w: migration %s no longer holds %s (held by %q, released by %q); the step writes nothing more", ErrLockLost, id, url, held.MigrationID, held.ReleasedBy)
 	case !time.Now().Before(held.ExpiresAt):
-		return fmt.Errorf("%w: the lease of migration %s on %s ran out at %s; nothing was written", ErrLockLost, id, url, held.ExpiresAt.Format(time.RFC3339))
+		return fmt.Errorf("%w: the lease of migration %s on %s ran out at %s; the step writes nothing more", ErrLockLost, id, url, held.ExpiresAt.Format(time.RFC3339))
 	}
 	return nil
 }
