@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback bench-fleet demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback bench-fleet bench-silent demo clean infra-tools test-infra synth
 
 all: build
 
@@ -170,6 +170,7 @@ bench: build tools
 	$(MAKE) bench-online
 	$(MAKE) bench-rollback
 	$(MAKE) bench-fleet
+	$(MAKE) bench-silent
 
 # Online against offline migration with the real RockLake serving and a
 # client committing every 100 ms (BENCH_ONLINE_ROWS, default 100000,1000000,3000000);
@@ -194,6 +195,11 @@ bench-rollback: build tools
 # staleness (README, Performance).
 bench-fleet: build tools
 	go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
+
+# How long each command takes to name an S3 endpoint that never answers,
+# at the default request limits (docs/operating.md, the table of bounds).
+bench-silent: build tools
+	go test -run '^$$' -bench BenchmarkSilentEndpoint -benchtime 1x -timeout 30m ./cmd/rocklake-migrate/
 
 demo: build tools
 	scripts/demo.sh

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -84,29 +85,76 @@ func TestUnreachableStoresFailClearly(t *testing.T) {
 // the engine (init-pointer opens the catalog first).
 func TestSilentStoreNamedBeforeTheDeadline(t *testing.T) {
 	hole := s3server.StartBlackHole(t)
-	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_ENDPOINT_URL", hole.URL)
+	silentS3Env(t, hole.URL)
 	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
+	t.Setenv(awsconfig.EnvStallTimeout, "1s")
 	t.Setenv(awsconfig.EnvAttempts, "2")
-	for _, args := range [][]string{
-		{"status", "--pointer", "s3://b/CURRENT"},
-		{"init-pointer", "--pointer", "s3://b/CURRENT", "--catalog", "s3://b/catalogs/prod"},
-	} {
+	// One request's bound: two attempts of a second and the backoff; a
+	// command names the endpoint after its first request, not after a
+	// request per check.
+	const firstRequest = 2500 * time.Millisecond
+	for _, args := range silentCommands(t) {
 		start := time.Now()
 		r := cli(t, args...) // under a 2-minute context: the command's own 5 minutes never run out
-		t.Logf("%s: %s in %s", args[0], strings.TrimSpace(r.stderr), time.Since(start).Round(time.Millisecond))
-		r.want(t, exitError, hole.URL, "no response within 1s", awsconfig.EnvFirstByteTimeout)
+		took := time.Since(start)
+		t.Logf("%s: %s in %s", args[0], strings.TrimSpace(r.stderr), took.Round(time.Millisecond))
+		if r.code == exitOK {
+			t.Fatalf("%s succeeded against a silent store", args[0])
+		}
+		out := r.stderr + r.stdout
+		if !strings.Contains(out, hole.URL) || !strings.Contains(out, "no response within 1s ("+awsconfig.EnvFirstByteTimeout) &&
+			!strings.Contains(out, "stalled: it took no data for 1s ("+awsconfig.EnvStallTimeout) {
+			t.Fatalf("%s: does not name the endpoint and the limit it ran into:\n%s\n%s", args[0], r.stdout, r.stderr)
+		}
 		if strings.Contains(r.stderr, "--timeout") {
 			t.Fatalf("%s waited for its own deadline: %s", args[0], r.stderr)
 		}
+		if took > 2*firstRequest {
+			t.Errorf("%s took %s: more than its first request's bound (%s) twice", args[0], took.Round(time.Millisecond), firstRequest)
+		}
+	}
+}
+
+// silentCommands are the commands that meet S3 first thing, each as run
+// against the bucket b of a silent endpoint: every one must name it after
+// its first request. A local catalog of 20 000 rows is export's source.
+func silentCommands(tb testing.TB) [][]string {
+	tb.Helper()
+	local := "file://" + filepath.Join(tb.TempDir(), "prod")
+	cli(tb, "seed", "--catalog", local, "--rows", "20000").want(tb, exitOK)
+	return [][]string{
+		{"status", "--pointer", "s3://b/CURRENT"},
+		{"init-pointer", "--pointer", "s3://b/CURRENT", "--catalog", "s3://b/catalogs/prod"},
+		{"check", "--catalog", "s3://b/catalogs/prod", "--expect", "v1"},
+		{"export", "--catalog", local, "--format", "v1", "--output", "s3://b/out", "--compression", "none"},
+		{"import", "--input", "s3://b/out", "--format", "v1", "--catalog", local + "-new"},
+		{"migrate", "--pointer", "s3://b/CURRENT", "--to", "v2"},
+		{"plan", "--pointer", "s3://b/CURRENT", "--to", "v2"},
+		{"rollback", "--pointer", "s3://b/CURRENT"},
+		{"cleanup", "--pointer", "s3://b/CURRENT"},
+		{"drift", "--pointer", "s3://b/CURRENT", "--expect", "v2"},
+		{"resolve", "--pointer", "s3://b/CURRENT"},
+	}
+}
+
+// BenchmarkSilentEndpoint: how long each command takes to name an S3
+// endpoint that accepts connections and never answers or reads, at the
+// default limits (awsconfig.DefaultLimits; make bench-silent). Reported
+// per command: named-s.
+func BenchmarkSilentEndpoint(b *testing.B) {
+	hole := s3server.StartBlackHole(b)
+	silentS3Env(b, hole.URL)
+	for _, args := range silentCommands(b) {
+		b.Run(args[0], func(b *testing.B) {
+			for b.Loop() {
+				start := time.Now()
+				r := cli(b, args...)
+				if r.code == exitOK || !strings.Contains(r.stderr+r.stdout, hole.URL) {
+					b.Fatalf("%s did not name the silent endpoint:\n%s\n%s", args[0], r.stdout, r.stderr)
+				}
+				b.ReportMetric(time.Since(start).Seconds(), "named-s")
+			}
+		})
 	}
 }
 
@@ -138,4 +186,19 @@ func TestStalledExportFails(t *testing.T) {
 	if proxy.Stalled() == 0 {
 		t.Fatal("no response stalled: the test proves nothing")
 	}
+}
+
+// silentS3Env points the process's S3 clients at endpoint with test
+// credentials and nothing from the host.
+func silentS3Env(tb testing.TB, endpoint string) {
+	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"} {
+		tb.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	tb.Setenv("AWS_ACCESS_KEY_ID", "test")
+	tb.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	tb.Setenv("AWS_REGION", "us-east-1")
+	tb.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	tb.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	tb.Setenv("AWS_ENDPOINT_URL", endpoint)
 }

@@ -160,6 +160,12 @@ const MaxGetSize = 16 << 20
 // (Transient).
 var ErrUnreachable = errname.New("blob", errname.Transient, "S3 endpoint unreachable")
 
+// ErrSilent is ErrUnreachable for an endpoint that did not answer or read
+// within awsconfig.Limits, after their attempts (errors.Is(err,
+// ErrUnreachable) holds): named S3Unreachable, which the workflow does not
+// retry again (the attempts were the retries).
+var ErrSilent = errname.Kind(ErrUnreachable, "blob", errname.Unreachable, "S3 endpoint did not answer")
+
 // ErrNoCredentials: no AWS credentials were found by any of the standard
 // sources; the error names what was tried. It is awsconfig.ErrNoCredentials,
 // which pkg/slatedb returns too.

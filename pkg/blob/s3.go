@@ -92,7 +92,7 @@ func (s *s3Store) error(err error) error {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%w: connection refused by %s: %w", ErrUnreachable, s.endpoint, err)
 	case silent:
-		return fmt.Errorf("%w: %s did not answer, %s: %w", ErrUnreachable, s.endpoint, silence, err)
+		return fmt.Errorf("%w: %s did not answer, %s: %w", ErrSilent, s.endpoint, silence, err)
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("%w: timed out talking to %s: %w", ErrUnreachable, s.endpoint, err)
 	}
@@ -199,7 +199,7 @@ func (s *s3Store) getIfNoneMatch(ctx context.Context, l Location, etag string) (
 		return nil, Info{}, s.error(err)
 	}
 	defer out.Body.Close()
-	body, err := readSmall(out.Body)
+	body, err := readSmall(namedBody{ReadCloser: out.Body, s: s})
 	return body, Info{
 		URL:          l.String(),
 		Size:         aws.ToInt64(out.ContentLength),

@@ -15,16 +15,32 @@ import "errors"
 // machines retry on. Several packages' errors carry it.
 const Transient = "Transient"
 
+// Unreachable is the name of an endpoint that did not answer within the
+// process's request limits, after all their attempts (awsconfig.Limits):
+// those attempts were its retries, so the state machines do not retry it
+// again; a command names it after its first request.
+const Unreachable = "S3Unreachable"
+
 // Error is a sentinel with a stable name. Sentinels are compared by
 // identity (errors.Is), so two errors of one class name (ShardCorrupt, say)
-// stay apart.
+// stay apart; one made by Kind also answers to its parent.
 type Error struct {
 	pkg, name, text string
+	parent          error
 }
 
 // New is the error of package pkg named name; text says what happened, for
 // people ("" for none).
 func New(pkg, name, text string) *Error { return &Error{pkg: pkg, name: name, text: text} }
+
+// Kind is New for a narrower case of parent: errors.Is(err, parent) holds
+// for it too, while its name is its own.
+func Kind(parent error, pkg, name, text string) *Error {
+	return &Error{pkg: pkg, name: name, text: text, parent: parent}
+}
+
+// Is makes a Kind answer to its parent.
+func (e *Error) Is(target error) bool { return e.parent != nil && target == e.parent }
 
 func (e *Error) Error() string {
 	if e.text == "" {

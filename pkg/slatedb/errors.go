@@ -2,6 +2,7 @@ package slatedb
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
@@ -39,10 +40,15 @@ var (
 	ErrFenced            = errname.New("slatedb", NameFenced, "fenced by a newer writer")
 	ErrCheckpointMissing = errors.New("slatedb: checkpoint missing")
 	ErrUnavailable       = errname.New("slatedb", errname.Transient, "object store unavailable")
-	ErrClosed            = errors.New("slatedb: closed")
-	ErrData              = errors.New("slatedb: unexpected persisted data")
-	ErrNoDatabase        = errors.New("slatedb: no database at that location")
-	ErrNoSuchBucket      = errors.New("slatedb: no such bucket")
+	// ErrSilent is ErrUnavailable for a store that did not answer or read
+	// within the limits the engine was handed (its message names one:
+	// native/src/http.rs), after their attempts: S3Unreachable, not
+	// retried again.
+	ErrSilent       = errname.Kind(ErrUnavailable, "slatedb", errname.Unreachable, "object store did not answer")
+	ErrClosed       = errors.New("slatedb: closed")
+	ErrData         = errors.New("slatedb: unexpected persisted data")
+	ErrNoDatabase   = errors.New("slatedb: no database at that location")
+	ErrNoSuchBucket = errors.New("slatedb: no such bucket")
 	// ErrNoCredentials is awsconfig.ErrNoCredentials (and blob.ErrNoCredentials).
 	ErrNoCredentials = awsconfig.ErrNoCredentials
 )
@@ -77,4 +83,9 @@ func (e *Error) Error() string {
 
 // Unwrap is the sentinel of e's code (nil for none): errors.Is(err,
 // ErrFenced) and friends hold, and e answers to the sentinel's name.
-func (e *Error) Unwrap() error { return sentinels[e.Code] }
+func (e *Error) Unwrap() error {
+	if e.Code == CodeUnavailable && strings.Contains(e.Msg, "ROCKLAKE_S3_") {
+		return ErrSilent
+	}
+	return sentinels[e.Code]
+}

@@ -90,6 +90,9 @@ type Observation struct {
 	// made: kept until the flip or the abort (it holds every commit of the
 	// frozen source).
 	OnCopy bool
+	// PointerErr: the last read of the pointer failed (the one before is
+	// Pointer): what runs keeps running, degraded.
+	PointerErr error
 }
 
 // FlipSettle is how long after a flip the supervisor waits for the
@@ -148,6 +151,10 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 		c := *last
 		c.Mode = Reader
 		return Decision{Child: &c, State: Degraded, Err: err, Reason: reason + "; the last good server keeps serving reads"}
+	}
+	if obs.PointerErr != nil {
+		return Decision{Hold: true, State: Degraded, Err: ErrPointerUnreadable,
+			Reason: fmt.Sprintf("%s: the pointer cannot be read (%v): what runs keeps running, nothing is started", NamePointerUnreadable, obs.PointerErr)}
 	}
 	bin, ok := bins[p.FormatVersion]
 	switch {

@@ -2,13 +2,19 @@ package supervise_test
 
 import (
 	"errors"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
+	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 )
 
 // A supervisor says where it is: a record written before its first server,
@@ -117,4 +123,69 @@ func waitRecord(t *testing.T, f fixture, ok func(presence.Record) bool) presence
 	}
 	t.Fatalf("no such presence record within 20 s: %+v", liveRecords(t, f))
 	return presence.Record{}
+}
+
+// A pointer that can no longer be read (its endpoint stops answering) is a
+// degraded state, said within the request limits' bound: what runs keeps
+// running, nothing is started or stopped; once it reads again, serving
+// (issue 40 item 2).
+func TestUnreadablePointerKeepsWhatRuns(t *testing.T) {
+	f := newFixture(t)
+	proxy := s3server.StartStallProxy(t, os.Getenv("AWS_ENDPOINT_URL"), nil)
+	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
+	t.Setenv(awsconfig.EnvStallTimeout, "500ms")
+	t.Setenv(awsconfig.EnvAttempts, "2")
+	store, err := blob.New(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store = store
+	bins, log := standins(t, "v1")
+	src := f.catalog(t, "prod")
+	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	r := f.run(t, map[format.Version]string{format.V1: bins["v1"]})
+	if l := waitLaunch(t, log, 1); l.Mode != "writer" {
+		t.Fatalf("first launch %+v", l)
+	}
+	// The pointer's reads stall from now on (a new pointer version, so
+	// that the conditional GET has a body to stall).
+	f.flip(t, src, format.V1, "same-catalog")
+	proxy.SetStall(func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/CURRENT")
+	})
+	start := time.Now()
+	h := r.waitState(t, supervise.Degraded)
+	t.Logf("degraded after %s: %s", time.Since(start).Round(time.Millisecond), h.Reason)
+	if !strings.Contains(h.Reason, supervise.NamePointerUnreadable) {
+		t.Fatalf("degraded with %q, want %s", h.Reason, supervise.NamePointerUnreadable)
+	}
+	time.Sleep(time.Second)
+	if ls := launches(t, log); len(ls) != 1 {
+		t.Fatalf("launches while the pointer could not be read: %+v", ls)
+	}
+	proxy.SetStall(nil)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(lastReason(r), "the pointer names") {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(lastReason(r), "the pointer names") {
+		t.Fatalf("not serving again once the pointer reads: %q", lastReason(r))
+	}
+	if ls := launches(t, log); len(ls) != 1 {
+		t.Fatalf("the writer was restarted: %+v", ls)
+	}
+}
+
+// lastReason is the reason of r's last decided health line.
+func lastReason(r *running) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.health) - 1; i >= 0; i-- {
+		if r.health[i].Event == "decided" {
+			return r.health[i].Reason
+		}
+	}
+	return ""
 }

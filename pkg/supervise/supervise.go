@@ -271,10 +271,11 @@ func TakeBind(extra []string) (bind string, rest []string) {
 
 // StoppedDegraded reports whether Run stopped while degraded: no RockLake binary
 // for the pointer's format, or no catalog where it points, the last good
-// server having been kept in reader mode.
+// server having been kept in reader mode; or a pointer it could no longer
+// read, what ran kept running.
 func StoppedDegraded(err error) bool {
 	name := errname.Of(err)
-	return err != nil && (name == NameNoBinary || name == NamePointerDangling)
+	return err != nil && (name == NameNoBinary || name == NamePointerDangling || name == NamePointerUnreadable)
 }
 
 // Signal forwards sig to the running server (SIGHUP, SIGUSR1, ...); SIGTERM
@@ -351,6 +352,8 @@ func (s *Supervisor) first(ctx context.Context) error {
 		if errors.Is(err, pointer.ErrPointerMissing) || errors.Is(err, pointer.ErrBadPointer) {
 			return err
 		}
+		// Said at once, retried until StartTimeout.
+		s.report(Health{State: Degraded, Event: "pointer-unreadable", Reason: err.Error()})
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("supervise: no pointer read within %s: %w", s.opts.StartTimeout, err)
@@ -383,9 +386,9 @@ func (s *Supervisor) observe(ctx context.Context) error {
 		if s.ptrETag == "" {
 			return err
 		}
-		s.report(Health{Event: "pointer-unreadable", Reason: err.Error()})
+		s.obs.PointerErr = err
 	default:
-		s.obs.Pointer, s.ptrETag = p, ref.ETag
+		s.obs.Pointer, s.ptrETag, s.obs.PointerErr = p, ref.ETag, nil
 	}
 	l, etag, lerr := workflow.ReadLock(rctx, s.opts.Store, s.opts.Pointer, s.lockETag)
 	switch {
@@ -686,7 +689,9 @@ func (s *Supervisor) report(h Health) {
 		return
 	}
 	h.Time = time.Now()
-	h.State = s.decision.State
+	if h.State == "" {
+		h.State = s.decision.State
+	}
 	if h.State == "" {
 		h.State = Undecided
 	}

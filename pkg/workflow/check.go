@@ -181,6 +181,30 @@ type stagingOwner struct {
 	MigrationID string `json:"migration_id"`
 }
 
+// ownStaging writes the staging's owner with If-None-Match; a staging
+// another pointer's run owns is ErrStagingTaken.
+func ownStaging(ctx context.Context, env Env, st layout.Staging, m Migration) error {
+	own, err := json.Marshal(stagingOwner{Pointer: m.Pointer, MigrationID: m.MigrationID})
+	if err != nil {
+		return err
+	}
+	_, err = env.Store.PutIfAbsent(ctx, st.Owner(), own)
+	if !errors.Is(err, blob.ErrPreconditionFailed) {
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+		}
+		return nil
+	}
+	var had stagingOwner
+	if gerr := getJSON(ctx, env.Store, st.Owner(), &had); gerr != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStagingTaken, st.Prefix(), gerr)
+	}
+	if had.Pointer != m.Pointer {
+		return fmt.Errorf("%w: %s is the staging of migration %s of pointer %s; give this run another --migration-id; nothing was touched", ErrStagingTaken, st.Prefix(), had.MigrationID, had.Pointer)
+	}
+	return nil
+}
+
 // probeStaging makes the migration's staging this pointer's (Owner, an
 // If-None-Match write; a retried Check finds its own) and writes and
 // deletes an object there.
@@ -189,20 +213,11 @@ func probeStaging(ctx context.Context, env Env, m Migration) error {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
 	st := env.staging(m.MigrationID)
-	own, err := json.Marshal(stagingOwner{Pointer: m.Pointer, MigrationID: m.MigrationID})
-	if err != nil {
-		return err
-	}
-	if _, err := env.Store.PutIfAbsent(ctx, st.Owner(), own); errors.Is(err, blob.ErrPreconditionFailed) {
-		var had stagingOwner
-		if gerr := getJSON(ctx, env.Store, st.Owner(), &had); gerr != nil {
-			return fmt.Errorf("%w: %s: %w", ErrStagingTaken, st.Prefix(), gerr)
+	// Strategy A stages nothing but the probe: no owner.
+	if !m.InPlace {
+		if err := ownStaging(ctx, env, st, m); err != nil {
+			return err
 		}
-		if had.Pointer != m.Pointer {
-			return fmt.Errorf("%w: %s is the staging of migration %s of pointer %s; give this run another --migration-id; nothing was touched", ErrStagingTaken, st.Prefix(), had.MigrationID, had.Pointer)
-		}
-	} else if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
 	}
 	url := st.Probe()
 	if _, err := env.Store.Put(ctx, url, []byte(m.MigrationID)); err != nil {

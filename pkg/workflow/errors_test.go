@@ -95,6 +95,8 @@ var named = []struct {
 	{workflow.ErrCleanupUndecided, "CleanupUndecided"},
 	{workflow.ErrInPlaceLimitTooLarge, "InPlaceLimitTooLarge"},
 	{presence.ErrNotAcknowledged, "ServersNotAcknowledged"},
+	{blob.ErrSilent, "S3Unreachable"},
+	{slatedb.ErrSilent, "S3Unreachable"},
 	// Abort only waited: the state machine retries it.
 	{workflow.ErrAbortUndecided, "Transient"},
 	{workflow.ErrTargetStillWritten, "Transient"},

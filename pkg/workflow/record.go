@@ -99,8 +99,9 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 	name := ""
 	if checkErr != nil {
 		name = ErrorName(checkErr)
-		// No pointer, no history beside it; a transient failure is retried.
-		if name == errname.Transient || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
+		// No pointer, no history beside it; a transient failure is
+		// retried; a silent endpoint would not take the record either.
+		if name == errname.Transient || name == errname.Unreachable || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
 			return
 		}
 	}
