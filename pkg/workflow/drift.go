@@ -34,7 +34,10 @@ func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
 	if err != nil {
 		return DriftOutput{}, err
 	}
-	active, unknown := activeMigration(ctx, env, in.Pointer, time.Now())
+	active, unknown, silent := lockHolder(ctx, env, in.Pointer, time.Now())
+	if silent != nil {
+		return DriftOutput{}, silent
+	}
 	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: expect, Staging: env.Staging,
 		Active: active, ActiveUnknown: unknown, Store: env.SlateDB})
 	if err != nil {

@@ -233,18 +233,28 @@ var neverExpires = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 // check: "" when none does (no lock, a free one, or one whose lease ran out:
 // its run is dead), or why the lock cannot be read.
 func activeMigration(ctx context.Context, env Env, pointerURL string, now time.Time) (id, unknown string) {
+	id, unknown, _ = lockHolder(ctx, env, pointerURL, now)
+	return id, unknown
+}
+
+// lockHolder is activeMigration, and the read's error when the endpoint
+// did not answer (S3Unreachable): a caller says it rather than meet it
+// again on its next request.
+func lockHolder(ctx context.Context, env Env, pointerURL string, now time.Time) (id, unknown string, silent error) {
 	held, _, err := readLock(ctx, env, layout.Lock(pointerURL))
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
-		return "", ""
+		return "", "", nil
+	case errname.Of(err) == errname.Unreachable:
+		return "", err.Error(), err
 	case err != nil:
-		return "", err.Error()
+		return "", err.Error(), nil
 	case held.MigrationID == unreadableLock:
-		return "", layout.Lock(pointerURL) + " is not a lock object"
+		return "", layout.Lock(pointerURL) + " is not a lock object", nil
 	case held.MigrationID != "" && now.Before(held.ExpiresAt):
-		return held.MigrationID, ""
+		return held.MigrationID, "", nil
 	}
-	return "", ""
+	return "", "", nil
 }
 
 // ErrLockLost: the pointer's lock no longer names the migration, or its
