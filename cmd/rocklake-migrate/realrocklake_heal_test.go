@@ -15,7 +15,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 )
 
 var writerStarted = regexp.MustCompile(`event=started mode=writer catalog=\S+ format=\S+ pid=(\d+)`)
@@ -65,7 +65,7 @@ func TestRealRockLakeKilledDuringACopyIsHealed(t *testing.T) {
 		}()
 		var holder string
 		eventually(t, run.name+": the lock held, writes going on", func() error {
-			l, _, err := workflow.ReadLock(ctx, store, ptr, "")
+			l, _, err := lock.Read(ctx, store, ptr, "")
 			if err != nil {
 				return err
 			}
@@ -88,7 +88,7 @@ func TestRealRockLakeKilledDuringACopyIsHealed(t *testing.T) {
 			return writeSchema(ctx, cl, fmt.Sprintf("healed_%d", len(pids)))
 		})
 		back := time.Since(at)
-		l, _, err := workflow.ReadLock(ctx, store, ptr, "")
+		l, _, err := lock.Read(ctx, store, ptr, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestRealRockLakeCleanupWhileServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC()
-	left := workflow.Lock{MigrationID: "cleanup-killed", Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(time.Hour), Kind: history.KindCleanup}
+	left := lock.Lock{MigrationID: "cleanup-killed", Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(time.Hour), Kind: history.KindCleanup}
 	b, _ := json.Marshal(left)
 	if _, err := store.Put(ctx, layout.Lock(ptr), b); err != nil {
 		t.Fatal(err)

@@ -91,8 +91,13 @@ func (s *s3Store) error(err error) error {
 		return fmt.Errorf("%w: cannot resolve %s (endpoint %s): %w", ErrUnreachable, dns.Name, s.endpoint, err)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Errorf("%w: connection refused by %s: %w", ErrUnreachable, s.endpoint, err)
-	case silent:
+	case silent && errors.Is(err, awsconfig.ErrSilentAttempts):
+		// Every attempt the limits allow went unanswered.
 		return fmt.Errorf("%w: %s did not answer, %s: %w", ErrSilent, s.endpoint, silence, err)
+	case silent:
+		// One stall of a streamed body, which nothing here reads again:
+		// the caller's retry may.
+		return fmt.Errorf("%w: %s did not answer, %s: %w", ErrUnreachable, s.endpoint, silence, err)
 	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("%w: timed out talking to %s: %w", ErrUnreachable, s.endpoint, err)
 	}
@@ -187,7 +192,10 @@ func (s *s3Store) get(ctx context.Context, l Location, versionID string) ([]byte
 		body, err := readSmall(r)
 		r.Close()
 		var stall *awsconfig.StallError
-		if err == nil || !errors.As(err, &stall) || attempt >= s.limits.Attempts || ctx.Err() != nil {
+		if errors.As(err, &stall) && attempt >= s.limits.Attempts {
+			return body, info, fmt.Errorf("%w: %s stalled %d reads in a row: %w", ErrSilent, l, attempt, err)
+		}
+		if err == nil || !errors.As(err, &stall) || ctx.Err() != nil {
 			return body, info, err
 		}
 	}

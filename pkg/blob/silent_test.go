@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // silentEnv points the process's S3 clients at endpoint with test
@@ -59,8 +60,8 @@ func TestSilentEndpointIsNamed(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("%s ran into the test's deadline: %v", op.name, err)
 		}
-		if !errors.Is(err, blob.ErrUnreachable) {
-			t.Fatalf("%s: err = %v, want ErrUnreachable", op.name, err)
+		if !errors.Is(err, blob.ErrUnreachable) || errname.Of(err) != errname.Unreachable {
+			t.Fatalf("%s: err = %v (%s), want ErrUnreachable named %s (its attempts spent: not retried again)", op.name, err, errname.Of(err), errname.Unreachable)
 		}
 		for _, s := range []string{hole.URL, "no response within 1s", awsconfig.EnvFirstByteTimeout} {
 			if !strings.Contains(err.Error(), s) {

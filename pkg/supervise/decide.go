@@ -70,7 +70,7 @@ type Observation struct {
 	LockDryRun bool
 	FenceAt    time.Time
 	// LockWritesGoOn: the holder migrates online and has not named its
-	// fence yet (workflow.Lock.WritesGoOn): the writer keeps committing.
+	// fence yet (lock.Lock.WritesGoOn): the writer keeps committing.
 	LockWritesGoOn bool
 	// Replica is the frozen source's copy the holder's Freeze made
 	// (layout.Replica, found once whole; "" when none): reads are served

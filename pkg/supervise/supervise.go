@@ -15,9 +15,9 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // neverFenced is the fence time of an online migration's lock that has
@@ -141,7 +141,7 @@ type Supervisor struct {
 	obs      Observation
 	ptrETag  string
 	lockETag string
-	lock     workflow.Lock
+	lock     lock.Lock
 	checked  map[string]bool // catalogs found there
 	cur      *process        // running, or exited and not restarted yet
 	last     *Child          // the last server that ran
@@ -381,6 +381,9 @@ func (s *Supervisor) observe(ctx context.Context) error {
 	p, ref, err := pointer.ReadIfChanged(rctx, s.opts.Store, s.opts.Pointer, s.ptrETag)
 	switch {
 	case errors.Is(err, pointer.ErrNotModified):
+	case err != nil && ctx.Err() != nil:
+		// Stopping: a read cut short says nothing about the pointer.
+		return ctx.Err()
 	case err != nil:
 		err = readError(err)
 		if s.ptrETag == "" {
@@ -390,7 +393,7 @@ func (s *Supervisor) observe(ctx context.Context) error {
 	default:
 		s.obs.Pointer, s.ptrETag, s.obs.PointerErr = p, ref.ETag, nil
 	}
-	l, etag, lerr := workflow.ReadLock(rctx, s.opts.Store, s.opts.Pointer, s.lockETag)
+	l, etag, lerr := lock.Read(rctx, s.opts.Store, s.opts.Pointer, s.lockETag)
 	switch {
 	case errors.Is(lerr, blob.ErrNotModified):
 		s.obs.LockKnown = true
@@ -651,7 +654,7 @@ func (s *Supervisor) copyDue() bool {
 func (s *Supervisor) writerMayStartNow(ctx context.Context) bool {
 	rctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	l, etag, err := workflow.ReadLock(rctx, s.opts.Store, s.opts.Pointer, "")
+	l, etag, err := lock.Read(rctx, s.opts.Store, s.opts.Pointer, "")
 	if err != nil {
 		s.obs.LockKnown, s.lockETag = false, ""
 		return false

@@ -19,10 +19,10 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // fixture: a versioned bucket on versitygw holding the pointer, catalogs as
@@ -85,7 +85,7 @@ func (f fixture) flip(t *testing.T, catalog string, v format.Version, id string)
 func (f fixture) lock(t *testing.T, id string, grace time.Duration) {
 	t.Helper()
 	now := time.Now().UTC()
-	b, _ := json.Marshal(workflow.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(24 * time.Hour), FenceAt: now.Add(grace)})
+	b, _ := json.Marshal(lock.Lock{MigrationID: id, Owner: "test", AcquiredAt: now, ExpiresAt: now.Add(24 * time.Hour), FenceAt: now.Add(grace)})
 	if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func (f fixture) lock(t *testing.T, id string, grace time.Duration) {
 
 func (f fixture) unlock(t *testing.T) {
 	t.Helper()
-	b, _ := json.Marshal(workflow.Lock{ReleasedBy: "test"})
+	b, _ := json.Marshal(lock.Lock{ReleasedBy: "test"})
 	if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	}
 	// A dry run's lock fences nothing: the writer stays.
 	now := time.Now().UTC()
-	b, _ := json.Marshal(workflow.Lock{MigrationID: "m-dry", AcquiredAt: now, ExpiresAt: now.Add(time.Hour), DryRun: true})
+	b, _ := json.Marshal(lock.Lock{MigrationID: "m-dry", AcquiredAt: now, ExpiresAt: now.Add(time.Hour), DryRun: true})
 	if _, err := f.store.Put(f.ctx, layout.Lock(f.ptr), b); err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +616,7 @@ func TestListenAddrAndStoppedDegraded(t *testing.T) {
 		fmt.Errorf("run: %w", supervise.ErrNoBinary): true,
 		supervise.ErrPointerDangling:                 true,
 		supervise.ErrServerFailing:                   false,
-		supervise.ErrPointerUnreadable:               false,
+		supervise.ErrPointerUnreadable:               true,
 		errors.New("something else"):                 false,
 	} {
 		if got := supervise.StoppedDegraded(err); got != want {
@@ -633,11 +633,11 @@ func TestListenAddrAndStoppedDegraded(t *testing.T) {
 func TestWriterUnderALockWhoseWritesGoOn(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		lock workflow.Lock
+		lock lock.Lock
 	}{
-		{"dry run", workflow.Lock{DryRun: true}},
-		{"online copy", workflow.Lock{Online: true}},
-		{"cleanup", workflow.Lock{Kind: history.KindCleanup}},
+		{"dry run", lock.Lock{DryRun: true}},
+		{"online copy", lock.Lock{Online: true}},
+		{"cleanup", lock.Lock{Kind: history.KindCleanup}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)

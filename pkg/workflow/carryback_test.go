@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -157,7 +158,7 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 			}
 		}
 	}
-	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
+	l, _, err := lock.Read(ctx, f.env.Store, f.pointer, "")
 	if err != nil || l.MigrationID != "" {
 		t.Fatalf("lock after the rollback %+v: %v", l, err)
 	}
@@ -181,7 +182,7 @@ func TestRollbackRefusesAChangedPreviousCatalog(t *testing.T) {
 	if err != nil || p.Catalog != cur {
 		t.Fatalf("pointer %+v: %v", p, err)
 	}
-	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
+	l, _, err := lock.Read(ctx, f.env.Store, f.pointer, "")
 	if err != nil || l.MigrationID != "" {
 		t.Fatalf("lock after a refused rollback %+v: %v", l, err)
 	}

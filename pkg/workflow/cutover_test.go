@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -202,7 +203,7 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
-	setLock := func(l workflow.Lock) {
+	setLock := func(l lock.Lock) {
 		t.Helper()
 		b, _ := json.Marshal(l)
 		if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), b); err != nil {
@@ -218,7 +219,7 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 		return len(objs)
 	}
 	_, ptrBefore, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	for _, lost := range []workflow.Lock{
+	for _, lost := range []lock.Lock{
 		{MigrationID: "m-other", Owner: "a later run", ExpiresAt: time.Now().Add(time.Hour)},
 		{ReleasedBy: "unlock by ops"},
 		{MigrationID: m.MigrationID, Owner: "test", ExpiresAt: time.Now().Add(-time.Minute)},
@@ -252,7 +253,7 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 			t.Fatal("the pointer moved")
 		}
 	}
-	other := workflow.Lock{MigrationID: "m-other", Owner: "a later run", ExpiresAt: time.Now().Add(time.Hour)}
+	other := lock.Lock{MigrationID: "m-other", Owner: "a later run", ExpiresAt: time.Now().Add(time.Hour)}
 	setLock(other)
 	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatalf("abort of the run that lost its lock: %v", err)

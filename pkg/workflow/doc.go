@@ -30,7 +30,7 @@
 //	decision.go     the decision (flip or abort) only one of Flip and Abort can take
 //	marks.go        the marks (writer-epoch, next_snapshot_id) the pointer records
 //	staging.go      the plan, written to and read from staging (where each object lives: pkg/layout)
-//	lock.go         the pointer's lock (one migration at a time) and Unlock
+//	lock.go         taking, confirming and freeing the pointer's lock (pkg/lock is its object), leases by kind, Unlock
 //	record.go       the run's record beside the pointer (pkg/history)
 //	errors.go       ErrorName: the stable name a step's error answers to (each package's errors carry their own, pkg/errname) and workflow's own names
 //

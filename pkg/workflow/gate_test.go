@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -78,13 +79,13 @@ func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) work
 }
 
 // lockHolder is the migration holding the pointer's lock ("" when free).
-func lockHolder(t *testing.T, ctx context.Context, f fixture) workflow.Lock {
+func lockHolder(t *testing.T, ctx context.Context, f fixture) lock.Lock {
 	t.Helper()
 	b, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var l workflow.Lock
+	var l lock.Lock
 	if err := json.Unmarshal(b, &l); err != nil {
 		t.Fatal(err)
 	}

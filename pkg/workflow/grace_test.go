@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -126,7 +127,7 @@ func TestStagingBelongsToOnePointer(t *testing.T) {
 	if !errors.Is(err, workflow.ErrStagingTaken) || !strings.Contains(err.Error(), "s3://rocklake/other/CURRENT") {
 		t.Fatalf("Check with another pointer's staging: %v, want StagingTaken naming it", err)
 	}
-	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || l.Held(time.Now()) {
+	if l, _, err := lock.Read(ctx, f.env.Store, f.pointer, ""); err != nil || l.Held(time.Now()) {
 		t.Fatalf("a refused Check took the lock: %+v (%v)", l, err)
 	}
 	if _, err := f.env.Store.Put(ctx, st.Owner(), []byte(`{"pointer":"`+f.pointer+`","migration_id":"m-shared"}`)); err != nil {

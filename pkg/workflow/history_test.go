@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -288,7 +289,7 @@ func TestTakeOverEndsTheExpiredRunsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale, _ := json.Marshal(workflow.Lock{MigrationID: dead.MigrationID, Owner: "dead", AcquiredAt: dead.StartedAt, ExpiresAt: time.Now().Add(-time.Minute)})
+	stale, _ := json.Marshal(lock.Lock{MigrationID: dead.MigrationID, Owner: "dead", AcquiredAt: dead.StartedAt, ExpiresAt: time.Now().Add(-time.Minute)})
 	if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), stale); err != nil {
 		t.Fatal(err)
 	}

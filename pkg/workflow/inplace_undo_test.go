@@ -18,6 +18,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
@@ -155,7 +156,7 @@ func objectCount(t *testing.T, ctx context.Context, store *blob.Store, url strin
 func lockHeldBy(t *testing.T, ctx context.Context, f fixture, id string) {
 	t.Helper()
 	body, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
-	var held workflow.Lock
+	var held lock.Lock
 	if err == nil {
 		err = json.Unmarshal(body, &held)
 	}
@@ -220,7 +221,7 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 	if left, err := f.env.Store.List(ctx, wayBack+"/"); err != nil || len(left) != 0 {
 		t.Fatalf("the way back after the undo: %d objects (%v), want it deleted", len(left), err)
 	}
-	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" {
+	if l, _, err := lock.Read(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" {
 		t.Fatalf("the lock after the undo: %+v, %v; want it free", l, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
@@ -54,43 +55,6 @@ func DefinitionTimeout() (time.Duration, error) {
 	return time.Duration(def.TimeoutSeconds) * time.Second, nil
 }
 
-// Lock is the object beside the pointer (<pointer>.lock) that makes one
-// migration at a time run on a pointer. Check takes it with a conditional
-// put before anything touches the source; Flip and Abort release it by
-// writing it free (no MigrationID), never by deleting it: the object stays,
-// so every later take is a conditional put on its ETag (a delete marker in
-// a versioned bucket would defeat If-None-Match on some S3 servers).
-type Lock struct {
-	MigrationID string    `json:"migration_id,omitempty"` // "" when free
-	Owner       string    `json:"owner,omitempty"`
-	AcquiredAt  time.Time `json:"acquired_at"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	// ReleasedBy says who freed it last (a migration, or unlock).
-	ReleasedBy string `json:"released_by,omitempty"`
-	// FenceAt is the earliest time the holder fences the source (Check's
-	// time plus the run's freeze grace): until then the servers'
-	// supervisors may reopen the source as readers; zero for a dry run,
-	// which fences nothing (DryRun), and in locks written before it
-	// existed, where readers take AcquiredAt.
-	FenceAt time.Time `json:"fence_at,omitzero"`
-	DryRun  bool      `json:"dry_run,omitempty"`
-	// Online: the holder copies while the source's writer goes on, and
-	// names its fence_at only when its Fence is about to fence (the freeze
-	// grace ahead): until then the supervisors keep RockLake's writer.
-	Online bool `json:"online,omitempty"`
-	// Kind is what sort of run holds the lock ("migrate", "dry-run",
-	// "rollback", "cleanup", "restore": its record's kind); "" in locks
-	// written before it.
-	Kind history.Kind `json:"kind,omitempty"`
-}
-
-// WritesGoOn reports whether the holder of l lets RockLake's writer go on
-// committing: an online migration (or rollback) that has not named its
-// fence yet, or a cleanup, which touches only what no server uses.
-func (l Lock) WritesGoOn() bool {
-	return l.Online && l.FenceAt.IsZero() || l.Kind == history.KindCleanup
-}
-
 // leaseOf is the lease of a lock of kind k: an operator's cleanup or
 // restore holds it for what it needs at most, so that one killed frees the
 // pointer within the hour, not after a migration's whole execution
@@ -114,44 +78,11 @@ func holdFor(ctx context.Context, env Env, pointerURL, id string, k history.Kind
 	return held, err
 }
 
-// Held reports whether a migration holds l at now: taken, and its lease
-// not run out (past it, the next migration may take it over: its run is
-// dead).
-func (l Lock) Held(now time.Time) bool { return l.MigrationID != "" && now.Before(l.ExpiresAt) }
-
-// ReadLock reads the lock of the pointer at pointerURL for a watcher
-// (rocklake-migrate serve), with a conditional GET: blob.ErrNotModified
-// while it is still at etag ("" always reads). No lock object is a free
-// lock; one that cannot be decoded is held (fail closed: only unlock
-// clears it). It returns the lock and its ETag.
-func ReadLock(ctx context.Context, store *blob.Store, pointerURL, etag string) (Lock, string, error) {
-	url := layout.Lock(pointerURL)
-	b, info, err := store.GetIfNoneMatch(ctx, url, etag)
-	switch {
-	case errors.Is(err, blob.ErrNotFound):
-		return Lock{}, "", nil
-	case err != nil:
-		return Lock{}, etag, fmt.Errorf("workflow: read the lock %s: %w", url, err)
-	}
-	return decodeLock(b), info.ETag, nil
-}
-
-// decodeLock decodes a lock object; one that is not a lock is held until
-// it expires, which it never does: only unlock clears it. Fail closed.
-func decodeLock(b []byte) Lock {
-	var l Lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		// Unreadable: held for ever; only unlock clears it. Fail closed.
-		return Lock{MigrationID: unreadableLock, ExpiresAt: neverExpires}
-	}
-	return l
-}
-
 // ErrMigrationInProgress: another migration holds the pointer's lock.
 var ErrMigrationInProgress = errname.New("workflow", NameMigrationInProgress, "")
 
 // inProgress is the refusal of a run while migration held holds the lock.
-func inProgress(held Lock, pointerURL string) error {
+func inProgress(held lock.Lock, pointerURL string) error {
 	return fmt.Errorf("%w: migration %s (%s) holds %s since %s, until %s; nothing was touched. If that run is dead, `rocklake-migrate unlock --pointer %s --migration-id %s` breaks the lock",
 		ErrMigrationInProgress, held.MigrationID, held.Owner, layout.Lock(pointerURL), held.AcquiredAt.Format(time.RFC3339), held.ExpiresAt.Format(time.RFC3339), pointerURL, held.MigrationID)
 }
@@ -161,14 +92,14 @@ func inProgress(held Lock, pointerURL string) error {
 // m holds: when m took it (the migration's start, which names its record)
 // and when it may fence the source, m's freeze grace after the lock is
 // written.
-func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock, error) {
+func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock.Lock, error) {
 	url := layout.Lock(m.Pointer)
 	now = now.UTC().Truncate(time.Millisecond)
 	lease, err := env.leaseOf(m.kind())
 	if err != nil {
-		return Lock{}, err
+		return lock.Lock{}, err
 	}
-	l := Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.online(), Kind: m.kind()}
+	l := lock.Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.online(), Kind: m.kind()}
 	if !m.DryRun && !l.Online && m.operatorKind == "" {
 		// From the write, not from Check's start: the preflight before it
 		// may take seconds.
@@ -176,29 +107,29 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock
 	}
 	body, err := json.Marshal(l)
 	if err != nil {
-		return Lock{}, err
+		return lock.Lock{}, err
 	}
 	if _, err := env.Store.PutIfAbsent(ctx, url, body); err == nil {
 		return l, nil
 	} else if !errors.Is(err, blob.ErrPreconditionFailed) {
-		return Lock{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return lock.Lock{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
 	held, info, err := readLock(ctx, env, url)
 	if err != nil {
-		return Lock{}, err
+		return lock.Lock{}, err
 	}
 	switch {
 	case held.MigrationID == m.MigrationID:
 		return held, nil
 	case held.MigrationID != "" && now.Before(held.ExpiresAt):
-		return Lock{}, inProgress(held, m.Pointer)
+		return lock.Lock{}, inProgress(held, m.Pointer)
 	}
 	// Free, or its lease ran out: take it, only if nobody else did first.
 	if _, err := env.Store.PutIfMatch(ctx, url, body, info.ETag); err != nil {
 		if errors.Is(err, blob.ErrPreconditionFailed) || errors.Is(err, blob.ErrNotFound) {
-			return Lock{}, fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
+			return lock.Lock{}, fmt.Errorf("%w: another migration took the lock %s first", ErrMigrationInProgress, url)
 		}
-		return Lock{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
+		return lock.Lock{}, fmt.Errorf("workflow: take the lock %s: %w", url, err)
 	}
 	if held.MigrationID != "" {
 		// A run whose every step died: its record ends here, not "in
@@ -215,19 +146,9 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (Lock
 // lease ran out and another migration took over.
 const NameLockExpired = "LockExpired"
 
-func readLock(ctx context.Context, env Env, url string) (Lock, blob.Info, error) {
-	b, info, err := env.Store.Get(ctx, url)
-	if err != nil {
-		return Lock{}, info, fmt.Errorf("workflow: read the lock %s: %w", url, err)
-	}
-	return decodeLock(b), info, nil
+func readLock(ctx context.Context, env Env, url string) (lock.Lock, blob.Info, error) {
+	return lock.Get(ctx, env.Store, url)
 }
-
-// unreadableLock is the holder readLock reports for a lock it cannot decode,
-// held until neverExpires.
-const unreadableLock = "(unreadable lock)"
-
-var neverExpires = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // activeMigration is the migration holding the pointer's lock, for the drift
 // check: "" when none does (no lock, a free one, or one whose lease ran out:
@@ -249,7 +170,7 @@ func lockHolder(ctx context.Context, env Env, pointerURL string, now time.Time) 
 		return "", err.Error(), err
 	case err != nil:
 		return "", err.Error(), nil
-	case held.MigrationID == unreadableLock:
+	case held.MigrationID == lock.Unreadable:
 		return "", layout.Lock(pointerURL) + " is not a lock object", nil
 	case held.MigrationID != "" && now.Before(held.ExpiresAt):
 		return held.MigrationID, "", nil
@@ -332,24 +253,17 @@ func releaseLock(ctx context.Context, env Env, m Migration) error {
 }
 
 func free(ctx context.Context, env Env, url, etag, by string) error {
-	body, err := json.Marshal(Lock{ReleasedBy: by})
-	if err != nil {
-		return err
-	}
-	if _, err := env.Store.PutIfMatch(ctx, url, body, etag); err != nil {
-		return fmt.Errorf("workflow: release the lock %s: %w", url, err)
-	}
-	return nil
+	return lock.Free(ctx, env.Store, url, etag, by)
 }
 
 // Unlock breaks the lock of the pointer at pointerURL, which migration id
 // must hold ("" for whichever): for an operator whose migration died with its
 // lock held. It returns the lock it freed.
-func Unlock(ctx context.Context, env Env, pointerURL, id string) (Lock, error) {
+func Unlock(ctx context.Context, env Env, pointerURL, id string) (lock.Lock, error) {
 	url := layout.Lock(pointerURL)
 	held, info, err := readLock(ctx, env, url)
 	if err != nil {
-		return Lock{}, err
+		return lock.Lock{}, err
 	}
 	if held.MigrationID == "" {
 		return held, fmt.Errorf("workflow: unlock %s: it is not held", url)

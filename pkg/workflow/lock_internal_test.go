@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 )
 
 // The lock says who holds it: a cleanup's and a restore's are of their
@@ -41,7 +42,7 @@ func TestLockKindsAndLeases(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: take the lock: %v", c.kind, err)
 		}
-		l, _, err := ReadLock(ctx, store, ptr, "")
+		l, _, err := lock.Read(ctx, store, ptr, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 	"github.com/rocklake/rocklake-migrate/statemachine"
@@ -289,7 +290,7 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 	}
 	// The refusals took no lock (the dry run's Abort freed its own).
 	raw, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
-	var lock workflow.Lock
+	var lock lock.Lock
 	if err != nil || json.Unmarshal(raw, &lock) != nil || lock.MigrationID != "" {
 		t.Fatalf("lock after refusals: %s, %v", raw, err)
 	}

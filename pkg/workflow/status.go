@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
@@ -56,7 +57,7 @@ type RunStatus struct {
 	// Running: a migration holds the pointer's lock (Lock says which, since
 	// when and until when).
 	Running bool            `json:"running"`
-	Lock    *Lock           `json:"lock,omitempty"`
+	Lock    *lock.Lock      `json:"lock,omitempty"`
 	Record  *history.Record `json:"record,omitempty"`
 	// State is where the run is, as far as its staging tells.
 	State string `json:"state,omitempty"`

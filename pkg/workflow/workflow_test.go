@@ -21,6 +21,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -452,7 +453,7 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 	if err != nil || out.Catalog != f.source || !strings.Contains(out.Newer, snaps) {
 		t.Fatalf("rollback discarding newer commits: %+v, %v", out, err)
 	}
-	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" || l.ReleasedBy != "migration "+out.RunID {
+	if l, _, err := lock.Read(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" || l.ReleasedBy != "migration "+out.RunID {
 		t.Fatalf("the lock after a discarding rollback: %+v, %v; want it taken by %s and freed", l, err, out.RunID)
 	}
 }
@@ -597,7 +598,7 @@ func TestOneMigrationAtATime(t *testing.T) {
 		t.Fatalf("after the first one's abort: %v", err)
 	}
 	// b's run died: an expired lease is taken over.
-	stale, _ := json.Marshal(workflow.Lock{MigrationID: b.MigrationID, Owner: "dead", ExpiresAt: time.Now().Add(-time.Minute)})
+	stale, _ := json.Marshal(lock.Lock{MigrationID: b.MigrationID, Owner: "dead", ExpiresAt: time.Now().Add(-time.Minute)})
 	if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), stale); err != nil {
 		t.Fatal(err)
 	}
@@ -740,7 +741,7 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	if err != nil || dry.FreezeGrace != workflow.DefaultFreezeGrace.Seconds() || !dry.FenceAt.IsZero() {
 		t.Fatalf("dry run's check: grace %v s, fence at %v, %v; want the default %v and no fence", dry.FreezeGrace, dry.FenceAt, err, workflow.DefaultFreezeGrace)
 	}
-	if l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, ""); err != nil || !l.DryRun || !l.FenceAt.IsZero() || !l.Held(time.Now()) {
+	if l, _, err := lock.Read(ctx, f.env.Store, f.pointer, ""); err != nil || !l.DryRun || !l.FenceAt.IsZero() || !l.Held(time.Now()) {
 		t.Fatalf("a dry run's lock: %+v %v", l, err)
 	}
 	if _, err := workflow.Unlock(ctx, f.env, f.pointer, dry.MigrationID); err != nil {
@@ -753,7 +754,7 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	}
 	// The lock tells the supervisors when the fence may come at the
 	// latest: the grace after the lock was written.
-	l, _, err := workflow.ReadLock(ctx, f.env.Store, f.pointer, "")
+	l, _, err := lock.Read(ctx, f.env.Store, f.pointer, "")
 	if err != nil || l.MigrationID != m.MigrationID || !l.FenceAt.Equal(m.FenceAt) || l.FenceAt.Sub(m.StartedAt) < 20*time.Second || l.DryRun {
 		t.Fatalf("the lock %+v (%v) for migration %+v", l, err, m)
 	}
