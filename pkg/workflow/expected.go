@@ -3,17 +3,13 @@ package workflow
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -64,18 +60,15 @@ func ParseExpectedVersion(s string) (format.Version, error) {
 }
 
 // SSMParameter reads the SSM parameter name on each call, so that a value
-// the release pipeline set after the function started counts. The standard
-// AWS_* variables configure the client (AWS_ENDPOINT_URL_SSM for a local
-// emulator).
+// the release pipeline set after the function started counts. The process's
+// one AWS configuration (pkg/awsconfig: credentials, limits) makes the
+// client (AWS_ENDPOINT_URL_SSM for a local emulator).
 func SSMParameter(ctx context.Context, name string) (func(context.Context) (string, error), error) {
-	httpClient := awshttp.NewBuildableClient().
-		WithDialerOptions(func(d *net.Dialer) { d.Timeout = 5 * time.Second }).
-		WithTransportOptions(func(t *http.Transport) { t.ResponseHeaderTimeout = 10 * time.Second })
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(httpClient))
+	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("workflow: load AWS configuration for SSM: %w", err)
 	}
-	client := ssm.NewFromConfig(cfg)
+	client := ssm.NewFromConfig(cfg.AWS)
 	return func(ctx context.Context) (string, error) {
 		out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
 		if err != nil {

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
@@ -232,14 +232,14 @@ type TaskTokens interface {
 	SendTaskFailure(ctx context.Context, token, errorName, cause string) error
 }
 
-// NewStepFunctions is TaskTokens over the SFN API, configured by the
-// standard AWS environment.
+// NewStepFunctions is TaskTokens over the SFN API, with the process's one
+// AWS configuration (pkg/awsconfig: credentials, limits).
 func NewStepFunctions(ctx context.Context) (TaskTokens, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("workflow: load the AWS configuration: %w", err)
 	}
-	return stepFunctions{sfn.NewFromConfig(cfg)}, nil
+	return stepFunctions{sfn.NewFromConfig(cfg.AWS)}, nil
 }
 
 type stepFunctions struct{ c *sfn.Client }
