@@ -14,8 +14,12 @@ import (
 
 func newSeedCmd(e *env) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "seed --catalog URL --rows N [--seed S]",
-		Short:   "write a deterministic test catalog of N rows into an empty location",
+		Use:   "seed --catalog URL --rows N [--seed S]",
+		Short: "write a deterministic test catalog of N rows into an empty location",
+		// A rig of the tests, the benchmarks and `make demo`, not an
+		// operator's command: it runs, but help and the man pages leave it
+		// out.
+		Hidden:  true,
 		Example: `  rocklake-migrate seed --catalog file:///tmp/test-catalog --rows 100000 --seed 7`,
 	}
 	fs := c.Flags()
