@@ -1,24 +1,7 @@
-// Command export is the export Lambda of the migration workflow; it hosts the steps
-// workflow.Functions["export"] lists. Wiring only: the steps live in pkg/workflow.
+// Command export is the export Lambda of the migration workflow: it hosts the
+// steps workflow.Functions["export"] lists. Wiring only (pkg/function).
 package main
 
-import (
-	"context"
-	"log/slog"
-	"os"
+import "github.com/rocklake/rocklake-migrate/pkg/function"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
-)
-
-func main() {
-	log := workflow.NewLambdaLogger(os.Stdout)
-	slog.SetDefault(log)
-	env, err := workflow.EnvFromEnvironment(context.Background())
-	if err != nil {
-		log.Error("configuration", "error", err.Error())
-		os.Exit(1)
-	}
-	lambda.Start(workflow.Handler(env, "export", log))
-}
+func main() { function.Main("export") }

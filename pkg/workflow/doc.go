@@ -43,10 +43,11 @@
 //	cleanup.go      Cleanup: what dead runs left behind, as the drift check finds it, under the same lock (a directory only if a claim of this pointer's run names it)
 //	restore.go      Restore: a catalog an in-place run left in its new format, brought back from its way back
 //
-// And what the Lambdas need around the steps: the handler (handler.go),
-// whose log lines carry the request id, step, migration id, shard and
-// pointer and whose steps log their rows and duration in CloudWatch's
-// embedded metric format (logging.go); the environment (config.go, and
-// memory.go for the in-place limit); and the expected format version, read
-// from an SSM parameter at run time when an input names none (expected.go).
+// And what runs the steps: the step table, by name, and the request the
+// definition's tasks send (handler.go: Run, RunStep, Functions, Request),
+// which the Lambdas' runtime (pkg/function) and the local run (local.go)
+// share; the environment (config.go, and memory.go for the in-place
+// limit); and the expected format version, read from an SSM parameter at
+// run time when an input names none (expected.go). Nothing here imports the
+// Lambda runtime.
 package workflow

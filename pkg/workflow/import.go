@@ -21,7 +21,7 @@ type ImportOutput struct {
 	Rows uint64 `json:"rows"`
 }
 
-func (o ImportOutput) stepRows() uint64 { return o.Rows }
+func (o ImportOutput) StepRows() uint64 { return o.Rows }
 
 // Import is the one writer of the new catalog. It imports shards until all
 // are in or its deadline nears, keeping its progress in the target itself

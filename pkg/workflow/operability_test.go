@@ -19,6 +19,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/function"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -192,7 +193,7 @@ func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	h := workflow.Handler(f.env, "export", workflow.NewLambdaLogger(&buf))
+	h := function.Handler(f.env, "export", function.NewLambdaLogger(&buf))
 	lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "req-1234"})
 	raw, _ := json.Marshal(workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
 	out, err := h(lctx, workflow.Request{Step: "ExportShard", Input: raw})
@@ -233,7 +234,7 @@ func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 		t.Fatalf("_aws = %s (%v)", b, err)
 	}
 	cw := emf.CloudWatchMetrics[0]
-	if emf.Timestamp < time.Now().Add(-time.Hour).UnixMilli() || cw.Namespace != workflow.MetricsNamespace || len(cw.Dimensions) != 1 || cw.Dimensions[0][0] != "Step" {
+	if emf.Timestamp < time.Now().Add(-time.Hour).UnixMilli() || cw.Namespace != function.MetricsNamespace || len(cw.Dimensions) != 1 || cw.Dimensions[0][0] != "Step" {
 		t.Fatalf("EMF metadata %s", b)
 	}
 	// EMF: every metric and dimension named in _aws is a root member.
@@ -242,7 +243,7 @@ func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 			t.Errorf("metric %s has no numeric root value", mt.Name)
 		}
 	}
-	if metrics["Step"] != "ExportShard" || metrics[workflow.MetricRows] != float64(shard.Records) {
+	if metrics["Step"] != "ExportShard" || metrics[function.MetricRows] != float64(shard.Records) {
 		t.Fatalf("metric line %v, output %+v", metrics, shard)
 	}
 

@@ -23,7 +23,7 @@ type ShardOutput struct {
 	Records uint64 `json:"records"`
 }
 
-func (o ShardOutput) stepRows() uint64 { return o.Records }
+func (o ShardOutput) StepRows() uint64 { return o.Records }
 
 type shardResult struct {
 	Records uint64                `json:"records"`

@@ -20,6 +20,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/function"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -269,7 +270,7 @@ func TestCheckRefusesUnknownVersions(t *testing.T) {
 func TestHandlerNamesErrors(t *testing.T) {
 	ctx, f := setup(t, 20)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := workflow.Handler(f.env, "check", log)
+	h := function.Handler(f.env, "check", log)
 	call := func(step string, in any) (json.RawMessage, string) {
 		raw, _ := json.Marshal(in)
 		out, err := h(ctx, workflow.Request{Step: step, Input: raw})

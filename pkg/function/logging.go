@@ -1,4 +1,4 @@
-package workflow
+package function
 
 import (
 	"context"
@@ -109,9 +109,6 @@ const (
 	MetricRows     = "Rows"
 	MetricDuration = "StepDuration"
 )
-
-// rowCounter is a step output that counts the rows it moved.
-type rowCounter interface{ stepRows() uint64 }
 
 // logMetrics logs one line in CloudWatch's embedded metric format: in
 // Lambda, CloudWatch Logs turns it into the metrics Rows and StepDuration
