@@ -466,68 +466,14 @@ func (s *Supervisor) replica(ctx context.Context, id string) string {
 
 // step brings the running server in line with the last observation.
 func (s *Supervisor) step(ctx context.Context) error {
-	d := Decide(s.obs, s.served, s.opts.Binaries, s.readersOnly)
-	changed := d.State != s.decision.State || d.Reason != s.decision.Reason
-	s.decision = d
-	if changed {
-		s.report(Health{Event: "decided", Reason: d.Reason})
-		if d.Err != nil {
-			s.alert(ctx, "RockLake supervisor degraded: "+s.opts.Pointer, d.Reason)
-		}
-	}
-	o := s.obs
-	if s.cur != nil && o.LockHolder != "" && !o.LockDryRun && o.Pointer.MigrationID != o.LockHolder &&
-		s.cur.served == o.Pointer.Catalog && !o.Now.Before(o.FenceAt) {
-		s.cur.frozen = true
-	}
-	// A server Freeze fenced is restarted once the migration is over; a
-	// fleet reader's copy once it is Refresh old.
-	refresh := s.cur != nil && s.cur.frozen && o.LockKnown && o.LockHolder == "" || s.copyDue()
-	if d.Hold || !refresh && s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive() {
+	d := s.decide(ctx)
+	if d.Hold || s.keep(d) {
 		return nil
 	}
-	// Behind the front, the next server starts beside a reader on another
-	// catalog (a copy, a replica, a fenced source): new connections move
-	// to it once it listens, then the old one stops.
-	var old *process
-	if s.front != nil && s.cur != nil && s.cur.alive() && d.Child != nil && s.cur.child.Mode == Reader &&
-		(d.Child.Copy || d.Child.Catalog != s.cur.served) {
-		old = s.cur
-	} else if s.cur != nil && s.cur.alive() {
-		timeout := s.opts.StopTimeout
-		if !d.OpenBy.IsZero() {
-			// The writer is fenced at the migration's fence anyway: its
-			// drain may not keep the reader from opening before it.
-			timeout = min(timeout, max(time.Until(d.OpenBy)-readerStart, minStop))
-		}
-		if s.cur.frozen {
-			timeout = minStop // fenced: nothing it drains can succeed
-		}
-		s.stopCurrent("stopped", timeout)
-		s.retire(ctx, s.cur)
-		s.cur = nil // stopped on purpose: no restart backoff
+	old := s.makeRoom(ctx, d)
+	if wait, err := s.backoff(ctx, d); wait || err != nil {
+		return err
 	}
-	if s.cur != nil && !s.cur.alive() && d.Child != nil && *d.Child == s.cur.child {
-		// It exited by itself: restart with backoff, bounded.
-		if s.restartAt.IsZero() {
-			if time.Since(s.cur.started) >= s.opts.StableAfter {
-				s.failures = 0
-			}
-			s.failures++
-			s.report(Health{Event: "exited", Mode: s.cur.child.Mode, Catalog: s.cur.served, Reason: s.cur.cmd.ProcessState.String()})
-			if s.failures > s.opts.MaxRestarts {
-				err := fmt.Errorf("%w: %s exited %d times in a row (last: %s)", ErrServerFailing, s.cur.child, s.failures, s.cur.cmd.ProcessState)
-				s.alert(ctx, "RockLake supervisor gave up: "+s.opts.Pointer, err.Error())
-				return err
-			}
-			s.restartAt = time.Now().Add(min(firstBackoff<<(s.failures-1), maxBackoff))
-			s.report(Health{Event: "restarting", Reason: fmt.Sprintf("restart %d of at most %d at %s", s.failures, s.opts.MaxRestarts, s.restartAt.UTC().Format(time.RFC3339))})
-		}
-		if time.Now().Before(s.restartAt) {
-			return nil
-		}
-	}
-	s.restartAt = time.Time{}
 	if d.Child == nil {
 		s.retire(ctx, s.cur)
 		s.cur = nil
@@ -550,6 +496,98 @@ func (s *Supervisor) step(ctx context.Context) error {
 		s.cur = nil
 		return nil
 	}
+	return s.start(ctx, want, d, old)
+}
+
+// decide is Decide on the last observation, said when it changed (and
+// alerted when degraded); it marks a server on a source past its fence as
+// fenced.
+func (s *Supervisor) decide(ctx context.Context) Decision {
+	d := Decide(s.obs, s.served, s.opts.Binaries, s.readersOnly)
+	changed := d.State != s.decision.State || d.Reason != s.decision.Reason
+	s.decision = d
+	if changed {
+		s.report(Health{Event: "decided", Reason: d.Reason})
+		if d.Err != nil {
+			s.alert(ctx, "RockLake supervisor degraded: "+s.opts.Pointer, d.Reason)
+		}
+	}
+	o := s.obs
+	if s.cur != nil && o.LockHolder != "" && !o.LockDryRun && o.Pointer.MigrationID != o.LockHolder &&
+		s.cur.served == o.Pointer.Catalog && !o.Now.Before(o.FenceAt) {
+		s.cur.frozen = true
+	}
+	return d
+}
+
+// keep reports whether what runs is what d wants, and fresh: a server
+// Freeze fenced is restarted once the migration is over, a fleet reader's
+// copy once it is Refresh old.
+func (s *Supervisor) keep(d Decision) bool {
+	o := s.obs
+	refresh := s.cur != nil && s.cur.frozen && o.LockKnown && o.LockHolder == "" || s.copyDue()
+	return !refresh && s.cur != nil && d.Child != nil && *d.Child == s.cur.child && s.cur.alive()
+}
+
+// makeRoom stops what runs before the next server starts, or, behind the
+// front, returns it to stop once the next listens: a reader on another
+// catalog (a copy, a replica, a fenced source) holds nothing the next one
+// opens.
+func (s *Supervisor) makeRoom(ctx context.Context, d Decision) (old *process) {
+	if s.cur == nil || !s.cur.alive() {
+		return nil
+	}
+	if s.front != nil && d.Child != nil && s.cur.child.Mode == Reader && (d.Child.Copy || d.Child.Catalog != s.cur.served) {
+		return s.cur
+	}
+	timeout := s.opts.StopTimeout
+	if !d.OpenBy.IsZero() {
+		// The writer is fenced at the migration's fence anyway: its drain
+		// may not keep the reader from opening before it.
+		timeout = min(timeout, max(time.Until(d.OpenBy)-readerStart, minStop))
+	}
+	if s.cur.frozen {
+		timeout = minStop // fenced: nothing it drains can succeed
+	}
+	s.stopCurrent("stopped", timeout)
+	s.retire(ctx, s.cur)
+	s.cur = nil // stopped on purpose: no restart backoff
+	return nil
+}
+
+// backoff paces the restarts of a server that exited by itself (1, 2, 4
+// ... 30 s apart): wait is true until its time; past MaxRestarts in a row,
+// ErrServerFailing.
+func (s *Supervisor) backoff(ctx context.Context, d Decision) (wait bool, err error) {
+	if s.cur == nil || s.cur.alive() || d.Child == nil || *d.Child != s.cur.child {
+		s.restartAt = time.Time{}
+		return false, nil
+	}
+	if s.restartAt.IsZero() {
+		if time.Since(s.cur.started) >= s.opts.StableAfter {
+			s.failures = 0
+		}
+		s.failures++
+		s.report(Health{Event: "exited", Mode: s.cur.child.Mode, Catalog: s.cur.served, Reason: s.cur.cmd.ProcessState.String()})
+		if s.failures > s.opts.MaxRestarts {
+			err := fmt.Errorf("%w: %s exited %d times in a row (last: %s)", ErrServerFailing, s.cur.child, s.failures, s.cur.cmd.ProcessState)
+			s.alert(ctx, "RockLake supervisor gave up: "+s.opts.Pointer, err.Error())
+			return true, err
+		}
+		s.restartAt = time.Now().Add(min(firstBackoff<<(s.failures-1), maxBackoff))
+		s.report(Health{Event: "restarting", Reason: fmt.Sprintf("restart %d of at most %d at %s", s.failures, s.opts.MaxRestarts, s.restartAt.UTC().Format(time.RFC3339))})
+	}
+	if time.Now().Before(s.restartAt) {
+		return true, nil
+	}
+	s.restartAt = time.Time{}
+	return false, nil
+}
+
+// start starts want (on a copy of its catalog made now, if it asks for
+// one) and, behind the front, sends new connections to it once it listens
+// and stops old.
+func (s *Supervisor) start(ctx context.Context, want Child, d Decision, old *process) error {
 	served := want.Catalog
 	if want.Copy {
 		if s.readersOnly && time.Since(s.notCopied) < s.opts.Refresh && (old != nil || s.cur == nil) {
