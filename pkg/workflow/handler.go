@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"time"
 )
 
@@ -29,46 +28,65 @@ func step[I, O any](f func(context.Context, Env, I) (O, error)) stepFunc {
 	}
 }
 
-var steps = map[string]stepFunc{
-	"Check":                step(Check),
-	"Freeze":               step(Freeze),
-	"Snapshot":             step(Snapshot),
-	"CatchUp":              step(CatchUp),
-	"VerifyCatchUp":        step(VerifyCatchUp),
-	"Fence":                step(Fence),
-	"ExportShard":          step(ExportShard),
-	"TransformShard":       step(TransformShard),
-	"ExportTransformShard": step(ExportTransformShard),
-	"Import":               step(Import),
-	"Finalize":             step(Finalize),
-	"Verify":               step(Verify),
-	"Flip":                 step(Flip),
-	"Gate":                 step(Gate),
-	"Abort":                step(Abort),
-	"Rollback":             step(Rollback),
-	"Drift":                step(Drift),
-	"InPlace":              step(MigrateInPlace),
+// Step is one step of the workflow, as the state machines name it (a
+// Task's Parameters.step): the Lambda function that hosts it, whether it
+// is Timed, and what runs it. A timed step leaves its time in staging for
+// the record's time per state: the steps between Check and Abort, which
+// write the record themselves; Flip finishes the record itself when it
+// succeeds, and its timing is kept for the Abort after a Flip that failed,
+// which then names Flip as the state that failed.
+type Step struct {
+	Name     string
+	Function string
+	Timed    bool
+	run      stepFunc
 }
 
-// Functions maps each Lambda function to the steps it hosts.
-var Functions = map[string][]string{
-	"check":  {"Check", "Gate", "Flip", "Abort", "Rollback", "Drift"},
-	"export": {"Freeze", "Snapshot", "Fence", "ExportTransformShard", "ExportShard", "TransformShard"},
+// StepTable is every step, said once: Run and the Lambdas' handler
+// (pkg/function) dispatch by it, Functions is made from it, the record's
+// times follow it; a test holds it against the definitions
+// (statemachine/*.asl.json).
+var StepTable = []Step{
+	{"Check", "check", false, step(Check)},
+	{"Gate", "check", false, step(Gate)},
+	{"Flip", "check", true, step(Flip)},
+	{"Abort", "check", false, step(Abort)},
+	{"Rollback", "check", false, step(Rollback)},
+	{"Drift", "check", false, step(Drift)},
+	{"Freeze", "export", true, step(Freeze)},
+	{"Snapshot", "export", true, step(Snapshot)},
+	{"Fence", "export", true, step(Fence)},
+	{"ExportTransformShard", "export", true, step(ExportTransformShard)},
+	{"ExportShard", "export", true, step(ExportShard)},
+	{"TransformShard", "export", true, step(TransformShard)},
 	// CatchUp writes the target, as Import does.
-	"import": {"Import", "CatchUp", "VerifyCatchUp", "Finalize", "Verify"},
+	{"Import", "import", true, step(Import)},
+	{"CatchUp", "import", true, step(CatchUp)},
+	{"VerifyCatchUp", "import", true, step(VerifyCatchUp)},
+	{"Finalize", "import", true, step(Finalize)},
+	{"Verify", "import", true, step(Verify)},
 	// Strategy A: the catalog's writer, and the pointer's (its flip), in
 	// one step.
-	"inplace": {"InPlace"},
+	{"InPlace", "inplace", false, step(MigrateInPlace)},
 }
 
-// Steps lists every step's name.
-func Steps() []string {
-	names := make([]string, 0, len(steps))
-	for n := range steps {
-		names = append(names, n)
+// Functions maps each Lambda function to the steps it hosts (StepTable).
+var Functions = func() map[string][]string {
+	fns := map[string][]string{}
+	for _, st := range StepTable {
+		fns[st.Function] = append(fns[st.Function], st.Name)
 	}
-	sort.Strings(names)
-	return names
+	return fns
+}()
+
+// stepNamed is the step called name.
+func stepNamed(name string) (Step, bool) {
+	for _, st := range StepTable {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return Step{}, false
 }
 
 // Run runs one step by name on a JSON input. Its error keeps its stable
@@ -95,9 +113,9 @@ func RunStep(ctx context.Context, env Env, name string, in json.RawMessage) (any
 }
 
 func run(ctx context.Context, env Env, name string, in json.RawMessage) (any, error) {
-	f, ok := steps[name]
+	st, ok := stepNamed(name)
 	if !ok {
 		return nil, fmt.Errorf("workflow: no step %q", name)
 	}
-	return f(ctx, env, in)
+	return st.run(ctx, env, in)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -359,6 +360,70 @@ func TestDefinitionsLoad(t *testing.T) {
 	for name, def := range map[string][]byte{"migration": statemachine.Migration, "rollback": statemachine.Rollback, "drift": statemachine.Drift} {
 		if _, err := workflow.LoadLocalDefinition(def, "arn:aws:sns:us-east-1:000000000000:rocklake"); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// The step table is the definitions' steps: every Task of every state
+// machine names a step of StepTable, and calls the function that hosts it
+// (its Resource, ${<Function>FunctionArn}); every step of the table is
+// some Task's (issue 38 item 3).
+func TestStepTableIsTheDefinitions(t *testing.T) {
+	used := map[string]bool{}
+	var walk func(def string, states map[string]any)
+	walk = func(def string, states map[string]any) {
+		for name, raw := range states {
+			st, _ := raw.(map[string]any)
+			for _, k := range []string{"ItemProcessor", "Iterator"} {
+				if sub, ok := st[k].(map[string]any); ok {
+					walk(def, sub["States"].(map[string]any))
+				}
+			}
+			if br, ok := st["Branches"].([]any); ok {
+				for _, b := range br {
+					walk(def, b.(map[string]any)["States"].(map[string]any))
+				}
+			}
+			params, _ := st["Parameters"].(map[string]any)
+			resource := st["Resource"]
+			if payload, ok := params["Payload"].(map[string]any); ok {
+				// lambda:invoke(.waitForTaskToken): the function and the
+				// step are parameters.
+				resource, params = params["FunctionName"], payload
+			}
+			stepName, _ := params["step"].(string)
+			if st["Type"] != "Task" || stepName == "" {
+				continue
+			}
+			used[stepName] = true
+			var host string
+			for fn, steps := range workflow.Functions {
+				if slices.Contains(steps, stepName) {
+					host = fn
+				}
+			}
+			if host == "" {
+				t.Errorf("%s: state %s runs step %q, which StepTable lacks", def, name, stepName)
+				continue
+			}
+			want := "${" + host + "FunctionArn}"
+			if r, _ := resource.(string); !strings.EqualFold(r, want) {
+				t.Errorf("%s: state %s runs %s on %v, but %s hosts it (%s)", def, name, stepName, resource, host, want)
+			}
+		}
+	}
+	for name, def := range map[string][]byte{"migration": statemachine.Migration, "rollback": statemachine.Rollback, "drift": statemachine.Drift} {
+		var d struct{ States map[string]any }
+		if err := json.Unmarshal(def, &d); err != nil {
+			t.Fatal(err)
+		}
+		walk(name, d.States)
+	}
+	// The Map's item's two halves, which an operator may run by hand.
+	byHand := map[string]bool{"ExportShard": true, "TransformShard": true}
+	for _, st := range workflow.StepTable {
+		if !used[st.Name] && !byHand[st.Name] {
+			t.Errorf("step %s is in no definition", st.Name)
 		}
 	}
 }

@@ -154,19 +154,12 @@ type timing struct {
 	ErrorName string    `json:"error_name,omitempty"`
 }
 
-// timedSteps leave their time in staging, for the record's time per state:
-// the steps between Check and Abort, which write the record themselves.
-// Flip finishes the record itself when it succeeds; its timing is kept for
-// the Abort after a Flip that failed, which then names Flip as the state
-// that failed.
-var timedSteps = map[string]bool{"Freeze": true, "Snapshot": true, "CatchUp": true, "VerifyCatchUp": true, "Fence": true, "ExportShard": true, "TransformShard": true, "ExportTransformShard": true, "Import": true, "Finalize": true, "Verify": true, "Flip": true}
-
 // recordTiming leaves a timed step's time in its migration's staging. Best
 // effort: a lost timing only makes the record's time per state short.
 func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage, start time.Time, stepErr error) {
 	// A step that lost its lock writes nothing, its time neither: its
 	// staging may be another run's cleanup's by now.
-	if !timedSteps[step] || env.Staging == "" || errors.Is(stepErr, ErrLockLost) {
+	if st, ok := stepNamed(step); !ok || !st.Timed || env.Staging == "" || errors.Is(stepErr, ErrLockLost) {
 		return
 	}
 	var ids struct {
