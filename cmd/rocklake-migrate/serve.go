@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -100,29 +101,13 @@ every --refresh, so that it never stops the writer.`,
 		if err != nil {
 			return err
 		}
-		var mu sync.Mutex
 		opts := supervise.Options{
 			Pointer: *ptr, Binaries: binaries, Extra: extra, Interval: *interval, StopTimeout: *stopTimeout,
 			MaxRestarts: *maxRestarts, StartTimeout: *startTimeout, ListenAddr: listen, Front: front, Hold: *hold, Refresh: *refresh,
-			Stdout: e.stdout, Stderr: e.stderr, Store: store,
-			Health: func(h supervise.Health) {
-				mu.Lock()
-				defer mu.Unlock()
-				if *asJSON {
-					b, _ := json.Marshal(h) // plain fields
-					fmt.Fprintf(e.stderr, "%s\n", b)
-					return
-				}
-				fmt.Fprintf(e.stderr, "rocklake-migrate serve: %s\n", h)
-			},
+			Stdout: e.stdout, Stderr: e.stderr, Store: store, Health: healthPrinter(e.stderr, *asJSON),
 		}
 		if *topic != "" {
-			pub, err := notify.NewPublisher(ctx, notify.Options{})
-			if err != nil {
-				return err
-			}
-			opts.Alert = func(ctx context.Context, subject, body string) error {
-				_, err := pub.PublishOutcome(ctx, *topic, subject, body)
+			if opts.Alert, err = snsAlert(ctx, *topic); err != nil {
 				return err
 			}
 		}
@@ -130,19 +115,7 @@ every --refresh, so that it never stops the writer.`,
 		if err != nil {
 			return usagef("%v", err)
 		}
-		forward := make(chan os.Signal, 4)
-		signal.Notify(forward, syscall.SIGUSR1, syscall.SIGUSR2)
-		defer signal.Stop(forward)
-		go func() {
-			for {
-				select {
-				case sig := <-forward:
-					s.Signal(sig)
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
+		defer forwardSignals(ctx, s)()
 		err = s.Run(ctx)
 		if supervise.StoppedDegraded(err) {
 			return degradedError{err}
@@ -179,4 +152,50 @@ func parseBinaries(values []string) (map[format.Version]string, error) {
 		bins[format.Version(n)] = path
 	}
 	return bins, nil
+}
+
+// healthPrinter writes each health line to w: text, or a JSON object with
+// --json.
+func healthPrinter(w io.Writer, asJSON bool) func(supervise.Health) {
+	var mu sync.Mutex
+	return func(h supervise.Health) {
+		mu.Lock()
+		defer mu.Unlock()
+		if asJSON {
+			b, _ := json.Marshal(h) // plain fields
+			fmt.Fprintf(w, "%s\n", b)
+			return
+		}
+		fmt.Fprintf(w, "rocklake-migrate serve: %s\n", h)
+	}
+}
+
+// snsAlert is the supervisor's alert: a message on topic.
+func snsAlert(ctx context.Context, topic string) (func(ctx context.Context, subject, body string) error, error) {
+	pub, err := notify.NewPublisher(ctx, notify.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, subject, body string) error {
+		_, err := pub.PublishOutcome(ctx, topic, subject, body)
+		return err
+	}, nil
+}
+
+// forwardSignals passes SIGUSR1 and SIGUSR2 on to RockLake until ctx ends;
+// the returned function stops it.
+func forwardSignals(ctx context.Context, s *supervise.Supervisor) func() {
+	forward := make(chan os.Signal, 4)
+	signal.Notify(forward, syscall.SIGUSR1, syscall.SIGUSR2)
+	go func() {
+		for {
+			select {
+			case sig := <-forward:
+				s.Signal(sig)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(forward) }
 }
