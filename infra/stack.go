@@ -132,25 +132,26 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 
 	pointerURL := "s3://" + *s.Catalog.BucketName() + "/" + cfg.PointerKey
 	stagingURL := "s3://" + *s.Staging.BucketName() + "/" + strings.TrimSuffix(cfg.StagingPrefix, "/")
-	pointerArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey))
-	// The objects beside the pointer, by key as pkg/layout names them (Lock,
-	// HistoryDir, ClaimsDir; this module does not import the tool and its
-	// AWS SDK for three suffixes, and TestLambdaLeastPrivilege pins them).
-	// The one-migration-at-a-time lock.
-	lockArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".lock"))
-	// The run records (pkg/history): Check, Flip, Abort
-	// and Rollback write them.
-	historyArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".history/*"))
-	// The claims (pkg/claim): Check claims a target,
-	// InPlace its way back, Flip records the flip, Abort and the in-place
-	// undo withdraw theirs.
-	claimsArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".claims/*"))
-	// The supervisors' presence records (pkg/presence): the steps that
-	// fence a source or remove a read replica wait on them.
-	serversArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".servers/*"))
-	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
-	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
+	if err := s.functions(stack, cfg, stagingURL); err != nil {
+		return nil, err
+	}
+	logs, err := s.stateMachines(stack, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.triggers(stack, cfg, pointerURL)
+	s.alarms(cfg, logs)
+	s.Dashboard = s.dashboard(cfg)
 
+	addNagSuppressions(stack)
+
+	s.outputs(stack, pointerURL, stagingURL)
+	return s, nil
+}
+
+// functions adds the four Lambdas, each with its log group and a role that
+// reaches only the objects its steps need (specs).
+func (s *MigrateStack) functions(stack awscdk.Stack, cfg Config, stagingURL string) error {
 	// Every Lambda times out at least lambdaMargin before the shortest state
 	// timeout of the states it serves (infra test TestFunctions): a step
 	// must never outlive its state, or Abort could run while a Flip still
@@ -183,7 +184,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		sp := specs[f.Name]
 		zip := filepath.Join(cfg.DistDir, f.Name+".zip")
 		if _, err := os.Stat(zip); err != nil {
-			return nil, fmt.Errorf("%s: %w (run `make build` first)", zip, err)
+			return fmt.Errorf("%s: %w (run `make build` first)", zip, err)
 		}
 		fnName := cfg.Name + "-" + f.Name
 		logs := awslogs.NewLogGroup(stack, jsii.String(title(f.Name)+"Logs"), &awslogs.LogGroupProps{
@@ -203,49 +204,7 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 			role.AddToPolicy(awsiam.NewPolicyStatement(st))
 		}
 		add("Logs", []string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}, nil)
-		listPrefixes := []string{}
-		if sp.pointerWrite {
-			add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn, lockArn, historyArn, claimsArn}, nil)
-			add("ClaimsWithdraw", []string{"s3:DeleteObject"}, []*string{claimsArn}, nil)
-			add("PointerVersions", []string{"s3:ListBucketVersions"}, []*string{s.Catalog.BucketArn()},
-				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.PointerKey + "*"}}})
-			// pointer.Flip and Rollback refuse an unversioned bucket.
-			add("PointerBucketVersioning", []string{"s3:GetBucketVersioning"}, []*string{s.Catalog.BucketArn()}, nil)
-			listPrefixes = append(listPrefixes, cfg.PointerKey+"*")
-		}
-		if sp.catalogRead {
-			actions := []string{"s3:GetObject"}
-			if sp.catalogWrite {
-				actions = append(actions, "s3:PutObject", "s3:AbortMultipartUpload")
-			}
-			if sp.catalogDelete {
-				actions = append(actions, "s3:DeleteObject")
-			}
-			add("Catalogs", actions, []*string{catalogObjects}, nil)
-			listPrefixes = append(listPrefixes, cfg.CatalogPrefix+"*")
-		}
-		if sp.stagingWrite {
-			actions := []string{"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"}
-			if sp.stagingDelete {
-				actions = append(actions, "s3:DeleteObject")
-			}
-			add("Staging", actions, []*string{stagingObjects}, nil)
-			add("StagingList", []string{"s3:ListBucket"}, []*string{s.Staging.BucketArn()},
-				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.StagingPrefix + "*"}}})
-		}
-		if sp.lockRead {
-			add("LockRead", []string{"s3:GetObject"}, []*string{lockArn}, nil)
-		}
-		if sp.lockRead || sp.pointerWrite {
-			add("ServersRead", []string{"s3:GetObject"}, []*string{serversArn}, nil)
-			if !sp.pointerWrite {
-				listPrefixes = append(listPrefixes, cfg.PointerKey+".servers/*")
-			}
-		}
-		if len(listPrefixes) > 0 {
-			add("CatalogList", []string{"s3:ListBucket"}, []*string{s.Catalog.BucketArn()},
-				map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": listPrefixes}})
-		}
+		s.grantObjects(add, sp, cfg)
 		if sp.publish {
 			add("Alerts", []string{"sns:Publish"}, []*string{s.Topic.TopicArn()}, nil)
 		}
@@ -281,6 +240,80 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		s.Functions[f.Name] = fn
 	}
 
+	return nil
+}
+
+// grantObjects grants a function's role (through add) what its steps do
+// with the objects: the pointer and what lies beside it, the catalogs,
+// staging, the lock and the supervisors' presence records (perms).
+func (s *MigrateStack) grantObjects(add func(sid string, actions []string, resources []*string, cond map[string]interface{}), sp perms, cfg Config) {
+	pointerArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey))
+	// The objects beside the pointer, by key as pkg/layout names them (Lock,
+	// HistoryDir, ClaimsDir; this module does not import the tool and its
+	// AWS SDK for three suffixes, and TestLambdaLeastPrivilege pins them).
+	// The one-migration-at-a-time lock.
+	lockArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".lock"))
+	// The run records (pkg/history): Check, Flip, Abort
+	// and Rollback write them.
+	historyArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".history/*"))
+	// The claims (pkg/claim): Check claims a target,
+	// InPlace its way back, Flip records the flip, Abort and the in-place
+	// undo withdraw theirs.
+	claimsArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".claims/*"))
+	// The supervisors' presence records (pkg/presence): the steps that
+	// fence a source or remove a read replica wait on them.
+	serversArn := s.Catalog.ArnForObjects(jsii.String(cfg.PointerKey + ".servers/*"))
+	catalogObjects := s.Catalog.ArnForObjects(jsii.String(cfg.CatalogPrefix + "*"))
+	stagingObjects := s.Staging.ArnForObjects(jsii.String(cfg.StagingPrefix + "*"))
+
+	listPrefixes := []string{}
+	if sp.pointerWrite {
+		add("PointerReadWrite", []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject"}, []*string{pointerArn, lockArn, historyArn, claimsArn}, nil)
+		add("ClaimsWithdraw", []string{"s3:DeleteObject"}, []*string{claimsArn}, nil)
+		add("PointerVersions", []string{"s3:ListBucketVersions"}, []*string{s.Catalog.BucketArn()},
+			map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.PointerKey + "*"}}})
+		// pointer.Flip and Rollback refuse an unversioned bucket.
+		add("PointerBucketVersioning", []string{"s3:GetBucketVersioning"}, []*string{s.Catalog.BucketArn()}, nil)
+		listPrefixes = append(listPrefixes, cfg.PointerKey+"*")
+	}
+	if sp.catalogRead {
+		actions := []string{"s3:GetObject"}
+		if sp.catalogWrite {
+			actions = append(actions, "s3:PutObject", "s3:AbortMultipartUpload")
+		}
+		if sp.catalogDelete {
+			actions = append(actions, "s3:DeleteObject")
+		}
+		add("Catalogs", actions, []*string{catalogObjects}, nil)
+		listPrefixes = append(listPrefixes, cfg.CatalogPrefix+"*")
+	}
+	if sp.stagingWrite {
+		actions := []string{"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"}
+		if sp.stagingDelete {
+			actions = append(actions, "s3:DeleteObject")
+		}
+		add("Staging", actions, []*string{stagingObjects}, nil)
+		add("StagingList", []string{"s3:ListBucket"}, []*string{s.Staging.BucketArn()},
+			map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": []string{cfg.StagingPrefix + "*"}}})
+	}
+	if sp.lockRead {
+		add("LockRead", []string{"s3:GetObject"}, []*string{lockArn}, nil)
+	}
+	if sp.lockRead || sp.pointerWrite {
+		add("ServersRead", []string{"s3:GetObject"}, []*string{serversArn}, nil)
+		if !sp.pointerWrite {
+			listPrefixes = append(listPrefixes, cfg.PointerKey+".servers/*")
+		}
+	}
+	if len(listPrefixes) > 0 {
+		add("CatalogList", []string{"s3:ListBucket"}, []*string{s.Catalog.BucketArn()},
+			map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": listPrefixes}})
+	}
+}
+
+// stateMachines adds the migration, drift and rollback state machines,
+// their definitions' placeholders filled, and returns their log groups.
+func (s *MigrateStack) stateMachines(stack awscdk.Stack, cfg Config) (map[string]awslogs.ILogGroup, error) {
 	subs := map[string]*string{"TopicArn": s.Topic.TopicArn(), "Region": stack.Region()}
 	for _, f := range Functions {
 		subs[f.Placeholder] = s.Functions[f.Name].FunctionArn()
@@ -310,6 +343,12 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	}
 	allowChildRuns(stack, s.Rollback, s.Migration, cfg.Name+"-migration")
 
+	return logs, nil
+}
+
+// triggers adds what starts the runs: a release deployed starts a
+// migration of the pointer; the drift check runs on a schedule.
+func (s *MigrateStack) triggers(stack awscdk.Stack, cfg Config, pointerURL string) {
 	// A release deployed → a migration of this stack's pointer.
 	rule := awsevents.NewRule(stack, jsii.String("ReleaseRule"), &awsevents.RuleProps{
 		RuleName:    jsii.String(cfg.Name + "-release"),
@@ -353,11 +392,10 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 		}),
 	})
 
-	s.alarms(cfg, logs)
-	s.Dashboard = s.dashboard(cfg)
+}
 
-	addNagSuppressions(stack)
-
+// outputs names what an operator needs from the stack.
+func (s *MigrateStack) outputs(stack awscdk.Stack, pointerURL, stagingURL string) {
 	out := func(id, desc string, v *string) {
 		awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: v, Description: jsii.String(desc)})
 	}
@@ -370,7 +408,6 @@ func NewMigrateStack(scope constructs.Construct, id string, props *awscdk.StackP
 	out("PointerLocation", "The catalog pointer object", jsii.String(pointerURL))
 	out("StagingLocation", "ROCKLAKE_STAGING", jsii.String(stagingURL))
 	out("TopicArn", "Drift alerts and migration outcomes", s.Topic.TopicArn())
-	return s, nil
 }
 
 // newStateMachine deploys one definition inline with its substitutions, a
