@@ -182,10 +182,45 @@ func (g *gen) metadata() error {
 
 // table writes one table's history: its creation, data-file commits, maybe
 // a rename, deletes and inlined rows, until the table or the budget ends.
+// seededTable is one table being seeded: what its definition chose, and
+// what its data commits added.
+type seededTable struct {
+	t, ncols                     int
+	name                         string
+	schemaID, tableID            uint64
+	tbl                          *rocklakev1.Table
+	partitioned                  bool
+	partitionID                  uint64
+	records, bytes, files, rowID uint64
+	recent                       []uint64 // data files of the last commit, for deletes
+}
+
+// table seeds table t: its definition, its data commits until it has its
+// share of rows, its stats and counters, and for some a rename. The parts
+// run in this order: the catalog a seed makes depends on it.
 func (g *gen) table(t, rows int) error {
+	st, err := g.defineTable(t)
+	if err != nil {
+		return err
+	}
+	if err := g.fillTable(st, rows); err != nil {
+		return err
+	}
+	if err := g.tableStats(st); err != nil {
+		return err
+	}
+	if t%7 == 3 {
+		return g.renameTable(st)
+	}
+	return nil
+}
+
+// defineTable writes table t's definition: the table, its columns, tags
+// and, for a third of them, a partition.
+func (g *gen) defineTable(t int) (*seededTable, error) {
 	if g.schemaID == 0 || g.schemaTables == 8 {
 		if err := g.schema(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	g.schemaTables++
@@ -195,38 +230,38 @@ func (g *gen) table(t, rows int) error {
 	name := fmt.Sprintf("events_%d", t)
 	snap, err := g.commit("created_table", name, &schemaID, &tableID, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	path := name + "/"
 	tbl := &rocklakev1.Table{TableId: tableID, SchemaId: schemaID, TableName: name, BeginSnapshot: snap,
 		Path: proto.String(path), TableUuid: proto.String(uuid(g.rng)), PathIsRelative: proto.Bool(true)}
 	if err := g.put(format.Key{Tag: format.TagTable, Parts: []uint64{schemaID, tableID, snap}}, tbl); err != nil {
-		return err
+		return nil, err
 	}
 	if err := g.put(format.Key{Tag: format.TagSecondaryIndex, Name: format.IndexTableByID, Parts: []uint64{tableID}}, wrapperspb.UInt64(schemaID)); err != nil {
-		return err
+		return nil, err
 	}
 	if err := g.put(format.Key{Tag: format.TagSchemaVersions, Parts: []uint64{tableID, snap}},
 		&rocklakev1.SchemaVersions{TableId: tableID, BeginSnapshot: snap, SchemaVersion: g.schemaVersion}); err != nil {
-		return err
+		return nil, err
 	}
 	ncols := uint64(3 + g.rng.IntN(6))
 	for c := uint64(1); c <= ncols; c++ {
 		col := &rocklakev1.Column{ColumnId: c, TableId: tableID, ColumnName: fmt.Sprintf("c%d", c),
 			DataType: columnTypes[g.rng.IntN(len(columnTypes))], ColumnIndex: c - 1, BeginSnapshot: snap, IsNullable: c > 1}
 		if err := g.put(format.Key{Tag: format.TagColumn, Parts: []uint64{tableID, c, snap}}, col); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, tag := range [][2]string{{"owner", "team-" + name}, {"comment", "seeded table " + name}}[:1+g.rng.IntN(2)] {
 		if err := g.put(format.Key{Tag: format.TagTag, Parts: []uint64{tableID, format.TagKeyHash(format.V1, tag[0]), snap}},
 			&rocklakev1.Tag{ObjectId: tableID, TagKey: tag[0], TagValue: tag[1], BeginSnapshot: snap}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := g.put(format.Key{Tag: format.TagColumnTag, Parts: []uint64{tableID, 1, format.TagKeyHash(format.V1, "pii"), snap}},
 		&rocklakev1.ColumnTag{TableId: tableID, ColumnId: 1, TagKey: "pii", TagValue: "false", BeginSnapshot: snap}); err != nil {
-		return err
+		return nil, err
 	}
 	partitioned := g.rng.IntN(3) == 0
 	var partitionID uint64
@@ -235,14 +270,21 @@ func (g *gen) table(t, rows int) error {
 		g.nextCat++
 		if err := g.put(format.Key{Tag: format.TagPartitionInfo, Parts: []uint64{tableID, partitionID, snap}},
 			&rocklakev1.PartitionInfo{PartitionId: partitionID, TableId: tableID, BeginSnapshot: snap}); err != nil {
-			return err
+			return nil, err
 		}
 		if err := g.put(format.Key{Tag: format.TagPartitionColumn, Parts: []uint64{partitionID, 0}},
 			&rocklakev1.PartitionColumn{PartitionId: partitionID, ColumnId: 2, Transform: proto.String("identity"), TableId: proto.Uint64(tableID)}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
+	return &seededTable{t: t, ncols: int(ncols), name: name, schemaID: schemaID, tableID: tableID, tbl: tbl, partitioned: partitioned, partitionID: partitionID}, nil
+}
+
+// fillTable writes st's data commits: 1..40 files each, until the table
+// has its share of rows, some followed by a delete.
+func (g *gen) fillTable(st *seededTable, rows int) error {
+	t, name, tableID, ncols, partitioned, partitionID := st.t, st.name, st.tableID, uint64(st.ncols), st.partitioned, st.partitionID
 	// Data: commits of 1..40 files, until this table has its share.
 	inlined := t%5 == 4
 	var records, bytes, files, rowID uint64
@@ -313,6 +355,13 @@ func (g *gen) table(t, rows int) error {
 			}
 		}
 	}
+	st.records, st.bytes, st.files, st.rowID, st.recent = records, bytes, files, rowID, recent
+	return nil
+}
+
+// tableStats writes st's stats and counters as RockLake keeps them.
+func (g *gen) tableStats(st *seededTable) error {
+	tableID, ncols, records, bytes, files, rowID := st.tableID, uint64(st.ncols), st.records, st.bytes, st.files, st.rowID
 	// Stats and counters as RockLake keeps them per table.
 	if err := g.put(format.Key{Tag: format.TagTableStats, Parts: []uint64{tableID}},
 		&rocklakev1.TableStats{TableId: tableID, RecordCount: records, InternalFileCount: files, FileSizeBytes: bytes, NextRowId: proto.Uint64(rowID)}); err != nil {
@@ -333,29 +382,34 @@ func (g *gen) table(t, rows int) error {
 	if err := g.put(format.Key{Tag: format.TagCounter, Name: format.NameNextRowID, Parts: []uint64{tableID}}, wrapperspb.UInt64(rowID)); err != nil {
 		return err
 	}
-	if t%7 == 3 { // renamed: the old version ends, a new one begins
-		snap, err := g.commit("altered_table", name, &schemaID, &tableID, true)
-		if err != nil {
+	return nil
+}
+
+// renameTable ends st's table version and begins a renamed one, as an
+// ALTER TABLE ... RENAME does, scheduling a data file for deletion.
+func (g *gen) renameTable(st *seededTable) error {
+	name, schemaID, tableID, tbl, recent := st.name, st.schemaID, st.tableID, st.tbl, st.recent
+	snap, err := g.commit("altered_table", name, &schemaID, &tableID, true)
+	if err != nil {
+		return err
+	}
+	tbl.EndSnapshot = proto.Uint64(snap)
+	if err := g.put(format.Key{Tag: format.TagTable, Parts: []uint64{schemaID, tableID, tbl.BeginSnapshot}}, tbl); err != nil {
+		return err
+	}
+	renamed := proto.Clone(tbl).(*rocklakev1.Table)
+	renamed.TableName, renamed.BeginSnapshot, renamed.EndSnapshot = name+"_v2", snap, nil
+	g.total-- // the ended version replaced a key already counted
+	g.keys[format.TagTable.Name()]--
+	if err := g.put(format.Key{Tag: format.TagTable, Parts: []uint64{schemaID, tableID, snap}}, renamed); err != nil {
+		return err
+	}
+	if len(recent) > 0 {
+		gone := recent[0]
+		if err := g.put(format.Key{Tag: format.TagFilesScheduledForDeletion, Parts: []uint64{snap, gone}},
+			&rocklakev1.FilesScheduledForDeletion{DataFileId: gone, ScheduleStart: snap, Path: fmt.Sprintf("orphan-%d.parquet", gone),
+				FileType: proto.String("data"), PathIsRelative: proto.Bool(true)}); err != nil {
 			return err
-		}
-		tbl.EndSnapshot = proto.Uint64(snap)
-		if err := g.put(format.Key{Tag: format.TagTable, Parts: []uint64{schemaID, tableID, tbl.BeginSnapshot}}, tbl); err != nil {
-			return err
-		}
-		renamed := proto.Clone(tbl).(*rocklakev1.Table)
-		renamed.TableName, renamed.BeginSnapshot, renamed.EndSnapshot = name+"_v2", snap, nil
-		g.total-- // the ended version replaced a key already counted
-		g.keys[format.TagTable.Name()]--
-		if err := g.put(format.Key{Tag: format.TagTable, Parts: []uint64{schemaID, tableID, snap}}, renamed); err != nil {
-			return err
-		}
-		if len(recent) > 0 {
-			gone := recent[0]
-			if err := g.put(format.Key{Tag: format.TagFilesScheduledForDeletion, Parts: []uint64{snap, gone}},
-				&rocklakev1.FilesScheduledForDeletion{DataFileId: gone, ScheduleStart: snap, Path: fmt.Sprintf("orphan-%d.parquet", gone),
-					FileType: proto.String("data"), PathIsRelative: proto.Bool(true)}); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
