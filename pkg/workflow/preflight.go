@@ -34,173 +34,214 @@ type Finding struct {
 // Check stops at the first failure (all false); Plan goes on as far as
 // the checks allow (all true). The error is the first failure.
 func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.Time, all bool) (Migration, []Finding, error) {
-	var found []Finding
-	var first error
-	// fail records a failed check; it reports whether to go on.
-	fail := func(check string, err error) bool {
-		found = append(found, Finding{Check: check, ErrorName: ErrorName(err), Detail: err.Error(), err: err})
-		if first == nil {
-			first = err
-		}
-		return all
+	ch := &checks{all: all}
+	m, policy, stop := inputChecks(ctx, env, in, id, now, ch)
+	if stop {
+		return m, ch.found, ch.first
 	}
-	ok := func(check, detail string) { found = append(found, Finding{Check: check, OK: true, Detail: detail}) }
+	p, c, stop := sourceChecks(ctx, env, in, &m, ch)
+	if c != nil {
+		defer c.Close()
+	}
+	if stop || targetVersionChecks(ctx, in, &m, p, c, policy, ch) {
+		return m, ch.found, ch.first
+	}
+	if c != nil && !m.NeedsMigration && ch.first == nil {
+		return m, ch.found, nil
+	}
+	placeChecks(ctx, env, in, &m, p, c, policy, id, now, ch)
+	return m, ch.found, ch.first
+}
 
-	m := Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
+// checks collects the preflight's findings: a plan's every failed check
+// (all), Check's first.
+type checks struct {
+	all   bool
+	found []Finding
+	first error
+}
+
+// fail records a failed check; it reports whether to go on.
+func (ch *checks) fail(check string, err error) bool {
+	ch.found = append(ch.found, Finding{Check: check, ErrorName: ErrorName(err), Detail: err.Error(), err: err})
+	if ch.first == nil {
+		ch.first = err
+	}
+	return ch.all
+}
+
+func (ch *checks) ok(check, detail string) {
+	ch.found = append(ch.found, Finding{Check: check, OK: true, Detail: detail})
+}
+
+// inputChecks checks the input and makes the run's Migration from it (a
+// rollback's wholly: preflightRollback); stop: nothing more to check.
+func inputChecks(ctx context.Context, env Env, in CheckInput, id string, now time.Time, ch *checks) (m Migration, policy migration.UnknownTags, stop bool) {
+	m = Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
 		ReadReplica: readReplica(in), Online: in.online() && !in.DryRun, CatchUp: in.CatchUp}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
-		fail("input", err)
-		return m, found, first
+		ch.fail("input", err)
+		return m, policy, true
 	}
 	if in.Rollback {
 		if m, err = preflightRollback(ctx, env, in, m, now); err != nil {
-			fail("rollback", err)
-			return m, found, first
+			ch.fail("rollback", err)
+			return m, policy, true
 		}
-		ok("rollback", fmt.Sprintf("%s (%s) back to %s (%s), the pointer's previous version", m.Source, m.From, m.Target, m.To))
-		return m, found, nil
+		ch.ok("rollback", fmt.Sprintf("%s (%s) back to %s (%s), the pointer's previous version", m.Source, m.From, m.Target, m.To))
+		return m, policy, true
 	}
 	// With in_place_auto, a catalog Strategy A takes migrates in place
 	// (frozen, for the seconds its one batch takes); online is Strategy B's.
 	if in.Online != nil && *in.Online && in.InPlace {
-		fail("input", fmt.Errorf("%w: online copies while the source takes writes; in place (Strategy A) migrates the catalog where it lies, frozen: choose one", ErrBadInput))
-		return m, found, first
+		ch.fail("input", fmt.Errorf("%w: online copies while the source takes writes; in place (Strategy A) migrates the catalog where it lies, frozen: choose one", ErrBadInput))
+		return m, policy, true
 	}
 	if in.InPlace && (in.Rebuild || in.TargetPrefix != "") {
-		fail("input", fmt.Errorf("%w: in place (Strategy A) makes no new catalog, so it takes neither rebuild nor target_prefix", ErrBadInput))
-		return m, found, first
+		ch.fail("input", fmt.Errorf("%w: in place (Strategy A) makes no new catalog, so it takes neither rebuild nor target_prefix", ErrBadInput))
+		return m, policy, true
 	}
 	if m.FreezeGrace, err = freezeGrace(in); err != nil {
-		fail("input", err)
-		return m, found, first
+		ch.fail("input", err)
+		return m, policy, true
 	}
 	// Without a target version in the input, the one the deployed release
 	// expects (the SSM parameter) is the target; a rebuild's is the
 	// catalog's own, which the pointer names.
 	if !in.Rebuild || in.TargetVersion != 0 {
 		if m.To, err = resolveVersion(ctx, env, in.TargetVersion); err != nil {
-			fail("target-version", err)
-			return m, found, first
+			ch.fail("target-version", err)
+			return m, policy, true
 		}
 	}
+	return m, policy, false
+}
+
+// sourceChecks reads the pointer, checks its bucket's versioning and opens
+// the catalog it names (nil when it does not open); stop: nothing more to
+// check.
+func sourceChecks(ctx context.Context, env Env, in CheckInput, m *Migration, ch *checks) (pointer.Pointer, *catalog.Catalog, bool) {
 	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
 	if err != nil {
 		check := "pointer"
 		if errors.Is(err, blob.ErrNoCredentials) || errors.Is(err, blob.ErrAccessDenied) {
 			check = "credentials"
 		}
-		fail(check, err)
-		return m, found, first // nothing else can be found without it
+		ch.fail(check, err)
+		return p, nil, true // nothing else can be found without it
 	}
 	if strings.HasPrefix(in.Pointer, "s3://") {
-		ok("credentials", "S3 accepted them: the pointer was read")
+		ch.ok("credentials", "S3 accepted them: the pointer was read")
 	}
 	m.PointerETag, m.Source = ref.ETag, p.Catalog
 	if m.To == 0 {
 		m.To = p.FormatVersion
 	}
-	ok("pointer", fmt.Sprintf("%s names %s (%s), version %s", in.Pointer, p.Catalog, p.FormatVersion, ref.VersionID))
+	ch.ok("pointer", fmt.Sprintf("%s names %s (%s), version %s", in.Pointer, p.Catalog, p.FormatVersion, ref.VersionID))
 	if err := pointer.RequireVersioning(ctx, env.Store, in.Pointer); err != nil {
-		if !fail("pointer-versioning", err) {
-			return m, found, first
+		if !ch.fail("pointer-versioning", err) {
+			return p, nil, true
 		}
 	} else {
-		ok("pointer-versioning", "enabled: a flip can be rolled back")
+		ch.ok("pointer-versioning", "enabled: a flip can be rolled back")
 	}
-
 	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: p.FormatVersion, Store: env.SlateDB})
 	if err != nil {
-		if !fail("source", fmt.Errorf("workflow: check %s: %w", p.Catalog, err)) {
-			return m, found, first
-		}
-	} else {
-		defer c.Close()
-		m.From = c.Version()
-		ok("source", fmt.Sprintf("%s opens as %s, as the pointer says", p.Catalog, m.From))
+		return p, nil, !ch.fail("source", fmt.Errorf("workflow: check %s: %w", p.Catalog, err))
 	}
+	m.From = c.Version()
+	ch.ok("source", fmt.Sprintf("%s opens as %s, as the pointer says", p.Catalog, m.From))
+	return p, c, false
+}
+
+// targetVersionChecks checks the way from the source's format to the
+// target's, and the unknown tags the policy refuses; it reports whether to
+// stop.
+func targetVersionChecks(ctx context.Context, in CheckInput, m *Migration, p pointer.Pointer, c *catalog.Catalog, policy migration.UnknownTags, ch *checks) (stop bool) {
 	to := m.To
 	switch {
 	case !format.Supported(to):
-		if !fail("target-version", &format.FormatVersionMismatch{Found: uint64(to), Expected: uint64(catalog.Newest)}) {
-			return m, found, first
+		if !ch.fail("target-version", &format.FormatVersionMismatch{Found: uint64(to), Expected: uint64(catalog.Newest)}) {
+			return true
 		}
 	case c == nil:
 	case in.Rebuild && m.From != to:
-		if !fail("target-version", fmt.Errorf("%w: a rebuild keeps the catalog's format, %s; the input names %s", ErrBadInput, m.From, to)) {
-			return m, found, first
+		if !ch.fail("target-version", fmt.Errorf("%w: a rebuild keeps the catalog's format, %s; the input names %s", ErrBadInput, m.From, to)) {
+			return true
 		}
 	case in.Rebuild:
 		// The identity: migration.Path(v, v) is empty, and every record
 		// moves as it is.
 		m.NeedsMigration = true
-		ok("target-version", fmt.Sprintf("%s → %s: a rebuild, every record moved as it is", m.From, to))
+		ch.ok("target-version", fmt.Sprintf("%s → %s: a rebuild, every record moved as it is", m.From, to))
 	default:
 		m.NeedsMigration = m.From != to
 		if _, err := migration.Path(m.From, to); err != nil && m.NeedsMigration {
-			if !fail("target-version", fmt.Errorf("workflow: check: %w", err)) {
-				return m, found, first
+			if !ch.fail("target-version", fmt.Errorf("workflow: check: %w", err)) {
+				return true
 			}
 		} else if m.NeedsMigration {
-			ok("target-version", fmt.Sprintf("%s → %s", m.From, to))
+			ch.ok("target-version", fmt.Sprintf("%s → %s", m.From, to))
 		} else {
-			ok("target-version", fmt.Sprintf("the catalog is at %s already: nothing to do", to))
+			ch.ok("target-version", fmt.Sprintf("the catalog is at %s already: nothing to do", to))
 		}
 	}
-	if c != nil && m.NeedsMigration {
-		if policy == migration.UnknownFail {
-			// Refused here, before anything is fenced or written, rather than by
-			// a shard's transform after others were written (DESIGN 2.3). Only
-			// the gaps between known tags are scanned.
-			unknown, err := c.UnknownTags(ctx)
-			switch {
-			case err != nil:
-				err = fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
-			case len(unknown) > 0:
-				err = &migration.UnknownTagsError{Counts: unknown}
-			}
-			if err != nil {
-				if !fail("unknown-tags", err) {
-					return m, found, first
-				}
-			} else {
-				ok("unknown-tags", "none")
-			}
-		} else {
-			ok("unknown-tags", "not checked: the policy is "+in.UnknownTags)
-		}
+	if c == nil || !m.NeedsMigration {
+		return false
 	}
-	if c != nil && !m.NeedsMigration && first == nil {
-		return m, found, nil
+	if policy != migration.UnknownFail {
+		ch.ok("unknown-tags", "not checked: the policy is "+in.UnknownTags)
+		return false
 	}
+	// Refused here, before anything is fenced or written, rather than by a
+	// shard's transform after others were written (DESIGN 2.3). Only the
+	// gaps between known tags are scanned.
+	unknown, err := c.UnknownTags(ctx)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("workflow: check %s: %w", p.Catalog, err)
+	case len(unknown) > 0:
+		err = &migration.UnknownTagsError{Counts: unknown}
+	}
+	if err != nil {
+		return !ch.fail("unknown-tags", err)
+	}
+	ch.ok("unknown-tags", "none")
+	return false
+}
 
+// placeChecks checks where the run goes: the strategy (in place or not),
+// the target location, staging and the lock.
+func placeChecks(ctx context.Context, env Env, in CheckInput, m *Migration, p pointer.Pointer, c *catalog.Catalog, policy migration.UnknownTags, id string, now time.Time, ch *checks) {
+	to := m.To
 	if in.InPlace && c != nil && m.NeedsMigration && to != m.From+1 {
 		// Strategy A's batch and its way back are one step up.
-		if !fail("strategy", fmt.Errorf("%w: in place (Strategy A) migrates one format up; %s → %s goes into a fresh catalog (leave --in-place out)", ErrBadInput, m.From, to)) {
-			return m, found, first
+		if !ch.fail("strategy", fmt.Errorf("%w: in place (Strategy A) migrates one format up; %s → %s goes into a fresh catalog (leave --in-place out)", ErrBadInput, m.From, to)) {
+			return
 		}
 	}
 	if (in.InPlace || in.InPlaceAuto && !in.Rebuild && in.TargetPrefix == "") && m.NeedsMigration {
 		// The batch is held in memory: a limit the InPlace step's memory
 		// cannot hold would fail after the batch landed, or in the undo.
 		if err := inPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
-			if !fail("in-place-limit", err) {
-				return m, found, first
+			if !ch.fail("in-place-limit", err) {
+				return
 			}
 		} else {
-			ok("in-place-limit", fmt.Sprintf("the InPlace step's memory holds a batch at the limit (%d MiB at most)", inplace.PeakBytes(in.InPlaceMaxBytes)>>20))
+			ch.ok("in-place-limit", fmt.Sprintf("the InPlace step's memory holds a batch at the limit (%d MiB at most)", inplace.PeakBytes(in.InPlaceMaxBytes)>>20))
 		}
 	}
-	if in.InPlaceAuto && !in.InPlace && !in.Rebuild && in.TargetPrefix == "" && c != nil && m.NeedsMigration && first == nil {
+	if in.InPlaceAuto && !in.InPlace && !in.Rebuild && in.TargetPrefix == "" && c != nil && m.NeedsMigration && ch.first == nil {
 		fits, detail, err := chooseInPlace(ctx, env, p.Catalog, m.From, to, policy, in.InPlaceMaxBytes)
 		if err != nil {
-			if !fail("strategy", err) {
-				return m, found, first
+			if !ch.fail("strategy", err) {
+				return
 			}
 		} else {
 			m.InPlace = fits
-			ok("strategy", detail)
+			ch.ok("strategy", detail)
 		}
 	}
 	target, err := newTarget(p.Catalog, in.TargetPrefix, to, id)
@@ -208,36 +249,33 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	case m.InPlace:
 		// Strategy A writes where the source lies: there is no new catalog.
 		m.Target = p.Catalog
-		ok("target", "in place: "+p.Catalog+" itself (Strategy A)")
+		ch.ok("target", "in place: "+p.Catalog+" itself (Strategy A)")
 	case err != nil:
-		if !fail("target", err) {
-			return m, found, first
+		if !ch.fail("target", err) {
+			return
 		}
 	default:
 		m.Target = target
 		if err := targetFree(ctx, env, Migration{MigrationID: id, Target: target}); err != nil {
-			if !fail("target", err) {
-				return m, found, first
+			if !ch.fail("target", err) {
+				return
 			}
 		} else {
-			ok("target", target+" is free")
+			ch.ok("target", target+" is free")
 		}
 	}
 	if err := stagingReadable(ctx, env, id); err != nil {
-		if !fail("staging", err) {
-			return m, found, first
+		if !ch.fail("staging", err) {
+			return
 		}
 	} else {
-		ok("staging", env.Staging+" is there and listable (write access is proven only by writing: Check's probe does that before anything is touched)")
+		ch.ok("staging", env.Staging+" is there and listable (write access is proven only by writing: Check's probe does that before anything is touched)")
 	}
 	if held, err := lockState(ctx, env, in.Pointer, id, now); err != nil {
-		if !fail("lock", err) {
-			return m, found, first
-		}
+		ch.fail("lock", err)
 	} else {
-		ok("lock", held)
+		ch.ok("lock", held)
 	}
-	return m, found, first
 }
 
 // targetFree refuses a target location that holds objects already (someone
