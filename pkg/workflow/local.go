@@ -262,111 +262,15 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	times := map[string]float64{}
-	// Known as soon as Check is done, so that every report names the
-	// migration, a failed one too.
-	var checked Migration
-	var verified json.RawMessage // the state after Verify, for a run that stops at the gate
-	var d *display.Display
-	if opts.Display != nil {
-		d = opts.Display()
-	}
-	var exportP, transformP, importP, verifyP shard.Progress
-	env.Progress = Progress{Export: &exportP, Transform: &transformP, Import: &importP, Verify: &verifyP}
-	stages := map[string]*display.Stage{}
-	start := func(name string, p *shard.Progress) {
-		if d != nil && stages[name] == nil { // Import loops until done: one stage
-			stages[name] = d.Stage(name, "rows", p)
-		}
-	}
-	failed := func(ev asl.StateEvent) error {
-		if ev.Output != nil {
-			return nil
-		}
-		return fmt.Errorf("%s: %s", ev.Error, ev.Cause)
-	}
-	obs := asl.ObserverFuncs{
-		Entered: func(ev asl.StateEvent) {
-			if len(ev.MapIndex) > 0 {
-				return
-			}
-			if d != nil {
-				d.State(ev.Name, false, ev.Time, 0)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			switch ev.Name {
-			case "Shards":
-				exportP.ShardsTotal.Store(int64(in.Shards))
-				transformP.ShardsTotal.Store(int64(in.Shards))
-				start("export", &exportP)
-				start("transform", &transformP)
-			case "Import":
-				start("import", &importP)
-			case "Verify":
-				start("verify", &verifyP)
-			}
-		},
-		Exited: func(ev asl.StateEvent) {
-			mu.Lock()
-			defer mu.Unlock()
-			times[ev.Name] += ev.Duration.Seconds()
-			switch {
-			case (ev.Name == "ExportTransformShard" || ev.Name == "TransformShard") && ev.Output != nil:
-				transformP.ShardsDone.Add(1)
-			case len(ev.MapIndex) > 0:
-				return
-			case ev.Name == "Check" && ev.Output != nil:
-				var st struct {
-					Migration Migration `json:"migration"`
-				}
-				if json.Unmarshal(ev.Output, &st) == nil {
-					checked = st.Migration
-				}
-			case ev.Name == "Shards":
-				stages["export"].Stop(failed(ev))
-				stages["transform"].Stop(failed(ev))
-			case ev.Name == "Import":
-				var st struct {
-					Import ImportOutput `json:"import"`
-				}
-				if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
-					stages["import"].Stop(failed(ev))
-				}
-			case ev.Name == "Verify":
-				stages["verify"].Stop(failed(ev))
-				verified = ev.Output // the state after Verify, for a run that stops at the gate
-			}
-			if len(ev.MapIndex) == 0 && d != nil {
-				d.State(ev.Name, true, ev.Time, ev.Duration)
-			}
-		},
-	}
-	out, runErr := asl.Run(ctx, m, raw, asl.Options{Tasks: LocalTasks(env, publish), Observer: obs, MaxConcurrency: opts.Concurrency})
-	for _, st := range stages {
-		st.Stop(runErr) // a no-op for a stage already ended
-	}
-	if d != nil {
-		d.Close()
-	}
-	rep := &LocalReport{StateSeconds: times, Outcome: "migrated"}
-	if runErr != nil && ctx.Err() != nil && checked.NeedsMigration {
-		// Interrupted (a signal, the deadline): the state machine's own
-		// Abort did not run. Run it on a fresh context so that no
-		// checkpoint, staging, lock or half-made target is left; it
-		// refuses to touch a target the pointer already names.
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-		ab, err := Abort(actx, env, AbortInput{Migration: checked, Error: map[string]any{"Error": "Interrupted", "Cause": runErr.Error()}})
-		cancel()
-		if err != nil {
-			runErr = fmt.Errorf("%w; the cleanup after the interruption failed too: %w", runErr, err)
-		} else {
-			runErr = fmt.Errorf("%w; cleaned up after the interruption (%d target and %d staging objects removed)", runErr, ab.TargetObjects, ab.StagingObjects)
-		}
+	w := newWatch(&env, in, opts)
+	out, runErr := asl.Run(ctx, m, raw, asl.Options{Tasks: LocalTasks(env, publish), Observer: w.observer(), MaxConcurrency: opts.Concurrency})
+	w.close(runErr)
+	rep := &LocalReport{StateSeconds: w.times, Outcome: "migrated"}
+	if runErr != nil && ctx.Err() != nil && w.checked.NeedsMigration {
+		runErr = abortInterrupted(ctx, env, w.checked, runErr)
 	}
 	var state FinalState
-	state.Migration = checked
+	state.Migration = w.checked
 	if state.Migration.MigrationID == "" {
 		state.Migration.MigrationID = in.MigrationID
 	}
@@ -377,7 +281,7 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 		if err != nil {
 			return nil, fmt.Errorf("migrate: migration %s waits at the gate, but its run could not be recorded for approve (abort %s still works): %w", in.MigrationID, in.MigrationID, err)
 		}
-		runErr, out = nil, verified
+		runErr, out = nil, w.verified
 		rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, GateInstructions(rec)
 	}
 	if runErr == nil {
@@ -385,6 +289,149 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 			return nil, fmt.Errorf("migrate: the run's output: %w", err)
 		}
 	}
+	rep.fill(state, runErr)
+	var ee *asl.ExecutionError
+	if errors.As(runErr, &ee) && ee.Name == format.NameVersionMismatch {
+		if mm, ok := format.ParseMismatch(ee.Cause); ok {
+			return rep, mm
+		}
+		v := in.TargetVersion
+		if v == 0 { // a rebuild's: the format the pointer names
+			v = uint64(state.Migration.To)
+		}
+		return rep, &format.FormatVersionMismatch{Found: uint64(state.Migration.From), Expected: v}
+	}
+	return rep, runErr
+}
+
+// watch is what a local run keeps of its states as they go: their times,
+// the migration Check made (every report names it, a failed one's too), the
+// state after Verify (for a run that stops at the gate), and the display's
+// stages fed by the steps' progress counters.
+type watch struct {
+	in       CheckInput
+	mu       sync.Mutex
+	times    map[string]float64
+	checked  Migration
+	verified json.RawMessage
+	d        *display.Display
+	stages   map[string]*display.Stage
+	progress Progress
+}
+
+// newWatch makes a run's watch and gives env its progress counters.
+func newWatch(env *Env, in CheckInput, opts LocalOptions) *watch {
+	w := &watch{in: in, times: map[string]float64{}, stages: map[string]*display.Stage{}}
+	if opts.Display != nil {
+		w.d = opts.Display()
+	}
+	w.progress = Progress{Export: new(shard.Progress), Transform: new(shard.Progress), Import: new(shard.Progress), Verify: new(shard.Progress)}
+	env.Progress = w.progress
+	return w
+}
+
+// stage shows name's progress (Import loops until done: one stage).
+func (w *watch) stage(name string, p *shard.Progress) {
+	if w.d != nil && w.stages[name] == nil {
+		w.stages[name] = w.d.Stage(name, "rows", p)
+	}
+}
+
+// failedState is the error a state ended with (nil when it had an output).
+func failedState(ev asl.StateEvent) error {
+	if ev.Output != nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", ev.Error, ev.Cause)
+}
+
+func (w *watch) observer() asl.ObserverFuncs {
+	return asl.ObserverFuncs{Entered: w.entered, Exited: w.exited}
+}
+
+func (w *watch) entered(ev asl.StateEvent) {
+	if len(ev.MapIndex) > 0 {
+		return
+	}
+	if w.d != nil {
+		w.d.State(ev.Name, false, ev.Time, 0)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch ev.Name {
+	case "Shards":
+		w.progress.Export.ShardsTotal.Store(int64(w.in.Shards))
+		w.progress.Transform.ShardsTotal.Store(int64(w.in.Shards))
+		w.stage("export", w.progress.Export)
+		w.stage("transform", w.progress.Transform)
+	case "Import":
+		w.stage("import", w.progress.Import)
+	case "Verify":
+		w.stage("verify", w.progress.Verify)
+	}
+}
+
+func (w *watch) exited(ev asl.StateEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.times[ev.Name] += ev.Duration.Seconds()
+	switch {
+	case (ev.Name == "ExportTransformShard" || ev.Name == "TransformShard") && ev.Output != nil:
+		w.progress.Transform.ShardsDone.Add(1)
+	case len(ev.MapIndex) > 0:
+		return
+	case ev.Name == "Check" && ev.Output != nil:
+		var st struct {
+			Migration Migration `json:"migration"`
+		}
+		if json.Unmarshal(ev.Output, &st) == nil {
+			w.checked = st.Migration
+		}
+	case ev.Name == "Shards":
+		w.stages["export"].Stop(failedState(ev))
+		w.stages["transform"].Stop(failedState(ev))
+	case ev.Name == "Import":
+		var st struct {
+			Import ImportOutput `json:"import"`
+		}
+		if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
+			w.stages["import"].Stop(failedState(ev))
+		}
+	case ev.Name == "Verify":
+		w.stages["verify"].Stop(failedState(ev))
+		w.verified = ev.Output
+	}
+	if len(ev.MapIndex) == 0 && w.d != nil {
+		w.d.State(ev.Name, true, ev.Time, ev.Duration)
+	}
+}
+
+// close ends the display once the run is over.
+func (w *watch) close(runErr error) {
+	for _, st := range w.stages {
+		st.Stop(runErr) // a no-op for a stage already ended
+	}
+	if w.d != nil {
+		w.d.Close()
+	}
+}
+
+// abortInterrupted runs Abort for a run a signal or the deadline
+// interrupted (the state machine's own Abort did not run), on a fresh
+// context, so that no checkpoint, staging, lock or half-made target is
+// left; it refuses to touch a target the pointer already names.
+func abortInterrupted(ctx context.Context, env Env, checked Migration, runErr error) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	ab, err := Abort(actx, env, AbortInput{Migration: checked, Error: map[string]any{"Error": "Interrupted", "Cause": runErr.Error()}})
+	if err != nil {
+		return fmt.Errorf("%w; the cleanup after the interruption failed too: %w", runErr, err)
+	}
+	return fmt.Errorf("%w; cleaned up after the interruption (%d target and %d staging objects removed)", runErr, ab.TargetObjects, ab.StagingObjects)
+}
+
+// fill is the report of a run that ended in state, or with runErr.
+func (rep *LocalReport) fill(state FinalState, runErr error) {
 	if state.NotifyError != nil {
 		rep.NotifyError = state.NotifyError.Error + ": " + state.NotifyError.Cause
 	}
@@ -408,18 +455,6 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 	case state.Migration.Rebuild:
 		rep.Outcome = "rebuilt"
 	}
-	var ee *asl.ExecutionError
-	if errors.As(runErr, &ee) && ee.Name == format.NameVersionMismatch {
-		if mm, ok := format.ParseMismatch(ee.Cause); ok {
-			return rep, mm
-		}
-		v := in.TargetVersion
-		if v == 0 { // a rebuild's: the format the pointer names
-			v = uint64(state.Migration.To)
-		}
-		return rep, &format.FormatVersionMismatch{Found: uint64(state.Migration.From), Expected: v}
-	}
-	return rep, runErr
 }
 
 // runInPlace is a Strategy A run: Check (the lock and the refusals, before
