@@ -67,33 +67,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	defer cancelWork()
 	start := time.Now()
-	defer func() {
-		fresh, cancel := afterwards(ctx, time.Minute)
-		defer cancel()
-		// The run's record (started by Check) ends with the outcome, before
-		// the lock is freed, as Flip and Abort end theirs.
-		stats := runStats{seconds: map[string]float64{"InPlace": time.Since(start).Seconds()}, lastState: "InPlace",
-			rows: out.InPlace.Records, bytes: out.InPlace.Bytes}
-		herr := finishRecord(fresh, env, m, stats, nil, func(r *history.Record) {
-			switch {
-			case err != nil:
-				r.Outcome, r.ErrorName, r.Error = history.Failed, ErrorName(err), err.Error()
-			case m.DryRun:
-				r.Outcome = history.DryRunOK
-			default:
-				r.Outcome, r.PointerVersionID = history.Succeeded, out.PointerVersionID
-			}
-		})
-		if herr != "" {
-			out.CleanupError = "the run's record: " + herr
-		}
-		if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
-			return // the lock keeps cleanup and other runs off what was kept
-		}
-		if lerr := releaseLock(fresh, env, m); lerr != nil {
-			out.CleanupError = strings.TrimPrefix(out.CleanupError+"; ", "; ") + lerr.Error()
-		}
-	}()
+	defer func() { finishInPlace(ctx, env, m, start, &out, err) }()
 	if err != nil {
 		return out, err
 	}
@@ -104,8 +78,8 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err != nil {
 		return out, err
 	}
-	// Strategy A fences the source too: the servers' supervisors switch to
-	// reader mode first.
+	// Strategy A fences the source too: once the live supervisors have
+	// acknowledged (each serves reads from a copy).
 	if err := awaitGrace(ctx, env, m); err != nil {
 		return out, err
 	}
@@ -140,29 +114,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	var pins *pointer.FlipPoint
 	if err == nil && res.Landed != nil {
-		// The catalog after the batch and its way back, pinned for a
-		// rollback (it carries what the catalog takes since into the way
-		// back); the engine state the undo and restore hold the catalog
-		// to is the one after the pin, this run's own write.
-		if pins, err = pinFlip(work, env, m.MigrationID, wayBack, m.Source); err == nil {
-			pin := viewOf(pins.Current)
-			res.Landed.Pin = &pin
-			res.Landed.Engine, err = engineState(work, env, m.Source)
-		}
-	}
-	if err == nil && res.Landed != nil {
-		// Kept beside the pointer, so that a restore after this run dies
-		// can prove the catalog took no commits since the batch; a way
-		// back without them is undone now, while the marks are in memory.
-		l := res.Landed
-		if _, cerr := claim.Update(work, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
-			c.Landed = &claim.Landed{WriterEpoch: l.WriterEpoch, NextSnapshotID: l.NextSnapshotID, Engine: l.Engine}
-			if l.Pin != nil {
-				c.Landed.PinCheckpoint, c.Landed.PinWALEnd = l.Pin.Checkpoint, l.Pin.WALEnd
-			}
-		}); cerr != nil {
-			err = fmt.Errorf("record what the batch left on the way back's claim: %w", cerr)
-		}
+		pins, err = keepBatch(work, env, m, wayBack, res.Landed)
 	}
 	if err == nil && afterInPlaceBatch != nil {
 		afterInPlaceBatch()
@@ -183,6 +135,63 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 		named(ctx, env, m, ref, &out)
 	}
 	return out, err
+}
+
+// finishInPlace ends an in-place run: its record (started by Check) with
+// the outcome, before the lock is freed, as Flip and Abort end theirs; a
+// catalog kept in doubt (moved, or an undo undecided) keeps the lock, so
+// that cleanup and other runs stay off it.
+func finishInPlace(ctx context.Context, env Env, m Migration, start time.Time, out *InPlaceOutput, err error) {
+	fresh, cancel := afterwards(ctx, time.Minute)
+	defer cancel()
+	stats := runStats{seconds: map[string]float64{"InPlace": time.Since(start).Seconds()}, lastState: "InPlace",
+		rows: out.InPlace.Records, bytes: out.InPlace.Bytes}
+	herr := finishRecord(fresh, env, m, stats, nil, func(r *history.Record) {
+		switch {
+		case err != nil:
+			r.Outcome, r.ErrorName, r.Error = history.Failed, ErrorName(err), err.Error()
+		case m.DryRun:
+			r.Outcome = history.DryRunOK
+		default:
+			r.Outcome, r.PointerVersionID = history.Succeeded, out.PointerVersionID
+		}
+	})
+	if herr != "" {
+		out.CleanupError = "the run's record: " + herr
+	}
+	if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
+		return
+	}
+	if lerr := releaseLock(fresh, env, m); lerr != nil {
+		out.CleanupError = strings.TrimPrefix(out.CleanupError+"; ", "; ") + lerr.Error()
+	}
+}
+
+// keepBatch pins the catalog after the batch and its way back for a
+// rollback (it carries what the catalog takes since into the way back),
+// records in l the engine state after the pin (this run's own write, which
+// the undo and restore hold the catalog to), and keeps l on the way back's
+// claim beside the pointer, so that a restore after this run dies can
+// prove the catalog took no commits since the batch.
+func keepBatch(ctx context.Context, env Env, m Migration, wayBack string, l *inplace.Marks) (*pointer.FlipPoint, error) {
+	pins, err := pinFlip(ctx, env, m.MigrationID, wayBack, m.Source)
+	if err != nil {
+		return nil, err
+	}
+	pin := viewOf(pins.Current)
+	l.Pin = &pin
+	if l.Engine, err = engineState(ctx, env, m.Source); err != nil {
+		return nil, err
+	}
+	if _, err := claim.Update(ctx, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
+		c.Landed = &claim.Landed{WriterEpoch: l.WriterEpoch, NextSnapshotID: l.NextSnapshotID, Engine: l.Engine}
+		if l.Pin != nil {
+			c.Landed.PinCheckpoint, c.Landed.PinWALEnd = l.Pin.Checkpoint, l.Pin.WALEnd
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("record what the batch left on the way back's claim: %w", err)
+	}
+	return pins, nil
 }
 
 // named keeps on the way back's claim that a pointer version named the
