@@ -10,7 +10,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -102,7 +101,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 				InPlace: *inPlace, InPlaceAuto: *auto, InPlaceMaxBytes: *maxBytes,
 				Online: setting, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxTime.Seconds(), MaxRounds: *maxRounds}},
 			Topic: *topic, Concurrency: *concurrency, Log: e.stderr,
-			Display: func() *progress.Display { return e.progress(*asJSON) },
+			Display: func() workflow.Display { return e.progress(*asJSON) },
 		})
 		if rep == nil {
 			return err

@@ -10,7 +10,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -110,7 +109,7 @@ back (the catalog as it was) in one step.`,
 func carryBack(ctx context.Context, e *env, env workflow.Env, ptr string, grace *float64, asJSON bool) error {
 	rep, err := workflow.RunLocal(ctx, env, workflow.LocalOptions{
 		Check: workflow.CheckInput{Pointer: ptr, Rollback: true, Trigger: trigger(), FreezeGrace: grace},
-		Log:   e.stderr, Display: func() *progress.Display { return e.progress(asJSON) },
+		Log:   e.stderr, Display: func() workflow.Display { return e.progress(asJSON) },
 	})
 	if rep == nil {
 		return err

@@ -194,8 +194,15 @@ type Stage struct {
 	shown    atomic.Pointer[snapshot] // bars: what the bar shows
 }
 
-// Stage starts showing the stage name, whose work p counts in unit.
-func (d *Display) Stage(name, unit string, p *shard.Progress) *Stage {
+// Stage starts showing the stage name, whose work p counts in unit. What
+// it returns (a *Stage) only stops: an unnamed interface, so that a run
+// that shows its stages (pkg/workflow's local run) takes a Display without
+// importing this package.
+func (d *Display) Stage(name, unit string, p *shard.Progress) interface{ Stop(err error) } {
+	return d.stage(name, unit, p)
+}
+
+func (d *Display) stage(name, unit string, p *shard.Progress) *Stage {
 	s := &Stage{d: d, name: name, unit: unit, p: p, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
 	s.lastLine = s.start
 	s.shown.Store(&snapshot{unit: unit})

@@ -49,5 +49,6 @@
 // share; the environment (config.go, and memory.go for the in-place
 // limit); and the expected format version, read from an SSM parameter at
 // run time when an input names none (expected.go). Nothing here imports the
-// Lambda runtime.
+// Lambda runtime or the progress bars: the local run shows itself through a
+// Display its caller gives (the CLI's is pkg/progress).
 package workflow

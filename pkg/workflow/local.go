@@ -14,7 +14,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
-	display "github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
@@ -144,7 +143,7 @@ type LocalOptions struct {
 	Concurrency int
 	// Display, when set, is called once a Strategy B run starts, for the
 	// display of its states and long stages, which RunLocal closes.
-	Display func() *display.Display
+	Display func() Display
 	// Log gets the run's plain lines (nil: none): the strategy InPlaceAuto
 	// chose, and a Strategy A run's states and warnings.
 	Log io.Writer
@@ -304,6 +303,15 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 	return rep, runErr
 }
 
+// Display shows a local run as it goes: its states, and its long stages'
+// progress (the CLI's is pkg/progress's). A stage only stops; only its
+// first Stop counts.
+type Display interface {
+	State(name string, end bool, at time.Time, took time.Duration)
+	Stage(name, unit string, p *shard.Progress) interface{ Stop(err error) }
+	Close()
+}
+
 // watch is what a local run keeps of its states as they go: their times,
 // the migration Check made (every report names it, a failed one's too), the
 // state after Verify (for a run that stops at the gate), and the display's
@@ -314,14 +322,14 @@ type watch struct {
 	times    map[string]float64
 	checked  Migration
 	verified json.RawMessage
-	d        *display.Display
-	stages   map[string]*display.Stage
+	d        Display
+	stages   map[string]interface{ Stop(err error) }
 	progress Progress
 }
 
 // newWatch makes a run's watch and gives env its progress counters.
 func newWatch(env *Env, in CheckInput, opts LocalOptions) *watch {
-	w := &watch{in: in, times: map[string]float64{}, stages: map[string]*display.Stage{}}
+	w := &watch{in: in, times: map[string]float64{}, stages: map[string]interface{ Stop(err error) }{}}
 	if opts.Display != nil {
 		w.d = opts.Display()
 	}
@@ -334,6 +342,13 @@ func newWatch(env *Env, in CheckInput, opts LocalOptions) *watch {
 func (w *watch) stage(name string, p *shard.Progress) {
 	if w.d != nil && w.stages[name] == nil {
 		w.stages[name] = w.d.Stage(name, "rows", p)
+	}
+}
+
+// stop ends stage name's display, if it has one.
+func (w *watch) stop(name string, err error) {
+	if st := w.stages[name]; st != nil {
+		st.Stop(err)
 	}
 }
 
@@ -388,17 +403,17 @@ func (w *watch) exited(ev asl.StateEvent) {
 			w.checked = st.Migration
 		}
 	case ev.Name == "Shards":
-		w.stages["export"].Stop(failedState(ev))
-		w.stages["transform"].Stop(failedState(ev))
+		w.stop("export", failedState(ev))
+		w.stop("transform", failedState(ev))
 	case ev.Name == "Import":
 		var st struct {
 			Import ImportOutput `json:"import"`
 		}
 		if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
-			w.stages["import"].Stop(failedState(ev))
+			w.stop("import", failedState(ev))
 		}
 	case ev.Name == "Verify":
-		w.stages["verify"].Stop(failedState(ev))
+		w.stop("verify", failedState(ev))
 		w.verified = ev.Output
 	}
 	if len(ev.MapIndex) == 0 && w.d != nil {

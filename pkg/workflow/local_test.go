@@ -47,7 +47,7 @@ func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
 	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
 		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 3, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish, Concurrency: 2,
-		Display: func() *progress.Display { return progress.New(&events, progress.Options{Mode: progress.JSON}) },
+		Display: func() workflow.Display { return progress.New(&events, progress.Options{Mode: progress.JSON}) },
 	})
 	if err != nil || rep == nil {
 		t.Fatalf("run: %+v, %v", rep, err)
@@ -146,7 +146,7 @@ func TestRunLocalInterruptedRunsAbort(t *testing.T) {
 	lines := &cancelOn{state: "Import", cancel: interrupt}
 	rep, err := workflow.RunLocal(runCtx, f.env, workflow.LocalOptions{
 		Check:   workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, MigrationID: "m-interrupted", FreezeGrace: noGrace()},
-		Display: func() *progress.Display { return progress.New(lines, progress.Options{Mode: progress.Lines}) },
+		Display: func() workflow.Display { return progress.New(lines, progress.Options{Mode: progress.Lines}) },
 	})
 	if err == nil || rep == nil || rep.Outcome != "failed" || !strings.Contains(rep.Error, "cleaned up after the interruption") {
 		t.Fatalf("interrupted run: %+v, %v\n%s", rep, err, lines.String())
@@ -174,7 +174,7 @@ func TestRunLocalInPlaceAuto(t *testing.T) {
 	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
 		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, InPlaceAuto: true, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish, Log: &log,
-		Display: func() *progress.Display { t.Error("a Strategy A run made a display"); return nil },
+		Display: func() workflow.Display { t.Error("a Strategy A run made a display"); return nil },
 	})
 	if err != nil || rep.Outcome != "migrated in place" || rep.InPlace == nil || rep.InPlace.WayBack == nil || rep.Target != f.source {
 		t.Fatalf("run: %+v, %v", rep, err)
