@@ -1,6 +1,7 @@
 package estimate_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -210,3 +211,29 @@ func TestWriteFreeze(t *testing.T) {
 
 // near: equal but for floating point's rounding.
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// Every state an estimate times is a state of the migration definition: a
+// state renamed there is a test failure here, not a plan that names a
+// state no run has (issue 38 item 3).
+func TestEstimatedStatesAreTheDefinitions(t *testing.T) {
+	var def struct{ States map[string]json.RawMessage }
+	if err := json.Unmarshal(statemachine.Migration, &def); err != nil {
+		t.Fatal(err)
+	}
+	in := estimate.Input{Rows: 1_000_000, Bytes: 80 << 20, StoredBytes: 60 << 20, Objects: 40, Shards: 16, Concurrency: 16, Imbalance: 1, Definition: statemachine.Migration}
+	for _, online := range []bool{false, true} {
+		in.Online = online
+		e, err := estimate.Run(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Seconds) < 5 {
+			t.Fatalf("online %v: %d states timed", online, len(e.Seconds))
+		}
+		for state := range e.Seconds {
+			if _, ok := def.States[state]; !ok {
+				t.Errorf("online %v: the estimate times %q, which the migration definition does not have", online, state)
+			}
+		}
+	}
+}
