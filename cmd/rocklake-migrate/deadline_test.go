@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -85,7 +84,7 @@ func TestUnreachableStoresFailClearly(t *testing.T) {
 // the engine (init-pointer opens the catalog first).
 func TestSilentStoreNamedBeforeTheDeadline(t *testing.T) {
 	hole := s3server.StartBlackHole(t)
-	silentS3Env(t, hole.URL)
+	hole.SetEnv(t)
 	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
 	t.Setenv(awsconfig.EnvStallTimeout, "1s")
 	t.Setenv(awsconfig.EnvAttempts, "2")
@@ -143,7 +142,7 @@ func silentCommands(tb testing.TB) [][]string {
 // per command: named-s.
 func BenchmarkSilentEndpoint(b *testing.B) {
 	hole := s3server.StartBlackHole(b)
-	silentS3Env(b, hole.URL)
+	hole.SetEnv(b)
 	for _, args := range silentCommands(b) {
 		b.Run(args[0], func(b *testing.B) {
 			for b.Loop() {
@@ -186,19 +185,4 @@ func TestStalledExportFails(t *testing.T) {
 	if proxy.Stalled() == 0 {
 		t.Fatal("no response stalled: the test proves nothing")
 	}
-}
-
-// silentS3Env points the process's S3 clients at endpoint with test
-// credentials and nothing from the host.
-func silentS3Env(tb testing.TB, endpoint string) {
-	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"} {
-		tb.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	tb.Setenv("AWS_ACCESS_KEY_ID", "test")
-	tb.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	tb.Setenv("AWS_REGION", "us-east-1")
-	tb.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	tb.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	tb.Setenv("AWS_ENDPOINT_URL", endpoint)
 }

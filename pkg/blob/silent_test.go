@@ -17,28 +17,12 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
-// silentEnv points the process's S3 clients at endpoint with test
-// credentials and nothing from the host.
-func silentEnv(t *testing.T, endpoint string) {
-	t.Helper()
-	for _, k := range []string{"AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_ENDPOINT_URL", endpoint)
-}
-
 // An endpoint that accepts connections and never answers is named, with
 // the limit it ran into, after Attempts attempts (not the 5 an answered
 // retryable error gets, nor the caller's deadline).
 func TestSilentEndpointIsNamed(t *testing.T) {
 	hole := s3server.StartBlackHole(t)
-	silentEnv(t, hole.URL)
+	hole.SetEnv(t)
 	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
 	t.Setenv(awsconfig.EnvAttempts, "2")
 	ctx := testenv.Context(t)
@@ -80,7 +64,7 @@ func TestSilentEndpointIsNamed(t *testing.T) {
 // streamed (multipart) one, instead of waiting forever (issue 40).
 func TestStalledUploadIsNamed(t *testing.T) {
 	hole := s3server.StartBlackHole(t)
-	silentEnv(t, hole.URL)
+	hole.SetEnv(t)
 	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
 	t.Setenv(awsconfig.EnvStallTimeout, "1s")
 	t.Setenv(awsconfig.EnvAttempts, "2")

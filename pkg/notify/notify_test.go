@@ -222,13 +222,8 @@ func TestDriftBodyTrimmed(t *testing.T) {
 // (issue 40 item 3).
 func TestSilentSNSIsNamed(t *testing.T) {
 	hole := s3server.StartBlackHole(t)
-	t.Setenv("AWS_ENDPOINT_URL", hole.URL)
+	hole.SetEnv(t)
 	t.Setenv("AWS_ENDPOINT_URL_SNS", hole.URL)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
 	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
 	t.Setenv(awsconfig.EnvAttempts, "2")
 	ctx := testenv.Context(t)

@@ -99,9 +99,6 @@ var (
 	}
 )
 
-//go:embed duckdb_session.py
-var duckdbSession string
-
 // SessionEvent is one statement of a DuckDBSession.
 type SessionEvent struct {
 	Op    string  `json:"op"` // write, read, final
@@ -119,7 +116,7 @@ func (e SessionEvent) Time() time.Time {
 }
 
 // Session is DuckDB holding one connection to RockLake, inserting an id and
-// reading the count every so often (duckdb_session.py).
+// reading the count every so often (duckdb_client.py's session mode).
 type Session struct {
 	cmd    *exec.Cmd
 	stop   string
@@ -139,13 +136,13 @@ func DuckDBSession(ctx context.Context, port int, dataPath string, every time.Du
 	if err != nil {
 		return nil, err
 	}
-	script := filepath.Join(dir, "session.py")
-	if err := os.WriteFile(script, []byte(duckdbSession), 0o644); err != nil {
+	script := filepath.Join(dir, "duckdb_client.py")
+	if err := os.WriteFile(script, []byte(duckdbClient), 0o644); err != nil {
 		return nil, err
 	}
 	req, _ := json.Marshal(map[string]any{"port": port, "data_path": dataPath, "every": every.Seconds()})
 	s := &Session{stop: filepath.Join(dir, "stop"), done: make(chan error, 1)}
-	s.cmd = exec.CommandContext(ctx, py, script, s.stop)
+	s.cmd = exec.CommandContext(ctx, py, script, "session", s.stop)
 	s.cmd.Stdin = strings.NewReader(string(req) + "\n")
 	s.cmd.Stderr = os.Stderr
 	out, err := s.cmd.StdoutPipe()

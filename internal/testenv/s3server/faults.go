@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +26,22 @@ type BlackHole struct {
 // Accepted is how many connections the endpoint took: one per attempt of a
 // client that retries on fresh connections.
 func (b *BlackHole) Accepted() int64 { return b.accepted.Load() }
+
+// SetEnv points the process's AWS clients (S3, SNS, the engine's) at the
+// black hole for the rest of the test, with test credentials and nothing
+// from the host, as SetEnv does for a gateway.
+func (b *BlackHole) SetEnv(tb testing.TB) {
+	tb.Helper()
+	for _, kv := range []string{"AWS_ENDPOINT_URL=" + b.URL, "AWS_ENDPOINT_URL_S3=", "AWS_ENDPOINT=", "AWS_PROFILE=", "AWS_SESSION_TOKEN=",
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_REGION=us-east-1",
+		"AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull} {
+		k, v, _ := strings.Cut(kv, "=")
+		tb.Setenv(k, v)
+		if v == "" {
+			os.Unsetenv(k)
+		}
+	}
+}
 
 // StartBlackHole starts a BlackHole for the rest of the test.
 func StartBlackHole(t testing.TB) *BlackHole {
