@@ -25,8 +25,8 @@
 //
 //	env.go          Env, what every step runs with, and Progress, the local run's counters
 //	migration.go    Migration, the state payload, and the run ids
-//	grace.go        the freeze grace: checked at Check, waited out before the fence
-//	replica.go      the read replica Freeze makes and Flip and Abort remove
+//	grace.go        the freeze grace, checked at Check, and the wait before a fence for the live supervisors' acknowledgements (pkg/presence), at most that grace
+//	replica.go      the read replica Freeze makes (claimed by Check), and its removal by Flip and Abort once no live supervisor serves it
 //	decision.go     the decision (flip or abort) only one of Flip and Abort can take
 //	marks.go        the marks (writer-epoch, next_snapshot_id) the pointer records
 //	staging.go      the plan, written to and read from staging (where each object lives: pkg/layout)

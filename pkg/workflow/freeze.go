@@ -28,7 +28,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	// The servers' supervisors switch to reader mode before the fence; the
 	// lock is read again after it: a run aborted and replaced meanwhile
 	// must not fence the source the next run is using.
-	if err := awaitGrace(ctx, env, m); err != nil {
+	if err := awaitAcknowledgements(ctx, env, m); err != nil {
 		return m, err
 	}
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {

@@ -40,13 +40,13 @@ func freezeGrace(in CheckInput) (float64, error) {
 	return g, nil
 }
 
-// awaitGrace waits, before a step fences m's source, until every live
+// awaitAcknowledgements waits, before a step fences m's source, until every live
 // supervisor of the pointer has acknowledged m's fence (its server no
 // writer on the source, nothing opened there until the lock frees), at
 // most until the lock's fence_at (m's grace after the fence was named):
 // past it, presence.ErrNotAcknowledged and nothing fenced. A run with a
 // grace of 0 (no supervisor, says its operator) and a dry run do not wait.
-func awaitGrace(ctx context.Context, env Env, m Migration) error {
+func awaitAcknowledgements(ctx context.Context, env Env, m Migration) error {
 	if m.DryRun || m.FreezeGrace <= 0 {
 		return nil
 	}

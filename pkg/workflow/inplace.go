@@ -80,7 +80,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	// Strategy A fences the source too: once the live supervisors have
 	// acknowledged (each serves reads from a copy).
-	if err := awaitGrace(ctx, env, m); err != nil {
+	if err := awaitAcknowledgements(ctx, env, m); err != nil {
 		return out, err
 	}
 	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)

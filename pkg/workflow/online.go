@@ -191,7 +191,7 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if m.FenceAt, err = announceFence(ctx, env, m); err != nil {
 		return m, err
 	}
-	if err := awaitGrace(ctx, env, m); err != nil {
+	if err := awaitAcknowledgements(ctx, env, m); err != nil {
 		return m, err
 	}
 	// Read again after the grace: a run aborted and replaced meanwhile

@@ -218,7 +218,7 @@ func fenceForDiscard(ctx context.Context, env Env, in RollbackInput, id string) 
 	}
 	release := func() error { return releaseLock(context.WithoutCancel(ctx), env, m) }
 	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
-	if err := awaitGrace(ctx, env, m); err != nil {
+	if err := awaitAcknowledgements(ctx, env, m); err != nil {
 		return nil, errors.Join(err, release())
 	}
 	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
