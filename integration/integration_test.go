@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -248,7 +250,7 @@ func (h *Harness) migrateAndCheck(t *testing.T, ctx context.Context, name string
 	if after := catalogState(t, ctx, f.Source, format.V1); after.Digest != src.Digest {
 		t.Fatalf("the source changed: digest %s, was %s", after.Digest, src.Digest)
 	}
-	var out workflow.FinalState
+	var out localrun.FinalState
 	if err := json.Unmarshal(o.Output, &out); err != nil || out.Verify.Digest != got.Digest {
 		t.Fatalf("Verify reported digest %q, the catalog has %s (%v)", out.Verify.Digest, got.Digest, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -15,12 +16,12 @@ import (
 )
 
 func newApproveCmd(e *env) *cobra.Command {
-	return gateCommand(e, "approve", "flip a migration waiting at the gate (migrate --postpone-flip): Flip, then the success message", `  rocklake-migrate approve m-20261202T101500Z-1a2b3c4d --pointer s3://b/rocklake/CURRENT`, workflow.Approve)
+	return gateCommand(e, "approve", "flip a migration waiting at the gate (migrate --postpone-flip): Flip, then the success message", `  rocklake-migrate approve m-20261202T101500Z-1a2b3c4d --pointer s3://b/rocklake/CURRENT`, operator.Approve)
 }
 
 // gateCommand is approve and abort: MIGRATION-ID --pointer … [--staging …].
 func gateCommand(e *env, name, summary, example string,
-	complete func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error)) *cobra.Command {
+	complete func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error)) *cobra.Command {
 	c := &cobra.Command{
 		Use:     name + " MIGRATION-ID --pointer s3://… [--staging s3://…] [--json]",
 		Short:   summary,
@@ -37,7 +38,7 @@ func gateCommand(e *env, name, summary, example string,
 }
 
 func completeGate(ctx context.Context, e *env, name, id, ptr, staging string, asJSON bool,
-	complete func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error)) error {
+	complete func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error)) error {
 	if err := needPointer(ptr); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func completeGate(ctx context.Context, e *env, name, id, ptr, staging string, as
 	}
 	env := workflow.Env{Store: store, Staging: staging, CreatedBy: createdBy()}
 	obs := asl.ObserverFuncs{Entered: announceState(e)}
-	res, err := complete(ctx, env, id, workflow.GateOptions{By: operator(), Pointer: ptr, Observer: obs})
+	res, err := complete(ctx, env, id, operator.GateOptions{By: operatorName(), Pointer: ptr, Observer: obs})
 	if asJSON && (err == nil || res.Gate.Migration.MigrationID != "") {
 		if perr := printJSON(e.stdout, res); perr != nil {
 			return perr
@@ -84,8 +85,8 @@ func announceState(e *env) func(asl.StateEvent) {
 	}
 }
 
-// operator names who approves or aborts, for the record and the messages.
-func operator() string {
+// operatorName names who approves or aborts, for the record and the messages.
+func operatorName() string {
 	host, _ := os.Hostname()
 	return userName() + "@" + host
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -36,8 +37,8 @@ func newCleanupCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out, err := workflow.Cleanup(ctx, workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
-			workflow.CleanupInput{Pointer: *ptr, Apply: *apply, Trigger: trigger(), ReleaseWayBack: *release})
+		out, err := operator.Cleanup(ctx, workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
+			operator.CleanupInput{Pointer: *ptr, Apply: *apply, Trigger: trigger(), ReleaseWayBack: *release})
 		switch {
 		case *asJSON:
 			if jerr := printJSON(e.stdout, out); jerr != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -163,7 +165,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 
 	r = cli(t, "cleanup", "--pointer", c.ptr, "--apply", "--json")
 	r.want(t, exitOK)
-	var out workflow.CleanupOutput
+	var out operator.CleanupOutput
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatalf("cleanup --json: %v\n%s", err, r.stdout)
 	}
@@ -171,7 +173,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 		t.Fatalf("cleanup: %+v", out)
 	}
 	for _, it := range out.Items {
-		if it.Action != workflow.CleanupDeleted || it.Deleted == 0 {
+		if it.Action != operator.CleanupDeleted || it.Deleted == 0 {
 			t.Fatalf("item %+v not deleted", it)
 		}
 	}
@@ -208,7 +210,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	}
 	_, rec, err := history.Find(c.ctx, c.store, c.ptr, out.LockID)
 	if err != nil || records != 1 || rec.Kind != history.KindCleanup || rec.Outcome != history.Succeeded ||
-		!slices.Contains(rec.Notes, workflow.CleanupDeleted+": 4") {
+		!slices.Contains(rec.Notes, operator.CleanupDeleted+": 4") {
 		t.Fatalf("the cleanup's record (%d new records): %+v, %v", records, rec, err)
 	}
 	want := slices.DeleteFunc(slices.Clone(srcCheckpoints), func(n string) bool { return n == "rocklake-migrate-m-dead" })

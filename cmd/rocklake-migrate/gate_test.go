@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The gated cut-over from the CLI: migrate --postpone-flip exits 0 at the
@@ -24,11 +25,11 @@ func TestPostponedFlipApproveAndAbort(t *testing.T) {
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--dry-run", "--postpone-flip").want(t, exitUsage, "exclude each other")
-	postpone := func() workflow.LocalReport {
+	postpone := func() localrun.Report {
 		t.Helper()
 		r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--postpone-flip", "--sns-topic", topic, "--json")
 		r.want(t, exitOK)
-		var rep workflow.LocalReport
+		var rep localrun.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("migrate --postpone-flip --json: %q: %v", r.stdout, err)
 		}

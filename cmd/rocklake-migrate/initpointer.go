@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -30,7 +32,7 @@ func newInitPointerCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		p, ref, err := workflow.InitPointer(ctx, workflow.Env{Store: store}, *ptr, *url)
+		p, ref, err := operator.InitPointer(ctx, workflow.Env{Store: store}, *ptr, *url)
 		if err != nil {
 			return err
 		}

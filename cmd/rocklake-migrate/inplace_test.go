@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // objects lists every object under prefix with its ETag; only the object
@@ -83,7 +84,7 @@ func TestMigrateInPlace(t *testing.T) {
 	wantDigest := strategyBDigest(t, src)
 	catalogObjects, pointerObjects := objects(t, ctx, src+"/"), objects(t, ctx, ptr, true)
 
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--dry-run", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || !strings.HasPrefix(rep.Outcome, "dry run") || rep.InPlace == nil || rep.InPlace.Records == 0 {
@@ -160,7 +161,7 @@ func TestRealRockLakeInPlace(t *testing.T) {
 	ptr := "s3://rocklake/CURRENT"
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
 
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "migrated in place" || rep.Digest != wantDigest {
@@ -214,7 +215,7 @@ func TestMigrateInPlaceAuto(t *testing.T) {
 		cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 		r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place-auto", "--in-place-max-bytes", c.max, "--shards", "2", "--json")
 		r.want(t, exitOK)
-		var rep workflow.LocalReport
+		var rep localrun.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != c.outcome || (rep.Target == src) != (c.name == "small") {
 			t.Fatalf("%s: report %s (%v), want %q", c.name, r.stdout, err, c.outcome)
 		}
@@ -238,7 +239,7 @@ func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

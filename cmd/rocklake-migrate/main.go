@@ -4,7 +4,7 @@
 // its own file, built by a small constructor listed in newRoot. A command
 // file is flags, output and exit codes only: what the command does is a
 // call into the package under pkg/ that owns it (migrate's run is
-// workflow.RunLocal).
+// localrun.Run).
 package main
 
 import (

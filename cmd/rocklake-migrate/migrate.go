@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -95,13 +97,13 @@ func newMigrateCmd(e *env) *cobra.Command {
 			return err
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		rep, err := workflow.RunLocal(ctx, env, workflow.LocalOptions{
+		rep, err := localrun.Run(ctx, env, localrun.Options{
 			Check: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
 				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, ReadReplica: replica,
 				InPlace: *inPlace, InPlaceAuto: *auto, InPlaceMaxBytes: *maxBytes,
 				Online: setting, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxTime.Seconds(), MaxRounds: *maxRounds}},
 			Topic: *topic, Concurrency: *concurrency, Log: e.stderr,
-			Display: func() workflow.Display { return e.progress(*asJSON) },
+			Display: func() localrun.Display { return e.progress(*asJSON) },
 		})
 		if rep == nil {
 			return err
@@ -124,7 +126,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	})
 }
 
-func printMigrateReport(e *env, r workflow.LocalReport) {
+func printMigrateReport(e *env, r localrun.Report) {
 	fmt.Fprintf(e.stdout, "\nmigration %s: %s\n", r.MigrationID, r.Outcome)
 	if r.Source != "" && r.Target != "" {
 		fmt.Fprintf(e.stdout, "  %s (%s) → %s (%s)\n", r.Source, r.From, r.Target, r.To)

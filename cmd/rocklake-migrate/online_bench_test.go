@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // BenchmarkOnlineMigration: the write freeze of an offline and an online
@@ -110,7 +111,7 @@ func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
 	secs := time.Since(start).Seconds()
 	acked, refused := w.halt()
 	r.want(b, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -56,7 +57,7 @@ func newPlanCmd(e *env) *cobra.Command {
 			return err
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		rep, err := workflow.Preflight(ctx, env, workflow.PreflightInput{
+		rep, err := operator.Plan(ctx, env, operator.PlanInput{
 			CheckInput: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
 				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, Online: onlineSetting(*offline)},
 			Concurrency: *concurrency,
@@ -72,7 +73,7 @@ func newPlanCmd(e *env) *cobra.Command {
 	})
 }
 
-func printPlan(e *env, r workflow.PreflightReport, staging, targetDir string) {
+func printPlan(e *env, r operator.PlanReport, staging, targetDir string) {
 	w := e.stdout
 	kind := ""
 	if r.Rebuild {

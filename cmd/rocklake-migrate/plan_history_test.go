@@ -6,8 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/history"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The operator's view: plan (read-only, human and JSON), then a dry run, a
@@ -25,7 +26,7 @@ func TestPlanHistoryStatus(t *testing.T) {
 	}
 	r := cli(t, "plan", "--pointer", ptr, "--to", "v2", "--shards", "4", "--json")
 	r.want(t, exitOK)
-	var rep workflow.PreflightReport
+	var rep operator.PlanReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("plan --json: %q: %v", r.stdout, err)
 	}
@@ -41,7 +42,7 @@ func TestPlanHistoryStatus(t *testing.T) {
 	}
 	// Offline, the freeze is the whole run after the fence, and the ready
 	// line says --offline.
-	var off workflow.PreflightReport
+	var off operator.PlanReport
 	o := cli(t, "plan", "--pointer", ptr, "--to", "v2", "--shards", "4", "--offline", "--json")
 	o.want(t, exitOK)
 	if err := json.Unmarshal([]byte(o.stdout), &off); err != nil || off.Online || off.Estimate == nil || off.Estimate.WriteFreezeSeconds <= rep.Estimate.WriteFreezeSeconds {

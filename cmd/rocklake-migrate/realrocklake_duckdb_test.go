@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // readGap is the longest time DuckDB's reads failed in a row: from the
@@ -81,7 +82,7 @@ func TestRealRockLakeDuckDBThroughTwoOnlineMigrations(t *testing.T) {
 		r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "online")+"/",
 			"--online", "--shards", "2", "--freeze-grace", "30s", "--read-replica=false", "--json")
 		r.want(t, exitOK)
-		var rep workflow.LocalReport
+		var rep localrun.Report
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("migration %d report %q: %v", i+1, r.stdout, err)
 		}

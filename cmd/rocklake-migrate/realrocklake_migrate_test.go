@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The workflow, on a catalog the real RockLake wrote, held against the real
@@ -46,7 +47,7 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 
 	// A dry run (which fences nothing) verifies, and leaves the source a
 	// catalog RockLake opens and writes.
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--dry-run", "--json")
 	r.want(t, exitOK)
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "dry run verified" && !strings.Contains(rep.Outcome, "dry") {

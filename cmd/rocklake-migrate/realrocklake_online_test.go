@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // committer commits a new schema through srv every interval until stopped,
@@ -195,7 +196,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 		t.Logf("rocklake serve (fenced) stopped: %v", err)
 	}
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" || rep.Online == nil {
 		t.Fatalf("migrate --online report %q: %v", r.stdout, err)
 	}
@@ -226,7 +227,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	off := cli(t, "migrate", "--pointer", other, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "offline")+"/",
 		"--offline", "--shards", "3", "--freeze-grace", "0s", "--read-replica=false", "--json")
 	off.want(t, exitOK)
-	var offRep workflow.LocalReport
+	var offRep localrun.Report
 	if err := json.Unmarshal([]byte(off.stdout), &offRep); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	}
 	back := cli(t, "rollback", "--pointer", ptr, "--json")
 	back.want(t, exitOK)
-	var rb workflow.LocalReport
+	var rb localrun.Report
 	if err := json.Unmarshal([]byte(back.stdout), &rb); err != nil || rb.Outcome != "rolled back" || rb.Target != "file://"+src || rb.CarriedKeys == 0 {
 		t.Fatalf("rollback report %q: %v", back.stdout, err)
 	}
@@ -298,7 +299,7 @@ func TestRealRockLakeOnlineMigratesAnUnflushedCatalogOffline(t *testing.T) {
 		t.Logf("rocklake serve (fenced) stopped: %v", err)
 	}
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" {
 		t.Fatalf("migrate --online report %q: %v", r.stdout, err)
 	}
@@ -391,7 +392,7 @@ func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "online")+"/",
 		"--online", "--shards", "2", "--freeze-grace", "20s", "--read-replica=false", "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Online == nil {
 		t.Fatalf("migrate --online report %q: %v", r.stdout, err)
 	}

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // commitReads are what a DuckLake client reads of the catalog as of one
@@ -88,7 +89,7 @@ func TestRealRockLakeRebuild(t *testing.T) {
 	relocated := filepath.Join(dir, "relocated")
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+relocated+"/", "--shards", "2", "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Outcome != "rebuilt" || rep.From != format.V1 || rep.To != format.V1 {
 		t.Fatalf("migrate --rebuild report %q: %v", r.stdout, err)
 	}

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // Reads never fail through a migration (issues 25, 37). A client reads
@@ -131,7 +132,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	started := time.Now()
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "20s", "--postpone-flip", "--offline", "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Gate == nil {
 		t.Fatalf("migrate --postpone-flip report %q: %v", r.stdout, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -17,7 +19,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The way back with the servers serving: `rocklake-migrate serve` runs the
@@ -39,7 +40,7 @@ func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/",
 		"--shards", "2", "--freeze-grace", "20s", "--json")
 	r.want(t, exitOK)
-	var fwd workflow.LocalReport
+	var fwd localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &fwd); err != nil || fwd.Outcome != "rebuilt" {
 		t.Fatalf("migrate report %q: %v", r.stdout, err)
 	}
@@ -49,7 +50,7 @@ func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 
 	b := cli(t, "rollback", "--pointer", ptr, "--freeze-grace", "20s", "--json")
 	b.want(t, exitOK)
-	var back workflow.LocalReport
+	var back localrun.Report
 	if err := json.Unmarshal([]byte(b.stdout), &back); err != nil || back.Outcome != "rolled back" || back.RollbackOf != fwd.MigrationID || back.Online == nil {
 		t.Fatalf("rollback report %q: %v", b.stdout, err)
 	}
@@ -96,7 +97,7 @@ func TestRealRockLakeRollbackOfAFormatChange(t *testing.T) {
 	ptr, src := pointedCatalog(t, ctx, dir)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--json")
 	r.want(t, exitOK)
-	var fwd workflow.LocalReport
+	var fwd localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &fwd); err != nil || fwd.To != format.V2 {
 		t.Fatalf("migrate --to v2 report %q: %v", r.stdout, err)
 	}
@@ -121,7 +122,7 @@ func TestRealRockLakeRollbackOfAFormatChange(t *testing.T) {
 
 	back := cli(t, "rollback", "--pointer", ptr, "--json")
 	back.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(back.stdout), &rep); err != nil || rep.Outcome != "rolled back" || rep.Target != "file://"+src || rep.To != format.V1 || rep.CarriedKeys == 0 {
 		t.Fatalf("rollback report %q: %v", back.stdout, err)
 	}
@@ -211,7 +212,7 @@ func TestRealRockLakeMigrateDown(t *testing.T) {
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v1", "--shards", "3", "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.From != format.V2 || rep.To != format.V1 || rep.Outcome != "migrated" {
 		t.Fatalf("migrate --to v1 report %q: %v", r.stdout, err)
 	}

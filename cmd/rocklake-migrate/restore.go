@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -34,8 +36,8 @@ func newRestoreCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out, err := workflow.Restore(ctx, workflow.Env{Store: store, CreatedBy: createdBy()},
-			workflow.RestoreInput{Pointer: *ptr, MigrationID: *id, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger()})
+		out, err := operator.Restore(ctx, workflow.Env{Store: store, CreatedBy: createdBy()},
+			operator.RestoreInput{Pointer: *ptr, MigrationID: *id, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger()})
 		if err != nil {
 			return err
 		}

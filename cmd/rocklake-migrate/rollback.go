@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -107,9 +109,9 @@ back (the catalog as it was) in one step.`,
 // carryBack runs the rollback run (the migration definition with
 // "rollback": true) and prints its report as migrate does.
 func carryBack(ctx context.Context, e *env, env workflow.Env, ptr string, grace *float64, asJSON bool) error {
-	rep, err := workflow.RunLocal(ctx, env, workflow.LocalOptions{
+	rep, err := localrun.Run(ctx, env, localrun.Options{
 		Check: workflow.CheckInput{Pointer: ptr, Rollback: true, Trigger: trigger(), FreezeGrace: grace},
-		Log:   e.stderr, Display: func() workflow.Display { return e.progress(asJSON) },
+		Log:   e.stderr, Display: func() localrun.Display { return e.progress(asJSON) },
 	})
 	if rep == nil {
 		return err

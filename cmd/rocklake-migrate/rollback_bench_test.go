@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // BenchmarkRollback: a rollback that carries commits back, after an online
@@ -84,7 +85,7 @@ func rollbackAfterCommits(b *testing.B, n, k int) rollbackRun {
 	dir, src, ptr := seededPointer(b, ctx, n)
 	r := cli(b, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/", "--shards", "8", "--json")
 	r.want(b, exitOK)
-	var fwd workflow.LocalReport
+	var fwd localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &fwd); err != nil {
 		b.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func rollbackAfterCommits(b *testing.B, n, k int) rollbackRun {
 	out.seconds = time.Since(start).Seconds()
 	acked, refused := w.halt()
 	back.want(b, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(back.stdout), &rep); err != nil || rep.Online == nil {
 		b.Fatalf("rollback report %q: %v", back.stdout, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -33,7 +34,7 @@ func newStatusCmd(e *env) *cobra.Command {
 		if *staging == "" {
 			*staging = layout.DefaultStaging(*ptr)
 		}
-		st, err := workflow.StatusOf(ctx, workflow.Env{Store: store, Staging: *staging}, *ptr)
+		st, err := operator.StatusOf(ctx, workflow.Env{Store: store, Staging: *staging}, *ptr)
 		if err != nil {
 			return err
 		}
@@ -59,7 +60,7 @@ func newStatusCmd(e *env) *cobra.Command {
 	})
 }
 
-func printRun(e *env, r workflow.RunStatus) {
+func printRun(e *env, r operator.RunStatus) {
 	w := e.stdout
 	if !r.Running {
 		fmt.Fprintln(w, "no migration in progress (the lock is free)")

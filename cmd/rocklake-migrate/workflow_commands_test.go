@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // The operator's loop: migrate behind a pointer, status, rollback, drift with
@@ -45,7 +46,7 @@ func TestMigrateRollbackDrift(t *testing.T) {
 
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "3", "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("migrate --json: %q: %v", r.stdout, err)
 	}
@@ -128,7 +129,7 @@ func TestOutcomeIsThePointers(t *testing.T) {
 	missing := "arn:aws:sns:us-east-1:123456789012:no-such-topic"
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--sns-topic", missing, "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestOutcomeIsThePointers(t *testing.T) {
 	topic := sns.CreateTopic(t, "rocklake-alerts")
 	r = cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--sns-topic", topic, "--json")
 	r.want(t, exitError)
-	rep = workflow.LocalReport{}
+	rep = localrun.Report{}
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestMigrateReportsDroppedAndCarried(t *testing.T) {
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--unknown-tags", "drop", "--dry-run", "--json")
 	r.want(t, exitOK)
-	var rep workflow.LocalReport
+	var rep localrun.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestProfileOnlyRollbackAndExport(t *testing.T) {
 
 // migrateEvents checks what --json adds to migrate's progress: the stream
 // goes to stderr, one JSON event per line, ending with the terminal state Migrated. What
-// the events say is workflow.RunLocal's (TestRunLocalMigratesAndShowsItsProgress).
+// the events say is localrun.Run's (TestRunMigratesAndShowsItsProgress).
 func migrateEvents(t *testing.T, stderr string) {
 	t.Helper()
 	type event struct {

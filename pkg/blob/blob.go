@@ -14,6 +14,7 @@ package blob
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -371,4 +372,28 @@ func (w *Writer) Abort() {
 	}
 	w.done = true
 	w.abort()
+}
+
+// GetJSON reads the object at url into v.
+func (s *Store) GetJSON(ctx context.Context, url string, v any) error {
+	b, _, err := s.Get(ctx, url)
+	if err != nil {
+		return fmt.Errorf("blob: read %s: %w", url, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("blob: decode %s: %w", url, err)
+	}
+	return nil
+}
+
+// PutJSON writes v, as JSON, to the object at url.
+func (s *Store) PutJSON(ctx context.Context, url string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("blob: encode %s: %w", url, err)
+	}
+	if _, err := s.Put(ctx, url, b); err != nil {
+		return fmt.Errorf("blob: write %s: %w", url, err)
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ const (
 	KindCleanup  Kind = "cleanup"
 	KindAbort    Kind = "abort"
 	// KindRestore: a catalog restored in place from an in-place
-	// migration's way back (workflow.Restore).
+	// migration's way back (operator.Restore).
 	KindRestore Kind = "restore"
 )
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
@@ -60,7 +62,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 	}
 	if cur.Catalog == m.Target {
 		// The migration flipped: it is over, and its lock with it.
-		if err := releaseLock(ctx, env, m); err != nil {
+		if err := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 			return out, err
 		}
 		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
@@ -71,7 +73,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 			// the next migration need not wait out the lease. The target
 			// stays: that Flip's write may have landed, or land yet (on
 			// Check's ETag, so never over a later migration's flip).
-			if lerr := releaseLock(ctx, env, m); lerr != nil {
+			if lerr := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); lerr != nil {
 				err = fmt.Errorf("%w; freeing the lock failed: %w", err, lerr)
 			}
 		}
@@ -91,7 +93,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		// Only once Snapshot proved the target reads as its pin (its plan
 		// written) can anything in it be this run's: before, a change
 		// there is someone else's and stays.
-		if _, err := readPlan(ctx, env, m.MigrationID); err == nil {
+		if _, err := ReadPlan(ctx, env, m.MigrationID); err == nil {
 			if out.RevertedKeys, err = revertTarget(ctx, env, m); err != nil {
 				return out, err // the lock stays this run's: abort again
 			}
@@ -122,19 +124,19 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 	}
 	cp := m.Checkpoint
 	if cp == "" { // Freeze wrote the plan but did not return
-		if p, err := readPlan(ctx, env, m.MigrationID); err == nil {
+		if p, err := ReadPlan(ctx, env, m.MigrationID); err == nil {
 			cp = p.Checkpoint
 		}
 	}
 	if err := deleteCheckpoints(ctx, env, m, cp); err != nil {
 		return out, fmt.Errorf("workflow: abort: %w", err)
 	}
-	n, err := env.Store.DeletePrefix(ctx, env.staging(m.MigrationID).Prefix())
+	n, err := env.Store.DeletePrefix(ctx, env.StagingOf(m.MigrationID).Prefix())
 	if err != nil {
 		return out, fmt.Errorf("workflow: abort: delete staging: %w", err)
 	}
 	out.StagingObjects = n
-	if err := releaseLock(ctx, env, m); err != nil {
+	if err := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return out, err
 	}
 	return out, dropReplica(ctx, env, m)

@@ -29,11 +29,11 @@ func TestPlanShardsFallsBackWithinItsBudget(t *testing.T) {
 	}
 	defer c.Close()
 	src := blockSource{url: url}
-	rs, balance, err := planShards(ctx, c, src, 4, byteScanBudget)
+	rs, balance, err := planShards(ctx, c, src, 4, ByteScanBudget)
 	if err != nil || balance != "blocks" || len(rs) != 4 {
 		t.Fatalf("by blocks: %d ranges, %q, %v", len(rs), balance, err)
 	}
-	rs, balance, err = planShards(ctx, c, src, 1000, byteScanBudget)
+	rs, balance, err = planShards(ctx, c, src, 1000, ByteScanBudget)
 	if err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") || !strings.Contains(balance, "a shard") || len(rs) != 1000 {
 		t.Fatalf("too few blocks a shard: %d ranges, %q, %v", len(rs), balance, err)
 	}
@@ -43,7 +43,7 @@ func TestPlanShardsFallsBackWithinItsBudget(t *testing.T) {
 	}
 	// The engine cannot profile (no checkpoint of that id): the scan.
 	bad := blockSource{url: url, checkpoint: "6f1d7c44-0000-4000-8000-000000000000"}
-	if _, balance, err = planShards(ctx, c, bad, 4, byteScanBudget); err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") {
+	if _, balance, err = planShards(ctx, c, bad, 4, ByteScanBudget); err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") {
 		t.Fatalf("no such checkpoint: %q, %v", balance, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -104,7 +106,7 @@ func preflightRollback(ctx context.Context, env Env, in CheckInput, m Migration,
 // a downward carry compares like with like), and the plan written with the
 // rounds' start, the source's pin.
 func rollbackStart(ctx context.Context, env Env, m Migration) (Migration, error) {
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
 	cur, ref, err := pointer.Read(ctx, env.Store, m.Pointer)
@@ -142,7 +144,7 @@ func rollbackStart(ctx context.Context, env Env, m Migration) (Migration, error)
 	p := Plan{MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag, Source: m.Source, Target: m.Target,
 		From: m.From, To: m.To, WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags,
 		Start: &RoundStart{View: viewOf(fp.Current), Digest: digest}, RollbackOf: m.RollbackOf, FlipPoint: &fp}
-	return m, putJSON(ctx, env.Store, env.staging(m.MigrationID).Plan(), p)
+	return m, env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).Plan(), p)
 }
 
 // RoundStart is where a run's first catch-up round starts when it is not

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -32,7 +34,7 @@ func flipped(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInpu
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	var state workflow.FinalState
+	var state localrun.FinalState
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
-	var state workflow.FinalState
+	var state localrun.FinalState
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +248,7 @@ func TestRollbackOfAFormatChange(t *testing.T) {
 			if err != nil {
 				t.Fatalf("rollback: %v", err)
 			}
-			var state workflow.FinalState
+			var state localrun.FinalState
 			if err := json.Unmarshal(back, &state); err != nil {
 				t.Fatal(err)
 			}

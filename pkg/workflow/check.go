@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
@@ -129,7 +131,7 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		if _, err := claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: m.Target, Kind: claim.KindTarget, Source: m.Source,
 			MigrationID: m.MigrationID, Created: time.Now(), CreatedBy: env.CreatedBy}); err != nil {
 			err = fmt.Errorf("workflow: claim the target %s: %w", m.Target, err)
-			if rerr := releaseLock(ctx, env, m); rerr != nil {
+			if rerr := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); rerr != nil {
 				err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
 			}
 			return m, err
@@ -144,7 +146,7 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 			if claimed {
 				err = errors.Join(err, claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID))
 			}
-			return m, errors.Join(err, releaseLock(ctx, env, m))
+			return m, errors.Join(err, lock.Release(ctx, env.Store, m.Pointer, m.MigrationID))
 		}
 	}
 	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
@@ -158,7 +160,7 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 				err = fmt.Errorf("%w; withdrawing the replica's claim failed too: %w", err, cerr)
 			}
 		}
-		if rerr := releaseLock(ctx, env, m); rerr != nil {
+		if rerr := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); rerr != nil {
 			err = fmt.Errorf("%w; freeing the lock failed too: %w", err, rerr)
 		}
 		return m, err
@@ -196,7 +198,7 @@ func ownStaging(ctx context.Context, env Env, st layout.Staging, m Migration) er
 		return nil
 	}
 	var had stagingOwner
-	if gerr := getJSON(ctx, env.Store, st.Owner(), &had); gerr != nil {
+	if gerr := env.Store.GetJSON(ctx, st.Owner(), &had); gerr != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStagingTaken, st.Prefix(), gerr)
 	}
 	if had.Pointer != m.Pointer {
@@ -212,7 +214,7 @@ func probeStaging(ctx context.Context, env Env, m Migration) error {
 	if env.Staging == "" {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
-	st := env.staging(m.MigrationID)
+	st := env.StagingOf(m.MigrationID)
 	// Strategy A stages nothing but the probe: no owner.
 	if !m.InPlace {
 		if err := ownStaging(ctx, env, st, m); err != nil {

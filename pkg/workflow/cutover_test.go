@@ -235,7 +235,7 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 		}
 		for name, in := range steps {
 			raw, _ := json.Marshal(in)
-			if _, err := workflow.Run(ctx, f.env, name, raw); !errors.Is(err, workflow.ErrLockLost) || workflow.ErrorName(err) != "LockLost" {
+			if _, err := workflow.Run(ctx, f.env, name, raw); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
 				t.Fatalf("lock %+v: %s: %v (%s), want LockLost", lost, name, err, workflow.ErrorName(err))
 			}
 		}

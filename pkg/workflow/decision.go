@@ -17,8 +17,8 @@ var ErrDecided = errname.New("workflow", NameDecided, "")
 
 // decision reads the migration's decision, "" if none was taken (or a
 // decision to flip was withdrawn).
-func decision(ctx context.Context, env Env, m Migration) (string, error) {
-	got, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).Decision())
+func DecisionOf(ctx context.Context, env Env, m Migration) (string, error) {
+	got, _, err := env.Store.Get(ctx, env.StagingOf(m.MigrationID).Decision())
 	if errors.Is(err, blob.ErrNotFound) {
 		return "", nil
 	}
@@ -37,7 +37,7 @@ func decision(ctx context.Context, env Env, m Migration) (string, error) {
 // marker is never deleted (a withdrawn decision is overwritten, on its
 // ETag): a delete marker would defeat If-None-Match on some S3 servers.
 func decide(ctx context.Context, env Env, m Migration, want string) error {
-	url := env.staging(m.MigrationID).Decision()
+	url := env.StagingOf(m.MigrationID).Decision()
 	_, err := env.Store.PutIfAbsent(ctx, url, []byte(want))
 	for range 3 {
 		if err == nil {

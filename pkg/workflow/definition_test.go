@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -51,7 +53,7 @@ func online() *bool { v := true; return &v }
 // in-process tasks; onExit is called as each state ends.
 func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput, onExit func(asl.StateEvent)) (json.RawMessage, *published, error) {
 	t.Helper()
-	m, err := workflow.LoadLocal("arn:aws:sns:us-east-1:000000000000:rocklake")
+	m, err := localrun.Load("arn:aws:sns:us-east-1:000000000000:rocklake")
 	if err != nil {
 		t.Fatalf("load definition: %v", err)
 	}
@@ -65,7 +67,7 @@ func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.Che
 		obs.Exited = onExit
 	}
 	out, err := asl.Run(ctx, m, raw, asl.Options{
-		Tasks:    workflow.LocalTasks(f.env, pub.publish),
+		Tasks:    localrun.Tasks(f.env, pub.publish),
 		Observer: obs,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 	})
@@ -78,7 +80,7 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	var state workflow.FinalState
+	var state localrun.FinalState
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +226,7 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 
 func TestDriftDefinition(t *testing.T) {
 	ctx, f := setup(t, 50)
-	def, err := asl.Substitute(statemachine.Drift, workflow.LocalSubstitutions(""))
+	def, err := asl.Substitute(statemachine.Drift, localrun.Substitutions(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +236,7 @@ func TestDriftDefinition(t *testing.T) {
 	}
 	run := func(expect uint64) error {
 		in, _ := json.Marshal(workflow.DriftInput{Pointer: f.pointer, Expect: expect})
-		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: workflow.LocalTasks(f.env, nil)})
+		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: localrun.Tasks(f.env, nil)})
 		return err
 	}
 	if err := run(1); err != nil {

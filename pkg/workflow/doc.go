@@ -13,7 +13,7 @@
 //	shards.go       ExportTransformShard, the Map's (ExportShard and TransformShard are its two halves, for by hand)
 //	import.go       Import (the one writer of the new catalog, resumable) and Finalize (the batch that makes it open)
 //	verify.go       Verify: the new catalog's counts and digest against the transforms'
-//	gate.go         Gate, and completing it: Approve and AbortGate, on Step Functions or by resuming a local run
+//	gate.go         Gate: the run waits for an operator (the record approve and abort read, pkg/operator), and its notification
 //	flip.go         Flip: every precondition, the decision, the pointer's conditional write
 //	abort.go        Abort: the target (fenced, then deleted until it stays empty), staging, the checkpoint, the lock
 //	rollback.go     Rollback, in one step: the previous pointer version, checked, refused if it loses commits (or, with DiscardNewerCommits, after the lock and a fence)
@@ -30,25 +30,17 @@
 //	decision.go     the decision (flip or abort) only one of Flip and Abort can take
 //	marks.go        the marks (writer-epoch, next_snapshot_id) the pointer records
 //	staging.go      the plan, written to and read from staging (where each object lives: pkg/layout)
-//	lock.go         taking, confirming and freeing the pointer's lock (pkg/lock is its object), leases by kind, Unlock
+//	lock.go         the lease of each kind of run, taking the pointer's lock with it (pkg/lock takes, confirms and frees it), Unlock
 //	record.go       the run's record beside the pointer (pkg/history)
 //	errors.go       ErrorName: the stable name a step's error answers to (each package's errors carry their own, pkg/errname) and workflow's own names
 //
-// Runs and the operator's reads around them:
-//
-//	local.go        RunLocal, the CLI's migrate: the definition under pkg/asl with LocalTasks (or Check then InPlace), its display, interruption → Abort, the gate's suspension, the report
-//	plan.go         Preflight, the CLI's plan, with its estimates
-//	status.go       Status (the run in progress) and StatusOf (the CLI's status)
-//	initpointer.go  InitPointer, the first pointer to a catalog
-//	cleanup.go      Cleanup: what dead runs left behind, as the drift check finds it, under the same lock (a directory only if a claim of this pointer's run names it)
-//	restore.go      Restore: a catalog an in-place run left in its new format, brought back from its way back
-//
 // And what runs the steps: the step table, by name, and the request the
 // definition's tasks send (handler.go: Run, RunStep, Functions, Request),
-// which the Lambdas' runtime (pkg/function) and the local run (local.go)
-// share; the environment (config.go, and memory.go for the in-place
-// limit); and the expected format version, read from an SSM parameter at
-// run time when an input names none (expected.go). Nothing here imports the
-// Lambda runtime or the progress bars: the local run shows itself through a
-// Display its caller gives (the CLI's is pkg/progress).
+// which the Lambdas' runtime (pkg/function) and the local run
+// (pkg/localrun) share; the environment (config.go, and memory.go for the
+// in-place limit); and the expected format version, read from an SSM
+// parameter at run time when an input names none (expected.go). What an
+// operator runs around the runs (plan, status, approve, cleanup, restore)
+// is pkg/operator's. Nothing here imports the Lambda runtime or the
+// progress bars.
 package workflow

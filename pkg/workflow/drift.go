@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
 )
@@ -34,7 +36,7 @@ func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
 	if err != nil {
 		return DriftOutput{}, err
 	}
-	active, unknown, silent := lockHolder(ctx, env, in.Pointer, time.Now())
+	active, unknown, silent := lock.Holder(ctx, env.Store, in.Pointer, time.Now())
 	if silent != nil {
 		return DriftOutput{}, silent
 	}

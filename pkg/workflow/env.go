@@ -24,7 +24,7 @@ type Env struct {
 	// the step's time if less), keeping the rest for its undo, record and
 	// lock.
 	InPlaceMargin time.Duration
-	// Local: the steps run in the CLI's process under pkg/asl (LocalTasks),
+	// Local: the steps run in the CLI's process under pkg/asl (pkg/localrun),
 	// not as Lambdas under Step Functions; the gate's token is pkg/asl's.
 	Local bool
 	// Publish sends the steps' own SNS messages (the gate's); nil:
@@ -47,7 +47,8 @@ type Env struct {
 	InPlaceMemory int64
 }
 
-func (e Env) staging(id string) layout.Staging {
+// StagingOf is the staging of run id.
+func (e Env) StagingOf(id string) layout.Staging {
 	return layout.Staging{Root: e.Staging, MigrationID: id}
 }
 

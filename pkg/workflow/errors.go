@@ -12,8 +12,6 @@ const (
 	NameSourceChanged          = "SourceChangedDuringMigration"
 	NameRollbackLosesCommits   = "RollbackLosesCommits"
 	NameAbortAfterFlip         = "AbortAfterFlip"
-	NameMigrationInProgress    = "MigrationInProgress"
-	NameLockLost               = "LockLost"
 	NameSourceAtRoot           = "SourceAtRoot"
 	NameStagingUnusable        = "StagingUnusable"
 	NameStagingTaken           = "StagingTaken"
@@ -24,9 +22,6 @@ const (
 	NameBadExpectedVersion     = "BadExpectedVersion"
 	NameBadInput               = "BadInput"
 	NameInPlaceNoTime          = "InPlaceNoTime"
-	NameRestoreRefused         = "RestoreRefused"
-	NameReleaseRefused         = "ReleaseRefused"
-	NameCleanupUndecided       = "CleanupUndecided"
 	NameInPlaceLimitTooLarge   = "InPlaceLimitTooLarge"
 	NameBadFreezeGrace         = "BadFreezeGrace"
 	NameStepFailed             = "StepFailed" // an error without a name

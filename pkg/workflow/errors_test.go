@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -78,9 +82,9 @@ var named = []struct {
 	{workflow.ErrStagingTaken, "StagingTaken"},
 	{workflow.ErrBadFreezeGrace, "BadFreezeGrace"},
 	{workflow.ErrSourceAtRoot, "SourceAtRoot"},
-	{workflow.ErrLockLost, "LockLost"},
+	{lock.ErrLost, "LockLost"},
 	{workflow.ErrBadInput, "BadInput"},
-	{workflow.ErrMigrationInProgress, "MigrationInProgress"},
+	{lock.ErrInProgress, "MigrationInProgress"},
 	{workflow.ErrHistoryUnwritable, "HistoryUnwritable"},
 	{workflow.ErrAbortAfterFlip, "AbortAfterFlip"},
 	{workflow.ErrDecided, "MigrationDecided"},
@@ -90,9 +94,9 @@ var named = []struct {
 	{workflow.ErrPreviousCatalogChanged, "PreviousCatalogChanged"},
 	{migration.ErrNoTargetForm, "NoTargetForm"},
 	{workflow.ErrInPlaceNoTime, "InPlaceNoTime"},
-	{workflow.ErrRestoreRefused, "RestoreRefused"},
-	{workflow.ErrReleaseRefused, "ReleaseRefused"},
-	{workflow.ErrCleanupUndecided, "CleanupUndecided"},
+	{operator.ErrRestoreRefused, "RestoreRefused"},
+	{operator.ErrReleaseRefused, "ReleaseRefused"},
+	{operator.ErrCleanupUndecided, "CleanupUndecided"},
 	{workflow.ErrInPlaceLimitTooLarge, "InPlaceLimitTooLarge"},
 	{presence.ErrNotAcknowledged, "ServersNotAcknowledged"},
 	{blob.ErrSilent, "S3Unreachable"},
@@ -137,7 +141,7 @@ func TestErrorNameOutermostWins(t *testing.T) {
 		{fmt.Errorf("%w; freeing the lock failed: %w", fmt.Errorf("%w: 3 objects", workflow.ErrTargetStillWritten), blob.ErrAccessDenied), "Transient"},
 		{fmt.Errorf("%w; workflow: in place: %w; both kept", inplace.ErrCatalogMoved, pointer.ErrPointerConflict), "InPlaceCatalogMoved"},
 		{fmt.Errorf("%w: workflow: in place: %w; nothing was restored", inplace.ErrUndoUndecided, blob.ErrUnreachable), "InPlaceUndoUndecided"},
-		{fmt.Errorf("%w: the way back: %w", workflow.ErrRestoreRefused, pointer.ErrPointerMissing), "RestoreRefused"},
+		{fmt.Errorf("%w: the way back: %w", operator.ErrRestoreRefused, pointer.ErrPointerMissing), "RestoreRefused"},
 		// An unnamed error passes its cause's name on.
 		{fmt.Errorf("history: write: %w", blob.ErrUnreachable), "Transient"},
 		{errors.Join(errors.New("first"), shard.ErrMismatch), "VerifyMismatch"},

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -44,11 +46,11 @@ type FlipOutput struct {
 func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	start := time.Now()
 	out := FlipOutput{Migration: m}
-	p, err := readPlan(ctx, env, m.MigrationID)
+	p, err := ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return out, err
 	}
-	decided, err := decision(ctx, env, m)
+	decided, err := DecisionOf(ctx, env, m)
 	if err != nil {
 		return out, err
 	}
@@ -88,7 +90,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	if err := dropPins(ctx, env, p); err != nil {
 		cleanup = append(cleanup, err.Error())
 	}
-	if err := releaseLock(ctx, env, m); err != nil {
+	if err := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		cleanup = append(cleanup, err.Error())
 	} else if err := dropReplica(ctx, env, m); err != nil {
 		cleanup = append(cleanup, err.Error())
@@ -122,7 +124,7 @@ func flip(ctx context.Context, env Env, m Migration, p Plan, cur pointer.Ref) (p
 			Detail: fmt.Sprintf("the pointer was moved since Check read it (a rollback, an operator, another flip): expected ETag %s, found %s; nothing was written", m.PointerETag, cur.ETag)}
 		return pointer.Ref{}, withdrawFlip(ctx, env, m, moved)
 	}
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return pointer.Ref{}, err
 	}
 	if err := sourceUnchanged(ctx, env, m, p); err != nil {
@@ -155,7 +157,7 @@ func targetMarks(ctx context.Context, env Env, m Migration) (pointer.Marks, erro
 		return pointer.Marks{}, fmt.Errorf("workflow: flip: check %s: %w", m.Target, err)
 	}
 	defer c.Close()
-	return catalogMarks(ctx, c)
+	return CatalogMarks(ctx, c)
 }
 
 // withdrawFlip takes back this migration's decision to flip when the
@@ -165,7 +167,7 @@ func targetMarks(ctx context.Context, env Env, m Migration) (pointer.Marks, erro
 // back or flipped over since): that catalog was live and may hold commits,
 // and Abort keeps it. It returns cause, with what it could not do.
 func withdrawFlip(ctx context.Context, env Env, m Migration, cause error) error {
-	url := env.staging(m.MigrationID).Decision()
+	url := env.StagingOf(m.MigrationID).Decision()
 	got, info, err := env.Store.Get(ctx, url)
 	switch {
 	case errors.Is(err, blob.ErrNotFound), err == nil && string(got) != layout.DecisionFlip:
@@ -238,9 +240,9 @@ func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
 // sends the very same bytes, which pointer.Flip recognises as already
 // current instead of a conflict.
 func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) (pointer.Pointer, error) {
-	url := env.staging(m.MigrationID).FlipIntent()
+	url := env.StagingOf(m.MigrationID).FlipIntent()
 	var next pointer.Pointer
-	err := getJSON(ctx, env.Store, url, &next)
+	err := env.Store.GetJSON(ctx, url, &next)
 	if err == nil {
 		return next, nil
 	}
@@ -251,7 +253,7 @@ func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) 
 		if next, err = rollbackIntent(ctx, env, m, carriedKeys(ctx, env, m)); err != nil {
 			return next, err
 		}
-		return next, putJSON(ctx, env.Store, url, next)
+		return next, env.Store.PutJSON(ctx, url, next)
 	}
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
@@ -265,5 +267,5 @@ func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) 
 	if next.FlipPoint, err = pinFlip(ctx, env, m.MigrationID, m.Source, m.Target); err != nil {
 		return next, err
 	}
-	return next, putJSON(ctx, env.Store, url, next)
+	return next, env.Store.PutJSON(ctx, url, next)
 }

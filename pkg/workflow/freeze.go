@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
@@ -19,7 +21,7 @@ import (
 // RockLake writer, records writer-epoch and next_snapshot_id, takes a
 // checkpoint through that writer and writes the shard plan to staging.
 func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
 	if m.DryRun {
@@ -31,7 +33,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err := awaitAcknowledgements(ctx, env, m); err != nil {
 		return m, err
 	}
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
 	// Passive: fencing and the checkpoint are all Freeze may change in the
@@ -54,7 +56,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	// Reads fail from the fence until the servers read the replica: it is
 	// made first.
 	m.Replica = makeReplica(ctx, env, m, cp.ID)
-	ranges, balance, err := planShards(ctx, w.Catalog, blockSource{m.Source, cp.ID, so}, m.Shards, byteScanBudget)
+	ranges, balance, err := planShards(ctx, w.Catalog, blockSource{m.Source, cp.ID, so}, m.Shards, ByteScanBudget)
 	if err != nil {
 		return m, err
 	}
@@ -79,7 +81,7 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 	if err != nil {
 		return m, err
 	}
-	ranges, balance, err := planShards(ctx, c, blockSource{url: m.Source, opts: env.SlateDB}, m.Shards, byteScanBudget)
+	ranges, balance, err := planShards(ctx, c, blockSource{url: m.Source, opts: env.SlateDB}, m.Shards, ByteScanBudget)
 	if err != nil {
 		return m, err
 	}
@@ -91,12 +93,12 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
 }
 
-// byteScanBudget bounds Freeze's byte-balancing scan (about 34 million keys
+// ByteScanBudget bounds Freeze's byte-balancing scan (about 34 million keys
 // at the README's 286 000 keys/s on S3, one part at a time), and never more
 // than half the time the step has left: the source is frozen meanwhile, and
 // a Lambda has 15 minutes. Past it, the shards are cut by the counters'
 // estimate.
-const byteScanBudget = 2 * time.Minute
+const ByteScanBudget = 2 * time.Minute
 
 // errScanPastBudget: the byte scan's rate so far, over the counters'
 // estimate of the keys, says it would not end within its budget.
@@ -213,7 +215,7 @@ func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: m.Checkpoint,
 		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges, Balance: balance, Replica: m.Replica,
 	}
-	return putJSON(ctx, env.Store, env.staging(m.MigrationID).Plan(), plan)
+	return env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).Plan(), plan)
 }
 
 // engineState names the newest SlateDB manifest and WAL objects of the
@@ -229,8 +231,8 @@ func engineState(ctx context.Context, env Env, url string) (string, error) {
 	return s, nil
 }
 
-func readPlan(ctx context.Context, env Env, id string) (Plan, error) {
+func ReadPlan(ctx context.Context, env Env, id string) (Plan, error) {
 	var p Plan
-	err := getJSON(ctx, env.Store, env.staging(id).Plan(), &p)
+	err := env.Store.GetJSON(ctx, env.StagingOf(id).Plan(), &p)
 	return p, err
 }

@@ -65,10 +65,10 @@ func BenchmarkFreezePlan(b *testing.B) {
 		plan          func() ([]shard.Range, string, error)
 	}{
 		{"blocks", "blocks", func() ([]shard.Range, string, error) {
-			return planShards(ctx, w.Catalog, blockSource{url, cp.ID, so}, shards, byteScanBudget)
+			return planShards(ctx, w.Catalog, blockSource{url, cp.ID, so}, shards, ByteScanBudget)
 		}},
 		{"bytes", "bytes", func() ([]shard.Range, string, error) {
-			return planByScan(ctx, w.Catalog, shards, byteScanBudget)
+			return planByScan(ctx, w.Catalog, shards, ByteScanBudget)
 		}},
 	}
 	for _, p := range plans {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -99,7 +101,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	}
 
 	m, arn := open("e1")
-	rec, err := workflow.ReadGate(ctx, f.env, m.MigrationID)
+	rec, _, err := workflow.ReadGate(ctx, f.env, m.MigrationID)
 	if err != nil || rec.Local || rec.Execution != arn {
 		t.Fatalf("gate record %+v, %v", rec, err)
 	}
@@ -108,8 +110,8 @@ func TestGateOnStepFunctions(t *testing.T) {
 		!strings.Contains(msgs[0].Body, "rocklake-migrate approve "+m.MigrationID) || !strings.Contains(msgs[0].Body, "console.aws.amazon.com") {
 		t.Fatalf("the gate's message: %+v", msgs)
 	}
-	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer}
-	res, err := workflow.Approve(ctx, f.env, m.MigrationID, opts)
+	opts := operator.GateOptions{By: "ops", Pointer: f.pointer}
+	res, err := operator.Approve(ctx, f.env, m.MigrationID, opts)
 	if err != nil || res.SentTo != arn {
 		t.Fatalf("approve: %+v, %v", res, err)
 	}
@@ -122,7 +124,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	if err := json.Unmarshal([]byte(aws.ToString(d.Output)), &out); d.Status != sfntypes.ExecutionStatusSucceeded || err != nil || out.Gate.ApprovedBy != "ops" {
 		t.Fatalf("the execution after approve: %s %s (%v)", d.Status, aws.ToString(d.Output), err)
 	}
-	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) {
+	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) {
 		t.Fatalf("abort after approve was sent: %v", err)
 	}
 
@@ -135,17 +137,17 @@ func TestGateOnStepFunctions(t *testing.T) {
 	// A completion Step Functions refuses (here a token it never issued)
 	// leaves the gate open for the next command.
 	gateURL := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.Gate()
-	rec, _ = workflow.ReadGate(ctx, f.env, m.MigrationID)
+	rec, _, _ = workflow.ReadGate(ctx, f.env, m.MigrationID)
 	token := rec.TaskToken
 	rec.TaskToken = "not-a-token"
 	body, _ := json.Marshal(rec)
 	if _, err := f.env.Store.Put(ctx, gateURL, body); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); err == nil || !strings.Contains(err.Error(), "InvalidToken") {
+	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); err == nil || !strings.Contains(err.Error(), "InvalidToken") {
 		t.Fatalf("abort with a token Step Functions refuses: %v", err)
 	}
-	if rec, err = workflow.ReadGate(ctx, f.env, m.MigrationID); err != nil || rec.Completed != "" {
+	if rec, _, err = workflow.ReadGate(ctx, f.env, m.MigrationID); err != nil || rec.Completed != "" {
 		t.Fatalf("the refused abort kept its claim: %+v, %v", rec, err)
 	}
 	rec.TaskToken = token
@@ -153,7 +155,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	if _, err := f.env.Store.Put(ctx, gateURL, body); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); err != nil {
+	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
 	if d := finished(arn); d.Status != sfntypes.ExecutionStatusFailed || aws.ToString(d.Error) != workflow.NameAbortedByOperator {

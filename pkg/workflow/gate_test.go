@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -61,11 +64,11 @@ func TestGateStateFitsTheLease(t *testing.T) {
 }
 
 // postpone runs a migration with postpone_flip to its gate, as
-// `migrate --postpone-flip` does (RunLocal), which records the suspended
+// `migrate --postpone-flip` does (localrun.Run), which records the suspended
 // run there.
 func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) workflow.GateRecord {
 	t.Helper()
-	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
+	rep, err := localrun.Run(ctx, f.env, localrun.Options{
 		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish,
 	})
@@ -157,16 +160,16 @@ func TestGateApproveFlips(t *testing.T) {
 		t.Fatalf("notifications at the gate: %v, want the gate's message", pub.subjects)
 	}
 
-	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
-	if _, err := workflow.Approve(ctx, f.env, "m-unknown", opts); !errors.Is(err, workflow.ErrNotAtGate) {
+	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	if _, err := operator.Approve(ctx, f.env, "m-unknown", opts); !errors.Is(err, workflow.ErrNotAtGate) {
 		t.Fatalf("approve of an unknown migration: %v", err)
 	}
 	other := opts
 	other.Pointer = "s3://rocklake/OTHER"
-	if _, err := workflow.Approve(ctx, f.env, m.MigrationID, other); !errors.Is(err, workflow.ErrNotAtGate) {
+	if _, err := operator.Approve(ctx, f.env, m.MigrationID, other); !errors.Is(err, workflow.ErrNotAtGate) {
 		t.Fatalf("approve through another pointer: %v", err)
 	}
-	res, err := workflow.Approve(ctx, f.env, m.MigrationID, opts)
+	res, err := operator.Approve(ctx, f.env, m.MigrationID, opts)
 	if err != nil {
 		t.Fatalf("approve: %v", err)
 	}
@@ -174,7 +177,7 @@ func TestGateApproveFlips(t *testing.T) {
 		Gate struct {
 			ApprovedBy string `json:"approved_by"`
 		} `json:"gate"`
-		workflow.FinalState
+		localrun.FinalState
 	}
 	if err := json.Unmarshal(res.Output, &out); err != nil || out.Gate.ApprovedBy != "ops" || out.Verify.Flip.PointerVersionID == "" {
 		t.Fatalf("approve output %s: %v", res.Output, err)
@@ -192,7 +195,7 @@ func TestGateApproveFlips(t *testing.T) {
 	if len(pub.subjects) != 2 || pub.subjects[1] != "rocklake-migrate: migration succeeded" {
 		t.Fatalf("notifications = %v", pub.subjects)
 	}
-	for _, again := range []func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error){workflow.Approve, workflow.AbortGate} {
+	for _, again := range []func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
 		if _, err := again(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "approved") {
 			t.Fatalf("after approve: %v, want MigrationDecided", err)
 		}
@@ -211,8 +214,8 @@ func TestGateAbortCleansUp(t *testing.T) {
 	pub := &published{}
 	rec := postpone(t, ctx, f, pub)
 	m := rec.Migration
-	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
-	res, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts)
+	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	res, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts)
 	if err != nil {
 		t.Fatalf("abort: %v", err)
 	}
@@ -248,13 +251,13 @@ func TestGateAbortCleansUp(t *testing.T) {
 		t.Fatalf("a write after abort: %v", err)
 	}
 	w.Close()
-	for _, again := range []func(context.Context, workflow.Env, string, workflow.GateOptions) (workflow.GateResult, error){workflow.Approve, workflow.AbortGate} {
+	for _, again := range []func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
 		if _, err := again(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
 			t.Fatalf("after abort: %v, want MigrationDecided", err)
 		}
 	}
 	// The Gate step refuses a migration without its lock.
-	if _, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.pointer}, TaskToken: "t"}); !errors.Is(err, workflow.ErrLockLost) || workflow.ErrorName(err) != "LockLost" {
+	if _, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.pointer}, TaskToken: "t"}); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
 		t.Fatalf("a gate without the lock: %v", err)
 	}
 }
@@ -266,7 +269,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	ctx, f := setup(t, 300)
 	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
 	pub := &published{}
-	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
 
 	rec := postpone(t, ctx, f, pub)
 	w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
@@ -283,7 +286,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	res, err := workflow.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
+	res, err := operator.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
 	var ee *asl.ExecutionError
 	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
 		t.Fatalf("approve after a write at the gate: %v", err)
@@ -311,12 +314,12 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	}
 	// An abort then is what was asked for.
 	rec = expired()
-	if res, err := workflow.AbortGate(ctx, f.env, rec.Migration.MigrationID, opts); err != nil || res.Abort == nil || res.Abort.TargetObjects == 0 {
+	if res, err := operator.AbortGate(ctx, f.env, rec.Migration.MigrationID, opts); err != nil || res.Abort == nil || res.Abort.TargetObjects == 0 {
 		t.Fatalf("abort after the gate's timeout: %+v, %v", res.Abort, err)
 	}
 	rec = expired()
 	st := layout.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}
-	res, err = workflow.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
+	res, err = operator.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
 	if !errors.Is(err, workflow.ErrGateTimedOut) || workflow.ErrorName(err) != "GateTimedOut" {
 		t.Fatalf("approve after the gate's timeout: %v", err)
 	}
@@ -338,11 +341,11 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 func TestGateApproveAfterThePointerMovedEndsTheRun(t *testing.T) {
 	ctx, f := setup(t, 300)
 	pub := &published{}
-	opts := workflow.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
 	rec := postpone(t, ctx, f, pub)
 	m := rec.Migration
 	movePointer(t, ctx, f, "operator")
-	res, err := workflow.Approve(ctx, f.env, m.MigrationID, opts)
+	res, err := operator.Approve(ctx, f.env, m.MigrationID, opts)
 	var ee *asl.ExecutionError
 	if !errors.As(err, &ee) || ee.Name != "PointerConflict" {
 		t.Fatalf("approve after the pointer moved: %v", err)
@@ -359,7 +362,7 @@ func TestGateApproveAfterThePointerMovedEndsTheRun(t *testing.T) {
 	if n := checkpoints(t, ctx, f.source); n != 0 {
 		t.Fatalf("%d checkpoints left", n)
 	}
-	if _, err := workflow.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
+	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
 		t.Fatalf("abort after the refused approve: %v", err)
 	}
 	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1})

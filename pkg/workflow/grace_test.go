@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
@@ -57,7 +59,7 @@ func TestFreezeAfterTheGraceRereadsTheLock(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Freeze did not return within 30 s")
 	}
-	if !errors.Is(ferr, workflow.ErrLockLost) {
+	if !errors.Is(ferr, lock.ErrLost) {
 		t.Fatalf("Freeze of a run replaced within its grace: %v, want LockLost", ferr)
 	}
 	if after, err := inplace.EngineState(ctx, f.env.Store, f.source); err != nil || after != before {
@@ -172,11 +174,11 @@ func TestCleanupRemovesADeadSupervisorsCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	out, err := workflow.Cleanup(ctx, f.env, workflow.CleanupInput{Pointer: f.pointer, Apply: true})
+	out, err := operator.Cleanup(ctx, f.env, operator.CleanupInput{Pointer: f.pointer, Apply: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Items) != 1 || out.Items[0].Kind != drift.KindOrphanReaderCopy || out.Items[0].Catalog != dead || out.Items[0].Action != workflow.CleanupDeleted {
+	if len(out.Items) != 1 || out.Items[0].Kind != drift.KindOrphanReaderCopy || out.Items[0].Catalog != dead || out.Items[0].Action != operator.CleanupDeleted {
 		t.Fatalf("cleanup: %+v, want the dead supervisor's copy %s deleted", out.Items, dead)
 	}
 	if objs, _ := f.env.Store.List(ctx, dead+"/"); len(objs) != 0 {
@@ -218,7 +220,7 @@ func TestImportStopsWithinAShardOfLosingTheLock(t *testing.T) {
 	}()
 	out, err := workflow.Import(ctx, env, m)
 	done := env.Progress.Import.ShardsDone.Load()
-	if !errors.Is(err, workflow.ErrLockLost) || out.Done {
+	if !errors.Is(err, lock.ErrLost) || out.Done {
 		t.Fatalf("Import after its lock was lost: %+v, %v; want LockLost", out, err)
 	}
 	if done >= shards-1 {

@@ -9,7 +9,7 @@ import (
 
 // Request is what the state machine sends a function: the step to run and
 // its input. One function hosts several steps (DESIGN 3: four Lambdas);
-// the Lambda handler (pkg/function) and the local run (LocalTasks) decode
+// the Lambda handler (pkg/function) and the local run (pkg/localrun) decode
 // it alike.
 type Request struct {
 	Step  string          `json:"step"`

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -140,7 +142,7 @@ func TestRunsAreRecorded(t *testing.T) {
 		t.Errorf("the rollback: %+v, rolled back %+v", rbRec.Record, rb)
 	}
 	// No run is left in progress, and the lock is free.
-	st, err := workflow.Status(ctx, f.env, f.pointer)
+	st, err := operator.Status(ctx, f.env, f.pointer)
 	if err != nil || st.Running {
 		t.Fatalf("status after the runs: %+v, %v", st, err)
 	}
@@ -173,7 +175,7 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 	if !errors.Is(err, workflow.ErrHistoryUnwritable) || workflow.ErrorName(err) != workflow.NameHistoryUnwritable {
 		t.Fatalf("check that cannot write its record: %v (%s)", err, workflow.ErrorName(err))
 	}
-	if st, err := workflow.Status(ctx, f.env, f.pointer); err != nil || st.Running {
+	if st, err := operator.Status(ctx, f.env, f.pointer); err != nil || st.Running {
 		t.Fatalf("the refused run kept the lock: %+v, %v", st, err)
 	}
 	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
@@ -203,7 +205,7 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("ExportShard", workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
-	st, err := workflow.Status(ctx, f.env, f.pointer)
+	st, err := operator.Status(ctx, f.env, f.pointer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +217,13 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 		t.Fatalf("progress: %+v", st)
 	}
 	run("TransformShard", workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
-	if st, err = workflow.Status(ctx, f.env, f.pointer); err != nil || st.Transformed != 1 || len(st.Pending) != 1 || st.Pending[0] != 0 {
+	if st, err = operator.Status(ctx, f.env, f.pointer); err != nil || st.Transformed != 1 || len(st.Pending) != 1 || st.Pending[0] != 0 {
 		t.Fatalf("after shard 1's transform: %+v, %v", st, err)
 	}
 	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := workflow.Status(ctx, f.env, f.pointer); err != nil || st.Running {
+	if st, err := operator.Status(ctx, f.env, f.pointer); err != nil || st.Running {
 		t.Fatalf("status after the abort: %+v, %v", st, err)
 	}
 	runs, err := history.List(ctx, f.env.Store, f.pointer, 1)
@@ -237,17 +239,17 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 func TestInitPointerAndStatusOf(t *testing.T) {
 	ctx, f := setup(t, 100)
 	other := "s3://rocklake/OTHER"
-	p, ref, err := workflow.InitPointer(ctx, f.env, other, f.source)
+	p, ref, err := operator.InitPointer(ctx, f.env, other, f.source)
 	if err != nil || p.Catalog != f.source || p.FormatVersion != format.V1 || p.MigrationID != "initial" || ref.VersionID == "" {
 		t.Fatalf("init: %+v %+v, %v", p, ref, err)
 	}
-	if _, _, err := workflow.InitPointer(ctx, f.env, other, f.source); err == nil {
+	if _, _, err := operator.InitPointer(ctx, f.env, other, f.source); err == nil {
 		t.Fatal("a second init of the same pointer succeeded")
 	}
-	if _, _, err := workflow.InitPointer(ctx, f.env, "s3://rocklake/NONE", "s3://rocklake/catalogs/none"); err == nil {
+	if _, _, err := operator.InitPointer(ctx, f.env, "s3://rocklake/NONE", "s3://rocklake/catalogs/none"); err == nil {
 		t.Fatal("init to a missing catalog succeeded")
 	}
-	st, err := workflow.StatusOf(ctx, f.env, other)
+	st, err := operator.StatusOf(ctx, f.env, other)
 	if err != nil || st.Check != "ok" || st.Pointer.Catalog != f.source || st.Pointer.FormatVersion != format.V1 || st.Ref.VersionID != ref.VersionID || len(st.History) != 1 || !st.History[0].Current || st.Migration.Running {
 		t.Fatalf("status: %+v, %v", st, err)
 	}
@@ -255,10 +257,10 @@ func TestInitPointerAndStatusOf(t *testing.T) {
 	if _, err := pointer.Create(ctx, f.env.Store, gone, pointer.Pointer{Catalog: "s3://rocklake/catalogs/gone", FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := workflow.StatusOf(ctx, f.env, gone); err != nil || st.Check == "ok" || st.Check == "" {
+	if st, err := operator.StatusOf(ctx, f.env, gone); err != nil || st.Check == "ok" || st.Check == "" {
 		t.Fatalf("status of a pointer to no catalog: check %q, %v", st.Check, err)
 	}
-	if _, err := workflow.StatusOf(ctx, f.env, "s3://rocklake/MISSING"); err == nil {
+	if _, err := operator.StatusOf(ctx, f.env, "s3://rocklake/MISSING"); err == nil {
 		t.Fatal("status of a missing pointer succeeded")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
@@ -37,7 +39,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 	opts := shard.ImportOptions{Format: m.To, Store: env.SlateDB, NoFinalize: true, Progress: prog,
 		// The lock is confirmed between shards, not only at the call's
 		// start: a run replaced meanwhile stops within one shard.
-		Continue: func(ctx context.Context) error { return confirmLock(ctx, env, m.Pointer, m.MigrationID) }}
+		Continue: func(ctx context.Context) error { return lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID) }}
 	if dl, ok := ctx.Deadline(); ok {
 		margin := env.ImportMargin
 		if margin == 0 {
@@ -45,8 +47,8 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 		}
 		opts.StopAfter = dl.Add(-margin)
 	}
-	st := env.staging(m.MigrationID)
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	st := env.StagingOf(m.MigrationID)
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return ImportOutput{Migration: m}, err
 	}
 	if m.RollbackOf != "" {
@@ -61,7 +63,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 		return ImportOutput{Migration: m}, err
 	}
 	out := ImportOutput{Migration: m, Done: res.ShardsDone == res.ShardsTotal, ShardsDone: res.ShardsDone, ShardsTotal: res.ShardsTotal, Rows: prog.Records.Load() - before}
-	if err := putJSON(ctx, env.Store, st.ImportResult(), out); err != nil {
+	if err := env.Store.PutJSON(ctx, st.ImportResult(), out); err != nil {
 		return out, err
 	}
 	return out, nil
@@ -83,12 +85,12 @@ func claimTarget(ctx context.Context, env Env, m Migration) error {
 	if err := targetFree(ctx, env, m); err != nil {
 		return err
 	}
-	return putJSON(ctx, env.Store, env.staging(m.MigrationID).TargetClaim(), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
+	return env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).TargetClaim(), map[string]string{"target": m.Target, "migration_id": m.MigrationID})
 }
 
 // ownsTarget reports whether this migration claimed its target.
 func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
-	_, _, err := env.Store.Get(ctx, env.staging(m.MigrationID).TargetClaim())
+	_, _, err := env.Store.Get(ctx, env.StagingOf(m.MigrationID).TargetClaim())
 	if errors.Is(err, blob.ErrNotFound) {
 		return false, nil
 	}
@@ -98,7 +100,7 @@ func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
 // Finalize writes the counter and system keys and the format version in one
 // batch: only now does the new catalog open.
 func Finalize(ctx context.Context, env Env, m Migration) (Migration, error) {
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
 	if m.RollbackOf != "" {

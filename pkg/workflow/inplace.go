@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
@@ -116,8 +118,8 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err == nil && res.Landed != nil {
 		pins, err = keepBatch(work, env, m, wayBack, res.Landed)
 	}
-	if err == nil && afterInPlaceBatch != nil {
-		afterInPlaceBatch()
+	if err == nil && AfterInPlaceBatch != nil {
+		AfterInPlaceBatch()
 	}
 	if err == nil {
 		var ref pointer.Ref
@@ -142,7 +144,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 // catalog kept in doubt (moved, or an undo undecided) keeps the lock, so
 // that cleanup and other runs stay off it.
 func finishInPlace(ctx context.Context, env Env, m Migration, start time.Time, out *InPlaceOutput, err error) {
-	fresh, cancel := afterwards(ctx, time.Minute)
+	fresh, cancel := Afterwards(ctx, time.Minute)
 	defer cancel()
 	stats := runStats{seconds: map[string]float64{"InPlace": time.Since(start).Seconds()}, lastState: "InPlace",
 		rows: out.InPlace.Records, bytes: out.InPlace.Bytes}
@@ -162,7 +164,7 @@ func finishInPlace(ctx context.Context, env Env, m Migration, start time.Time, o
 	if errors.Is(err, inplace.ErrCatalogMoved) || errors.Is(err, inplace.ErrUndoUndecided) {
 		return
 	}
-	if lerr := releaseLock(fresh, env, m); lerr != nil {
+	if lerr := lock.Release(fresh, env.Store, m.Pointer, m.MigrationID); lerr != nil {
 		out.CleanupError = strings.TrimPrefix(out.CleanupError+"; ", "; ") + lerr.Error()
 	}
 }
@@ -197,7 +199,7 @@ func keepBatch(ctx context.Context, env Env, m Migration, wayBack string, l *inp
 // named keeps on the way back's claim that a pointer version named the
 // migrated catalog, after the version itself expired.
 func named(ctx context.Context, env Env, m Migration, ref pointer.Ref, out *InPlaceOutput) {
-	fresh, cancel := afterwards(ctx, time.Minute)
+	fresh, cancel := Afterwards(ctx, time.Minute)
 	defer cancel()
 	if _, err := claim.Update(fresh, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
 		c.Named = &claim.Event{By: m.MigrationID, At: time.Now().UTC(), PointerVersionID: ref.VersionID}
@@ -211,7 +213,7 @@ func named(ctx context.Context, env Env, m Migration, ref pointer.Ref, out *InPl
 // there is someone else's): a claim must not stay on what this run did not
 // make. A way back that holds anything keeps its claim.
 func withdraw(ctx context.Context, env Env, m Migration, wayBack string, taken bool) {
-	fresh, cancel := afterwards(ctx, time.Minute)
+	fresh, cancel := Afterwards(ctx, time.Minute)
 	defer cancel()
 	if !taken {
 		objs, err := env.Store.List(fresh, wayBack+"/")
@@ -235,15 +237,15 @@ const DefaultInPlaceMargin = 2 * time.Minute
 // margin; it refused before touching anything.
 var ErrInPlaceNoTime = errname.New("workflow", NameInPlaceNoTime, "")
 
-// afterInPlaceBatch, when set (by tests), runs once the batch landed and
+// AfterInPlaceBatch, when set (by tests), runs once the batch landed and
 // was read back, before the pointer is written: where a crash leaves the
 // catalog in its new format behind a pointer that says the old one.
-var afterInPlaceBatch func()
+var AfterInPlaceBatch func()
 
 // afterwards is a context for the work after a failure: not cancelled with
 // ctx, but within ctx's deadline if it has one (nothing outlives a Lambda's
 // deadline), else d.
-func afterwards(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func Afterwards(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	fresh := context.WithoutCancel(ctx)
 	if dl, ok := ctx.Deadline(); ok {
 		return context.WithDeadline(fresh, dl)
@@ -266,7 +268,7 @@ func afterwards(ctx context.Context, d time.Duration) (context.Context, context.
 //     (inplace.Restore, which refuses a catalog that took commits since
 //     the batch: landed are the marks it left), then the way back deleted.
 func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
-	fresh, cancel := afterwards(ctx, 10*time.Minute)
+	fresh, cancel := Afterwards(ctx, 10*time.Minute)
 	defer cancel()
 	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
 	if err != nil {
@@ -342,7 +344,7 @@ func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Mark
 		if err != nil {
 			return pointer.Ref{}, fmt.Errorf("workflow: in place: read %s: %w", m.Source, err)
 		}
-		next.Marks, err = catalogMarks(ctx, c)
+		next.Marks, err = CatalogMarks(ctx, c)
 		c.Close()
 		if err != nil {
 			return pointer.Ref{}, err

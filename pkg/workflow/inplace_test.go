@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -132,7 +134,7 @@ func TestDefinitionInPlaceAuto(t *testing.T) {
 				states = append(states, ev.Name)
 			}
 			in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: c.maxBytes, Shards: 2}
-			rep, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: in})
+			rep, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: in})
 			if err != nil || (rep.Target == f.source) != c.inPlace {
 				t.Fatalf("preflight: target %s (%v), want in place %v; checks %+v", rep.Target, err, c.inPlace, rep.Checks)
 			}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
@@ -44,10 +46,10 @@ func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
 	ctx, f := setup(t, 1500)
 	var events lockedBuffer
 	pub := &published{}
-	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
+	rep, err := localrun.Run(ctx, f.env, localrun.Options{
 		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 3, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish, Concurrency: 2,
-		Display: func() workflow.Display { return progress.New(&events, progress.Options{Mode: progress.JSON}) },
+		Display: func() localrun.Display { return progress.New(&events, progress.Options{Mode: progress.JSON}) },
 	})
 	if err != nil || rep == nil {
 		t.Fatalf("run: %+v, %v", rep, err)
@@ -95,7 +97,7 @@ func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
 		t.Fatalf("notifications = %v", pub.subjects)
 	}
 
-	rep, err = workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
+	rep, err = localrun.Run(ctx, f.env, localrun.Options{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
 	if err != nil || rep.Outcome != "nothing to do" || rep.MigrationID == "" {
 		t.Fatalf("second run: %+v, %v", rep, err)
 	}
@@ -110,7 +112,7 @@ func TestRunLocalFormatMismatch(t *testing.T) {
 	if _, err := pointer.Create(ctx, f.env.Store, wrong, pointer.Pointer{Catalog: f.source, FormatVersion: format.V2, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Online: offline(), Pointer: wrong, TargetVersion: 2, MigrationID: "m-wrong", FreezeGrace: noGrace()}})
+	rep, err := localrun.Run(ctx, f.env, localrun.Options{Check: workflow.CheckInput{Online: offline(), Pointer: wrong, TargetVersion: 2, MigrationID: "m-wrong", FreezeGrace: noGrace()}})
 	var mismatch *format.FormatVersionMismatch
 	if !errors.As(err, &mismatch) || mismatch.Expected != 2 {
 		t.Fatalf("run: %v, want a FormatVersionMismatch expecting 2", err)
@@ -144,9 +146,9 @@ func TestRunLocalInterruptedRunsAbort(t *testing.T) {
 	runCtx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	lines := &cancelOn{state: "Import", cancel: interrupt}
-	rep, err := workflow.RunLocal(runCtx, f.env, workflow.LocalOptions{
+	rep, err := localrun.Run(runCtx, f.env, localrun.Options{
 		Check:   workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, MigrationID: "m-interrupted", FreezeGrace: noGrace()},
-		Display: func() workflow.Display { return progress.New(lines, progress.Options{Mode: progress.Lines}) },
+		Display: func() localrun.Display { return progress.New(lines, progress.Options{Mode: progress.Lines}) },
 	})
 	if err == nil || rep == nil || rep.Outcome != "failed" || !strings.Contains(rep.Error, "cleaned up after the interruption") {
 		t.Fatalf("interrupted run: %+v, %v\n%s", rep, err, lines.String())
@@ -159,7 +161,7 @@ func TestRunLocalInterruptedRunsAbort(t *testing.T) {
 			t.Fatalf("%s left: %d objects, %v", prefix, len(objs), err)
 		}
 	}
-	if rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}}); err != nil || rep.Outcome != "migrated" {
+	if rep, err := localrun.Run(ctx, f.env, localrun.Options{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}}); err != nil || rep.Outcome != "migrated" {
 		t.Fatalf("the next run: %+v, %v", rep, err)
 	}
 }
@@ -171,10 +173,10 @@ func TestRunLocalInPlaceAuto(t *testing.T) {
 	ctx, f := setup(t, 300)
 	var log lockedBuffer
 	pub := &published{}
-	rep, err := workflow.RunLocal(ctx, f.env, workflow.LocalOptions{
+	rep, err := localrun.Run(ctx, f.env, localrun.Options{
 		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, InPlaceAuto: true, FreezeGrace: noGrace()},
 		Topic: localTopic, Publish: pub.publish, Log: &log,
-		Display: func() workflow.Display { t.Error("a Strategy A run made a display"); return nil },
+		Display: func() localrun.Display { t.Error("a Strategy A run made a display"); return nil },
 	})
 	if err != nil || rep.Outcome != "migrated in place" || rep.InPlace == nil || rep.InPlace.WayBack == nil || rep.Target != f.source {
 		t.Fatalf("run: %+v, %v", rep, err)

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 )
@@ -16,7 +18,8 @@ import (
 func TestLockKindsAndLeases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	env := localEnv(t, ctx, "lock test")
+	s3server.StartWith(t, map[string]bool{"rocklake": true})
+	env := Env{Store: testenv.Store(t), Staging: "s3://rocklake/migrations", CreatedBy: "lock test"}
 	store := env.Store
 	ptr := "s3://rocklake/CURRENT"
 	migrationLease, err := env.LockLease()
@@ -35,7 +38,7 @@ func TestLockKindsAndLeases(t *testing.T) {
 		id := "run-" + string(c.kind)
 		held := Migration{Pointer: ptr, MigrationID: id}
 		if c.kind != history.KindMigrate {
-			held, err = holdFor(ctx, env, ptr, id, c.kind)
+			held, err = HoldLock(ctx, env, ptr, id, c.kind)
 		} else {
 			_, err = acquireLock(ctx, env, held, time.Now())
 		}
@@ -52,7 +55,7 @@ func TestLockKindsAndLeases(t *testing.T) {
 		if c.kind != history.KindMigrate && !l.FenceAt.IsZero() {
 			t.Fatalf("%s: lock names a fence at %s", c.kind, l.FenceAt)
 		}
-		if err := releaseLock(ctx, env, held); err != nil {
+		if err := lock.Release(ctx, env.Store, held.Pointer, held.MigrationID); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
-// catalogMarks reads what RockLake moves when it writes: writer-epoch (0
+// CatalogMarks reads what RockLake moves when it writes: writer-epoch (0
 // before any RockLake writer opened the catalog) and next_snapshot_id.
-func catalogMarks(ctx context.Context, c *catalog.Catalog) (pointer.Marks, error) {
+func CatalogMarks(ctx context.Context, c *catalog.Catalog) (pointer.Marks, error) {
 	epoch, next, err := c.Marks(ctx)
 	return pointer.Marks{WriterEpoch: epoch, NextSnapshotID: next}, err
 }

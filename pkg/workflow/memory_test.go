@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -38,7 +40,7 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 			!strings.Contains(err.Error(), "38 bytes per byte") {
 			t.Fatalf("Check %+v: err = %v, want InPlaceLimitTooLarge stating the bytes per byte", in, err)
 		}
-		rep, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: in})
+		rep, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: in})
 		refused := false
 		for _, c := range rep.Checks {
 			refused = refused || (c.Check == "in-place-limit" && !c.OK && c.ErrorName == workflow.NameInPlaceLimitTooLarge)

@@ -123,10 +123,10 @@ func (l CatchUpLimits) withDefaults() CatchUpLimits {
 }
 
 // NewMigrationID makes a migration id: the time and randomness, sortable.
-func NewMigrationID() string { return newRunID("m-") }
+func NewMigrationID() string { return NewRunID("m-") }
 
 // newRunID makes a run id with prefix: the time and randomness, sortable.
-func newRunID(prefix string) string {
+func NewRunID(prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return prefix + time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])

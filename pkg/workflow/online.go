@@ -7,6 +7,8 @@ import (
 	"maps"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -36,7 +38,7 @@ func Snapshot(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if m.RollbackOf != "" {
 		return rollbackStart(ctx, env, m)
 	}
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
 	cp, err := slatedb.CreateCheckpoint(ctx, m.Source, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.FreezeCheckpoint(m.MigrationID)}, env.SlateDB)
@@ -56,7 +58,7 @@ func Snapshot(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	ranges, balance, err := planShards(ctx, c, blockSource{m.Source, cp.ID, env.SlateDB}, m.Shards, byteScanBudget)
+	ranges, balance, err := planShards(ctx, c, blockSource{m.Source, cp.ID, env.SlateDB}, m.Shards, ByteScanBudget)
 	if err != nil {
 		return m, err
 	}
@@ -106,14 +108,14 @@ type Round struct {
 // after the fence) carried into the target, the digest kept. It says
 // whether the round was small enough to fence next (CaughtUp).
 func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
-	p, err := readPlan(ctx, env, m.MigrationID)
+	p, err := ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return m, err
 	}
-	st := env.staging(m.MigrationID)
+	st := env.StagingOf(m.MigrationID)
 	from, digest := slatedb.View{Checkpoint: p.Checkpoint}, ndjson.Digest{}
 	switch {
 	case m.Round == 0 && p.Start != nil:
@@ -124,7 +126,7 @@ func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
 		}
 	default:
 		var prev Round
-		if err := getJSON(ctx, env.Store, st.Round(m.Round), &prev); err != nil {
+		if err := env.Store.GetJSON(ctx, st.Round(m.Round), &prev); err != nil {
 			return m, err
 		}
 		from, digest = prev.To, prev.Result.Digest
@@ -144,7 +146,7 @@ func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
 		return m, err
 	}
 	r.Done, r.Result, r.Seconds = true, res, time.Since(start).Seconds()
-	if err := putJSON(ctx, env.Store, st.Round(n), r); err != nil {
+	if err := env.Store.PutJSON(ctx, st.Round(n), r); err != nil {
 		return m, err
 	}
 	lim := m.CatchUp.withDefaults()
@@ -157,9 +159,9 @@ func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
 // attempt recorded (a retry carries the same change), else from and a new
 // view, recorded before anything is written.
 func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from slatedb.View) (Round, error) {
-	st := env.staging(m.MigrationID)
+	st := env.StagingOf(m.MigrationID)
 	var r Round
-	err := getJSON(ctx, env.Store, st.Round(n), &r)
+	err := env.Store.GetJSON(ctx, st.Round(n), &r)
 	switch {
 	case err == nil:
 		return r, nil
@@ -172,7 +174,7 @@ func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from s
 	} else if r.To, err = slatedb.TakeView(ctx, m.Source, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.RoundCheckpoint(m.MigrationID, n)}, env.SlateDB); err != nil {
 		return r, fmt.Errorf("workflow: catch-up round %d: %w", n, err)
 	}
-	return r, putJSON(ctx, env.Store, st.Round(n), r)
+	return r, env.Store.PutJSON(ctx, st.Round(n), r)
 }
 
 // Fence is an online run's fence, Freeze's without the copy: the fence time
@@ -181,10 +183,10 @@ func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from s
 // its marks, a view of the fenced source (the last round's end) and its
 // engine state recorded. The write freeze starts here.
 func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
-	p, err := readPlan(ctx, env, m.MigrationID)
+	p, err := ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return m, err
 	}
@@ -196,7 +198,7 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	// Read again after the grace: a run aborted and replaced meanwhile
 	// must not fence the source the next run is using.
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
 	// The writer's open fences RockLake's and replays RockLake's WAL
@@ -247,7 +249,7 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	p.WriterEpoch, p.NextSnapshotID, p.EngineState, p.FenceView, p.FencedAt = epoch, nextSnap, state, view, m.FencedAt
 	p.FenceBacklog = &history.Backlog{WALSSTs: warmed.SSTs, Bytes: warmed.Bytes, FetchSeconds: warmed.Took.Seconds()}
-	if err := putJSON(ctx, env.Store, env.staging(m.MigrationID).Plan(), p); err != nil {
+	if err := env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).Plan(), p); err != nil {
 		return m, err
 	}
 	m.Replica, m.Fenced = p.Replica, true
@@ -263,14 +265,14 @@ func catchUpOptions(env Env, m Migration, p Plan) (shard.CatchUpOptions, error) 
 	// the WAL written since the last, and the last round and Verify, inside
 	// the freeze, read none of the backlog (nor miss a WAL SST collected
 	// meanwhile).
-	so.OverlayCache, so.KeepOverlay = env.staging(m.MigrationID).Overlays(), !m.Fenced
+	so.OverlayCache, so.KeepOverlay = env.StagingOf(m.MigrationID).Overlays(), !m.Fenced
 	return shard.CatchUpOptions{From: m.From, To: m.To, UnknownTags: policy, Store: so}, err
 }
 
 // readRound reads round n's record; it must be done.
 func readRound(ctx context.Context, env Env, m Migration, n int) (Round, error) {
 	var r Round
-	if err := getJSON(ctx, env.Store, env.staging(m.MigrationID).Round(n), &r); err != nil {
+	if err := env.Store.GetJSON(ctx, env.StagingOf(m.MigrationID).Round(n), &r); err != nil {
 		return r, err
 	}
 	if !r.Done {
@@ -287,10 +289,10 @@ func readRound(ctx context.Context, env Env, m Migration, n int) (Round, error) 
 // checks only what changed since (VerifyChanges), so that the write freeze
 // does not grow with the catalog.
 func VerifyCatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
-	p, err := readPlan(ctx, env, m.MigrationID)
+	p, err := ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return m, err
 	}
@@ -426,7 +428,7 @@ func onlineReport(ctx context.Context, env Env, m Migration, p Plan) *history.On
 	}
 	for n := 1; n <= m.Round; n++ {
 		var r Round
-		if err := getJSON(ctx, env.Store, env.staging(m.MigrationID).Round(n), &r); err != nil {
+		if err := env.Store.GetJSON(ctx, env.StagingOf(m.MigrationID).Round(n), &r); err != nil {
 			continue
 		}
 		o.Rounds = append(o.Rounds, history.Round{Round: n, Keys: r.Result.Keys, Candidates: r.Result.Changes.Candidates, Method: r.Result.Changes.Method, Reason: r.Result.Changes.Reason, Seconds: r.Seconds, Last: r.Last})

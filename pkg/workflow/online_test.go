@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -52,7 +56,7 @@ func TestDefinitionOnline(t *testing.T) {
 	next := uint64(900000)
 	// status says the source takes writes before the fence, and is frozen
 	// after it.
-	var before, after workflow.RunStatus
+	var before, after operator.RunStatus
 	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 4}, func(e asl.StateEvent) {
 		if e.Output != nil && (e.Name == "Snapshot" || e.Name == "VerifyCatchUp") {
 			next++
@@ -61,9 +65,9 @@ func TestDefinitionOnline(t *testing.T) {
 		var err error
 		switch {
 		case e.Output != nil && e.Name == "Snapshot":
-			before, err = workflow.Status(ctx, f.env, f.pointer)
+			before, err = operator.Status(ctx, f.env, f.pointer)
 		case e.Output != nil && e.Name == "Fence":
-			after, err = workflow.Status(ctx, f.env, f.pointer)
+			after, err = operator.Status(ctx, f.env, f.pointer)
 		}
 		if err != nil {
 			t.Errorf("status at %s: %v", e.Name, err)
@@ -76,7 +80,7 @@ func TestDefinitionOnline(t *testing.T) {
 		t.Fatalf("status after Snapshot: online %q, frozen %q; after Fence: online %q, frozen %q; want the source online, then frozen",
 			before.OnlineSource, before.FrozenSource, after.OnlineSource, after.FrozenSource)
 	}
-	var state workflow.FinalState
+	var state localrun.FinalState
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
@@ -159,13 +163,13 @@ func TestOnlineIsTheDefault(t *testing.T) {
 		{"in place", workflow.CheckInput{InPlace: true}, false},
 	} {
 		c.in.Pointer, c.in.TargetVersion = f.pointer, 2
-		rep, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: c.in})
+		rep, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: c.in})
 		if err != nil || rep.Online != c.want {
 			t.Errorf("%s: online %v, %v; want %v", c.name, rep.Online, err, c.want)
 		}
 	}
 	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, Online: online()}
-	if _, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: in}); workflow.ErrorName(err) != workflow.NameBadInput {
+	if _, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: in}); workflow.ErrorName(err) != workflow.NameBadInput {
 		t.Fatalf("online in place: %v (%s), want BadInput", err, workflow.ErrorName(err))
 	}
 }
@@ -195,7 +199,7 @@ func TestDefinitionOnlineCountsRoundDrops(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	var state workflow.FinalState
+	var state localrun.FinalState
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}

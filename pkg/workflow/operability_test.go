@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -32,14 +34,14 @@ import (
 // console would start it, with the in-process tasks.
 func runRollback(t *testing.T, ctx context.Context, f fixture, in workflow.RollbackInput, publish workflow.Publish) (json.RawMessage, []string, error) {
 	t.Helper()
-	m, err := workflow.LoadLocalDefinition(statemachine.Rollback, "arn:aws:sns:us-east-1:000000000000:rocklake")
+	m, err := localrun.LoadDefinition(statemachine.Rollback, "arn:aws:sns:us-east-1:000000000000:rocklake")
 	if err != nil {
 		t.Fatalf("load rollback.asl.json: %v", err)
 	}
 	raw, _ := json.Marshal(in)
 	var states []string
 	out, err := asl.Run(ctx, m, raw, asl.Options{
-		Tasks:    workflow.LocalTasks(f.env, publish),
+		Tasks:    localrun.Tasks(f.env, publish),
 		Observer: asl.ObserverFuncs{Entered: func(e asl.StateEvent) { states = append(states, e.Name) }},
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 	})
@@ -358,7 +360,7 @@ func TestSSMParameterRoundTrip(t *testing.T) {
 // interpreter refuses anything outside the subset AWS and it share).
 func TestDefinitionsLoad(t *testing.T) {
 	for name, def := range map[string][]byte{"migration": statemachine.Migration, "rollback": statemachine.Rollback, "drift": statemachine.Drift} {
-		if _, err := workflow.LoadLocalDefinition(def, "arn:aws:sns:us-east-1:000000000000:rocklake"); err != nil {
+		if _, err := localrun.LoadDefinition(def, "arn:aws:sns:us-east-1:000000000000:rocklake"); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

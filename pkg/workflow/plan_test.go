@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -31,17 +33,17 @@ func objects(t *testing.T, ctx context.Context, f fixture) []string {
 
 // preflightWritesNothing runs Preflight and fails the test if any bucket
 // changed: an object, a version or a delete marker written or removed.
-func preflightWritesNothing(t *testing.T, ctx context.Context, f fixture, env workflow.Env, in workflow.PreflightInput) (workflow.PreflightReport, error) {
+func preflightWritesNothing(t *testing.T, ctx context.Context, f fixture, env workflow.Env, in operator.PlanInput) (operator.PlanReport, error) {
 	t.Helper()
 	before := objects(t, ctx, f)
-	rep, err := workflow.Preflight(ctx, env, in)
+	rep, err := operator.Plan(ctx, env, in)
 	if after := objects(t, ctx, f); !slices.Equal(before, after) {
 		t.Fatalf("Preflight wrote:\nbefore %v\nafter  %v", before, after)
 	}
 	return rep, err
 }
 
-func finding(rep workflow.PreflightReport, check string) workflow.Finding {
+func finding(rep operator.PlanReport, check string) workflow.Finding {
 	for _, f := range rep.Checks {
 		if f.Check == check {
 			return f
@@ -58,7 +60,7 @@ func TestPreflightWritesNothing(t *testing.T) {
 	if err := f.stack.CreateBucket(ctx, "plain", false); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := preflightWritesNothing(t, ctx, f, f.env, workflow.PreflightInput{
+	rep, err := preflightWritesNothing(t, ctx, f, f.env, operator.PlanInput{
 		CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 6}, Concurrency: 2})
 	if err != nil || !rep.Ready {
 		t.Fatalf("plan: %v\n%+v", err, rep.Checks)
@@ -93,8 +95,8 @@ func TestPreflightWritesNothing(t *testing.T) {
 	}
 	// With a migration in progress, the plan says so by name and still
 	// writes nothing.
-	rep, err = preflightWritesNothing(t, ctx, f, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
-	if workflow.ErrorName(err) != workflow.NameMigrationInProgress || rep.Ready || finding(rep, "lock").ErrorName != workflow.NameMigrationInProgress {
+	rep, err = preflightWritesNothing(t, ctx, f, f.env, operator.PlanInput{CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
+	if workflow.ErrorName(err) != "MigrationInProgress" || rep.Ready || finding(rep, "lock").ErrorName != "MigrationInProgress" {
 		t.Fatalf("plan during a migration: %v, %+v", err, finding(rep, "lock"))
 	}
 }
@@ -106,10 +108,10 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if err := f.stack.CreateBucket(ctx, "plain", false); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(env workflow.Env, in workflow.CheckInput) (workflow.PreflightReport, error) {
+	plan := func(env workflow.Env, in workflow.CheckInput) (operator.PlanReport, error) {
 		t.Helper()
 		in.TargetVersion = max(in.TargetVersion, 2)
-		return preflightWritesNothing(t, ctx, f, env, workflow.PreflightInput{CheckInput: in})
+		return preflightWritesNothing(t, ctx, f, env, operator.PlanInput{CheckInput: in})
 	}
 
 	// Credentials S3 refuses (a wrong secret): named, before anything else.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -53,6 +55,13 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 	return m, ch.found, ch.first
 }
 
+// Preflight runs every check Check makes before a migration, read-only,
+// past a failed one, so that one run names every problem (the operator's
+// plan); the error is the first failure's.
+func Preflight(ctx context.Context, env Env, in CheckInput, id string, now time.Time) (Migration, []Finding, error) {
+	return preflight(ctx, env, in, id, now, true)
+}
+
 // checks collects the preflight's findings: a plan's every failed check
 // (all), Check's first.
 type checks struct {
@@ -78,7 +87,7 @@ func (ch *checks) ok(check, detail string) {
 // rollback's wholly: preflightRollback); stop: nothing more to check.
 func inputChecks(ctx context.Context, env Env, in CheckInput, id string, now time.Time, ch *checks) (m Migration, policy migration.UnknownTags, stop bool) {
 	m = Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
-		UnknownTags: in.UnknownTags, Trigger: trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
+		UnknownTags: in.UnknownTags, Trigger: Trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
 		ReadReplica: readReplica(in), Online: in.online() && !in.DryRun, CatchUp: in.CatchUp}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
@@ -309,7 +318,7 @@ func stagingReadable(ctx context.Context, env Env, id string) error {
 	if env.Staging == "" {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
-	if _, err := env.Store.List(ctx, env.staging(id).Prefix()); err != nil {
+	if _, err := env.Store.List(ctx, env.StagingOf(id).Prefix()); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
 	}
 	return nil
@@ -318,7 +327,7 @@ func stagingReadable(ctx context.Context, env Env, id string) error {
 // lockState says who holds the pointer's lock; a live lock of another
 // migration is MigrationInProgress.
 func lockState(ctx context.Context, env Env, pointerURL, id string, now time.Time) (string, error) {
-	held, _, err := readLock(ctx, env, layout.Lock(pointerURL))
+	held, _, err := lock.Get(ctx, env.Store, layout.Lock(pointerURL))
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		return "free (never taken)", nil
@@ -331,7 +340,7 @@ func lockState(ctx context.Context, env Env, pointerURL, id string, now time.Tim
 	case now.After(held.ExpiresAt):
 		return fmt.Sprintf("held by migration %s, whose lease ran out at %s: the next run takes it over", held.MigrationID, held.ExpiresAt.Format(time.RFC3339)), nil
 	}
-	return "", inProgress(held, pointerURL)
+	return "", lock.InProgress(held, pointerURL)
 }
 
 // chooseInPlace is an in_place_auto run's choice: Strategy A when the

@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -36,7 +40,7 @@ func catalogDigest(t *testing.T, ctx context.Context, url string, v format.Versi
 	return d.Sum()
 }
 
-type rebuildState = workflow.FinalState
+type rebuildState = localrun.FinalState
 
 // rebuild runs the definition with in and returns its final state.
 func rebuild(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput) rebuildState {
@@ -131,13 +135,13 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys, digest := dumpSource(t, ctx, f.source), catalogDigest(t, ctx, f.source, format.V1)
-	plan := func(prefix, id string) workflow.PreflightReport {
+	plan := func(prefix, id string) operator.PlanReport {
 		t.Helper()
-		rep, _ := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(),
+		rep, _ := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: workflow.CheckInput{Online: offline(),
 			Pointer: f.pointer, Rebuild: true, TargetPrefix: prefix, MigrationID: id, Shards: 2}})
 		return rep
 	}
-	target := func(rep workflow.PreflightReport) workflow.Finding {
+	target := func(rep operator.PlanReport) workflow.Finding {
 		for _, c := range rep.Checks {
 			if c.Check == "target" {
 				return c
@@ -152,7 +156,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 	}
 	// in_place_auto (the release rule sends it) takes Strategy B for a
 	// rebuild: a new catalog, never the source itself.
-	auto, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(),
+	auto, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: workflow.CheckInput{Online: offline(),
 		Pointer: f.pointer, Rebuild: true, InPlaceAuto: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-auto"}})
 	if err != nil || !auto.Ready || auto.Target != "s3://other/catalogs/v1-m-auto" {
 		t.Fatalf("plan of a rebuild with in_place_auto: %+v, %v", auto, err)
@@ -243,7 +247,7 @@ func TestRebuildGuards(t *testing.T) {
 	if err != nil || !m.NeedsMigration || !m.Rebuild {
 		t.Fatalf("check = %+v, %v", m, err)
 	}
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true}); workflow.ErrorName(err) != workflow.NameMigrationInProgress {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true}); workflow.ErrorName(err) != "MigrationInProgress" {
 		t.Fatalf("a second rebuild while the first holds the lock: %v", err)
 	}
 	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
@@ -295,7 +299,7 @@ func TestRebuildGuards(t *testing.T) {
 		t.Fatalf("checkpoint left after abort: %v", cps)
 	}
 	// The lock is free again.
-	if _, err := workflow.Preflight(ctx, f.env, workflow.PreflightInput{CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true}}); err != nil {
+	if _, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, Rebuild: true}}); err != nil {
 		t.Fatalf("plan after the abort: %v", err)
 	}
 }

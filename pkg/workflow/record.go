@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
@@ -45,7 +47,7 @@ var ErrHistoryUnwritable = errname.New("workflow", NameHistoryUnwritable, "")
 // says "cli:<user>" and the release rule "release:<event id>".
 const TriggerConsole = "console"
 
-func trigger(t string) string {
+func Trigger(t string) string {
 	if t == "" {
 		return TriggerConsole
 	}
@@ -113,7 +115,7 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 		id = NewMigrationID()
 	}
 	r := history.Record{
-		ID: id, Kind: runKind(in.DryRun), Trigger: trigger(in.Trigger), Pointer: in.Pointer,
+		ID: id, Kind: runKind(in.DryRun), Trigger: Trigger(in.Trigger), Pointer: in.Pointer,
 		Source: m.Source, Target: m.Target, From: m.From, To: format.Version(in.TargetVersion),
 		Start: start, End: time.Now(), Outcome: history.NothingToDo, State: "Check",
 		StateSeconds: map[string]float64{"Check": time.Since(start).Seconds()},
@@ -131,7 +133,7 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 // Failed with the error's name if err, else outcome. A record that cannot
 // be written does not undo what the run did: the failure is logged and
 // returned as text, for the caller to report beside its result.
-func recordOneStateRun(ctx context.Context, env Env, rec history.Record, err error, outcome history.Outcome) (historyError string) {
+func RecordOneStateRun(ctx context.Context, env Env, rec history.Record, err error, outcome history.Outcome) (historyError string) {
 	rec.End = time.Now()
 	rec.StateSeconds = map[string]float64{rec.State: rec.End.Sub(rec.Start).Seconds()}
 	rec.Outcome = outcome
@@ -159,7 +161,7 @@ type timing struct {
 func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage, start time.Time, stepErr error) {
 	// A step that lost its lock writes nothing, its time neither: its
 	// staging may be another run's cleanup's by now.
-	if st, ok := stepNamed(step); !ok || !st.Timed || env.Staging == "" || errors.Is(stepErr, ErrLockLost) {
+	if st, ok := stepNamed(step); !ok || !st.Timed || env.Staging == "" || errors.Is(stepErr, lock.ErrLost) {
 		return
 	}
 	var ids struct {
@@ -174,7 +176,7 @@ func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage,
 	if stepErr != nil {
 		t.ErrorName = ErrorName(stepErr)
 	}
-	if err := putJSON(ctx, env.Store, env.staging(ids.MigrationID).Timing(step, ids.Index, end), t); err != nil {
+	if err := env.Store.PutJSON(ctx, env.StagingOf(ids.MigrationID).Timing(step, ids.Index, end), t); err != nil {
 		slog.WarnContext(ctx, "the step's time was not kept", "step", step, "migration_id", ids.MigrationID, "error", err.Error())
 	}
 }
@@ -190,7 +192,7 @@ type runStats struct {
 // collectStats reads migration m's timings, transform results and shards
 // from staging. What cannot be read is left out (a note says so).
 func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string) {
-	st := env.staging(m.MigrationID)
+	st := env.StagingOf(m.MigrationID)
 	s := runStats{seconds: map[string]float64{}}
 	var notes []string
 	infos, err := env.Store.List(ctx, st.Prefix())
@@ -202,12 +204,12 @@ func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string
 		switch st.Object(in.URL, m.From, m.To).Kind {
 		case layout.TimingObject:
 			var t timing
-			if err := getJSON(ctx, env.Store, in.URL, &t); err == nil {
+			if err := env.Store.GetJSON(ctx, in.URL, &t); err == nil {
 				timings = append(timings, t)
 			}
 		case layout.TransformResultObject:
 			var r shardResult
-			if err := getJSON(ctx, env.Store, in.URL, &r); err == nil {
+			if err := env.Store.GetJSON(ctx, in.URL, &r); err == nil {
 				s.rows += r.Records
 			} else {
 				notes = append(notes, "a transform result was unreadable: "+err.Error())

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -79,8 +81,8 @@ var errCarry = errors.New("the commits since the flip are to be carried back")
 // commit after it.
 func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
 	start := time.Now()
-	out := RollbackOutput{RunID: newRunID("r-")}
-	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Rollback"}
+	out := RollbackOutput{RunID: NewRunID("r-")}
+	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Rollback"}
 	out, err := rollback(ctx, env, in, out, &rec)
 	if errors.Is(err, errCarry) {
 		// Nothing done: the rollback run that carries is the record.
@@ -96,7 +98,7 @@ func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, e
 	if out.Newer != "" {
 		rec.Notes = append(rec.Notes, "left behind: "+out.Newer)
 	}
-	out.HistoryError = recordOneStateRun(ctx, env, rec, err, outcome)
+	out.HistoryError = RecordOneStateRun(ctx, env, rec, err, outcome)
 	return out, err
 }
 
@@ -183,7 +185,7 @@ func newerCommits(ctx context.Context, env Env, cur pointer.Pointer) (string, er
 		return "", err
 	}
 	defer c.Close()
-	now, err := catalogMarks(ctx, c)
+	now, err := CatalogMarks(ctx, c)
 	if err != nil {
 		return "", err
 	}
@@ -216,12 +218,12 @@ func fenceForDiscard(ctx context.Context, env Env, in RollbackInput, id string) 
 	if err != nil {
 		return nil, err
 	}
-	release := func() error { return releaseLock(context.WithoutCancel(ctx), env, m) }
+	release := func() error { return lock.Release(context.WithoutCancel(ctx), env.Store, m.Pointer, m.MigrationID) }
 	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
 	if err := awaitAcknowledgements(ctx, env, m); err != nil {
 		return nil, errors.Join(err, release())
 	}
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return nil, err
 	}
 	so := env.SlateDB

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -47,7 +49,7 @@ func ExportTransformShard(ctx context.Context, env Env, in ShardInput) (ShardOut
 }
 
 func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (ShardOutput, error) {
-	p, err := readPlan(ctx, env, in.MigrationID)
+	p, err := ReadPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err
 	}
@@ -57,7 +59,7 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	if in.Index < 0 || in.Index >= len(p.Ranges) {
 		return ShardOutput{}, fmt.Errorf("workflow: export: shard %d of %d", in.Index, len(p.Ranges))
 	}
-	if err := confirmLock(ctx, env, p.Pointer, p.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, p.Pointer, p.MigrationID); err != nil {
 		return ShardOutput{}, err
 	}
 	var t shard.Transformed
@@ -79,7 +81,7 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	n, r := len(p.Ranges), p.Ranges[in.Index]
 	h := ndjson.Header{CatalogFormat: p.From, ShardIndex: in.Index, ShardCount: n, KeyStart: r.Start, KeyEnd: r.End,
 		CheckpointID: p.Checkpoint, Source: p.Source, CreatedBy: env.CreatedBy}
-	st := env.staging(in.MigrationID)
+	st := env.StagingOf(in.MigrationID)
 	out := st.Shard(p.From, in.Index, n)
 	var res shard.ShardResult
 	var stats migration.Stats
@@ -91,7 +93,7 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	if err != nil {
 		return ShardOutput{}, err
 	}
-	if err := putJSON(ctx, env.Store, st.ExportResult(in.Index), shardResult{Records: res.Records, Digest: res.Digest}); err != nil {
+	if err := env.Store.PutJSON(ctx, st.ExportResult(in.Index), shardResult{Records: res.Records, Digest: res.Digest}); err != nil {
 		return ShardOutput{}, err
 	}
 	if transform {
@@ -115,27 +117,27 @@ func transformOf(env Env, p Plan, i int) (shard.Transformed, error) {
 	}
 	n := len(p.Ranges)
 	return shard.Transformed{
-		Out: env.staging(p.MigrationID).ImportShard(p.From, p.To, i, n), To: p.To, Path: path,
+		Out: env.StagingOf(p.MigrationID).ImportShard(p.From, p.To, i, n), To: p.To, Path: path,
 		Options: migration.Options{UnknownTags: policy}, CreatedBy: env.CreatedBy, Progress: env.Progress.Transform,
 	}, nil
 }
 
 func putTransformResult(ctx context.Context, env Env, in ShardInput, stats migration.Stats) error {
 	res := shardResult{Records: stats.RecordsOut, Digest: stats.Digest, Carried: stats.Carried, Dropped: stats.Dropped}
-	return putJSON(ctx, env.Store, env.staging(in.MigrationID).TransformResult(in.Index), res)
+	return env.Store.PutJSON(ctx, env.StagingOf(in.MigrationID).TransformResult(in.Index), res)
 }
 
 // TransformShard transforms shard Index from the source format to the
 // target's, reading the shard ExportShard wrote.
 func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
-	p, err := readPlan(ctx, env, in.MigrationID)
+	p, err := ReadPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err
 	}
 	if in.Index < 0 || in.Index >= len(p.Ranges) {
 		return ShardOutput{}, fmt.Errorf("workflow: transform: shard %d of %d", in.Index, len(p.Ranges))
 	}
-	if err := confirmLock(ctx, env, p.Pointer, p.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, p.Pointer, p.MigrationID); err != nil {
 		return ShardOutput{}, err
 	}
 	t, err := transformOf(env, p, in.Index)
@@ -145,7 +147,7 @@ func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, e
 	if t.Progress != nil {
 		t.Options.Read = &t.Progress.Records
 	}
-	in1 := env.staging(in.MigrationID).Shard(p.From, in.Index, len(p.Ranges))
+	in1 := env.StagingOf(in.MigrationID).Shard(p.From, in.Index, len(p.Ranges))
 	stats, err := migration.TransformFile(ctx, env.Store, in1, t.Out, p.To, env.CreatedBy, t.Options)
 	if err != nil {
 		return ShardOutput{}, err

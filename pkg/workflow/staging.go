@@ -1,12 +1,8 @@
 package workflow
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -52,26 +48,4 @@ type Plan struct {
 	Start      *RoundStart        `json:"start,omitempty"`
 	RollbackOf string             `json:"rollback_of,omitempty"`
 	FlipPoint  *pointer.FlipPoint `json:"flip_point,omitempty"`
-}
-
-func putJSON(ctx context.Context, store *blob.Store, url string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("workflow: encode %s: %w", url, err)
-	}
-	if _, err := store.Put(ctx, url, b); err != nil {
-		return fmt.Errorf("workflow: write %s: %w", url, err)
-	}
-	return nil
-}
-
-func getJSON(ctx context.Context, store *blob.Store, url string, v any) error {
-	b, _, err := store.Get(ctx, url)
-	if err != nil {
-		return fmt.Errorf("workflow: read %s: %w", url, err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("workflow: decode %s: %w", url, err)
-	}
-	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -32,14 +34,14 @@ const resultReads = 16
 // verified whole before its fence, is checked in the keys changed since
 // (verifyOnline).
 func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
-	if err := confirmLock(ctx, env, m.Pointer, m.MigrationID); err != nil {
+	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
-	p, err := readPlan(ctx, env, m.MigrationID)
+	p, err := ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
-	st := env.staging(m.MigrationID)
+	st := env.StagingOf(m.MigrationID)
 	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
@@ -98,7 +100,7 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	if len(dropped) > 0 {
 		out.Dropped = dropped
 	}
-	if err := putJSON(ctx, env.Store, st.VerifyResult(), cmp); err != nil {
+	if err := env.Store.PutJSON(ctx, st.VerifyResult(), cmp); err != nil {
 		return out, err
 	}
 	if !cmp.Match {
@@ -111,10 +113,10 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 // shards wrote, and counts the records of unknown tags they carried or
 // dropped, by tag.
 func transformsDigest(ctx context.Context, env Env, m Migration, n int) (d ndjson.Digest, carried, dropped map[string]uint64, err error) {
-	st := env.staging(m.MigrationID)
+	st := env.StagingOf(m.MigrationID)
 	results := make([]shardResult, n)
 	err = shard.ForEach(ctx, n, resultReads, func(ctx context.Context, i int) error {
-		return getJSON(ctx, env.Store, st.TransformResult(i), &results[i])
+		return env.Store.GetJSON(ctx, st.TransformResult(i), &results[i])
 	})
 	if err != nil {
 		return d, nil, nil, err

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
+
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
@@ -332,7 +334,7 @@ func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 	if _, err := claim.Read(ctx, f.env.Store, f.pointer, m.MigrationID); !errors.Is(err, claim.ErrNoClaim) {
 		t.Fatalf("the claim on someone else's target after Abort: %v", err)
 	}
-	if c, err := workflow.Cleanup(ctx, f.env, workflow.CleanupInput{Pointer: f.pointer, Apply: true}); err != nil || len(c.Items) != 0 {
+	if c, err := operator.Cleanup(ctx, f.env, operator.CleanupInput{Pointer: f.pointer, Apply: true}); err != nil || len(c.Items) != 0 {
 		t.Fatalf("cleanup after the abort: %s, %v", c.Text(), err)
 	}
 	if after := dumpSource(t, ctx, m.Target); len(after) != len(before) {
@@ -537,7 +539,7 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 		t.Fatalf("Abort after a Flip decided kept the lock: %+v", l)
 	}
 	// A Flip of the run that starts after that writes nothing.
-	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, workflow.ErrLockLost) {
+	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("a Flip after the run's Abort: %v", err)
 	}
 	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
@@ -581,7 +583,7 @@ func TestOneMigrationAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Check(ctx, f.env, in); !errors.Is(err, workflow.ErrMigrationInProgress) ||
+	if _, err := workflow.Check(ctx, f.env, in); !errors.Is(err, lock.ErrInProgress) ||
 		workflow.ErrorName(err) != "MigrationInProgress" || !strings.Contains(err.Error(), a.MigrationID) {
 		t.Fatalf("a second migration: %v (%s)", err, workflow.ErrorName(err))
 	}

@@ -33,6 +33,20 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartWith starts a gateway for the test (Start), points the process's S3
+// clients at it (SetEnv) and creates the buckets (name → versioned).
+func StartWith(t testing.TB, buckets map[string]bool) *Server {
+	t.Helper()
+	s := Start(t)
+	SetEnv(t, s)
+	for name, versioned := range buckets {
+		if err := s.CreateBucket(t.Context(), name, versioned); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // SetEnv points the process's S3 clients at s for the rest of the test (so
 // the test must not be parallel). Variables from the host that would send
 // requests elsewhere or sign them differently are cleared for the test.

@@ -1,10 +1,12 @@
-package workflow
+package operator
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -30,7 +32,7 @@ type PointerStatus struct {
 // StatusOf reads the pointer at pointerURL, its versions and the migration
 // in progress (Status, in env's staging), and runs the startup check on the
 // catalog the pointer names; it writes nothing.
-func StatusOf(ctx context.Context, env Env, pointerURL string) (PointerStatus, error) {
+func StatusOf(ctx context.Context, env workflow.Env, pointerURL string) (PointerStatus, error) {
 	var st PointerStatus
 	var err error
 	if st.Pointer, st.Ref, err = pointer.Read(ctx, env.Store, pointerURL); err != nil {
@@ -85,9 +87,9 @@ type RunStatus struct {
 
 // Status reads the migration in progress on the pointer at pointerURL, if
 // any: the lock's holder, its record, and its progress in env's staging.
-func Status(ctx context.Context, env Env, pointerURL string) (RunStatus, error) {
+func Status(ctx context.Context, env workflow.Env, pointerURL string) (RunStatus, error) {
 	var st RunStatus
-	l, _, err := readLock(ctx, env, layout.Lock(pointerURL))
+	l, _, err := lock.Get(ctx, env.Store, layout.Lock(pointerURL))
 	if errors.Is(err, blob.ErrNotFound) {
 		return st, nil
 	}
@@ -99,7 +101,7 @@ func Status(ctx context.Context, env Env, pointerURL string) (RunStatus, error) 
 		return st, nil
 	}
 	st.Running = true
-	m := Migration{MigrationID: l.MigrationID, Pointer: pointerURL}
+	m := workflow.Migration{MigrationID: l.MigrationID, Pointer: pointerURL}
 	if _, rec, err := history.Find(ctx, env.Store, pointerURL, l.MigrationID); err == nil {
 		st.Record = &rec
 		m.To, m.StartedAt = rec.To, rec.Start
@@ -114,8 +116,8 @@ func Status(ctx context.Context, env Env, pointerURL string) (RunStatus, error) 
 }
 
 // progress fills in st from migration m's staging.
-func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
-	stg := env.staging(m.MigrationID)
+func progress(ctx context.Context, env workflow.Env, m workflow.Migration, st *RunStatus) error {
+	stg := env.StagingOf(m.MigrationID)
 	infos, err := env.Store.List(ctx, stg.Prefix())
 	if err != nil {
 		return fmt.Errorf("workflow: status: list %s: %w", stg.Prefix(), err)
@@ -140,11 +142,11 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 			st.LastStep = o.Step
 		}
 	}
-	if d, err := decision(ctx, env, m); err == nil {
+	if d, err := workflow.DecisionOf(ctx, env, m); err == nil {
 		st.Decision = d
 	}
 	if havePlan {
-		p, err := readPlan(ctx, env, m.MigrationID)
+		p, err := workflow.ReadPlan(ctx, env, m.MigrationID)
 		if err != nil {
 			return err
 		}
@@ -162,8 +164,8 @@ func progress(ctx context.Context, env Env, m Migration, st *RunStatus) error {
 		default:
 			st.FrozenSource = p.Source
 		}
-		var imp ImportOutput
-		if err := getJSON(ctx, env.Store, stg.ImportResult(), &imp); err == nil {
+		var imp workflow.ImportOutput
+		if err := env.Store.GetJSON(ctx, stg.ImportResult(), &imp); err == nil {
 			st.Imported = imp.ShardsDone
 		} else if !errors.Is(err, blob.ErrNotFound) {
 			return err

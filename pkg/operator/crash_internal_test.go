@@ -1,4 +1,4 @@
-package workflow
+package operator
 
 import (
 	"context"
@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -62,23 +66,23 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 
 	// The dead run holds the lock: drift reports no way back of it, and
 	// cleanup refuses.
-	d, err := Drift(ctx, env, DriftInput{Pointer: ptr, Expect: 1})
+	d, err := workflow.Drift(ctx, env, workflow.DriftInput{Pointer: ptr, Expect: 1})
 	if err != nil || slices.Contains(d.Report.Kinds(), drift.KindWayBackKept) || d.Report.ActiveMigration != "m-crash" {
 		t.Fatalf("drift while the dead run holds the lock: %v, %v", d.Report.Kinds(), err)
 	}
-	if _, err := Cleanup(ctx, env, CleanupInput{Pointer: ptr, Apply: true}); !errors.Is(err, ErrMigrationInProgress) {
+	if _, err := Cleanup(ctx, env, CleanupInput{Pointer: ptr, Apply: true}); !errors.Is(err, lock.ErrInProgress) {
 		t.Fatalf("cleanup while the dead run holds the lock: %v", err)
 	}
 	// Restore too waits for the lock.
-	if _, err := Restore(ctx, env, RestoreInput{Pointer: ptr, MigrationID: "m-crash"}); !errors.Is(err, ErrMigrationInProgress) {
+	if _, err := Restore(ctx, env, RestoreInput{Pointer: ptr, MigrationID: "m-crash"}); !errors.Is(err, lock.ErrInProgress) {
 		t.Fatalf("restore while the dead run holds the lock: %v", err)
 	}
 	keeps("while locked")
 
-	if _, err := Unlock(ctx, env, ptr, "m-crash"); err != nil {
+	if _, err := workflow.Unlock(ctx, env, ptr, "m-crash"); err != nil {
 		t.Fatal(err)
 	}
-	d, err = Drift(ctx, env, DriftInput{Pointer: ptr, Expect: 1})
+	d, err = workflow.Drift(ctx, env, workflow.DriftInput{Pointer: ptr, Expect: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +136,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 		t.Fatalf("the claim after the restore: %+v, %v", cl, err)
 	}
 	// The catalog is healthy again; the way back is still kept.
-	d, err = Drift(ctx, env, DriftInput{Pointer: ptr, Expect: 1})
+	d, err = workflow.Drift(ctx, env, workflow.DriftInput{Pointer: ptr, Expect: 1})
 	if err != nil || !slices.Equal(d.Report.Kinds(), []drift.Kind{drift.KindWayBackKept}) || !strings.Contains(d.Report.Findings[0].Message, "restored") {
 		t.Fatalf("drift after the restore: %s (%v)", d.Report.Text(), err)
 	}
@@ -156,9 +160,9 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 // never returns to it until the test is over), so its lock stays held, its
 // record in progress, and nothing of its undo runs, as when a Lambda is
 // killed. It returns the catalog's state and the pointer's bytes before.
-func crashedInPlace(t *testing.T, ctx context.Context, id string) (env Env, ptr, src string, before catalogState, pointerBefore []byte) {
+func crashedInPlace(t *testing.T, ctx context.Context, id string) (env workflow.Env, ptr, src string, before catalogState, pointerBefore []byte) {
 	t.Helper()
-	env = localEnv(t, ctx, "crash test")
+	env = localEnv(t, "crash test")
 	store := env.Store
 	var err error
 	ptr, src = "s3://rocklake/CURRENT", "s3://rocklake/catalogs/prod"
@@ -174,12 +178,12 @@ func crashedInPlace(t *testing.T, ctx context.Context, id string) (env Env, ptr,
 	if pointerBefore, _, err = store.Get(ctx, ptr); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Check(ctx, env, CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: id})
+	m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reached, release := make(chan struct{}), make(chan struct{})
-	afterInPlaceBatch = func() {
+	workflow.AfterInPlaceBatch = func() {
 		close(reached)
 		<-release
 		runtime.Goexit() // the process is gone: nothing after the batch runs
@@ -188,10 +192,10 @@ func crashedInPlace(t *testing.T, ctx context.Context, id string) (env Env, ptr,
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, _ = MigrateInPlace(ctx, env, m)
+		_, _ = workflow.MigrateInPlace(ctx, env, m)
 	}()
 	// The dead step's goroutine ends before the S3 stack stops.
-	t.Cleanup(func() { close(release); wg.Wait(); afterInPlaceBatch = nil })
+	t.Cleanup(func() { close(release); wg.Wait(); workflow.AfterInPlaceBatch = nil })
 	select {
 	case <-reached:
 	case <-ctx.Done():
@@ -202,18 +206,10 @@ func crashedInPlace(t *testing.T, ctx context.Context, id string) (env Env, ptr,
 
 // localEnv is an Env on a versitygw of the test's own with a versioned
 // bucket "rocklake", staging in it.
-func localEnv(t *testing.T, ctx context.Context, createdBy string) Env {
+func localEnv(t *testing.T, createdBy string) workflow.Env {
 	t.Helper()
-	stack := s3server.Start(t)
-	s3server.SetEnv(t, stack)
-	if err := stack.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Env{Store: store, Staging: "s3://rocklake/migrations", CreatedBy: createdBy}
+	s3server.StartWith(t, map[string]bool{"rocklake": true})
+	return workflow.Env{Store: testenv.Store(t), Staging: "s3://rocklake/migrations", CreatedBy: createdBy}
 }
 
 // listing is every object under prefix with its ETag.
@@ -237,7 +233,7 @@ func listing(t *testing.T, ctx context.Context, store *blob.Store, prefix string
 func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env := localEnv(t, ctx, "undo test")
+	env := localEnv(t, "undo test")
 	store := env.Store
 	ptr, src := "s3://rocklake/CURRENT", "s3://rocklake/catalogs/prod"
 	if _, err := seed.Seed(ctx, src, seed.Options{Rows: 200, Seed: 3}); err != nil {
@@ -246,11 +242,11 @@ func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 	if _, err := pointer.Create(ctx, store, ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := Check(ctx, env, CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
+	m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	afterInPlaceBatch = func() {
+	workflow.AfterInPlaceBatch = func() {
 		cur, ref, err := pointer.Read(ctx, store, ptr)
 		if err == nil {
 			_, err = pointer.Flip(ctx, store, ptr, cur.Next(src, format.V2, "m-landed"), ref)
@@ -259,8 +255,8 @@ func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	t.Cleanup(func() { afterInPlaceBatch = nil })
-	out, err := MigrateInPlace(ctx, env, m)
+	t.Cleanup(func() { workflow.AfterInPlaceBatch = nil })
+	out, err := workflow.MigrateInPlace(ctx, env, m)
 	if err != nil || out.Warning == "" || out.PointerVersionID == "" {
 		t.Fatalf("in place whose pointer moved to it: %+v, %v; want the migration's success, with a warning", out, err)
 	}
@@ -273,7 +269,7 @@ func TestInPlaceUndoKeepsAPointerThatMoved(t *testing.T) {
 	if cl, err := claim.Read(ctx, store, ptr, "m-landed"); err != nil || cl.Kind != claim.KindWayBack || cl.Named == nil || cl.Landed == nil {
 		t.Fatalf("the way back's claim: %+v, %v; want it named by the pointer version and the batch's marks on it", cl, err)
 	}
-	if _, err := Rollback(ctx, env, RollbackInput{Pointer: ptr, DiscardNewerCommits: true}); err != nil {
+	if _, err := workflow.Rollback(ctx, env, workflow.RollbackInput{Pointer: ptr, DiscardNewerCommits: true}); err != nil {
 		t.Fatalf("rollback to the way back: %v", err)
 	}
 }
@@ -292,7 +288,7 @@ func TestRestoreCarriesCommitsMadeAfterTheBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env, ptr, src, before, _ := crashedInPlace(t, ctx, "m-commit")
-	if _, err := Unlock(ctx, env, ptr, "m-commit"); err != nil {
+	if _, err := workflow.Unlock(ctx, env, ptr, "m-commit"); err != nil {
 		t.Fatal(err)
 	}
 	w, err := catalog.OpenWriter(ctx, src, catalog.Options{Expect: format.V2})

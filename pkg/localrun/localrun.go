@@ -1,4 +1,4 @@
-package workflow
+package localrun
 
 import (
 	"context"
@@ -13,21 +13,21 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
-	"github.com/rocklake/rocklake-migrate/pkg/notify"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-// LocalRegion is the Region of a local run's console links: that of
+// Region is the Region of a local run's console links: that of
 // pkg/asl's default state machine ARN, which a local execution id is built on.
-const LocalRegion = "us-east-1"
+const Region = "us-east-1"
 
-// LocalSubstitutions fill the definitions' placeholders for an in-process run:
+// Substitutions fill the definitions' placeholders for an in-process run:
 // each function's name stands for its ARN.
-func LocalSubstitutions(topic string) map[string]string {
+func Substitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": "check", "ExportFunctionArn": "export", "ImportFunctionArn": "import",
-		"InPlaceFunctionArn": "inplace", "TopicArn": topic, "Region": LocalRegion,
+		"InPlaceFunctionArn": "inplace", "TopicArn": topic, "Region": Region,
 		"MigrationStateMachineArn": localMigrationARN,
 	}
 }
@@ -36,43 +36,27 @@ func LocalSubstitutions(topic string) map[string]string {
 // local run: the rollback definition's child execution runs it in-process.
 const localMigrationARN = "migration"
 
-// Publish sends an SNS message for the definition's sns:publish tasks.
-type Publish func(ctx context.Context, topic, subject, message string) error
-
-// SNSPublish is Publish through SNS (pkg/notify), configured by the
-// standard AWS environment.
-func SNSPublish(ctx context.Context) (Publish, error) {
-	pub, err := notify.NewPublisher(ctx, notify.Options{})
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, topic, subject, msg string) error {
-		_, err := pub.PublishOutcome(ctx, topic, subject, msg)
-		return err
-	}, nil
-}
-
-// LocalTasks runs the definition's tasks in-process: the same steps the
+// Tasks runs the definition's tasks in-process: the same steps the
 // Lambdas host, errors named as the Lambdas name them.
-func LocalTasks(env Env, publish Publish) asl.Funcs {
+func Tasks(env workflow.Env, publish workflow.Publish) asl.Funcs {
 	env.Local, env.Publish = true, publish
 	funcs := asl.Funcs{}
-	for fn, hosted := range Functions {
+	for fn, hosted := range workflow.Functions {
 		allowed := map[string]bool{}
 		for _, s := range hosted {
 			allowed[s] = true
 		}
 		funcs[fn] = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
-			var req Request
+			var req workflow.Request
 			if err := json.Unmarshal(in, &req); err != nil {
-				return nil, &asl.TaskError{Name: NameStepFailed, Cause: err.Error(), Err: err}
+				return nil, &asl.TaskError{Name: workflow.NameStepFailed, Cause: err.Error(), Err: err}
 			}
 			if !allowed[req.Step] {
-				return nil, &asl.TaskError{Name: NameStepFailed, Cause: fmt.Sprintf("function %s does not run step %q", fn, req.Step)}
+				return nil, &asl.TaskError{Name: workflow.NameStepFailed, Cause: fmt.Sprintf("function %s does not run step %q", fn, req.Step)}
 			}
-			out, err := Run(ctx, env, req.Step, req.Input)
+			out, err := workflow.Run(ctx, env, req.Step, req.Input)
 			if err != nil {
-				return nil, &asl.TaskError{Name: ErrorName(err), Cause: err.Error(), Err: err}
+				return nil, &asl.TaskError{Name: workflow.ErrorName(err), Cause: err.Error(), Err: err}
 			}
 			return out, nil
 		}
@@ -100,7 +84,7 @@ func LocalTasks(env Env, publish Publish) asl.Funcs {
 		if err := json.Unmarshal(in, &p); err != nil || p.StateMachineArn != localMigrationARN {
 			return nil, &asl.TaskError{Name: "StepFunctions.StateMachineDoesNotExistException", Cause: fmt.Sprintf("%s (%v)", p.StateMachineArn, err)}
 		}
-		m, err := LoadLocalDefinition(statemachine.Migration, "")
+		m, err := LoadDefinition(statemachine.Migration, "")
 		if err != nil {
 			return nil, &asl.TaskError{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
 		}
@@ -113,44 +97,44 @@ func LocalTasks(env Env, publish Publish) asl.Funcs {
 	return funcs
 }
 
-// LoadLocal loads the migration definition with LocalSubstitutions.
-func LoadLocal(topic string) (*asl.Machine, error) {
-	return LoadLocalDefinition(statemachine.Migration, topic)
+// Load loads the migration definition with Substitutions.
+func Load(topic string) (*asl.Machine, error) {
+	return LoadDefinition(statemachine.Migration, topic)
 }
 
-// LoadLocalDefinition loads one of statemachine's definitions with
-// LocalSubstitutions.
-func LoadLocalDefinition(def []byte, topic string) (*asl.Machine, error) {
-	sub, err := asl.Substitute(def, LocalSubstitutions(topic))
+// LoadDefinition loads one of statemachine's definitions with
+// Substitutions.
+func LoadDefinition(def []byte, topic string) (*asl.Machine, error) {
+	sub, err := asl.Substitute(def, Substitutions(topic))
 	if err != nil {
 		return nil, err
 	}
 	return asl.Load(sub)
 }
 
-// LocalOptions configure RunLocal.
-type LocalOptions struct {
+// Options configure Run.
+type Options struct {
 	// Check is the run's input. InPlace runs Strategy A; InPlaceAuto
 	// chooses between A and B first (ChooseInPlace, read-only). An empty
 	// MigrationID is given a new one, so that every report names the
 	// migration, even one Check refused.
-	Check CheckInput
+	Check workflow.CheckInput
 	// Topic is the SNS topic of the outcome messages ("" for none);
 	// Publish sends them (nil: SNSPublish when there is a topic).
 	Topic   string
-	Publish Publish
+	Publish workflow.Publish
 	// Concurrency is the Map's MaxConcurrency: shards worked on at once.
 	Concurrency int
 	// Display, when set, is called once a Strategy B run starts, for the
-	// display of its states and long stages, which RunLocal closes.
+	// display of its states and long stages, which Run closes.
 	Display func() Display
 	// Log gets the run's plain lines (nil: none): the strategy InPlaceAuto
 	// chose, and a Strategy A run's states and warnings.
 	Log io.Writer
 }
 
-// LocalReport is what a local run did: the CLI's migrate report.
-type LocalReport struct {
+// Report is what a local run did: the CLI's migrate report.
+type Report struct {
 	MigrationID      string             `json:"migration_id"`
 	Outcome          string             `json:"outcome"`
 	Source           string             `json:"source,omitempty"`
@@ -176,8 +160,8 @@ type LocalReport struct {
 	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
 	// Gate: the migration waits at the gate (PostponeFlip); GateHow says
 	// how to approve or abort it.
-	Gate    *GateRecord `json:"gate,omitempty"`
-	GateHow string      `json:"gate_instructions,omitempty"`
+	Gate    *workflow.GateRecord `json:"gate,omitempty"`
+	GateHow string               `json:"gate_instructions,omitempty"`
 	// InPlace: what a Strategy A run did.
 	InPlace *inplace.Result `json:"in_place,omitempty"`
 	// Online: an online run's catch-up rounds and write freeze.
@@ -192,17 +176,17 @@ type LocalReport struct {
 // migration, what Verify found and, within it so that the outcome message
 // carries both, what Flip did.
 type FinalState struct {
-	Migration Migration `json:"migration"`
+	Migration workflow.Migration `json:"migration"`
 	Verify    struct {
-		VerifyOutput
-		Flip FlipOutput `json:"flip"`
+		workflow.VerifyOutput
+		Flip workflow.FlipOutput `json:"flip"`
 	} `json:"verify"`
 	NotifyError *struct{ Error, Cause string } `json:"notify_error"`
 }
 
-// RunLocal runs a migration in this process, as the CLI's migrate does:
+// Run runs a migration in this process, as the CLI's migrate does:
 // Strategy A as Check then MigrateInPlace; Strategy B as the migration
-// definition under pkg/asl with LocalTasks. A run interrupted (its context
+// definition under pkg/asl with Tasks. A run interrupted (its context
 // ended) after Check runs Abort on a fresh context, the state machine's own
 // Abort having not run; a run that stops at the gate is recorded there
 // (RecordSuspension) for approve and abort to resume, and reported as
@@ -210,22 +194,22 @@ type FinalState struct {
 // error is the run's (an execution's FormatVersionMismatch as
 // *format.FormatVersionMismatch). A nil report comes with an error only: the
 // run's outcome cannot be told.
-func RunLocal(ctx context.Context, env Env, opts LocalOptions) (*LocalReport, error) {
+func Run(ctx context.Context, env workflow.Env, opts Options) (*Report, error) {
 	in := opts.Check
 	if in.MigrationID == "" {
-		in.MigrationID = NewMigrationID()
+		in.MigrationID = workflow.NewMigrationID()
 	}
 	publish := opts.Publish
 	if publish == nil && opts.Topic != "" {
 		var err error
-		if publish, err = SNSPublish(ctx); err != nil {
+		if publish, err = workflow.SNSPublish(ctx); err != nil {
 			return nil, err
 		}
 	}
 	if in.InPlaceAuto {
 		// Chosen here, read-only, since A and B run differently here; Check
 		// then runs with the choice made.
-		a, why, err := ChooseInPlace(ctx, env, CheckInput{Pointer: in.Pointer, TargetVersion: in.TargetVersion, UnknownTags: in.UnknownTags, InPlaceMaxBytes: in.InPlaceMaxBytes})
+		a, why, err := workflow.ChooseInPlace(ctx, env, workflow.CheckInput{Pointer: in.Pointer, TargetVersion: in.TargetVersion, UnknownTags: in.UnknownTags, InPlaceMaxBytes: in.InPlaceMaxBytes})
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +223,7 @@ func RunLocal(ctx context.Context, env Env, opts LocalOptions) (*LocalReport, er
 		return runInPlace(ctx, env, in, publish, opts)
 	}
 	in.InPlaceMaxBytes = 0
-	m, err := LoadLocal(opts.Topic)
+	m, err := Load(opts.Topic)
 	if err != nil {
 		return nil, err
 	}
@@ -256,15 +240,15 @@ func logf(w io.Writer, format string, a ...any) {
 // stages shown as they go (a line per top-level state as it starts and
 // ends; export and transform, the Shards map, by shard, their totals not
 // known up front; import and verify by rows, totals from the shards).
-func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, publish Publish, opts LocalOptions) (*LocalReport, error) {
+func runMachine(ctx context.Context, env workflow.Env, m *asl.Machine, in workflow.CheckInput, publish workflow.Publish, opts Options) (*Report, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
 	}
 	w := newWatch(&env, in, opts)
-	out, runErr := asl.Run(ctx, m, raw, asl.Options{Tasks: LocalTasks(env, publish), Observer: w.observer(), MaxConcurrency: opts.Concurrency})
+	out, runErr := asl.Run(ctx, m, raw, asl.Options{Tasks: Tasks(env, publish), Observer: w.observer(), MaxConcurrency: opts.Concurrency})
 	w.close(runErr)
-	rep := &LocalReport{StateSeconds: w.times, Outcome: "migrated"}
+	rep := &Report{StateSeconds: w.times, Outcome: "migrated"}
 	if runErr != nil && ctx.Err() != nil && w.checked.NeedsMigration {
 		runErr = abortInterrupted(ctx, env, w.checked, runErr)
 	}
@@ -276,12 +260,12 @@ func runMachine(ctx context.Context, env Env, m *asl.Machine, in CheckInput, pub
 	var suspended *asl.Suspended
 	if errors.As(runErr, &suspended) {
 		// At the gate: the run is over for this process, not failed.
-		rec, err := RecordSuspension(ctx, env, in.MigrationID, suspended)
+		rec, err := workflow.RecordSuspension(ctx, env, in.MigrationID, suspended)
 		if err != nil {
 			return nil, fmt.Errorf("migrate: migration %s waits at the gate, but its run could not be recorded for approve (abort %s still works): %w", in.MigrationID, in.MigrationID, err)
 		}
 		runErr, out = nil, w.verified
-		rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, GateInstructions(rec)
+		rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, workflow.GateInstructions(rec)
 	}
 	if runErr == nil {
 		if err := json.Unmarshal(out, &state); err != nil {
@@ -317,23 +301,23 @@ type Display interface {
 // state after Verify (for a run that stops at the gate), and the display's
 // stages fed by the steps' progress counters.
 type watch struct {
-	in       CheckInput
+	in       workflow.CheckInput
 	mu       sync.Mutex
 	times    map[string]float64
-	checked  Migration
+	checked  workflow.Migration
 	verified json.RawMessage
 	d        Display
 	stages   map[string]interface{ Stop(err error) }
-	progress Progress
+	progress workflow.Progress
 }
 
 // newWatch makes a run's watch and gives env its progress counters.
-func newWatch(env *Env, in CheckInput, opts LocalOptions) *watch {
+func newWatch(env *workflow.Env, in workflow.CheckInput, opts Options) *watch {
 	w := &watch{in: in, times: map[string]float64{}, stages: map[string]interface{ Stop(err error) }{}}
 	if opts.Display != nil {
 		w.d = opts.Display()
 	}
-	w.progress = Progress{Export: new(shard.Progress), Transform: new(shard.Progress), Import: new(shard.Progress), Verify: new(shard.Progress)}
+	w.progress = workflow.Progress{Export: new(shard.Progress), Transform: new(shard.Progress), Import: new(shard.Progress), Verify: new(shard.Progress)}
 	env.Progress = w.progress
 	return w
 }
@@ -397,7 +381,7 @@ func (w *watch) exited(ev asl.StateEvent) {
 		return
 	case ev.Name == "Check" && ev.Output != nil:
 		var st struct {
-			Migration Migration `json:"migration"`
+			Migration workflow.Migration `json:"migration"`
 		}
 		if json.Unmarshal(ev.Output, &st) == nil {
 			w.checked = st.Migration
@@ -407,7 +391,7 @@ func (w *watch) exited(ev asl.StateEvent) {
 		w.stop("transform", failedState(ev))
 	case ev.Name == "Import":
 		var st struct {
-			Import ImportOutput `json:"import"`
+			Import workflow.ImportOutput `json:"import"`
 		}
 		if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
 			w.stop("import", failedState(ev))
@@ -435,10 +419,10 @@ func (w *watch) close(runErr error) {
 // interrupted (the state machine's own Abort did not run), on a fresh
 // context, so that no checkpoint, staging, lock or half-made target is
 // left; it refuses to touch a target the pointer already names.
-func abortInterrupted(ctx context.Context, env Env, checked Migration, runErr error) error {
+func abortInterrupted(ctx context.Context, env workflow.Env, checked workflow.Migration, runErr error) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	ab, err := Abort(actx, env, AbortInput{Migration: checked, Error: map[string]any{"Error": "Interrupted", "Cause": runErr.Error()}})
+	ab, err := workflow.Abort(actx, env, workflow.AbortInput{Migration: checked, Error: map[string]any{"Error": "Interrupted", "Cause": runErr.Error()}})
 	if err != nil {
 		return fmt.Errorf("%w; the cleanup after the interruption failed too: %w", runErr, err)
 	}
@@ -446,7 +430,7 @@ func abortInterrupted(ctx context.Context, env Env, checked Migration, runErr er
 }
 
 // fill is the report of a run that ended in state, or with runErr.
-func (rep *LocalReport) fill(state FinalState, runErr error) {
+func (rep *Report) fill(state FinalState, runErr error) {
 	if state.NotifyError != nil {
 		rep.NotifyError = state.NotifyError.Error + ": " + state.NotifyError.Cause
 	}
@@ -475,9 +459,9 @@ func (rep *LocalReport) fill(state FinalState, runErr error) {
 // runInPlace is a Strategy A run: Check (the lock and the refusals, before
 // anything is touched), then MigrateInPlace, each state's start logged,
 // reported as a Strategy B run is, with the outcome message sent.
-func runInPlace(ctx context.Context, env Env, in CheckInput, publish Publish, opts LocalOptions) (*LocalReport, error) {
+func runInPlace(ctx context.Context, env workflow.Env, in workflow.CheckInput, publish workflow.Publish, opts Options) (*Report, error) {
 	times := map[string]float64{}
-	rep := &LocalReport{MigrationID: in.MigrationID, StateSeconds: times, Outcome: "migrated in place"}
+	rep := &Report{MigrationID: in.MigrationID, StateSeconds: times, Outcome: "migrated in place"}
 	timed := func(state string, f func() error) error {
 		logf(opts.Log, "%s → %s\n", time.Now().Format("15:04:05"), state)
 		start := time.Now()
@@ -485,18 +469,18 @@ func runInPlace(ctx context.Context, env Env, in CheckInput, publish Publish, op
 		times[state] = time.Since(start).Seconds()
 		return err
 	}
-	var m Migration
+	var m workflow.Migration
 	err := timed("Check", func() (err error) {
-		m, err = Check(ctx, env, in)
+		m, err = workflow.Check(ctx, env, in)
 		return err
 	})
 	if err == nil {
 		rep.Source, rep.Target, rep.From, rep.To = m.Source, m.Target, m.From, m.To
 	}
 	if err == nil && m.NeedsMigration {
-		var out InPlaceOutput
+		var out workflow.InPlaceOutput
 		err = timed("InPlace", func() (err error) {
-			out, err = MigrateInPlace(ctx, env, m)
+			out, err = workflow.MigrateInPlace(ctx, env, m)
 			return err
 		})
 		res := out.InPlace

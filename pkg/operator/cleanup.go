@@ -1,4 +1,4 @@
-package workflow
+package operator
 
 import (
 	"context"
@@ -8,10 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -66,10 +68,6 @@ type CleanupOutput struct {
 	HistoryError string `json:"history_error,omitempty"`
 }
 
-// ErrCleanupUndecided: cleanup cannot tell what is in use (no valid pointer,
-// its history or the lock unreadable), so it deleted nothing.
-var ErrCleanupUndecided = errname.New("workflow", NameCleanupUndecided, "")
-
 // Cleanup removes what migrations left behind: the drift check's
 // checkpoints, staging prefixes, targets this pointer's runs claimed and
 // never flipped to, and way backs a run released (drift.Kind.Removable); a
@@ -89,14 +87,14 @@ var ErrCleanupUndecided = errname.New("workflow", NameCleanupUndecided, "")
 //
 // A cleanup that applies is recorded beside the pointer (pkg/history) with
 // what it deleted and kept; a dry run stays a pure read and is not.
-func Cleanup(ctx context.Context, env Env, in CleanupInput) (CleanupOutput, error) {
+func Cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (CleanupOutput, error) {
 	start := time.Now()
 	out, err := cleanup(ctx, env, in)
 	if in.Pointer == "" || !in.Apply || out.LockID == "" {
 		return out, err
 	}
 	id := out.LockID
-	rec := history.Record{ID: id, Kind: history.KindCleanup, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Cleanup"}
+	rec := history.Record{ID: id, Kind: history.KindCleanup, Trigger: workflow.Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Cleanup"}
 	counts := map[string]int{}
 	for _, it := range out.Items {
 		counts[it.Action]++
@@ -109,11 +107,11 @@ func Cleanup(ctx context.Context, env Env, in CleanupInput) (CleanupOutput, erro
 			rec.Notes = append(rec.Notes, fmt.Sprintf("%s: %d", a, counts[a]))
 		}
 	}
-	out.HistoryError = recordOneStateRun(ctx, env, rec, err, history.Succeeded)
+	out.HistoryError = workflow.RecordOneStateRun(ctx, env, rec, err, history.Succeeded)
 	return out, err
 }
 
-func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, err error) {
+func cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (out CleanupOutput, err error) {
 	out = CleanupOutput{Pointer: in.Pointer, Apply: in.Apply, Items: []CleanupItem{}}
 	if in.Pointer == "" {
 		return out, errors.New("workflow: cleanup: no pointer URL")
@@ -128,7 +126,7 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 	if in.Apply {
 		// LockID is set once the lock is held: a refused cleanup touched
 		// nothing and leaves no record.
-		held, herr := holdFor(ctx, env, in.Pointer, "cleanup-"+NewMigrationID(), history.KindCleanup)
+		held, herr := workflow.HoldLock(ctx, env, in.Pointer, "cleanup-"+workflow.NewMigrationID(), history.KindCleanup)
 		if herr != nil {
 			return out, herr
 		}
@@ -137,15 +135,15 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 			// On a fresh context: a cancelled cleanup still frees the lock.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			err = errors.Join(err, releaseLock(rctx, env, held))
+			err = errors.Join(err, lock.Release(rctx, env.Store, held.Pointer, held.MigrationID))
 		}()
 	} else {
-		active, unknown := activeMigration(ctx, env, in.Pointer, now)
+		active, unknown, _ := lock.Holder(ctx, env.Store, in.Pointer, now)
 		if unknown != "" {
 			return out, fmt.Errorf("%w: the lock %s cannot be read: %s; nothing was touched", ErrCleanupUndecided, layout.Lock(in.Pointer), unknown)
 		}
 		if active != "" {
-			return out, fmt.Errorf("%w: migration %s holds %s: cleanup refuses while it runs; nothing was touched", ErrMigrationInProgress, active, layout.Lock(in.Pointer))
+			return out, fmt.Errorf("%w: migration %s holds %s: cleanup refuses while it runs; nothing was touched", lock.ErrInProgress, active, layout.Lock(in.Pointer))
 		}
 	}
 	if in.ReleaseWayBack != "" {
@@ -198,14 +196,14 @@ func cleanup(ctx context.Context, env Env, in CleanupInput) (out CleanupOutput, 
 
 // recheck reads the lock (when applying), the pointer and its history again
 // and says why f must be kept, "" if it may go. An error stops cleanup.
-func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f drift.Finding) (string, error) {
+func recheck(ctx context.Context, env workflow.Env, in CleanupInput, lockID string, f drift.Finding) (string, error) {
 	if in.Apply {
-		held, _, err := readLock(ctx, env, layout.Lock(in.Pointer))
+		held, _, err := lock.Get(ctx, env.Store, layout.Lock(in.Pointer))
 		if err != nil {
 			return "", fmt.Errorf("workflow: cleanup: %w", err)
 		}
 		if held.MigrationID != lockID {
-			return "", fmt.Errorf("%w: the lock %s is no longer cleanup's (%s holds it): cleanup stopped", ErrMigrationInProgress, layout.Lock(in.Pointer), held.MigrationID)
+			return "", fmt.Errorf("%w: the lock %s is no longer cleanup's (%s holds it): cleanup stopped", lock.ErrInProgress, layout.Lock(in.Pointer), held.MigrationID)
 		}
 	}
 	cur, _, err := pointer.Read(ctx, env.Store, in.Pointer)
@@ -245,7 +243,7 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 		switch {
 		case inUse:
 			return "it is the current or previous pointer's migration's", nil
-		case id == "" || id == layout.DecisionsDir || strings.Contains(id, "/") || f.Prefix != env.staging(id).Prefix():
+		case id == "" || id == layout.DecisionsDir || strings.Contains(id, "/") || f.Prefix != env.StagingOf(id).Prefix():
 			return "it is not one migration's staging directory", nil
 		}
 	case drift.KindOrphanReplica, drift.KindOrphanReaderCopy:
@@ -262,7 +260,7 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 			// A version that named it may have expired from the history
 			// (the pointer bucket's lifecycle): its migration's decision
 			// still says.
-			got, _, err := env.Store.Get(ctx, env.staging(f.MigrationID).Decision())
+			got, _, err := env.Store.Get(ctx, env.StagingOf(f.MigrationID).Decision())
 			switch {
 			case err == nil && string(got) == layout.DecisionFlip:
 				return "its migration flipped the pointer to it once", nil
@@ -279,7 +277,7 @@ func recheck(ctx context.Context, env Env, in CleanupInput, lockID string, f dri
 
 // remove deletes what f, a finding of the pointer at ptr, names and counts
 // what it deleted.
-func remove(ctx context.Context, env Env, ptr string, f drift.Finding) (int, error) {
+func remove(ctx context.Context, env workflow.Env, ptr string, f drift.Finding) (int, error) {
 	switch f.Kind {
 	case drift.KindLeftoverCheckpoint, drift.KindOrphanCheckpoint:
 		err := slatedb.DeleteCheckpoint(ctx, f.Catalog, f.CheckpointID, env.SlateDB)
@@ -364,7 +362,7 @@ func pointerNames(p pointer.Pointer) []string {
 
 // claimed says why the directory f names must be kept unless a claim of
 // this pointer's run, read now, names it as f says ("" if one does).
-func claimed(ctx context.Context, env Env, ptr string, f drift.Finding) (string, error) {
+func claimed(ctx context.Context, env workflow.Env, ptr string, f drift.Finding) (string, error) {
 	cl, err := claim.Read(ctx, env.Store, ptr, f.MigrationID)
 	switch {
 	case errors.Is(err, claim.ErrNoClaim), errors.Is(err, claim.ErrBadClaim):
@@ -392,7 +390,7 @@ func claimed(ctx context.Context, env Env, ptr string, f drift.Finding) (string,
 // pointer this one can find (claim.Neighbours) names it, or claims it, or
 // because those pointers cannot be read ("" if none does). Pointers
 // elsewhere cannot be found; for them, the claim is the proof.
-func namedElsewhere(ctx context.Context, env Env, ptr, u string) string {
+func namedElsewhere(ctx context.Context, env workflow.Env, ptr, u string) string {
 	others, err := claim.Neighbours(ctx, env.Store, ptr)
 	if err != nil {
 		return "the pointers beside this one cannot be listed (" + err.Error() + ")"
@@ -430,7 +428,7 @@ func namedElsewhere(ctx context.Context, env Env, ptr, u string) string {
 // named by no pointer version (the history keeps the versions that do), the
 // drift check reports it as ReleasedWayBack, which cleanup deletes. A dry
 // run writes nothing.
-func releaseWayBack(ctx context.Context, env Env, in CleanupInput, runID string) (string, error) {
+func releaseWayBack(ctx context.Context, env workflow.Env, in CleanupInput, runID string) (string, error) {
 	id := in.ReleaseWayBack
 	cl, err := claim.Read(ctx, env.Store, in.Pointer, id)
 	if err != nil {
@@ -460,7 +458,3 @@ func releaseWayBack(ctx context.Context, env Env, in CleanupInput, runID string)
 	}
 	return wb, nil
 }
-
-// ErrReleaseRefused: a way back cleanup was asked to release may still be
-// needed, or is not this pointer's; nothing was touched.
-var ErrReleaseRefused = errname.New("workflow", NameReleaseRefused, "")

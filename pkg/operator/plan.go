@@ -1,4 +1,4 @@
-package workflow
+package operator
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/estimate"
@@ -15,11 +17,11 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-// PreflightInput is a migration as Check would start it, and how many
+// PlanInput is a migration as Check would start it, and how many
 // shards the run works on at once (the Map's MaxConcurrency on AWS, the
 // CLI's --concurrency).
-type PreflightInput struct {
-	CheckInput
+type PlanInput struct {
+	workflow.CheckInput
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
@@ -41,8 +43,8 @@ type CatalogSize struct {
 	PerTag      map[string]shard.TagBytes `json:"per_tag,omitempty"`
 }
 
-// PreflightReport is what Preflight found and predicts.
-type PreflightReport struct {
+// PlanReport is what Preflight found and predicts.
+type PlanReport struct {
 	// MigrationID: a run with this id (migrate --migration-id) has the
 	// target that was checked.
 	MigrationID    string         `json:"migration_id"`
@@ -58,8 +60,8 @@ type PreflightReport struct {
 	DryRun bool `json:"dry_run,omitempty"`
 	Online bool `json:"online"`
 	// Ready: every check passed; a migration would start.
-	Ready  bool      `json:"ready"`
-	Checks []Finding `json:"checks"`
+	Ready  bool               `json:"ready"`
+	Checks []workflow.Finding `json:"checks"`
 	// Cannot is what only a write could prove, which Check does.
 	Cannot  []string        `json:"cannot_check_without_writing"`
 	Catalog *CatalogSize    `json:"catalog,omitempty"`
@@ -78,18 +80,18 @@ type PreflightReport struct {
 	Estimate          *estimate.Estimate `json:"estimate,omitempty"`
 }
 
-// Preflight checks what Check checks before a migration, and measures the
+// Plan checks what Check checks before a migration, and measures the
 // catalog for the estimates: it writes nothing anywhere (no probe, no lock,
 // no record, nothing in the source; its SlateDB reader is read-only). Unlike
 // Check it goes on past a failed check, so that one run names every problem;
 // the error is the first failure's, with its stable name.
-func Preflight(ctx context.Context, env Env, in PreflightInput) (PreflightReport, error) {
+func Plan(ctx context.Context, env workflow.Env, in PlanInput) (PlanReport, error) {
 	id := in.MigrationID
 	if id == "" {
-		id = NewMigrationID()
+		id = workflow.NewMigrationID()
 	}
-	m, found, err := preflight(ctx, env, in.CheckInput, id, time.Now(), true)
-	rep := PreflightReport{
+	m, found, err := workflow.Preflight(ctx, env, in.CheckInput, id, time.Now())
+	rep := PlanReport{
 		MigrationID: id, Pointer: in.Pointer, Source: m.Source, Target: m.Target, From: m.From, To: m.To,
 		NeedsMigration: m.NeedsMigration, Rebuild: m.Rebuild, DryRun: m.DryRun, Online: m.Online, Ready: err == nil && m.NeedsMigration, Checks: found,
 		Cannot: []string{
@@ -102,7 +104,7 @@ func Preflight(ctx context.Context, env Env, in PreflightInput) (PreflightReport
 		return rep, err
 	}
 	if merr := measure(ctx, env, m, max(in.Concurrency, 1), &rep); merr != nil {
-		rep.Checks = append(rep.Checks, Finding{Check: "measure", ErrorName: ErrorName(merr), Detail: merr.Error()})
+		rep.Checks = append(rep.Checks, workflow.Finding{Check: "measure", ErrorName: workflow.ErrorName(merr), Detail: merr.Error()})
 		rep.Ready = false
 		if err == nil {
 			err = merr
@@ -113,7 +115,7 @@ func Preflight(ctx context.Context, env Env, in PreflightInput) (PreflightReport
 
 // measure sizes the source (its objects, and a scan of its keys), plans
 // the shards as Freeze would and estimates the run.
-func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *PreflightReport) error {
+func measure(ctx context.Context, env workflow.Env, m workflow.Migration, concurrency int, rep *PlanReport) error {
 	objs, err := env.Store.List(ctx, strings.TrimSuffix(m.Source, "/")+"/")
 	if err != nil {
 		return fmt.Errorf("workflow: list %s: %w", m.Source, err)
@@ -135,8 +137,8 @@ func measure(ctx context.Context, env Env, m Migration, concurrency int, rep *Pr
 		return err
 	}
 	rep.Balance = "bytes"
-	if took := time.Since(began); took > byteScanBudget {
-		rep.Balance = fmt.Sprintf("key ranges estimated from the counters: this scan took %s, past Freeze's budget of %s", took.Round(time.Second), byteScanBudget)
+	if took := time.Since(began); took > workflow.ByteScanBudget {
+		rep.Balance = fmt.Sprintf("key ranges estimated from the counters: this scan took %s, past Freeze's budget of %s", took.Round(time.Second), workflow.ByteScanBudget)
 	}
 	// Freeze tries the block indexes first, of its checkpoint; here, of
 	// the latest manifest.

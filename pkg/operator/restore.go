@@ -1,4 +1,4 @@
-package workflow
+package operator
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
@@ -57,11 +59,6 @@ type RestoreOutput struct {
 	HistoryError string `json:"history_error,omitempty"`
 }
 
-// ErrRestoreRefused: the restore's checks failed (no way back claimed by
-// that migration, the pointer moved on, the catalog is not what the
-// migration left); nothing was written.
-var ErrRestoreRefused = errname.New("workflow", NameRestoreRefused, "")
-
 // Restore brings back the catalog an in-place migration left in its new
 // format when the run died between the batch and the pointer write (the
 // pointer still names the catalog in its old format, so RockLake cannot
@@ -76,13 +73,13 @@ var ErrRestoreRefused = errname.New("workflow", NameRestoreRefused, "")
 // DiscardNewerCommits. The way back and its claim stay, marked restored:
 // cleanup never deletes a way back until a pointer version named the
 // migrated catalog and a later run recorded it unneeded.
-func Restore(ctx context.Context, env Env, in RestoreInput) (RestoreOutput, error) {
+func Restore(ctx context.Context, env workflow.Env, in RestoreInput) (RestoreOutput, error) {
 	start := time.Now()
-	out := RestoreOutput{RunID: newRunID("s-"), Pointer: in.Pointer, DryRun: in.DryRun}
+	out := RestoreOutput{RunID: workflow.NewRunID("s-"), Pointer: in.Pointer, DryRun: in.DryRun}
 	if in.Pointer == "" || in.MigrationID == "" {
 		return out, fmt.Errorf("%w: a pointer and a migration id are needed", ErrRestoreRefused)
 	}
-	rec := history.Record{ID: out.RunID, Kind: history.KindRestore, Trigger: trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Restore"}
+	rec := history.Record{ID: out.RunID, Kind: history.KindRestore, Trigger: workflow.Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Restore"}
 	out, err := restore(ctx, env, in, out)
 	rec.Source, rec.Target, rec.From, rec.To, rec.Rows = out.WayBack, out.Catalog, out.From, out.To, out.Records
 	rec.Notes = []string{"way back of migration " + in.MigrationID}
@@ -96,11 +93,11 @@ func Restore(ctx context.Context, env Env, in RestoreInput) (RestoreOutput, erro
 	if out.Newer != "" {
 		rec.Notes = append(rec.Notes, "left behind: "+out.Newer)
 	}
-	out.HistoryError = recordOneStateRun(ctx, env, rec, err, outcome)
+	out.HistoryError = workflow.RecordOneStateRun(ctx, env, rec, err, outcome)
 	return out, err
 }
 
-func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (_ RestoreOutput, err error) {
+func restore(ctx context.Context, env workflow.Env, in RestoreInput, out RestoreOutput) (_ RestoreOutput, err error) {
 	cl, err := claim.Read(ctx, env.Store, in.Pointer, in.MigrationID)
 	if err != nil {
 		return out, fmt.Errorf("%w: no way back of migration %s is claimed for %s: %w", ErrRestoreRefused, in.MigrationID, in.Pointer, err)
@@ -110,17 +107,17 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 	}
 	out.WayBack, out.Catalog = cl.Catalog, strings.TrimSuffix(cl.Source, "/")
 	if !in.DryRun {
-		held, herr := holdFor(ctx, env, in.Pointer, out.RunID, history.KindRestore)
+		held, herr := workflow.HoldLock(ctx, env, in.Pointer, out.RunID, history.KindRestore)
 		if herr != nil {
 			return out, herr
 		}
 		defer func() {
-			rctx, cancel := afterwards(ctx, time.Minute)
+			rctx, cancel := workflow.Afterwards(ctx, time.Minute)
 			defer cancel()
-			err = errors.Join(err, releaseLock(rctx, env, held))
+			err = errors.Join(err, lock.Release(rctx, env.Store, held.Pointer, held.MigrationID))
 		}()
-	} else if active, unknown := activeMigration(ctx, env, in.Pointer, time.Now()); unknown != "" || active != "" {
-		return out, fmt.Errorf("%w: the lock %s is held by %q or cannot be read (%s): a restore waits for the run to end (or `unlock` of a dead one)", ErrMigrationInProgress, layout.Lock(in.Pointer), active, unknown)
+	} else if active, unknown, _ := lock.Holder(ctx, env.Store, in.Pointer, time.Now()); unknown != "" || active != "" {
+		return out, fmt.Errorf("%w: the lock %s is held by %q or cannot be read (%s): a restore waits for the run to end (or `unlock` of a dead one)", lock.ErrInProgress, layout.Lock(in.Pointer), active, unknown)
 	}
 	cur, err := pointerStillOld(ctx, env, in, cl)
 	if err != nil {
@@ -166,7 +163,7 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 		out.Newer = fmt.Sprintf("%s moved from writer-epoch %d, next_snapshot_id %d (the way back) to %d, %d since the migration",
 			out.Catalog, old.marks.WriterEpoch, old.marks.NextSnapshotID, now.marks.WriterEpoch, now.marks.NextSnapshotID)
 		if !in.DiscardNewerCommits && !carries {
-			return out, fmt.Errorf("%w: %s; restoring would drop those commits (pass --discard-newer-commits to restore anyway)", ErrRollbackLosesCommits, out.Newer)
+			return out, fmt.Errorf("%w: %s; restoring would drop those commits (pass --discard-newer-commits to restore anyway)", workflow.ErrRollbackLosesCommits, out.Newer)
 		}
 	}
 	if in.DryRun {
@@ -198,7 +195,7 @@ func restore(ctx context.Context, env Env, in RestoreInput, out RestoreOutput) (
 // migration's catalog: RockLake may have served it, and `rollback` moves
 // the pointer to the way back instead. It returns the current pointer, which
 // must name the catalog the way back was copied from.
-func pointerStillOld(ctx context.Context, env Env, in RestoreInput, cl claim.Claim) (pointer.Pointer, error) {
+func pointerStillOld(ctx context.Context, env workflow.Env, in RestoreInput, cl claim.Claim) (pointer.Pointer, error) {
 	if cl.Named != nil {
 		return pointer.Pointer{}, fmt.Errorf("%w: pointer version %s named the catalog migration %s made: use rollback", ErrRestoreRefused, cl.Named.PointerVersionID, in.MigrationID)
 	}
@@ -234,14 +231,14 @@ type catalogState struct {
 
 // readState reads the catalog at url, in whatever format it is: its
 // version and marks, and with digest its keys' digest (a full scan).
-func readState(ctx context.Context, env Env, url string, digest bool) (catalogState, error) {
+func readState(ctx context.Context, env workflow.Env, url string, digest bool) (catalogState, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Store: env.SlateDB})
 	if err != nil {
 		return catalogState{}, err
 	}
 	defer c.Close()
 	st := catalogState{version: c.Version()}
-	if st.marks, err = catalogMarks(ctx, c); err != nil {
+	if st.marks, err = workflow.CatalogMarks(ctx, c); err != nil {
 		return st, err
 	}
 	if digest {
