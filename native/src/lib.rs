@@ -348,9 +348,7 @@ pub extern "C" fn rl_writer_open(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let store::Target { url, opts, loc } = store::open(url, opts_json)?;
         let db = block(timeout_ms, cancel, async {
             store::probe(&loc).await?;
             let (store, warmed) = if opts.warm_wal {
@@ -651,9 +649,7 @@ pub extern "C" fn rl_reader_open(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let store::Target { url, opts, loc } = store::open(url, opts_json)?;
         let pinned = match checkpoint_id.is_null() {
             true => None,
             false => match cstr(checkpoint_id, "checkpoint id")? {
@@ -898,13 +894,12 @@ pub extern "C" fn rl_checkpoint_create(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let target = store::open(url, opts_json)?;
         let options = checkpoint_options(lifetime_ms, name)?;
         let r = block(timeout_ms, cancel, async {
-            store::require_manifest(&loc, url).await?;
-            loc.admin()
+            target
+                .checked_admin()
+                .await?
                 .create_detached_checkpoint(&options)
                 .await
                 .map_err(|e| from_slate("create checkpoint", e))
@@ -928,12 +923,11 @@ pub extern "C" fn rl_checkpoint_list(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let target = store::open(url, opts_json)?;
         let list = block(timeout_ms, cancel, async {
-            store::require_manifest(&loc, url).await?;
-            loc.admin()
+            target
+                .checked_admin()
+                .await?
                 .list_checkpoints(None)
                 .await
                 .map_err(|e| from_slate("list checkpoints", e))
@@ -987,15 +981,12 @@ pub extern "C" fn rl_checkpoint_delete(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let target = store::open(url, opts_json)?;
         let raw = cstr(checkpoint_id, "checkpoint id")?;
         let id = Uuid::parse_str(raw)
             .map_err(|e| fail(RL_ERR_INVALID, format!("checkpoint id {raw:?}: {e}")))?;
         block(timeout_ms, cancel, async {
-            store::require_manifest(&loc, url).await?;
-            let admin = loc.admin();
+            let admin = target.checked_admin().await?;
             let list = admin
                 .list_checkpoints(None)
                 .await
@@ -1033,8 +1024,7 @@ pub extern "C" fn rl_checkpoint_copy(
     ffi(err_out, || {
         let url = cstr(url, "url")?;
         let dest = cstr(dest_url, "destination url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let src = store::resolve(url, &opts)?;
+        let store::Target { opts, loc: src, .. } = store::Target::at(url, opts_json)?;
         let dst = store::resolve(dest, &opts)?;
         let raw = cstr(checkpoint_id, "checkpoint id")?;
         let id = Uuid::parse_str(raw)
@@ -1072,9 +1062,7 @@ pub extern "C" fn rl_block_profile(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let store::Target { url, loc, .. } = store::open(url, opts_json)?;
         let id = match checkpoint_id.is_null() {
             true => None,
             false => match cstr(checkpoint_id, "checkpoint id")? {
@@ -1119,9 +1107,7 @@ pub extern "C" fn rl_changes_open(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let store::Target { url, opts, loc } = store::open(url, opts_json)?;
         let from = changes::parse_view(cstr(from_checkpoint, "from checkpoint")?, from_wal_end)?;
         let to = changes::parse_view(cstr(to_checkpoint, "to checkpoint")?, to_wal_end)?;
         let cache = match &opts.overlay_cache {
@@ -1154,9 +1140,7 @@ pub extern "C" fn rl_wal_end(
     err_out: *mut *mut c_char,
 ) -> i32 {
     ffi(err_out, || {
-        let url = cstr(url, "url")?;
-        let opts = store::Options::parse(opts_json)?;
-        let loc = store::resolve(url, &opts)?;
+        let store::Target { url, loc, .. } = store::open(url, opts_json)?;
         let end = block(timeout_ms, cancel, changes::wal_end(&loc, url))?;
         if out.is_null() {
             return Err(fail(RL_ERR_INVALID, "wal end: null out pointer"));

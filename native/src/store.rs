@@ -226,6 +226,39 @@ impl Location {
     }
 }
 
+/// A database as an entry point is given it: its URL, the options it came
+/// with, and its location. `open` is the one place that reads and resolves
+/// them, so every entry point refuses bad ones alike.
+pub struct Target<'a> {
+    pub url: &'a str,
+    pub opts: Options,
+    pub loc: Location,
+}
+
+/// Reads an entry point's `url` and `opts` (url first) and resolves the URL.
+/// It does not look for a database there: that reads the store, which is
+/// left to the caller's bounded call, after its other arguments are checked.
+pub fn open<'a>(url: *const c_char, opts: *const c_char) -> Res<Target<'a>> {
+    Target::at(cstr(url, "url")?, opts)
+}
+
+impl<'a> Target<'a> {
+    /// As `open`, for a URL already read (rl_checkpoint_copy reads its
+    /// destination's before the options).
+    pub fn at(url: &'a str, opts: *const c_char) -> Res<Target<'a>> {
+        let opts = Options::parse(opts)?;
+        let loc = resolve(url, &opts)?;
+        Ok(Target { url, opts, loc })
+    }
+
+    /// The admin of the database there: RL_ERR_NO_DATABASE where there is
+    /// none (no manifest).
+    pub async fn checked_admin(&self) -> Res<Admin> {
+        require_manifest(&self.loc, self.url).await?;
+        Ok(self.loc.admin())
+    }
+}
+
 /// In-process stores, shared by name so that a writer and a reader of one
 /// `memory://name` see the same objects.
 static MEMORY: LazyLock<Mutex<HashMap<String, Arc<InMemory>>>> =
@@ -491,6 +524,27 @@ mod tests {
             !Options::parse(std::ptr::null())
                 .unwrap_or_else(|e| panic!("{}", e.msg))
                 .bulk_load
+        );
+    }
+
+    #[test]
+    fn open_reads_url_then_options_then_resolves() {
+        let msg = |r: Res<Target>| r.err().map(|e| (e.code, e.msg));
+        let bad_opts = std::ffi::CString::new("{").unwrap();
+        let bad_url = std::ffi::CString::new("ftp://x/y").unwrap();
+        let url = std::ffi::CString::new("memory://open-test/db").unwrap();
+        assert_eq!(
+            msg(open(std::ptr::null(), bad_opts.as_ptr())),
+            Some((RL_ERR_INVALID, "url is null".to_string()))
+        );
+        let e = msg(open(bad_url.as_ptr(), bad_opts.as_ptr())).expect("refused");
+        assert!(e.1.starts_with("options "), "{e:?}");
+        let e = msg(open(bad_url.as_ptr(), std::ptr::null())).expect("refused");
+        assert!(e.1.starts_with("catalog URL "), "{e:?}");
+        let t = open(url.as_ptr(), std::ptr::null()).unwrap_or_else(|e| panic!("{}", e.msg));
+        assert_eq!(
+            (t.url, t.loc.path.as_ref()),
+            ("memory://open-test/db", "db")
         );
     }
 
