@@ -71,7 +71,8 @@ precompile: native modules
 # x86_64, no RPC) zipped into dist/<function>.zip for the CDK app. Linked with
 # --gc-sections: the Rust archive has one section per function and the linker
 # drops those nothing calls; the bootstraps also with -s -w (no symbol table or
-# DWARF, which a Lambda never reads). Sizes: README, "Performance".
+# DWARF, which a Lambda never reads). Sizes: docs/performance.md, "Lambda zips
+# and cold start".
 FUNCTIONS := check export import inplace
 LINK_GC := -extldflags=-Wl,--gc-sections
 # The tool's version, printed by --version (a build without it falls back to
@@ -192,7 +193,7 @@ bench-rollback: build tools
 
 # A fleet of one writer and two readers under serve through an online
 # migration of 1M rows: the write freeze, the readers' read gaps and
-# staleness (README, Performance).
+# staleness (docs/performance.md, "A fleet through an online migration").
 bench-fleet: build tools
 	go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
 

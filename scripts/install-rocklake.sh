@@ -8,8 +8,8 @@
 #     opt-level 0: the same source and settings (no debug assertions, no
 #     overflow checks), only unoptimised. A cold build took 372 CPU-s
 #     (4 min 5 s on 2 cores) against 946 at opt-level 1, and the tests
-#     that run it took 100 s against 97 (README, "How long a cold make test
-#     takes").
+#     that run it took 100 s against 97 (docs/performance.md, "Building and
+#     testing").
 #   release: $ROCKLAKE_CACHE/bin/rocklake-release, RockLake's own release
 #     profile (opt-level 3), for the benchmarks that time RockLake
 #     (scripts/bench-serve.sh).

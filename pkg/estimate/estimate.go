@@ -12,10 +12,10 @@ import (
 )
 
 // Stage rates, per worker (a Lambda, or one of the CLI's --concurrency), from
-// the README's measurements of 2026-12-02 (1 000 000 rows, 16 shards,
-// versitygw, 2 cores): Verify 2.3 s (scripts/bench-migrate.sh), Check 0.05
-// s, Finalize 0.1 s, Flip 0.1 s, and Freeze 0.4 s besides its scan; Import's
-// from 2026-12-03 (below).
+// the measurements of 2026-12-02 in docs/performance-history.md (1 000 000
+// rows, 16 shards, versitygw, 2 cores): Verify 2.3 s (scripts/bench-migrate.sh),
+// Check 0.05 s, Finalize 0.1 s, Flip 0.1 s, and Freeze 0.4 s besides its scan;
+// Import's from 2026-12-03 (below).
 const (
 	// ShardRowsPerSec is ExportTransformShard's rate (export and
 	// transform in one pass, both shard files written) on one core:
@@ -36,8 +36,8 @@ const (
 	// ImportFanIn x L0Bytes and each further one runs ImportFanIn times
 	// larger.
 	ImportFanIn = 16
-	// ScanRowsPerSec is SlateDB 0.13.1's full scan on versitygw (README,
-	// SlateDB binding table): Freeze's byte-balancing scan, which gives up
+	// ScanRowsPerSec is SlateDB 0.13.1's full scan on versitygw
+	// (docs/performance.md, the SlateDB binding table): Freeze's byte-balancing scan, which gives up
 	// after ScanGiveUpSeconds when its rate says it would not end within
 	// ScanBudgetSeconds (pkg/workflow's byteScanBudget and projection).
 	ScanRowsPerSec    = 286_000
@@ -72,7 +72,7 @@ const (
 	// results). Measured 2026-12-02 on the 2-core machine under heavy load:
 	// 16 shards instead of 1 of the same 100 097-key catalog added 0.36 s of
 	// export and 0.41 s of transform per extra shard while the 1-shard rates
-	// ran at half the README's; halved to the README's conditions.
+	// ran at half docs/performance.md's; halved to its conditions.
 	ShardStepSeconds = 0.2
 )
 
@@ -214,7 +214,7 @@ func Run(in Input) (Estimate, error) {
 	passes := ImportPasses(in.StoredBytes)
 	e.PricesDate = PricesDate
 	e.Assumptions = []string{
-		"stage rates from the README's 1 000 000-row runs on 2 cores (scripts/bench-migrate.sh and BenchmarkShardStep, 2026-12-02), per worker on one core, plus 0.2 s per shard step; a Lambda of 3008 MB has about 1.7 vCPUs",
+		"stage rates from the 1 000 000-row runs on 2 cores in docs/performance-history.md (scripts/bench-migrate.sh and BenchmarkShardStep, 2026-12-02), per worker on one core, plus 0.2 s per shard step; a Lambda of 3008 MB has about 1.7 vCPUs",
 		fmt.Sprintf("import as measured at 10 000 000 rows (2026-12-03), its compactions rewriting the catalog %d time(s); RockLake's compactor merges what it leaves after the cut-over (about one more pass, in RockLake, not counted)", passes),
 		fmt.Sprintf("shard files %.0f%% of the catalog's bytes (zstd NDJSON)", ratio*100),
 		fmt.Sprintf("Lambda memory from infra's defaults: check %d MB, export %d MB, import %d MB", CheckMemoryMB, ShardMemoryMB, ImportMemoryMB),
@@ -260,7 +260,7 @@ func Run(in Input) (Estimate, error) {
 		e.Seconds["Fence"] = grace + FenceSeconds + replica
 		e.Seconds["Verify"] = OnlineVerifySeconds
 		e.WriteFreezeSeconds = FenceSeconds + replica + RoundSeconds + FinalizeSeconds + OnlineVerifySeconds + FlipSeconds
-		e.Assumptions = append(e.Assumptions, fmt.Sprintf("online: the least catch-up (%d rounds of %.1f s: the writers' commits since the round before, a few keys); writers faster than a round make more and longer rounds, bounded by catch_up. The write freeze leaves out RockLake's WAL backlog (its WAL since its memtable last reached L0), which the fence's writer replays and the last round and Verify read: on S3 up to about 18 s at a full backlog of 4096 WAL SSTs (README, the 100M model)", OnlineRounds, RoundSeconds))
+		e.Assumptions = append(e.Assumptions, fmt.Sprintf("online: the least catch-up (%d rounds of %.1f s: the writers' commits since the round before, a few keys); writers faster than a round make more and longer rounds, bounded by catch_up. The write freeze leaves out RockLake's WAL backlog (its WAL since its memtable last reached L0), which the fence's writer replays and the last round and Verify read: on S3 up to about 18 s at a full backlog of 4096 WAL SSTs (docs/performance.md, the 100M model)", OnlineRounds, RoundSeconds))
 	}
 	if in.DryRun {
 		delete(e.Seconds, "Flip")

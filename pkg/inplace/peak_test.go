@@ -14,7 +14,8 @@ import (
 //	go test -run '^$' -bench 'PeakRSS/rows=150000$' -benchtime 1x ./pkg/inplace/
 //
 // It reports the transformed bytes (what in_place_max_bytes bounds) and the
-// peak after each stage; DefaultMaxBytes's doc and the README hold the fit.
+// peak after each stage; DefaultMaxBytes's doc and docs/workflow.md (In
+// place) hold the fit.
 func BenchmarkPeakRSS(b *testing.B) {
 	for _, rows := range []int{50000, 150000, 300000} {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {

@@ -38,7 +38,8 @@ func compressionOf(url string) compression {
 // 8 MiB one (their redundancy is between nearby rows) in a quarter of the
 // memory. The fastest level: the shard step is bound by CPU, and the
 // default level cost about 10 % more of the fused step's CPU for shard
-// files 2.6 % smaller (README, issue 15); any level reads back the same.
+// files 2.6 % smaller (docs/performance-history.md, 2026-12-02); any level
+// reads back the same.
 // Two encoders let compression overlap record encoding (30% more
 // records/s on two cores); decoding is cheap next to record decoding, so
 // it stays on the reading goroutine. The decoder's window limit bounds its

@@ -94,10 +94,10 @@ func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) 
 }
 
 // ByteScanBudget bounds Freeze's byte-balancing scan (about 34 million keys
-// at the README's 286 000 keys/s on S3, one part at a time), and never more
-// than half the time the step has left: the source is frozen meanwhile, and
-// a Lambda has 15 minutes. Past it, the shards are cut by the counters'
-// estimate.
+// at docs/performance-history.md's 286 000 keys/s on S3, one part at a
+// time), and never more than half the time the step has left: the source is
+// frozen meanwhile, and a Lambda has 15 minutes. Past it, the shards are cut
+// by the counters' estimate.
 const ByteScanBudget = 2 * time.Minute
 
 // errScanPastBudget: the byte scan's rate so far, over the counters'
