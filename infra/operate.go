@@ -62,7 +62,7 @@ func MigrationDefinition(cfg Config) ([]byte, error) {
 	// The execution's clock runs while a postponed migration waits at the
 	// gate: a timeout inside the wait would end the run without its Abort,
 	// leaving the lock and the source's checkpoint behind.
-	gate, _ := states["Gate"].(map[string]any)
+	gate, _ := states[statemachine.StepGate].(map[string]any)
 	if gate == nil {
 		return nil, fmt.Errorf("migration definition: no Gate state")
 	}
@@ -196,9 +196,9 @@ func (s *MigrateStack) dashboard(cfg Config) awscloudwatch.Dashboard {
 	d.AddWidgets(
 		graph("Migration executions", executions(s.Migration)...),
 		graph("Shards (Map progress): shard steps done",
-			step("Rows", "SampleCount", "ExportTransformShard"),
+			step("Rows", "SampleCount", statemachine.StepExportTransformShard),
 			s.Functions["export"].MetricInvocations(&awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum"), Label: jsii.String("export invocations")})),
-		graph("Rows per second", rate("Import"), rate("ExportTransformShard")),
+		graph("Rows per second", rate(statemachine.StepImport), rate(statemachine.StepExportTransformShard)),
 	)
 	d.AddWidgets(
 		graph("Lambda errors", errs...),

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+
+	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
 // Stage rates, per worker (a Lambda, or one of the CLI's --concurrency), from
@@ -249,21 +251,21 @@ func Run(in Input) (Estimate, error) {
 	}
 	freeze := FreezeSeconds + scan + grace + replica
 	e.Seconds = map[string]float64{
-		"Check": CheckSeconds, "Freeze": freeze, "Shards": waves * shardStep,
-		"Import": importSec, "Finalize": FinalizeSeconds, "Verify": verify, "Flip": FlipSeconds,
+		statemachine.StepCheck: CheckSeconds, statemachine.StepFreeze: freeze, statemachine.StateShards: waves * shardStep,
+		statemachine.StepImport: importSec, statemachine.StepFinalize: FinalizeSeconds, statemachine.StepVerify: verify, statemachine.StepFlip: FlipSeconds,
 	}
 	if online {
-		delete(e.Seconds, "Freeze")
-		e.Seconds["Snapshot"] = FreezeSeconds + scan
-		e.Seconds["CatchUp"] = OnlineRounds * RoundSeconds
-		e.Seconds["VerifyCatchUp"] = verify
-		e.Seconds["Fence"] = grace + FenceSeconds + replica
-		e.Seconds["Verify"] = OnlineVerifySeconds
+		delete(e.Seconds, statemachine.StepFreeze)
+		e.Seconds[statemachine.StepSnapshot] = FreezeSeconds + scan
+		e.Seconds[statemachine.StepCatchUp] = OnlineRounds * RoundSeconds
+		e.Seconds[statemachine.StepVerifyCatchUp] = verify
+		e.Seconds[statemachine.StepFence] = grace + FenceSeconds + replica
+		e.Seconds[statemachine.StepVerify] = OnlineVerifySeconds
 		e.WriteFreezeSeconds = FenceSeconds + replica + RoundSeconds + FinalizeSeconds + OnlineVerifySeconds + FlipSeconds
 		e.Assumptions = append(e.Assumptions, fmt.Sprintf("online: the least catch-up (%d rounds of %.1f s: the writers' commits since the round before, a few keys); writers faster than a round make more and longer rounds, bounded by catch_up. The write freeze leaves out RockLake's WAL backlog (its WAL since its memtable last reached L0), which the fence's writer replays and the last round and Verify read: on S3 up to about 18 s at a full backlog of 4096 WAL SSTs (docs/performance.md, the 100M model)", OnlineRounds, RoundSeconds))
 	}
 	if in.DryRun {
-		delete(e.Seconds, "Flip")
+		delete(e.Seconds, statemachine.StepFlip)
 		e.Seconds["CleanUpDryRun"] = FlipSeconds
 	}
 	for _, s := range e.Seconds {
@@ -285,7 +287,7 @@ func Run(in Input) (Estimate, error) {
 		// and Verify after the fence reads only the change.
 		e.Lambda.Invocations += OnlineRounds + 2
 		e.Lambda.GBSeconds += gb(ShardMemoryMB)*FenceSeconds +
-			gb(ImportMemoryMB)*(e.Seconds["CatchUp"]+e.Seconds["VerifyCatchUp"]+OnlineVerifySeconds-verify)
+			gb(ImportMemoryMB)*(e.Seconds[statemachine.StepCatchUp]+e.Seconds[statemachine.StepVerifyCatchUp]+OnlineVerifySeconds-verify)
 	}
 	e.Lambda.USD = e.Lambda.GBSeconds*LambdaGBSecondUSD + float64(e.Lambda.Invocations)*LambdaRequestUSD
 
@@ -389,11 +391,11 @@ func Transitions(def []byte, run Path) (int, error) {
 		case "$.migration.online":
 			return run.Online, true
 		case "$.migration.verified":
-			return entered["VerifyCatchUp"] > 0, true
+			return entered[statemachine.StepVerifyCatchUp] > 0, true
 		case "$.migration.fenced":
-			return entered["Fence"] > 0, true
+			return entered[statemachine.StepFence] > 0, true
 		case "$.import.done":
-			return entered["Import"] >= run.ImportCalls, true
+			return entered[statemachine.StepImport] >= run.ImportCalls, true
 		}
 		return false, false
 	}

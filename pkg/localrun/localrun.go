@@ -363,9 +363,9 @@ func (w *watch) entered(ev asl.StateEvent) {
 		w.progress.Transform.ShardsTotal.Store(int64(w.in.Shards))
 		w.stage("export", w.progress.Export)
 		w.stage("transform", w.progress.Transform)
-	case "Import":
+	case statemachine.StepImport:
 		w.stage("import", w.progress.Import)
-	case "Verify":
+	case statemachine.StepVerify:
 		w.stage("verify", w.progress.Verify)
 	}
 }
@@ -375,11 +375,11 @@ func (w *watch) exited(ev asl.StateEvent) {
 	defer w.mu.Unlock()
 	w.times[ev.Name] += ev.Duration.Seconds()
 	switch {
-	case (ev.Name == "ExportTransformShard" || ev.Name == "TransformShard") && ev.Output != nil:
+	case (ev.Name == statemachine.StepExportTransformShard || ev.Name == statemachine.StepTransformShard) && ev.Output != nil:
 		w.progress.Transform.ShardsDone.Add(1)
 	case len(ev.MapIndex) > 0:
 		return
-	case ev.Name == "Check" && ev.Output != nil:
+	case ev.Name == statemachine.StepCheck && ev.Output != nil:
 		var st struct {
 			Migration workflow.Migration `json:"migration"`
 		}
@@ -389,14 +389,14 @@ func (w *watch) exited(ev asl.StateEvent) {
 	case ev.Name == "Shards":
 		w.stop("export", failedState(ev))
 		w.stop("transform", failedState(ev))
-	case ev.Name == "Import":
+	case ev.Name == statemachine.StepImport:
 		var st struct {
 			Import workflow.ImportOutput `json:"import"`
 		}
 		if ev.Output == nil || json.Unmarshal(ev.Output, &st) != nil || st.Import.Done {
 			w.stop("import", failedState(ev))
 		}
-	case ev.Name == "Verify":
+	case ev.Name == statemachine.StepVerify:
 		w.stop("verify", failedState(ev))
 		w.verified = ev.Output
 	}
@@ -470,7 +470,7 @@ func runInPlace(ctx context.Context, env workflow.Env, in workflow.CheckInput, p
 		return err
 	}
 	var m workflow.Migration
-	err := timed("Check", func() (err error) {
+	err := timed(statemachine.StepCheck, func() (err error) {
 		m, err = workflow.Check(ctx, env, in)
 		return err
 	})
@@ -479,7 +479,7 @@ func runInPlace(ctx context.Context, env workflow.Env, in workflow.CheckInput, p
 	}
 	if err == nil && m.NeedsMigration {
 		var out workflow.InPlaceOutput
-		err = timed("InPlace", func() (err error) {
+		err = timed(statemachine.StepInPlace, func() (err error) {
 			out, err = workflow.MigrateInPlace(ctx, env, m)
 			return err
 		})

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/statemachine"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
@@ -244,7 +246,7 @@ func resumeGate(ctx context.Context, env workflow.Env, rec workflow.GateRecord, 
 		if opts.Observer != nil {
 			opts.Observer.StateExited(ev)
 		}
-		if ev.Name == "Abort" && ev.Output != nil {
+		if ev.Name == statemachine.StepAbort && ev.Output != nil {
 			var st abortState
 			if json.Unmarshal(ev.Output, &st) == nil {
 				mu.Lock()

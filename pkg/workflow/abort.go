@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/statemachine"
+
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -83,7 +85,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 	// says of the run is read before the cleanup deletes it.
 	stats, notes := collectStats(ctx, env, m)
 	defer func() {
-		stats.seconds["Abort"] = time.Since(start).Seconds()
+		stats.seconds[statemachine.StepAbort] = time.Since(start).Seconds()
 		if err != nil {
 			notes = append(notes, "the cleanup failed: "+err.Error())
 		}
@@ -243,7 +245,7 @@ func abortOutcome(r *history.Record, in AbortInput) {
 	case name != "":
 		r.Outcome, r.ErrorName, r.Error = history.Failed, name, cause
 	case in.Migration.DryRun:
-		r.Outcome, r.State = history.DryRunOK, "Verify"
+		r.Outcome, r.State = history.DryRunOK, statemachine.StepVerify
 	default:
 		r.Outcome = history.Aborted
 	}

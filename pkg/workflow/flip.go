@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/statemachine"
+
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -97,7 +99,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	}
 	out.CleanupError = strings.Join(cleanup, "; ")
 	stats, notes := collectStats(ctx, env, m)
-	stats.seconds["Flip"] = time.Since(start).Seconds()
+	stats.seconds[statemachine.StepFlip] = time.Since(start).Seconds()
 	if out.CleanupError != "" {
 		notes = append(notes, "cleanup after the flip: "+out.CleanupError)
 	}
@@ -109,7 +111,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		notes = append(notes, rollbackNote(m, out.CarriedKeys))
 	}
 	out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) {
-		r.Outcome, r.State, r.PointerVersionID = history.Succeeded, "Flip", ref.VersionID
+		r.Outcome, r.State, r.PointerVersionID = history.Succeeded, statemachine.StepFlip, ref.VersionID
 		r.ErrorName, r.Error = "", ""
 		r.Online = out.Online
 	})

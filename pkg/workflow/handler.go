@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
 // Request is what the state machine sends a function: the step to run and
@@ -47,27 +49,27 @@ type Step struct {
 // times follow it; a test holds it against the definitions
 // (statemachine/*.asl.json).
 var StepTable = []Step{
-	{"Check", "check", false, step(Check)},
-	{"Gate", "check", false, step(Gate)},
-	{"Flip", "check", true, step(Flip)},
-	{"Abort", "check", false, step(Abort)},
-	{"Rollback", "check", false, step(Rollback)},
-	{"Drift", "check", false, step(Drift)},
-	{"Freeze", "export", true, step(Freeze)},
-	{"Snapshot", "export", true, step(Snapshot)},
-	{"Fence", "export", true, step(Fence)},
-	{"ExportTransformShard", "export", true, step(ExportTransformShard)},
-	{"ExportShard", "export", true, step(ExportShard)},
-	{"TransformShard", "export", true, step(TransformShard)},
+	{statemachine.StepCheck, "check", false, step(Check)},
+	{statemachine.StepGate, "check", false, step(Gate)},
+	{statemachine.StepFlip, "check", true, step(Flip)},
+	{statemachine.StepAbort, "check", false, step(Abort)},
+	{statemachine.StepRollback, "check", false, step(Rollback)},
+	{statemachine.StepDrift, "check", false, step(Drift)},
+	{statemachine.StepFreeze, "export", true, step(Freeze)},
+	{statemachine.StepSnapshot, "export", true, step(Snapshot)},
+	{statemachine.StepFence, "export", true, step(Fence)},
+	{statemachine.StepExportTransformShard, "export", true, step(ExportTransformShard)},
+	{statemachine.StepExportShard, "export", true, step(ExportShard)},
+	{statemachine.StepTransformShard, "export", true, step(TransformShard)},
 	// CatchUp writes the target, as Import does.
-	{"Import", "import", true, step(Import)},
-	{"CatchUp", "import", true, step(CatchUp)},
-	{"VerifyCatchUp", "import", true, step(VerifyCatchUp)},
-	{"Finalize", "import", true, step(Finalize)},
-	{"Verify", "import", true, step(Verify)},
+	{statemachine.StepImport, "import", true, step(Import)},
+	{statemachine.StepCatchUp, "import", true, step(CatchUp)},
+	{statemachine.StepVerifyCatchUp, "import", true, step(VerifyCatchUp)},
+	{statemachine.StepFinalize, "import", true, step(Finalize)},
+	{statemachine.StepVerify, "import", true, step(Verify)},
 	// Strategy A: the catalog's writer, and the pointer's (its flip), in
 	// one step.
-	{"InPlace", "inplace", false, step(MigrateInPlace)},
+	{statemachine.StepInPlace, "inplace", false, step(MigrateInPlace)},
 }
 
 // Functions maps each Lambda function to the steps it hosts (StepTable).

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/statemachine"
+
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -146,7 +148,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 func finishInPlace(ctx context.Context, env Env, m Migration, start time.Time, out *InPlaceOutput, err error) {
 	fresh, cancel := Afterwards(ctx, time.Minute)
 	defer cancel()
-	stats := runStats{seconds: map[string]float64{"InPlace": time.Since(start).Seconds()}, lastState: "InPlace",
+	stats := runStats{seconds: map[string]float64{statemachine.StepInPlace: time.Since(start).Seconds()}, lastState: statemachine.StepInPlace,
 		rows: out.InPlace.Records, bytes: out.InPlace.Bytes}
 	herr := finishRecord(fresh, env, m, stats, nil, func(r *history.Record) {
 		switch {

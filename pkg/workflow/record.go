@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/statemachine"
+
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
@@ -83,8 +85,8 @@ func startRecord(ctx context.Context, env Env, m Migration, checkSeconds float64
 	_, err := history.Create(ctx, env.Store, history.Record{
 		ID: m.MigrationID, Kind: m.kind(), Trigger: m.Trigger, Pointer: m.Pointer,
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Start: m.StartedAt,
-		Outcome: history.InProgress, State: "Check", Shards: m.Shards,
-		StateSeconds: map[string]float64{"Check": checkSeconds},
+		Outcome: history.InProgress, State: statemachine.StepCheck, Shards: m.Shards,
+		StateSeconds: map[string]float64{statemachine.StepCheck: checkSeconds},
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrHistoryUnwritable, err)
@@ -117,8 +119,8 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 	r := history.Record{
 		ID: id, Kind: runKind(in.DryRun), Trigger: Trigger(in.Trigger), Pointer: in.Pointer,
 		Source: m.Source, Target: m.Target, From: m.From, To: format.Version(in.TargetVersion),
-		Start: start, End: time.Now(), Outcome: history.NothingToDo, State: "Check",
-		StateSeconds: map[string]float64{"Check": time.Since(start).Seconds()},
+		Start: start, End: time.Now(), Outcome: history.NothingToDo, State: statemachine.StepCheck,
+		StateSeconds: map[string]float64{statemachine.StepCheck: time.Since(start).Seconds()},
 	}
 	if checkErr != nil {
 		r.Outcome, r.ErrorName, r.Error = history.Failed, name, checkErr.Error()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/statemachine"
+
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -82,7 +84,7 @@ var errCarry = errors.New("the commits since the flip are to be carried back")
 func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
 	start := time.Now()
 	out := RollbackOutput{RunID: NewRunID("r-")}
-	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Rollback"}
+	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: statemachine.StepRollback}
 	out, err := rollback(ctx, env, in, out, &rec)
 	if errors.Is(err, errCarry) {
 		// Nothing done: the rollback run that carries is the record.
