@@ -153,6 +153,7 @@ Exit codes:
 		newRestoreCmd(e),
 		newUnlockCmd(e),
 		newDriftCmd(e),
+		newFleetCmd(e),
 		newResolveCmd(e),
 		newServeCmd(e),
 		newCleanupCmd(e),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
 	"github.com/spf13/cobra"
 
@@ -60,19 +61,15 @@ back (the catalog as it was) in one step.`,
 			*staging = layout.DefaultStaging(*ptr)
 		}
 		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
-		if !*dryRun && !*discard {
-			carry, err := workflow.RollbackCarries(ctx, env, *ptr)
-			if err != nil {
-				return err
-			}
-			if carry {
-				return carryBack(ctx, e, env, *ptr, grace, *asJSON)
-			}
+		res, err := operator.Rollback(ctx, env, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger(), FreezeGrace: grace},
+			localrun.Options{Log: e.stderr, Display: func() localrun.Display { return e.progress(*asJSON) }})
+		if res.Carried != nil {
+			return printCarryBack(e, *res.Carried, *asJSON, err)
 		}
-		out, err := workflow.Rollback(ctx, env, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger(), FreezeGrace: grace})
 		if err != nil {
 			return err
 		}
+		out := *res.OneStep
 		if *asJSON {
 			return printJSON(e.stdout, out)
 		}
@@ -108,21 +105,16 @@ back (the catalog as it was) in one step.`,
 
 // carryBack runs the rollback run (the migration definition with
 // "rollback": true) and prints its report as migrate does.
-func carryBack(ctx context.Context, e *env, env workflow.Env, ptr string, grace *float64, asJSON bool) error {
-	rep, err := localrun.Run(ctx, env, localrun.Options{
-		Check: workflow.CheckInput{Pointer: ptr, Rollback: true, Trigger: trigger(), FreezeGrace: grace},
-		Log:   e.stderr, Display: func() localrun.Display { return e.progress(asJSON) },
-	})
-	if rep == nil {
-		return err
-	}
+// printCarryBack prints the report of a rollback run that carried commits
+// back; err is the run's.
+func printCarryBack(e *env, rep localrun.Report, asJSON bool, err error) error {
 	if asJSON {
 		if perr := printJSON(e.stdout, rep); perr != nil {
 			return perr
 		}
 		return err
 	}
-	printMigrateReport(e, *rep)
+	printMigrateReport(e, rep)
 	if rep.RollbackOf != "" && rep.PointerVersionID != "" {
 		fmt.Fprintf(e.stdout, "rolled back migration %s: the pointer names %s (format %s), %d keys carried back from %s\n",
 			rep.RollbackOf, rep.Target, rep.To, rep.CarriedKeys, rep.Source)

@@ -85,6 +85,18 @@ func DefaultStaging(pointerURL string) string {
 	return dir + "migrations"
 }
 
+// Beside a fleet: its runs' records, beside the first source of its
+// pointers (a prefix or a list): s3://b/tenants/ → s3://b/tenants.fleet/.
+
+// FleetRuns is the prefix the records of a fleet's runs live under.
+func FleetRuns(source string) string { return strings.TrimSuffix(source, "/") + ".fleet/" }
+
+// FleetRun is the record of fleet run id, started at start: names sort as
+// the starts do.
+func FleetRun(source string, start time.Time, id string) string {
+	return FleetRuns(source) + start.UTC().Format(historyTime) + "-" + id + ".json"
+}
+
 // Beside the catalog.
 
 // ErrAtRoot: a catalog at the root of its bucket or file system has no place

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/fleet"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+)
+
+// newFleetCmd is `fleet`: the same operations over every pointer of a
+// fleet (pkg/fleet).
+func newFleetCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "fleet plan|migrate|rollback|status|drift --pointers s3://…/ [--pointers …]",
+		Short: "plan, migrate, roll back, check every catalog of a fleet: pointers under prefixes or in lists",
+		Long: `fleet runs the per-catalog operations over a fleet of pointers: every pointer object
+under a prefix (a URL ending in /, recognised by its content; other objects are ignored
+and counted), or each pointer URL listed in a file or object (one per line, # comments).
+--pointers repeats; the prefixes and lists may be in several buckets. A fleet run's
+record lives beside the first source (<source>.fleet/), which status and rollback read.`,
+		Example: `  rocklake-migrate fleet plan --pointers s3://b/tenants/ --to v2 --concurrency 4
+  rocklake-migrate fleet migrate --pointers s3://b/tenants/ --to v2 --concurrency 4 --canary 1 --max-failures 3
+  rocklake-migrate fleet status --pointers s3://b/tenants/
+  rocklake-migrate fleet rollback --pointers s3://b/tenants/
+  rocklake-migrate fleet drift --pointers s3://b/tenants/ --expect v2 --sns-topic arn:aws:sns:us-east-1:123456789012:alerts`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return usagef("fleet needs one of plan, migrate, rollback, status, drift")
+		},
+	}
+	c.AddCommand(newFleetPlanCmd(e), newFleetMigrateCmd(e), newFleetRollbackCmd(e), newFleetStatusCmd(e), newFleetDriftCmd(e))
+	return c
+}
+
+// fleetFlags are the flags every fleet command has.
+type fleetFlags struct {
+	sources *[]string
+	staging *string
+	asJSON  *bool
+}
+
+func addFleetFlags(fs *pflag.FlagSet, what string) fleetFlags {
+	return fleetFlags{
+		sources: fs.StringArray("pointers", nil, "a prefix (ending in /) whose pointer objects are the fleet, or a list of pointer URLs (repeatable)"),
+		staging: fs.String("staging", "", "staging prefix of every pointer's runs (default: each beside its pointer, …/migrations)"),
+		asJSON:  jsonFlag(fs, what),
+	}
+}
+
+func (f fleetFlags) check() error {
+	if len(*f.sources) == 0 {
+		return usagef("--pointers is required: a prefix (s3://b/tenants/) or a list of pointer URLs")
+	}
+	return nil
+}
+
+func (f fleetFlags) env(ctx context.Context) (workflow.Env, error) {
+	store, err := blob.New(ctx)
+	if err != nil {
+		return workflow.Env{}, err
+	}
+	return workflow.Env{Store: store, Staging: *f.staging, CreatedBy: createdBy()}, nil
+}
+
+// runFlags are the flags of the fleet commands that run pointers.
+type runFlags struct {
+	concurrency, canary, maxFailures, shards, shardConcurrency *int
+	offline                                                    *bool
+	grace                                                      *time.Duration
+}
+
+func addRunFlags(fs *pflag.FlagSet) runFlags {
+	return runFlags{
+		concurrency:      fs.Int("concurrency", 2, "pointers run at once (after the canary)"),
+		canary:           fs.Int("canary", 1, "pointers run first, one at a time, each to its flip; a canary that fails stops the fleet run before any other starts (one refused at its Check is named and the next is the canary)"),
+		maxFailures:      fs.Int("max-failures", 0, "start no more pointers once this many failed or were refused (0: go on; each is reported)"),
+		shards:           fs.Int("shards", 8, "shards of each pointer's run"),
+		shardConcurrency: fs.Int("shard-concurrency", 2, "shards each run works on at once"),
+		offline:          fs.Bool("offline", false, "migrate offline (fence each source for its whole copy)"),
+		grace:            freezeGraceFlag(fs),
+	}
+}
+
+func (r runFlags) check() error {
+	if *r.concurrency < 1 || *r.canary < 0 || *r.maxFailures < 0 || *r.shards < 1 || *r.shardConcurrency < 1 {
+		return usagef("--concurrency, --shards and --shard-concurrency take at least 1, --canary and --max-failures no negative value")
+	}
+	return nil
+}
+
+func (r runFlags) runner(env workflow.Env) (fleet.Local, error) {
+	grace, err := freezeGrace(*r.grace)
+	if err != nil {
+		return fleet.Local{}, err
+	}
+	return fleet.Local{Env: env, Shards: *r.shards, Concurrency: *r.shardConcurrency, Online: onlineSetting(*r.offline), FreezeGrace: grace}, nil
+}
+
+func (r runFlags) options(f fleetFlags, to format.Version, e *env, asJSON bool) fleet.Options {
+	o := fleet.Options{Sources: *f.sources, To: to, Concurrency: *r.concurrency, Canary: *r.canary, MaxFailures: *r.maxFailures}
+	if !asJSON {
+		o.Progress = func(l fleet.Line) {
+			fmt.Fprintf(e.stderr, "%s %s %s %s\n", time.Now().Format("15:04:05"), l.Pointer, l.State, l.ErrorName)
+		}
+	}
+	return o
+}
+
+func newFleetMigrateCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "migrate --pointers s3://…/ (--to vN | --rebuild) [--concurrency N] [--canary N] [--max-failures N]",
+		Short: "migrate every pointer of the fleet: the canary first, then the rest N at a time; exit 1 if any did not get there",
+		Example: `  rocklake-migrate fleet migrate --pointers s3://b/tenants/ --to v2 --concurrency 4 --canary 1
+  rocklake-migrate fleet migrate --pointers s3://b/tenants.txt --pointers s3://other/CURRENT-list --to v2`,
+	}
+	fs := c.Flags()
+	ff := addFleetFlags(fs, "print the fleet run's record as JSON")
+	rf := addRunFlags(fs)
+	to := fs.String("to", "", "target format (v2)")
+	rebuild := fs.Bool("rebuild", false, "move each catalog into a new one in its own format (or --to's), with every step and guard of a migration")
+	return setup(e, c, 72*time.Hour, 0, func(ctx context.Context, args []string) error {
+		if err := ff.check(); err != nil {
+			return err
+		}
+		if err := rf.check(); err != nil {
+			return err
+		}
+		var v format.Version
+		if !*rebuild || *to != "" {
+			var err error
+			if v, err = format.ParseVersion(*to); err != nil {
+				return usagef("--to: %v", err)
+			}
+		}
+		env, err := ff.env(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := rf.runner(env)
+		if err != nil {
+			return err
+		}
+		opts := rf.options(ff, v, e, *ff.asJSON)
+		opts.Rebuild = *rebuild
+		run, err := fleet.Migrate(ctx, env.Store, r, opts)
+		return printFleetRun(e, run, *ff.asJSON, err)
+	})
+}
+
+func newFleetRollbackCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "rollback --pointers s3://…/ [--fleet-run ID] [--concurrency N]",
+		Short:   "roll back every pointer a fleet run migrated (each with rollback's checks, carrying back its commits since the flip)",
+		Example: `  rocklake-migrate fleet rollback --pointers s3://b/tenants/`,
+	}
+	fs := c.Flags()
+	ff := addFleetFlags(fs, "print the rollback's record as JSON")
+	rf := addRunFlags(fs)
+	id := fs.String("fleet-run", "", "the fleet run to undo (default: the latest migrate run)")
+	return setup(e, c, 72*time.Hour, 0, func(ctx context.Context, args []string) error {
+		if err := ff.check(); err != nil {
+			return err
+		}
+		if err := rf.check(); err != nil {
+			return err
+		}
+		env, err := ff.env(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := rf.runner(env)
+		if err != nil {
+			return err
+		}
+		run, err := fleet.Rollback(ctx, env.Store, r, *id, rf.options(ff, 0, e, *ff.asJSON))
+		return printFleetRun(e, run, *ff.asJSON, err)
+	})
+}
+
+func newFleetStatusCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "status --pointers s3://…/",
+		Short:   "where every pointer of the fleet stands: its format now, its lock, its line in the latest fleet run",
+		Example: `  rocklake-migrate fleet status --pointers s3://b/tenants/ --json`,
+	}
+	ff := addFleetFlags(c.Flags(), "print the status as JSON")
+	return setup(e, c, defaultTimeout, 0, func(ctx context.Context, args []string) error {
+		if err := ff.check(); err != nil {
+			return err
+		}
+		env, err := ff.env(ctx)
+		if err != nil {
+			return err
+		}
+		st, err := fleet.StatusOf(ctx, env.Store, *ff.sources)
+		if err != nil {
+			return err
+		}
+		if *ff.asJSON {
+			return printJSON(e.stdout, st)
+		}
+		if st.Run != nil {
+			fmt.Fprintf(e.stdout, "latest fleet run %s (%s), started %s%s\n", st.Run.ID, st.Run.Kind, st.Run.Started.Format(time.RFC3339), ended(*st.Run))
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POINTER\tFORMAT\tSTATE\tRUN\tFREEZE\tDURATION\tLOCKED BY\tERROR")
+		for _, p := range st.Pointers {
+			state, f := string(p.State), p.Format.String()
+			if state == "" {
+				state = "-"
+			}
+			if p.Unreadable != "" {
+				f = "?"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Pointer, f, state, dash(p.RunID), secs(p.FreezeSeconds), secs(p.Seconds), dash(p.LockedBy), errText(p.Line, p.Unreadable))
+		}
+		_ = tw.Flush()
+		var at []string
+		for v, n := range st.AtFormat {
+			at = append(at, fmt.Sprintf("%d at %s", n, v))
+		}
+		sort.Strings(at)
+		fmt.Fprintf(e.stdout, "%d pointers: %s; %d other objects ignored\n", len(st.Pointers), strings.Join(at, ", "), st.Ignored)
+		return nil
+	})
+}
+
+func newFleetPlanCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "plan --pointers s3://…/ --to vN [--concurrency N] [--canary N]",
+		Short:   "plan every pointer of the fleet (read-only): its catalog, format, size, checks and estimate, and the fleet run's time",
+		Example: `  rocklake-migrate fleet plan --pointers s3://b/tenants/ --to v2 --concurrency 4`,
+	}
+	fs := c.Flags()
+	ff := addFleetFlags(fs, "print the plan as JSON")
+	concurrency := fs.Int("concurrency", 2, "pointers run at once (after the canary)")
+	canary := fs.Int("canary", 1, "pointers run first, one at a time")
+	shards := fs.Int("shards", 8, "shards of each pointer's run")
+	to := fs.String("to", "", "target format (v2)")
+	return setup(e, c, 6*time.Hour, 0, func(ctx context.Context, args []string) error {
+		if err := ff.check(); err != nil {
+			return err
+		}
+		v, err := format.ParseVersion(*to)
+		if err != nil {
+			return usagef("--to: %v", err)
+		}
+		if *concurrency < 1 || *canary < 0 || *shards < 1 {
+			return usagef("--concurrency and --shards take at least 1, --canary no negative value")
+		}
+		env, err := ff.env(ctx)
+		if err != nil {
+			return err
+		}
+		p, err := fleet.PlanFleet(ctx, env, *ff.sources, v, *concurrency, *canary, *shards)
+		if err != nil {
+			return err
+		}
+		if *ff.asJSON {
+			return printJSON(e.stdout, p)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POINTER\tCATALOG\tFORMAT\tSTORED\tKEYS\tRUN\tFREEZE\tUSD\tREADY")
+		for _, l := range p.Pointers {
+			ready := "yes"
+			switch {
+			case l.ErrorName != "":
+				ready = "no: " + l.ErrorName
+			case !l.NeedsMigration:
+				ready = "at target"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.4f\t%s\n", l.Pointer, l.Catalog, l.Format, l.StoredBytes, l.Keys, secs(l.Seconds), secs(l.WriteFreeze), l.USD, ready)
+		}
+		_ = tw.Flush()
+		fmt.Fprintf(e.stdout, "%d pointers to migrate, %d refused, %d other objects ignored; the fleet run at --concurrency %d, --canary %d: about %s on AWS, $%.2f\n",
+			p.ToMigrate, p.Refused, p.Ignored, p.Concurrency, p.Canary, time.Duration(p.Seconds*float64(time.Second)).Round(time.Second), p.USD)
+		return nil
+	})
+}
+
+func newFleetDriftCmd(e *env) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "drift --pointers s3://…/ --expect vN [--sns-topic ARN]",
+		Short:   "check every pointer of the fleet against the expected format; one alert lists them; exit 4 on drift",
+		Example: `  rocklake-migrate fleet drift --pointers s3://b/tenants/ --expect v2 --sns-topic arn:aws:sns:us-east-1:123456789012:alerts`,
+	}
+	fs := c.Flags()
+	ff := addFleetFlags(fs, "print the report as JSON")
+	expect := fs.String("expect", "", "the format the deployed release expects")
+	topic := fs.String("sns-topic", "", "publish one SNS message listing every pointer that drifted")
+	return setup(e, c, 6*time.Hour, 0, func(ctx context.Context, args []string) error {
+		if err := ff.check(); err != nil {
+			return err
+		}
+		v, err := format.ParseVersion(*expect)
+		if err != nil {
+			return usagef("--expect: %v", err)
+		}
+		env, err := ff.env(ctx)
+		if err != nil {
+			return err
+		}
+		if *topic != "" {
+			if env.Publish, err = workflow.SNSPublish(ctx); err != nil {
+				return err
+			}
+		}
+		rep, derr := fleet.Drift(ctx, env, *ff.sources, uint64(v), *topic)
+		if *ff.asJSON {
+			if err := printJSON(e.stdout, rep); err != nil {
+				return err
+			}
+		} else {
+			for _, l := range rep.Pointers {
+				state := "ok"
+				if !l.Healthy {
+					state = "DRIFT"
+				}
+				fmt.Fprintf(e.stdout, "%s %s\n", state, l.Pointer)
+				if l.Error != "" {
+					fmt.Fprintf(e.stdout, "  cannot check: %s: %s\n", l.ErrorName, l.Error)
+				}
+				for _, f := range l.Findings {
+					fmt.Fprintf(e.stdout, "  %s\n", f)
+				}
+			}
+			fmt.Fprintf(e.stdout, "%d of %d pointers need attention\n", rep.Unhealthy, len(rep.Pointers))
+		}
+		if derr != nil && rep.Unhealthy > 0 && len(rep.Pointers) > 0 {
+			return fmt.Errorf("%w: %w", errDrift, derr)
+		}
+		return derr
+	})
+}
+
+// printFleetRun prints a fleet run's record, as a table or as JSON; err is
+// the run's.
+func printFleetRun(e *env, run fleet.Run, asJSON bool, err error) error {
+	if run.ID == "" {
+		return err
+	}
+	if asJSON {
+		if perr := printJSON(e.stdout, run); perr != nil {
+			return perr
+		}
+		return err
+	}
+	writeFleetRun(e.stdout, run)
+	return err
+}
+
+func writeFleetRun(w io.Writer, run fleet.Run) {
+	fmt.Fprintf(w, "fleet run %s (%s", run.ID, run.Kind)
+	if run.RollbackOf != "" {
+		fmt.Fprintf(w, " of %s", run.RollbackOf)
+	}
+	fmt.Fprintf(w, "), started %s%s\n", run.Started.Format(time.RFC3339), ended(run))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "POINTER\tSTATE\tRUN\tFREEZE\tDURATION\tERROR")
+	for _, l := range run.Lines {
+		state := string(l.State)
+		if l.Canary {
+			state += " (canary)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", l.Pointer, state, dash(l.RunID), secs(l.FreezeSeconds), secs(l.Seconds), errText(l, ""))
+	}
+	_ = tw.Flush()
+	var totals []string
+	for s, n := range run.Totals {
+		totals = append(totals, fmt.Sprintf("%d %s", n, s))
+	}
+	sort.Strings(totals)
+	fmt.Fprintf(w, "%d pointers: %s; %d other objects ignored\n", len(run.Lines), strings.Join(totals, ", "), run.Ignored)
+	if run.Stopped != "" {
+		fmt.Fprintf(w, "stopped: %s\n", run.Stopped)
+	}
+}
+
+func ended(r fleet.Run) string {
+	if r.Ended.IsZero() {
+		return ", under way"
+	}
+	return fmt.Sprintf(", ended %s (%s)", r.Ended.Format(time.RFC3339), r.Ended.Sub(r.Started).Round(time.Second))
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func secs(s float64) string {
+	if s == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fs", s)
+}
+
+func errText(l fleet.Line, unreadable string) string {
+	switch {
+	case l.ErrorName != "":
+		msg := l.Error
+		if len(msg) > 120 {
+			msg = msg[:120] + "…"
+		}
+		return l.ErrorName + ": " + msg
+	case unreadable != "":
+		return unreadable
+	}
+	return ""
+}

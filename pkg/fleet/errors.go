@@ -1,0 +1,25 @@
+package fleet
+
+import "github.com/rocklake/rocklake-migrate/pkg/errname"
+
+// The fleet's own refusals and failures, by name (errname). A pointer's
+// own run's error keeps its name in the pointer's line.
+var (
+	// ErrNoPointers: the sources hold no pointer (nothing was run).
+	ErrNoPointers = errname.New("fleet", "NoPointers", "")
+	// ErrNoRun: the fleet run asked for (or any, for a rollback or status)
+	// has no record beside the fleet.
+	ErrNoRun = errname.New("fleet", "NoFleetRun", "")
+	// ErrRecordUnwritable: the fleet run's record cannot be written; no
+	// pointer is started without it.
+	ErrRecordUnwritable = errname.New("fleet", "FleetRecordUnwritable", "")
+	// ErrPointersFailed: some pointers' runs failed or were refused; the
+	// report names each, with its error name, and the others went on.
+	ErrPointersFailed = errname.New("fleet", "PointersFailed", "")
+	// ErrCanaryFailed: a canary pointer's run failed; no other pointer was
+	// started.
+	ErrCanaryFailed = errname.New("fleet", "CanaryFailed", "")
+	// ErrFleetDrift: pointers of the fleet drifted from the expected
+	// version or have leftovers (the report lists them).
+	ErrFleetDrift = errname.New("fleet", "FleetDrift", "")
+)
