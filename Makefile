@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback bench-fleet bench-silent demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback bench-fleet bench-fleet-catalogs bench-silent demo clean infra-tools test-infra synth
 
 all: build
 
@@ -171,6 +171,7 @@ bench: build tools
 	$(MAKE) bench-online
 	$(MAKE) bench-rollback
 	$(MAKE) bench-fleet
+	$(MAKE) bench-fleet-catalogs
 	$(MAKE) bench-silent
 
 # Online against offline migration with the real RockLake serving and a
@@ -196,6 +197,13 @@ bench-rollback: build tools
 # staleness (docs/performance.md, "A fleet through an online migration").
 bench-fleet: build tools
 	go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
+
+# A fleet of catalogs: `fleet migrate --to v2` of 20 catalogs of 100 000
+# rows at --concurrency 1, 2 and 4 (BENCH_FLEET_CATALOGS,
+# BENCH_FLEET_CATALOG_ROWS, BENCH_FLEET_CONCURRENCY; docs/performance.md,
+# "A fleet of catalogs").
+bench-fleet-catalogs: build tools
+	go test -run '^$$' -bench BenchmarkFleetCatalogs -benchtime 1x -timeout 70m ./cmd/rocklake-migrate/
 
 # How long each command takes to name an S3 endpoint that never answers,
 # at the default request limits (docs/operating.md, the table of bounds).
