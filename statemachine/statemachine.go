@@ -1,6 +1,6 @@
 // Package statemachine holds the workflow definitions: migration.asl.json,
 // the migration, rollback.asl.json, the rollback the console starts, and
-// drift.asl.json, the scheduled drift check. Each is the one file that AWS Step Functions runs (deployed by
+// drift.asl.json, the scheduled drift check, and fleet.asl.json, a fleet run. Each is the one file that AWS Step Functions runs (deployed by
 // infra/) and that the CLI runs locally under pkg/asl. Its Task resources are
 // placeholders (${CheckFunctionArn}, ...) filled by DefinitionSubstitutions.
 package statemachine
@@ -23,6 +23,17 @@ var Drift []byte
 //
 //go:embed rollback.asl.json
 var Rollback []byte
+
+// Fleet is fleet.asl.json: a release's fleet run, every pointer of a fleet
+// migrated (or rolled back) as child executions of the migration (or
+// rollback) state machine, the canary first, then a Distributed Map.
+//
+//go:embed fleet.asl.json
+var Fleet []byte
+
+// Definitions is every definition, by its name (the file's, without
+// .asl.json): what the tests and the linters walk.
+var Definitions = map[string][]byte{"migration": Migration, "rollback": Rollback, "drift": Drift, "fleet": Fleet}
 
 // Placeholders are the DefinitionSubstitutions the migration definition
 // needs: one per Lambda function (check, export, import, inplace), the SNS

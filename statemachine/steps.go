@@ -26,6 +26,8 @@ const (
 	StepFinalize             = "Finalize"
 	StepVerify               = "Verify"
 	StepInPlace              = "InPlace"
+	StepFleetList            = "FleetList"
+	StepFleetReport          = "FleetReport"
 )
 
 // StateShards is the migration definition's Map state, which runs a

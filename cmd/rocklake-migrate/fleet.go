@@ -2,19 +2,25 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -52,7 +58,7 @@ type fleetFlags struct {
 func addFleetFlags(fs *pflag.FlagSet, what string) fleetFlags {
 	return fleetFlags{
 		sources: fs.StringArray("pointers", nil, "a prefix (ending in /) whose pointer objects are the fleet, or a list of pointer URLs (repeatable)"),
-		staging: fs.String("staging", "", "staging prefix of every pointer's runs (default: each beside its pointer, …/migrations)"),
+		staging: fs.String("staging", "", "staging prefix of every pointer's runs (default: beside the first --pointers, outside it: s3://b/tenants/ → s3://b/tenants.migrations)"),
 		asJSON:  jsonFlag(fs, what),
 	}
 }
@@ -69,51 +75,105 @@ func (f fleetFlags) env(ctx context.Context) (workflow.Env, error) {
 	if err != nil {
 		return workflow.Env{}, err
 	}
-	return workflow.Env{Store: store, Staging: *f.staging, CreatedBy: createdBy()}, nil
+	staging := *f.staging
+	if staging == "" {
+		staging = layout.FleetStaging((*f.sources)[0])
+	}
+	return workflow.Env{Store: store, Staging: staging, CreatedBy: createdBy()}, nil
 }
 
 // runFlags are the flags of the fleet commands that run pointers.
 type runFlags struct {
-	concurrency, canary, maxFailures, shards, shardConcurrency *int
-	offline                                                    *bool
-	grace                                                      *time.Duration
+	concurrency, canary, maxFailures, shards *int
+	offline                                  *bool
+	grace                                    *time.Duration
 }
 
 func addRunFlags(fs *pflag.FlagSet) runFlags {
 	return runFlags{
-		concurrency:      fs.Int("concurrency", 2, "pointers run at once (after the canary)"),
-		canary:           fs.Int("canary", 1, "pointers run first, one at a time, each to its flip; a canary that fails stops the fleet run before any other starts (one refused at its Check is named and the next is the canary)"),
-		maxFailures:      fs.Int("max-failures", 0, "start no more pointers once this many failed or were refused (0: go on; each is reported)"),
-		shards:           fs.Int("shards", 8, "shards of each pointer's run"),
-		shardConcurrency: fs.Int("shard-concurrency", 2, "shards each run works on at once"),
-		offline:          fs.Bool("offline", false, "migrate offline (fence each source for its whole copy)"),
-		grace:            freezeGraceFlag(fs),
+		concurrency: fs.Int("concurrency", 2, "pointers run at once (after the canary)"),
+		canary:      fs.Int("canary", 1, "pointers run first, one at a time, each to its flip; a canary that fails stops the fleet run before any other starts (one refused at its Check is named and the next is the canary)"),
+		maxFailures: fs.Int("max-failures", 0, "start no more pointers once this many failed or were refused (0: go on; each is reported)"),
+		shards:      fs.Int("shards", 8, "shards of each pointer's run"),
+		offline:     fs.Bool("offline", false, "migrate offline (fence each source for its whole copy)"),
+		grace:       freezeGraceFlag(fs),
 	}
 }
 
 func (r runFlags) check() error {
-	if *r.concurrency < 1 || *r.canary < 0 || *r.maxFailures < 0 || *r.shards < 1 || *r.shardConcurrency < 1 {
-		return usagef("--concurrency, --shards and --shard-concurrency take at least 1, --canary and --max-failures no negative value")
+	if *r.concurrency < 1 || *r.canary < 0 || *r.maxFailures < 0 || *r.shards < 1 {
+		return usagef("--concurrency and --shards take at least 1, --canary and --max-failures no negative value")
 	}
 	return nil
 }
 
-func (r runFlags) runner(env workflow.Env) (fleet.Local, error) {
+// request is the fleet run these flags ask for.
+func (r runFlags) request(f fleetFlags, action string) (fleet.Request, error) {
 	grace, err := freezeGrace(*r.grace)
 	if err != nil {
-		return fleet.Local{}, err
+		return fleet.Request{}, err
 	}
-	return fleet.Local{Env: env, Shards: *r.shards, Concurrency: *r.shardConcurrency, Online: onlineSetting(*r.offline), FreezeGrace: grace}, nil
-}
-
-func (r runFlags) options(f fleetFlags, to format.Version, e *env, asJSON bool) fleet.Options {
-	o := fleet.Options{Sources: *f.sources, To: to, Concurrency: *r.concurrency, Canary: *r.canary, MaxFailures: *r.maxFailures}
-	if !asJSON {
-		o.Progress = func(l fleet.Line) {
-			fmt.Fprintf(e.stderr, "%s %s %s %s\n", time.Now().Format("15:04:05"), l.Pointer, l.State, l.ErrorName)
+	child := map[string]any{}
+	if grace != nil {
+		child["freeze_grace"] = *grace
+	}
+	if action == fleet.ActionMigrate {
+		child["shards"] = *r.shards
+		if *r.offline {
+			child["online"] = false
 		}
 	}
-	return o
+	return fleet.Request{Sources: *f.sources, Action: action, Concurrency: *r.concurrency, Canary: *r.canary, MaxFailures: *r.maxFailures,
+		Trigger: trigger(), Child: child}, nil
+}
+
+// runFleet runs the fleet definition here (localrun.RunFleet), saying on
+// stderr as each pointer's run starts and ends, and prints its record.
+func runFleet(ctx context.Context, e *env, ff fleetFlags, req fleet.Request, topic string) error {
+	env, err := ff.env(ctx)
+	if err != nil {
+		return err
+	}
+	var obs asl.Observer
+	if !*ff.asJSON {
+		obs = fleetProgress(e.stderr)
+	}
+	run, err := localrun.RunFleet(ctx, env, req, localrun.FleetOptions{Topic: topic, Observer: obs})
+	return printFleetRun(e, run, *ff.asJSON, err)
+}
+
+// fleetProgress says when each pointer's run (a child execution) starts
+// and how it ends.
+func fleetProgress(w io.Writer) asl.Observer {
+	var mu sync.Mutex
+	started := map[string]string{}
+	key := func(ev asl.StateEvent) string { return fmt.Sprint(ev.MapIndex) }
+	return asl.ObserverFuncs{
+		Entered: func(ev asl.StateEvent) {
+			if ev.Type != "Task" || len(ev.MapIndex) == 0 {
+				return
+			}
+			var it fleet.Item
+			_ = json.Unmarshal(ev.Input, &it)
+			mu.Lock()
+			started[key(ev)] = it.Pointer + ": " + it.Action
+			mu.Unlock()
+			fmt.Fprintf(w, "%s %s: %s started\n", ev.Time.Format("15:04:05"), it.Pointer, it.Action)
+		},
+		Exited: func(ev asl.StateEvent) {
+			if ev.Type != "Task" || len(ev.MapIndex) == 0 {
+				return
+			}
+			mu.Lock()
+			p := started[key(ev)]
+			mu.Unlock()
+			how := "ended"
+			if ev.Error != "" {
+				how = "failed: " + ev.Error
+			}
+			fmt.Fprintf(w, "%s %s %s (%s)\n", ev.Time.Format("15:04:05"), p, how, ev.Duration.Round(100*time.Millisecond))
+		},
+	}
 }
 
 func newFleetMigrateCmd(e *env) *cobra.Command {
@@ -127,6 +187,7 @@ func newFleetMigrateCmd(e *env) *cobra.Command {
 	ff := addFleetFlags(fs, "print the fleet run's record as JSON")
 	rf := addRunFlags(fs)
 	to := fs.String("to", "", "target format (v2)")
+	topic := fs.String("sns-topic", "", "SNS topic ARN of the fleet run's notice and each pointer's outcome")
 	rebuild := fs.Bool("rebuild", false, "move each catalog into a new one in its own format (or --to's), with every step and guard of a migration")
 	return setup(e, c, 72*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := ff.check(); err != nil {
@@ -142,18 +203,12 @@ func newFleetMigrateCmd(e *env) *cobra.Command {
 				return usagef("--to: %v", err)
 			}
 		}
-		env, err := ff.env(ctx)
+		req, err := rf.request(ff, fleet.ActionMigrate)
 		if err != nil {
 			return err
 		}
-		r, err := rf.runner(env)
-		if err != nil {
-			return err
-		}
-		opts := rf.options(ff, v, e, *ff.asJSON)
-		opts.Rebuild = *rebuild
-		run, err := fleet.Migrate(ctx, env.Store, r, opts)
-		return printFleetRun(e, run, *ff.asJSON, err)
+		req.TargetVersion, req.Rebuild = v, *rebuild
+		return runFleet(ctx, e, ff, req, *topic)
 	})
 }
 
@@ -166,7 +221,8 @@ func newFleetRollbackCmd(e *env) *cobra.Command {
 	fs := c.Flags()
 	ff := addFleetFlags(fs, "print the rollback's record as JSON")
 	rf := addRunFlags(fs)
-	id := fs.String("fleet-run", "", "the fleet run to undo (default: the latest migrate run)")
+	id := fs.String("fleet-run", "", "the fleet run to undo (default: the latest that migrated a pointer)")
+	topic := fs.String("sns-topic", "", "SNS topic ARN of the fleet run's notice and each pointer's outcome")
 	return setup(e, c, 72*time.Hour, 0, func(ctx context.Context, args []string) error {
 		if err := ff.check(); err != nil {
 			return err
@@ -174,16 +230,12 @@ func newFleetRollbackCmd(e *env) *cobra.Command {
 		if err := rf.check(); err != nil {
 			return err
 		}
-		env, err := ff.env(ctx)
+		req, err := rf.request(ff, fleet.ActionRollback)
 		if err != nil {
 			return err
 		}
-		r, err := rf.runner(env)
-		if err != nil {
-			return err
-		}
-		run, err := fleet.Rollback(ctx, env.Store, r, *id, rf.options(ff, 0, e, *ff.asJSON))
-		return printFleetRun(e, run, *ff.asJSON, err)
+		req.RollbackOf = *id
+		return runFleet(ctx, e, ff, req, *topic)
 	})
 }
 
@@ -262,7 +314,7 @@ func newFleetPlanCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		p, err := fleet.PlanFleet(ctx, env, *ff.sources, v, *concurrency, *canary, *shards)
+		p, err := operator.PlanFleet(ctx, env, *ff.sources, v, *concurrency, *canary, *shards)
 		if err != nil {
 			return err
 		}
@@ -315,7 +367,7 @@ func newFleetDriftCmd(e *env) *cobra.Command {
 				return err
 			}
 		}
-		rep, derr := fleet.Drift(ctx, env, *ff.sources, uint64(v), *topic)
+		rep, derr := operator.FleetDrift(ctx, env, *ff.sources, uint64(v), *topic)
 		if *ff.asJSON {
 			if err := printJSON(e.stdout, rep); err != nil {
 				return err

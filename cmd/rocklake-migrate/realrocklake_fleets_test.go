@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
@@ -84,10 +85,11 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 	fleetRun := func(code int, args ...string) fleet.Run {
 		t.Helper()
 		r := cli(t, append([]string{"fleet"}, append(args, "--pointers", prefix, "--shards", "2", "--freeze-grace", "0s", "--json")...)...)
+		t.Logf("fleet %v:\n%s", args, r.stderr)
 		r.want(t, code)
 		var run fleet.Run
 		if err := json.Unmarshal([]byte(r.stdout), &run); err != nil {
-			t.Fatalf("fleet %v: %v\n%s", args, err, r.stdout)
+			t.Fatalf("fleet %v: %v\n%s\n%s", args, err, r.stdout, r.stderr)
 		}
 		if len(run.Lines) != n+1 && run.Kind == "migrate" {
 			t.Fatalf("fleet %v: %d pointers, want %d: %+v", args, len(run.Lines), n+1, run.Lines)
@@ -194,7 +196,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 	// Drift against v1: the sixth, by name, in one report; exit 4.
 	r = cli(t, "fleet", "drift", "--pointers", prefix, "--expect", "v1", "--json")
 	r.want(t, exitDrift)
-	var dr fleet.DriftReport
+	var dr operator.FleetDriftReport
 	if err := json.Unmarshal([]byte(r.stdout), &dr); err != nil || len(dr.Pointers) != n+1 {
 		t.Fatalf("fleet drift: %+v (%v)", dr, err)
 	}

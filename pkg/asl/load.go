@@ -92,8 +92,14 @@ type state struct {
 	itemsPath    *jpath
 	itemSelector *tmpl
 	maxConc      int
-	processor    *scope
-	distributed  bool
+	maxConcPath  *jpath
+	// A Distributed Map's tolerated failures (compileTolerance).
+	tolerates                    bool
+	tolCount                     *int64
+	tolPercent                   *float64
+	tolCountPath, tolPercentPath *jpath
+	processor                    *scope
+	distributed                  bool
 
 	// Wait
 	waitSeconds       int64
@@ -115,31 +121,25 @@ var stateFields = map[string][]string{
 	"Choice":  {"Type", "Comment", "InputPath", "OutputPath", "Choices", "Default"},
 	"Succeed": {"Type", "Comment", "InputPath", "OutputPath"},
 	"Fail":    {"Type", "Comment", "Error", "Cause", "ErrorPath", "CausePath"},
-	"Map":     {"Type", "Comment", "InputPath", "OutputPath", "ItemsPath", "ItemSelector", "MaxConcurrency", "ItemProcessor", "ResultSelector", "ResultPath", "Retry", "Catch", "Next", "End"},
+	"Map":     {"Type", "Comment", "InputPath", "OutputPath", "ItemsPath", "ItemSelector", "MaxConcurrency", "MaxConcurrencyPath", "ItemProcessor", "ToleratedFailureCount", "ToleratedFailureCountPath", "ToleratedFailurePercentage", "ToleratedFailurePercentagePath", "Label", "ResultSelector", "ResultPath", "Retry", "Catch", "Next", "End"},
 	"Wait":    {"Type", "Comment", "InputPath", "OutputPath", "Seconds", "Timestamp", "SecondsPath", "TimestampPath", "Next", "End"},
 }
 
 // fieldHints explain fields of the language that this interpreter rejects.
 var fieldHints = map[string]string{
-	"Iterator":                       "the legacy Map field; use ItemProcessor",
-	"ItemReader":                     "not supported by this interpreter",
-	"ItemBatcher":                    "not supported by this interpreter",
-	"ResultWriter":                   "not supported by this interpreter",
-	"Label":                          "not supported by this interpreter",
-	"MaxConcurrencyPath":             "not supported by this interpreter",
-	"ToleratedFailurePercentage":     "not supported by this interpreter: any failed item fails the Map",
-	"ToleratedFailureCount":          "not supported by this interpreter: any failed item fails the Map",
-	"ToleratedFailurePercentagePath": "not supported by this interpreter",
-	"ToleratedFailureCountPath":      "not supported by this interpreter",
-	"TimeoutSecondsPath":             "not supported by this interpreter",
-	"HeartbeatSecondsPath":           "not supported by this interpreter",
-	"Credentials":                    "not supported by this interpreter",
-	"QueryLanguage":                  "per-state QueryLanguage is not supported (JSONPath only)",
-	"Assign":                         "variables are not supported by this interpreter",
-	"Arguments":                      "a JSONata field; only JSONPath is supported",
-	"Output":                         "a JSONata field; only JSONPath is supported",
-	"Items":                          "a JSONata field; only JSONPath is supported",
-	"Branches":                       "Parallel states are not supported",
+	"Iterator":             "the legacy Map field; use ItemProcessor",
+	"ItemReader":           "not supported by this interpreter",
+	"ItemBatcher":          "not supported by this interpreter",
+	"ResultWriter":         "not supported by this interpreter",
+	"TimeoutSecondsPath":   "not supported by this interpreter",
+	"HeartbeatSecondsPath": "not supported by this interpreter",
+	"Credentials":          "not supported by this interpreter",
+	"QueryLanguage":        "per-state QueryLanguage is not supported (JSONPath only)",
+	"Assign":               "variables are not supported by this interpreter",
+	"Arguments":            "a JSONata field; only JSONPath is supported",
+	"Output":               "a JSONata field; only JSONPath is supported",
+	"Items":                "a JSONata field; only JSONPath is supported",
+	"Branches":             "Parallel states are not supported",
 }
 
 type loader struct {
@@ -776,6 +776,14 @@ func (l *loader) compileMap(n *node, at string, st *state) {
 			st.maxConc = int(s)
 		}
 	}
+	st.maxConcPath = l.optPath(n, "MaxConcurrencyPath", at)
+	if st.maxConcPath != nil && n.get("MaxConcurrency") != nil {
+		l.problem(at, "MaxConcurrency and MaxConcurrencyPath exclude each other")
+	}
+	l.compileTolerance(n, at, st)
+	if v := n.get("Label"); v != nil {
+		l.wantString(v, at+".Label")
+	}
 	pn := n.get("ItemProcessor")
 	pat := at + ".ItemProcessor"
 	if pn == nil {
@@ -798,9 +806,57 @@ func (l *loader) compileMap(n *node, at string, st *state) {
 	if cfg := pn.get("ProcessorConfig"); cfg != nil {
 		l.processorConfig(cfg, pat+".ProcessorConfig", st)
 	}
+	if st.tolerates && !st.distributed {
+		l.problem(at, `tolerated failures are a Distributed Map's: its ItemProcessor's ProcessorConfig needs Mode "DISTRIBUTED"`)
+	}
 	l.nested++
 	st.processor = l.compileScope(pn, pat)
 	l.nested--
+}
+
+// optPath compiles the reference path in field k of n, if there.
+func (l *loader) optPath(n *node, k, at string) *jpath {
+	v := n.get(k)
+	if v == nil {
+		return nil
+	}
+	str, ok := l.wantString(v, at+"."+k)
+	if !ok {
+		return nil
+	}
+	p, err := parsePath(str)
+	if err != nil {
+		l.problem(at+"."+k, err.Error())
+		return nil
+	}
+	return p
+}
+
+// compileTolerance reads a Distributed Map's tolerated failures: a count
+// or a percentage of the items, each given or read from the input. Past
+// them the Map fails with States.ExceedToleratedFailureThreshold; without
+// them, one failed item does.
+func (l *loader) compileTolerance(n *node, at string, st *state) {
+	if v := n.get("ToleratedFailureCount"); v != nil {
+		if c, ok := l.wantInt(v, at+".ToleratedFailureCount", 0, maxIntField); ok {
+			st.tolCount = &c
+		}
+	}
+	if v := n.get("ToleratedFailurePercentage"); v != nil {
+		if v.kind != 'n' {
+			l.problem(at+".ToleratedFailurePercentage", fmt.Sprintf("must be a number, not %s", v.kindName()))
+		} else if f, err := v.num.Float64(); err != nil || f < 0 || f > 100 {
+			l.problem(at+".ToleratedFailurePercentage", "must be a number from 0 to 100")
+		} else {
+			st.tolPercent = &f
+		}
+	}
+	st.tolCountPath = l.optPath(n, "ToleratedFailureCountPath", at)
+	st.tolPercentPath = l.optPath(n, "ToleratedFailurePercentagePath", at)
+	if st.tolCount != nil && st.tolCountPath != nil || st.tolPercent != nil && st.tolPercentPath != nil {
+		l.problem(at, "a tolerated failure field and its Path exclude each other")
+	}
+	st.tolerates = st.tolCount != nil || st.tolPercent != nil || st.tolCountPath != nil || st.tolPercentPath != nil
 }
 
 func (l *loader) processorConfig(cfg *node, at string, st *state) {

@@ -833,11 +833,16 @@ func taskErrorOf(err error) *stateError {
 	return &stateError{name: ErrTaskFailed, cause: err.Error()}
 }
 
-// runMap runs the ItemProcessor once per item, at most MaxConcurrency at a
-// time, and returns the outputs in item order. The first failing item
-// cancels the others and fails the state: with its own error in INLINE
-// mode, with States.ExceedToleratedFailureThreshold in DISTRIBUTED mode (as
-// a Map Run with the default tolerated failure of zero does).
+// runMap runs the ItemProcessor once per item, at most MaxConcurrency
+// (or MaxConcurrencyPath's) at a time, and returns the outputs in item
+// order. Without tolerated failures the first failing item cancels the
+// others and fails the state: with its own error in INLINE mode, with
+// States.ExceedToleratedFailureThreshold in DISTRIBUTED mode (as a Map Run
+// with the default tolerated failure of zero does). A Distributed Map that
+// tolerates failures goes on past them, each failed item's output its
+// Error and Cause; past the tolerance it starts no more items, lets those
+// running end (where a Map Run on AWS may stop their child executions), and
+// fails with States.ExceedToleratedFailureThreshold.
 func (r *stateRun) runMap(ctx context.Context, in any) (any, error) {
 	st := r.st
 	items := in
@@ -857,9 +862,13 @@ func (r *stateRun) runMap(ctx context.Context, in any) (any, error) {
 	if n == 0 {
 		return results, nil
 	}
+	lim, err := r.mapLimits(in, n)
+	if err != nil {
+		return nil, err
+	}
 	conc := r.x.opts.MaxConcurrency
-	if st.maxConc > 0 && st.maxConc < conc {
-		conc = st.maxConc
+	if lim.conc > 0 && lim.conc < conc {
+		conc = lim.conc
 	}
 	conc = min(conc, n)
 
@@ -871,29 +880,41 @@ func (r *stateRun) runMap(ctx context.Context, in any) (any, error) {
 		mu        sync.Mutex
 		failure   *stateError
 		failIndex int
+		failed    int
+		stopped   atomic.Bool
 	)
 	fail := func(i int, se *stateError) {
 		mu.Lock()
 		defer mu.Unlock()
+		failed++
+		if st.tolerates && !lim.exceeded(failed) {
+			results[i] = map[string]any{"Error": se.name, "Cause": se.cause}
+			return
+		}
 		if failure == nil {
 			failure, failIndex = se, i
-			cancel()
+			if st.tolerates {
+				stopped.Store(true) // no more items; those running end
+			} else {
+				cancel()
+			}
 		}
 	}
 	for range conc {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= n || mctx.Err() != nil {
+				if i >= n || mctx.Err() != nil || stopped.Load() {
 					return
 				}
 				out, err := r.mapItem(mctx, in, arr, i)
 				if err != nil {
 					var se *stateError
-					if errors.As(err, &se) {
-						fail(i, se)
+					if !errors.As(err, &se) {
+						return // canceled: a sibling failed or the run stopped
 					}
-					return // canceled: a sibling failed or the run stopped
+					fail(i, se)
+					continue
 				}
 				results[i] = out
 			}
@@ -906,7 +927,7 @@ func (r *stateRun) runMap(ctx context.Context, in any) (any, error) {
 	if failure != nil {
 		if st.distributed {
 			return nil, &stateError{name: ErrExceedToleratedFailure, state: st.name,
-				cause: fmt.Sprintf("the tolerated failure threshold (0) was exceeded: item %d failed in state %q with %s: %s", failIndex, failure.state, failure.name, failure.cause)}
+				cause: fmt.Sprintf("the tolerated failure threshold (%s) was exceeded: item %d failed in state %q with %s: %s (%d of %d items failed)", lim, failIndex, failure.state, failure.name, failure.cause, failed, n)}
 		}
 		return nil, failure
 	}
@@ -914,6 +935,90 @@ func (r *stateRun) runMap(ctx context.Context, in any) (any, error) {
 		return nil, err
 	}
 	return results, nil
+}
+
+// mapLimits are a Map's concurrency and tolerated failures for this run.
+type mapLimits struct {
+	conc    int
+	count   int64   // tolerated failed items; -1: no count given
+	percent float64 // tolerated failed items in percent of n; -1: none given
+	n       int
+}
+
+// exceeded reports whether failed items pass what is tolerated: either
+// limit, when given; neither given, none is tolerated.
+func (l mapLimits) exceeded(failed int) bool {
+	switch {
+	case l.count < 0 && l.percent < 0:
+		return failed > 0
+	case l.count >= 0 && int64(failed) > l.count:
+		return true
+	case l.percent >= 0 && float64(failed)*100 > l.percent*float64(l.n):
+		return true
+	}
+	return false
+}
+
+func (l mapLimits) String() string {
+	var parts []string
+	if l.count >= 0 {
+		parts = append(parts, fmt.Sprintf("%d items", l.count))
+	}
+	if l.percent >= 0 {
+		parts = append(parts, fmt.Sprintf("%g%%", l.percent))
+	}
+	if len(parts) == 0 {
+		return "0"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mapLimits reads the Map's limits, from the state's input where a Path
+// names them: a value missing there, or not a non-negative integer (a
+// percentage from 0 to 100), is States.Runtime.
+func (r *stateRun) mapLimits(in any, n int) (mapLimits, error) {
+	st := r.st
+	lim := mapLimits{conc: st.maxConc, count: -1, percent: -1, n: n}
+	num := func(p *jpath, field string, hi float64) (float64, error) {
+		v, ok := r.env(in).lookup(p)
+		if !ok {
+			return 0, newErr(ErrRuntime, "invalid path '%s' in %s: no value at that path", p.raw, field)
+		}
+		jn, ok := v.(json.Number)
+		f, err := jn.Float64()
+		if !ok || err != nil || f < 0 || f > hi {
+			return 0, newErr(ErrRuntime, "%s %s: want a number from 0 to %g, not %s", field, p.raw, hi, excerpt(v, 64))
+		}
+		return f, nil
+	}
+	if st.maxConcPath != nil {
+		f, err := num(st.maxConcPath, "MaxConcurrencyPath", maxIntField)
+		if err != nil {
+			return lim, err
+		}
+		lim.conc = int(f)
+	}
+	if st.tolCount != nil {
+		lim.count = *st.tolCount
+	}
+	if st.tolCountPath != nil {
+		f, err := num(st.tolCountPath, "ToleratedFailureCountPath", maxIntField)
+		if err != nil {
+			return lim, err
+		}
+		lim.count = int64(f)
+	}
+	if st.tolPercent != nil {
+		lim.percent = *st.tolPercent
+	}
+	if st.tolPercentPath != nil {
+		f, err := num(st.tolPercentPath, "ToleratedFailurePercentagePath", 100)
+		if err != nil {
+			return lim, err
+		}
+		lim.percent = f
+	}
+	return lim, nil
 }
 
 func pathOrRoot(p *jpath) string {

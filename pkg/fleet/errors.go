@@ -13,13 +13,13 @@ var (
 	// ErrRecordUnwritable: the fleet run's record cannot be written; no
 	// pointer is started without it.
 	ErrRecordUnwritable = errname.New("fleet", "FleetRecordUnwritable", "")
+	// ErrBadRequest: the fleet run's request is not one (an unknown
+	// action); nothing was read or written.
+	ErrBadRequest = errname.New("fleet", "BadFleetRequest", "")
 	// ErrPointersFailed: some pointers' runs failed or were refused; the
 	// report names each, with its error name, and the others went on.
 	ErrPointersFailed = errname.New("fleet", "PointersFailed", "")
 	// ErrCanaryFailed: a canary pointer's run failed; no other pointer was
 	// started.
 	ErrCanaryFailed = errname.New("fleet", "CanaryFailed", "")
-	// ErrFleetDrift: pointers of the fleet drifted from the expected
-	// version or have leftovers (the report lists them).
-	ErrFleetDrift = errname.New("fleet", "FleetDrift", "")
 )

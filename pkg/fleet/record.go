@@ -2,9 +2,11 @@ package fleet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sort"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -64,6 +66,8 @@ type Run struct {
 	MaxFailures int            `json:"max_failures"`
 	// RollbackOf names the fleet run a rollback undoes.
 	RollbackOf string `json:"rollback_of,omitempty"`
+	// Trigger says who started the fleet run.
+	Trigger string `json:"trigger,omitempty"`
 	// Stopped says why the run started no more pointers.
 	Stopped string `json:"stopped,omitempty"`
 	Ignored int    `json:"ignored"`
@@ -87,43 +91,30 @@ func (r *Run) count() {
 // url is where the record lives.
 func (r *Run) url() string { return layout.FleetRun(r.Sources[0], r.Started, r.ID) }
 
-// recorder writes a run's record as its lines change, one write at a time.
-type recorder struct {
-	mu    sync.Mutex
-	store *blob.Store
-	run   *Run
-}
-
-// set replaces line i and writes the record.
-func (w *recorder) set(ctx context.Context, i int, l Line) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.run.Lines[i] = l
-	return w.writeLocked(ctx)
-}
-
-func (w *recorder) write(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.writeLocked(ctx)
-}
-
-func (w *recorder) writeLocked(ctx context.Context) error {
-	w.run.count()
-	if err := w.store.PutJSON(ctx, w.run.url(), w.run); err != nil {
+// write counts the run's lines and writes its record.
+func write(ctx context.Context, store *blob.Store, r *Run) error {
+	r.count()
+	if err := store.PutJSON(ctx, r.url(), r); err != nil {
 		return fmt.Errorf("%w: %w", ErrRecordUnwritable, err)
 	}
 	return nil
 }
 
-// snapshot is a copy of the run as it stands.
-func (w *recorder) snapshot() Run {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	r := *w.run
-	r.Lines = append([]Line(nil), w.run.Lines...)
-	r.count()
-	return r
+// String is the totals in a stable order.
+func (t Totals) String() string {
+	var parts []string
+	for _, s := range []State{Migrated, RolledBack, AtTarget, Refused, Failed, Skipped, Running, Pending} {
+		if t[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", t[s], s))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
 }
 
 // Runs lists the fleet's run records beside source, newest first.

@@ -91,6 +91,12 @@ func DefaultStaging(pointerURL string) string {
 // FleetRuns is the prefix the records of a fleet's runs live under.
 func FleetRuns(source string) string { return strings.TrimSuffix(source, "/") + ".fleet/" }
 
+// FleetStaging is the staging root of a fleet's runs when none is given:
+// beside its first source, outside it (s3://b/tenants/ →
+// s3://b/tenants.migrations), where every pointer's run keeps its staging
+// under its own migration id.
+func FleetStaging(source string) string { return strings.TrimSuffix(source, "/") + ".migrations" }
+
 // FleetRun is the record of fleet run id, started at start: names sort as
 // the starts do.
 func FleetRun(source string, start time.Time, id string) string {

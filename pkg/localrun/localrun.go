@@ -28,13 +28,21 @@ func Substitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": "check", "ExportFunctionArn": "export", "ImportFunctionArn": "import",
 		"InPlaceFunctionArn": "inplace", "TopicArn": topic, "Region": Region,
-		"MigrationStateMachineArn": localMigrationARN,
+		"MigrationStateMachineArn": localMigrationARN, "RollbackStateMachineArn": localRollbackARN,
 	}
 }
 
-// localMigrationARN stands for the migration state machine's ARN in a
-// local run: the rollback definition's child execution runs it in-process.
-const localMigrationARN = "migration"
+// localMigrationARN and localRollbackARN stand for the state machines'
+// ARNs in a local run: the rollback and fleet definitions' child
+// executions run them in-process.
+const (
+	localMigrationARN = "migration"
+	localRollbackARN  = "rollback"
+)
+
+// children are the definitions a local child execution runs, by the ARN
+// that stands for each.
+var children = map[string][]byte{localMigrationARN: statemachine.Migration, localRollbackARN: statemachine.Rollback}
 
 // Tasks runs the definition's tasks in-process: the same steps the
 // Lambdas host, errors named as the Lambdas name them.
@@ -73,18 +81,20 @@ func Tasks(env workflow.Env, publish workflow.Publish) asl.Funcs {
 		}
 		return json.RawMessage(`{"MessageId":"local"}`), nil
 	}
-	// A child execution of the migration definition, as Step Functions'
-	// startExecution.sync:2 runs it: the parent waits, and gets its
-	// output as JSON or fails with States.TaskFailed.
+	// A child execution of the migration (or rollback) definition, as Step
+	// Functions' startExecution.sync:2 runs it: the parent waits, and gets
+	// its output as JSON or fails with States.TaskFailed.
 	funcs[statemachine.StartExecutionSync] = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 		var p struct {
 			StateMachineArn string
 			Input           json.RawMessage
 		}
-		if err := json.Unmarshal(in, &p); err != nil || p.StateMachineArn != localMigrationARN {
+		err := json.Unmarshal(in, &p)
+		def, ok := children[p.StateMachineArn]
+		if err != nil || !ok {
 			return nil, &asl.TaskError{Name: "StepFunctions.StateMachineDoesNotExistException", Cause: fmt.Sprintf("%s (%v)", p.StateMachineArn, err)}
 		}
-		m, err := LoadDefinition(statemachine.Migration, "")
+		m, err := LoadDefinition(def, "")
 		if err != nil {
 			return nil, &asl.TaskError{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
 		}
@@ -92,7 +102,7 @@ func Tasks(env workflow.Env, publish workflow.Publish) asl.Funcs {
 		if err != nil {
 			return nil, &asl.TaskError{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
 		}
-		return json.Marshal(map[string]any{"ExecutionArn": "local:" + localMigrationARN, "Status": "SUCCEEDED", "Output": out})
+		return json.Marshal(map[string]any{"ExecutionArn": "local:" + p.StateMachineArn, "Status": "SUCCEEDED", "Output": out})
 	}
 	return funcs
 }

@@ -15,4 +15,7 @@ var (
 	// by that migration, the pointer moved on, the catalog is not what the
 	// migration left); nothing was written.
 	ErrRestoreRefused = errname.New("operator", "RestoreRefused", "")
+	// ErrFleetDrift: pointers of a fleet drifted from the expected version
+	// or have leftovers (the report lists them).
+	ErrFleetDrift = errname.New("operator", "FleetDrift", "")
 )

@@ -70,6 +70,9 @@ var StepTable = []Step{
 	// Strategy A: the catalog's writer, and the pointer's (its flip), in
 	// one step.
 	{statemachine.StepInPlace, "inplace", false, step(MigrateInPlace)},
+	// A fleet run's: the pointers, and how each went (pkg/fleet).
+	{statemachine.StepFleetList, "check", false, step(FleetList)},
+	{statemachine.StepFleetReport, "check", false, step(FleetReport)},
 }
 
 // Functions maps each Lambda function to the steps it hosts (StepTable).

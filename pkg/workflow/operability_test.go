@@ -359,7 +359,7 @@ func TestSSMParameterRoundTrip(t *testing.T) {
 // The definitions load under pkg/asl with the local substitutions (the
 // interpreter refuses anything outside the subset AWS and it share).
 func TestDefinitionsLoad(t *testing.T) {
-	for name, def := range map[string][]byte{"migration": statemachine.Migration, "rollback": statemachine.Rollback, "drift": statemachine.Drift} {
+	for name, def := range statemachine.Definitions {
 		if _, err := localrun.LoadDefinition(def, "arn:aws:sns:us-east-1:000000000000:rocklake"); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -414,7 +414,7 @@ func TestStepTableIsTheDefinitions(t *testing.T) {
 			}
 		}
 	}
-	for name, def := range map[string][]byte{"migration": statemachine.Migration, "rollback": statemachine.Rollback, "drift": statemachine.Drift} {
+	for name, def := range statemachine.Definitions {
 		var d struct{ States map[string]any }
 		if err := json.Unmarshal(def, &d); err != nil {
 			t.Fatal(err)

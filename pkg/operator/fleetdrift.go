@@ -1,16 +1,16 @@
-package fleet
+package operator
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
-	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-// DriftLine is one pointer's drift check.
-type DriftLine struct {
+// FleetDriftLine is one pointer's drift check.
+type FleetDriftLine struct {
 	Pointer string `json:"pointer"`
 	Healthy bool   `json:"healthy"`
 	// Findings are the drift check's, one line each.
@@ -19,33 +19,30 @@ type DriftLine struct {
 	Error     string   `json:"error,omitempty"`
 }
 
-// DriftReport is the fleet's drift check: every pointer on its own line,
+// FleetDriftReport is the fleet's drift check: every pointer on its own line,
 // and the one alert sent for all of them.
-type DriftReport struct {
-	Expect    uint64      `json:"expect"`
-	Pointers  []DriftLine `json:"pointers"`
-	Unhealthy int         `json:"unhealthy"`
-	Ignored   int         `json:"ignored"`
-	MessageID string      `json:"message_id,omitempty"`
+type FleetDriftReport struct {
+	Expect    uint64           `json:"expect"`
+	Pointers  []FleetDriftLine `json:"pointers"`
+	Unhealthy int              `json:"unhealthy"`
+	Ignored   int              `json:"ignored"`
+	MessageID string           `json:"message_id,omitempty"`
 }
 
-// Drift runs the drift check (workflow.Drift: the expected version, from
+// FleetDrift runs the drift check (workflow.Drift: the expected version, from
 // SSM when expect is 0, and leftovers) on every pointer of the fleet, each
-// with staging beside it unless env names one, and sends one alert to
+// in env's staging (a fleet's runs share one), and sends one alert to
 // topic listing every pointer that drifted or could not be checked. The
 // error is ErrFleetDrift when any did.
-func Drift(ctx context.Context, env workflow.Env, sources []string, expect uint64, topic string) (DriftReport, error) {
-	f, err := Discover(ctx, env.Store, sources)
+func FleetDrift(ctx context.Context, env workflow.Env, sources []string, expect uint64, topic string) (FleetDriftReport, error) {
+	f, err := fleet.Discover(ctx, env.Store, sources)
 	if err != nil {
-		return DriftReport{}, err
+		return FleetDriftReport{}, err
 	}
-	rep := DriftReport{Expect: expect, Ignored: f.Ignored}
+	rep := FleetDriftReport{Expect: expect, Ignored: f.Ignored}
 	for _, m := range f.Members {
 		e := env
-		if e.Staging == "" {
-			e.Staging = layout.DefaultStaging(m.Pointer)
-		}
-		l := DriftLine{Pointer: m.Pointer}
+		l := FleetDriftLine{Pointer: m.Pointer}
 		out, err := workflow.Drift(ctx, e, workflow.DriftInput{Pointer: m.Pointer, Expect: expect})
 		switch {
 		case err != nil:
@@ -75,7 +72,7 @@ func Drift(ctx context.Context, env workflow.Env, sources []string, expect uint6
 	return rep, fmt.Errorf("%w: %d of %d pointers", ErrFleetDrift, rep.Unhealthy, len(rep.Pointers))
 }
 
-func (r DriftReport) message() string {
+func (r FleetDriftReport) message() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d catalogs of the fleet need attention (expected format %d):\n", r.Unhealthy, len(r.Pointers), r.Expect)
 	for _, l := range r.Pointers {

@@ -1,17 +1,16 @@
-package fleet
+package operator
 
 import (
 	"context"
 	"sort"
 
+	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-// PlanLine is one pointer's plan.
-type PlanLine struct {
+// FleetPlanLine is one pointer's plan.
+type FleetPlanLine struct {
 	Pointer        string         `json:"pointer"`
 	Catalog        string         `json:"catalog,omitempty"`
 	Format         format.Version `json:"format_version,omitempty"`
@@ -28,16 +27,16 @@ type PlanLine struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// Plan is the fleet's plan: every pointer, and the fleet run's time at
+// FleetPlan is the fleet's plan: every pointer, and the fleet run's time at
 // the concurrency asked (the canary one at a time, then the rest).
-type Plan struct {
-	To          format.Version `json:"to"`
-	Concurrency int            `json:"concurrency"`
-	Canary      int            `json:"canary"`
-	Pointers    []PlanLine     `json:"pointers"`
-	Ignored     int            `json:"ignored"`
-	ToMigrate   int            `json:"to_migrate"`
-	Refused     int            `json:"refused"`
+type FleetPlan struct {
+	To          format.Version  `json:"to"`
+	Concurrency int             `json:"concurrency"`
+	Canary      int             `json:"canary"`
+	Pointers    []FleetPlanLine `json:"pointers"`
+	Ignored     int             `json:"ignored"`
+	ToMigrate   int             `json:"to_migrate"`
+	Refused     int             `json:"refused"`
 	// Seconds is the fleet run's estimate; USD the sum of the runs'.
 	Seconds float64 `json:"seconds"`
 	USD     float64 `json:"usd"`
@@ -46,20 +45,17 @@ type Plan struct {
 // PlanFleet runs plan (operator.Plan: every check, read-only, and the
 // catalog measured) on every pointer of the fleet and schedules the runs
 // the fleet run would make.
-func PlanFleet(ctx context.Context, env workflow.Env, sources []string, to format.Version, concurrency, canary, shards int) (Plan, error) {
-	f, err := Discover(ctx, env.Store, sources)
+func PlanFleet(ctx context.Context, env workflow.Env, sources []string, to format.Version, concurrency, canary, shards int) (FleetPlan, error) {
+	f, err := fleet.Discover(ctx, env.Store, sources)
 	if err != nil {
-		return Plan{}, err
+		return FleetPlan{}, err
 	}
-	p := Plan{To: to, Concurrency: max(concurrency, 1), Canary: canary, Ignored: f.Ignored}
+	p := FleetPlan{To: to, Concurrency: max(concurrency, 1), Canary: canary, Ignored: f.Ignored}
 	var runs []float64
 	for _, m := range f.Members {
 		e := env
-		if e.Staging == "" {
-			e.Staging = layout.DefaultStaging(m.Pointer)
-		}
-		l := PlanLine{Pointer: m.Pointer, Catalog: m.Catalog, Format: m.Format}
-		rep, err := operator.Plan(ctx, e, operator.PlanInput{CheckInput: workflow.CheckInput{Pointer: m.Pointer, TargetVersion: uint64(to), Shards: shards}})
+		l := FleetPlanLine{Pointer: m.Pointer, Catalog: m.Catalog, Format: m.Format}
+		rep, err := Plan(ctx, e, PlanInput{CheckInput: workflow.CheckInput{Pointer: m.Pointer, TargetVersion: uint64(to), Shards: shards}})
 		l.NeedsMigration, l.Ready = rep.NeedsMigration, rep.Ready
 		if err != nil {
 			l.ErrorName, l.Error = workflow.ErrorName(err), err.Error()

@@ -1,0 +1,122 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/statemachine"
+)
+
+// Summary is how a fleet run went: its record, whether every pointer got
+// there (OK), and the notice's subject and text.
+type Summary struct {
+	OK      bool   `json:"ok"`
+	Subject string `json:"subject"`
+	Summary string `json:"summary"`
+	Totals  Totals `json:"totals"`
+	Run     Run    `json:"-"`
+}
+
+// Report reads how each pointer of the fleet run went from its own run's
+// record (the run whose trigger is Trigger(id); for a rollback, what the
+// pointer names now), ends the fleet run's record with it, and says how
+// the run went. A pointer with no run is skipped: the canary failed, or
+// the failure limit stopped the run, before it started.
+func Report(ctx context.Context, store *blob.Store, l Listed, now time.Time) (Summary, error) {
+	run, err := FindRun(ctx, store, l.Source, l.FleetRun, "")
+	if err != nil {
+		return Summary{}, err
+	}
+	for i, line := range run.Lines {
+		if line.State != Pending && line.State != Running {
+			continue
+		}
+		if run.Lines[i], err = outcome(ctx, store, run, line); err != nil {
+			return Summary{}, err
+		}
+	}
+	run.Stopped, run.Ended = l.Stopped, now.UTC().Truncate(time.Millisecond)
+	if err := write(ctx, store, &run); err != nil {
+		return Summary{}, err
+	}
+	s := Summary{Run: run, Totals: run.Totals, OK: run.Failures() == 0 && run.Totals[Skipped] == 0 && run.Totals[Running] == 0}
+	s.Subject = fmt.Sprintf("rocklake-migrate: fleet %s %s: %s", run.Kind, run.ID, run.Totals)
+	s.Summary = run.Text()
+	return s, nil
+}
+
+// outcome is line's state from its pointer's run record.
+func outcome(ctx context.Context, store *blob.Store, run Run, line Line) (Line, error) {
+	entries, err := history.List(ctx, store, line.Pointer, 0)
+	if err != nil {
+		return line, err
+	}
+	var rec *history.Record
+	for _, e := range entries {
+		if e.Trigger == Trigger(run.ID) || run.Kind == ActionRollback && e.Kind == history.KindRollback && !e.Start.Before(run.Started) {
+			rec = &e.Record
+			break
+		}
+	}
+	if run.Kind == ActionRollback {
+		p, _, err := pointer.Read(ctx, store, line.Pointer)
+		if err == nil && p.Catalog == line.After {
+			line.State = RolledBack
+			if rec != nil {
+				line.RunID, line.Seconds = rec.ID, rec.Duration(time.Now()).Seconds()
+			}
+			return line, nil
+		}
+	}
+	switch {
+	case rec == nil:
+		line.State, line.Error = Skipped, "no run of this pointer was recorded: it was not started"
+	case rec.Outcome == history.InProgress:
+		line.State, line.RunID = Running, rec.ID
+	case rec.Outcome == history.Succeeded:
+		line.State, line.RunID, line.After = Migrated, rec.ID, rec.Target
+	case rec.Outcome == history.NothingToDo:
+		line.State, line.RunID, line.After = AtTarget, rec.ID, rec.Source
+	default:
+		line.State, line.RunID, line.ErrorName, line.Error = Failed, rec.ID, rec.ErrorName, rec.Error
+		if rec.State == statemachine.StepCheck {
+			line.State = Refused
+		}
+	}
+	if rec != nil {
+		line.Started, line.Seconds = rec.Start, rec.Duration(time.Now()).Seconds()
+		if rec.Online != nil {
+			line.FreezeSeconds = rec.Online.FreezeSeconds
+		}
+		if rec.From != 0 {
+			line.From = rec.From
+		}
+	}
+	return line, nil
+}
+
+// Text is the run as a notice: the totals, then one line per pointer that
+// did not get there.
+func (r Run) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fleet %s %s of %s: %d pointers: %s\n", r.Kind, r.ID, strings.Join(r.Sources, ", "), len(r.Lines), r.Totals)
+	if r.Stopped != "" {
+		fmt.Fprintf(&b, "stopped: %s\n", r.Stopped)
+	}
+	for _, l := range r.Lines {
+		if l.State.done() || l.State == RolledBack {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s", l.Pointer, l.State)
+		if l.ErrorName != "" {
+			fmt.Fprintf(&b, ": %s: %s", l.ErrorName, l.Error)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
