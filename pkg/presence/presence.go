@@ -36,9 +36,9 @@ type Role string
 const (
 	// Follower: the pointer's server (a writer when it may be one).
 	Follower Role = "follower"
-	// FleetReader: a reader of a fleet, serving a copy of the current
+	// Reader: a reader (serve --mode reader), serving a copy of the current
 	// catalog; it never opens the source.
-	FleetReader Role = "fleet-reader"
+	Reader Role = "fleet-reader" // the wire name predates fleets of catalogs
 )
 
 // Record is one supervisor's presence.

@@ -167,10 +167,10 @@ func TestCleanupRemovesADeadSupervisorsCopy(t *testing.T) {
 		return url
 	}
 	dead, live := copyFor("dead"), copyFor("live")
-	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "dead", Role: presence.FleetReader, Catalog: dead, StaleAfterSeconds: 0.1}); err != nil {
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "dead", Role: presence.Reader, Catalog: dead, StaleAfterSeconds: 0.1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "live", Role: presence.FleetReader, Catalog: live}); err != nil {
+	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "live", Role: presence.Reader, Catalog: live}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
