@@ -334,7 +334,7 @@ func newFleetPlanCmd(e *env) *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.4f\t%s\n", l.Pointer, l.Catalog, l.Format, l.StoredBytes, l.Keys, secs(l.Seconds), secs(l.WriteFreeze), l.USD, ready)
 		}
 		_ = tw.Flush()
-		fmt.Fprintf(e.stdout, "%d pointers to migrate, %d refused, %d other objects ignored; the fleet run at --concurrency %d, --canary %d: about %s on AWS, $%.2f\n",
+		fmt.Fprintf(e.stdout, "%d pointers to migrate, %d refused, %d other objects ignored; the fleet run at --concurrency %d, --canary %d: about %s on AWS, $%.4f\n",
 			p.ToMigrate, p.Refused, p.Ignored, p.Concurrency, p.Canary, time.Duration(p.Seconds*float64(time.Second)).Round(time.Second), p.USD)
 		return nil
 	})

@@ -20,6 +20,7 @@
 //	carryback.go    the rollback run (CheckInput.Rollback): the online migration in reverse, its preflight, Snapshot's start, Flip's intent, Abort's revert; the flip's pins
 //	inplace.go      MigrateInPlace (Strategy A) and its undo
 //	drift.go        Drift, the scheduled check (pkg/drift finds, pkg/notify sends)
+//	fleet.go        FleetList and FleetReport, a fleet run's first and last steps (statemachine/fleet.asl.json; pkg/fleet)
 //
 // What the steps share:
 //
