@@ -274,8 +274,11 @@ func TakeBind(extra []string) (bind string, rest []string) {
 // server having been kept in reader mode; or a pointer it could no longer
 // read, what ran kept running.
 func StoppedDegraded(err error) bool {
-	name := errname.Of(err)
-	return err != nil && (name == NameNoBinary || name == NamePointerDangling || name == NamePointerUnreadable)
+	switch errname.Of(err) {
+	case ErrNoBinary.ErrorName(), ErrPointerDangling.ErrorName(), ErrPointerUnreadable.ErrorName():
+		return true
+	}
+	return false
 }
 
 // Signal forwards sig to the running server (SIGHUP, SIGUSR1, ...); SIGTERM

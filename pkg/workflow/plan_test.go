@@ -123,7 +123,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env := f.env
 	env.Store = wrongKeys
 	rep, err := plan(env, workflow.CheckInput{Online: offline(), Pointer: f.pointer})
-	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.NameAccessDenied || len(rep.Checks) != 1 {
+	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.ErrAccessDenied.ErrorName() || len(rep.Checks) != 1 {
 		t.Fatalf("refused credentials: %v, %+v", err, rep.Checks)
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", f.stack.SecretKey())
@@ -166,8 +166,8 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env = f.env
 	env.Staging = "s3://no-such-staging/migrations"
 	rep, err = plan(env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, MigrationID: "m-taken"})
-	if workflow.ErrorName(err) != catalog.NameTargetNotEmpty || finding(rep, "target").ErrorName != catalog.NameTargetNotEmpty ||
-		finding(rep, "staging").ErrorName != workflow.NameStagingUnusable || rep.Ready {
+	if workflow.ErrorName(err) != catalog.ErrTargetNotEmpty.ErrorName() || finding(rep, "target").ErrorName != catalog.ErrTargetNotEmpty.ErrorName() ||
+		finding(rep, "staging").ErrorName != workflow.ErrStagingUnusable.ErrorName() || rep.Ready {
 		t.Fatalf("an occupied target and no staging: %v, %+v", err, rep.Checks)
 	}
 
@@ -178,7 +178,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	}
 	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: wrong})
 	var mismatch *format.FormatVersionMismatch
-	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.NameVersionMismatch {
+	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.ErrVersionMismatch.ErrorName() {
 		t.Fatalf("a source in another format than the pointer's: %v, %+v", err, rep.Checks)
 	}
 
@@ -193,12 +193,12 @@ func TestPreflightNamesProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: odd})
-	if workflow.ErrorName(err) != migration.NameUnknownTags || finding(rep, "unknown-tags").ErrorName != migration.NameUnknownTags {
+	if workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() || finding(rep, "unknown-tags").ErrorName != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("unknown tags: %v, %+v", err, rep.Checks)
 	}
 	// migrate runs the same checks before Freeze: it refuses the same way,
 	// and touches nothing but its record.
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.NameUnknownTags {
+	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("check with unknown tags: %v", err)
 	}
 	js, _ := json.Marshal(rep)

@@ -732,7 +732,7 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	ctx, f := setup(t, 200)
 	for _, g := range []float64{-1, workflow.MaxFreezeGrace.Seconds() + 1} {
 		_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, FreezeGrace: &g})
-		if workflow.ErrorName(err) != workflow.NameBadFreezeGrace {
+		if workflow.ErrorName(err) != workflow.ErrBadFreezeGrace.ErrorName() {
 			t.Fatalf("freeze_grace %v: %v, want BadFreezeGrace", g, err)
 		}
 	}
