@@ -8,13 +8,17 @@
 package errdoc
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // Decl is one call of errname's constructors in the source.
@@ -253,3 +257,133 @@ func expr(e ast.Expr) string {
 	}
 	return ""
 }
+
+// Entry is a declared error and the error it made.
+type Entry struct {
+	Decl
+	Err *errname.Error
+}
+
+// Join pairs each declaration with the error it made (errname.All's, by
+// where it was made): entries in the declarations' order, the errors made
+// that no declaration read made, and the package-level declarations whose
+// error was not made (their package is not linked in).
+func Join(decls []Decl, all []*errname.Error) (entries []Entry, undeclared []*errname.Error, unmade []Decl) {
+	made := map[string]*errname.Error{}
+	for _, e := range all {
+		file, line := e.Declared()
+		made[filepath.ToSlash(file)+":"+strconv.Itoa(line)] = e
+	}
+	used := map[*errname.Error]bool{}
+	for _, d := range decls {
+		if d.Var == "" {
+			continue // not a declaration: the convention's checks say so
+		}
+		var e *errname.Error
+		for at, m := range made {
+			if strings.HasSuffix(at, "/"+d.File+":"+strconv.Itoa(d.Line)) {
+				e = m
+			}
+		}
+		if e == nil {
+			unmade = append(unmade, d)
+			continue
+		}
+		used[e] = true
+		entries = append(entries, Entry{Decl: d, Err: e})
+	}
+	for _, e := range all {
+		if !used[e] {
+			undeclared = append(undeclared, e)
+		}
+	}
+	return entries, undeclared, unmade
+}
+
+// ExitCode is one of the CLI's exit codes.
+type ExitCode struct {
+	Code    int
+	Meaning string
+}
+
+// Markdown is docs/errors.md: the CLI's exit codes, then each named error
+// (sorted by name) with whether it is retried, the exit code exit gives
+// for it, where it is declared, its message and its doc comment, then the
+// names without an error.
+func Markdown(entries []Entry, names []Name, codes []ExitCode, exit func(error) string) string {
+	var b strings.Builder
+	b.WriteString(header)
+	b.WriteString("\n## Exit codes\n\n| code | meaning |\n|---|---|\n")
+	for _, c := range codes {
+		fmt.Fprintf(&b, "| %d | %s |\n", c.Code, cell(c.Meaning))
+	}
+	b.WriteString(namedHeader)
+	sorted := append([]Entry(nil), entries...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, c := sorted[i], sorted[j]
+		if a.Err.ErrorName() != c.Err.ErrorName() {
+			return a.Err.ErrorName() < c.Err.ErrorName()
+		}
+		return a.Package+"."+a.Var < c.Package+"."+c.Var
+	})
+	for _, x := range sorted {
+		retried := "no"
+		if x.Err.Retryable() {
+			retried = "yes"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | [`%s.%s`](../%s) | `%s` | %s |\n", x.Err.ErrorName(), retried, exit(x.Err),
+			x.Package, x.Var, x.File, cell(x.Err.Error()), cell(meaning(x.Var, x.Doc)))
+	}
+	b.WriteString(namesHeader)
+	for _, n := range names {
+		fmt.Fprintf(&b, "| %s | [`%s.%s`](../%s) | %s |\n", n.Value, n.Package, n.Const, n.File, cell(meaning(n.Const, n.Doc)))
+	}
+	return b.String()
+}
+
+const header = `# Error names and exit codes
+
+<!-- Generated from the named errors the packages declare (pkg/errname)
+by cmd/rocklake-migrate's TestErrorsDoc: do not edit; regenerate with
+go generate ./cmd/rocklake-migrate -->
+
+Every failure of the workflow's steps, its Lambdas and the CLI has a
+stable **name** beside its message: the name the state machines' Retry and
+Catch match (statemachine/*.asl.json), the history records keep
+(error_name), the CLI's JSON gives and the alarms match. The names are a
+contract: renaming one changes what all of those match. A message reads
+"<package>: <Name>: <what happened>"; a failure wrapped in another answers
+to the outermost named error in it, else to StepFailed.
+`
+
+const namedHeader = `
+## Named errors
+
+**retried**: the failure is worth retrying as it is, and the state
+machines retry it (its name is one their Retry blocks match); any other
+goes to the Catch. **exit**: the CLI's exit code when a command fails with
+it. Several errors share a class name (Transient, CorruptCatalog,
+ShardCorrupt, S3Unreachable): errors.Is tells them apart, the name does not.
+
+| name | retried | exit | declared as | message | meaning |
+|---|---|---|---|---|---|
+`
+
+const namesHeader = `
+## Names without an error
+
+Names the records, the state machine or the CLI give to failures that no
+error above carries.
+
+| name | declared as | meaning |
+|---|---|---|
+`
+
+// meaning is a doc comment as one line, without the "ErrX: " it opens with.
+func meaning(ident, doc string) string {
+	doc = strings.Join(strings.Fields(doc), " ")
+	return strings.TrimPrefix(doc, ident+": ")
+}
+
+// cell escapes s for a table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -117,38 +117,26 @@ func packageBlocks(decls []errdoc.Decl) map[string]string {
 // made is declared, and no two say the same.
 func TestNamedErrorsAreDeclared(t *testing.T) {
 	decls, _ := readDecls(t)
-	at := map[string]errdoc.Decl{}
-	for _, d := range decls {
-		at[fmt.Sprintf("%s:%d", d.File, d.Line)] = d
-	}
-	made := map[string]bool{}
-	said := map[string]string{}
-	for _, e := range errname.All() {
+	entries, undeclared, unmade := errdoc.Join(decls, errname.All())
+	for _, e := range undeclared {
 		file, line := e.Declared()
-		key := ""
-		for k := range at {
-			if strings.HasSuffix(filepath.ToSlash(file), "/"+strings.Split(k, ":")[0]) && strings.HasSuffix(k, fmt.Sprintf(":%d", line)) {
-				key = k
-			}
-		}
-		d, ok := at[key]
-		if !ok {
-			t.Errorf("%s (%s:%d) is made but declared nowhere errdoc reads", e, file, line)
-			continue
-		}
-		made[key] = true
-		if e.Package() != d.Package || (d.NameArg != "" && e.ErrorName() != d.NameArg) {
-			t.Errorf("%s: %s.%s reads %q", key, d.Package, d.Var, e)
-		}
-		if other, dup := said[e.Error()]; dup {
-			t.Errorf("%s.%s and %s both say %q: tell them apart by their text", d.Package, d.Var, other, e)
-		}
-		said[e.Error()] = d.Package + "." + d.Var
+		t.Errorf("%s (%s:%d) is made but declared nowhere errdoc reads", e, file, line)
 	}
-	for k, d := range at {
-		if !made[k] && d.Var != "" { // a call elsewhere is the convention test's
-			t.Errorf("%s: %s.%s is not in errname.All: import %s in this test", k, d.Package, d.Var, d.Dir)
+	for _, d := range unmade {
+		t.Errorf("%s:%d: %s.%s is not in errname.All: import %s in this test", d.File, d.Line, d.Package, d.Var, d.Dir)
+	}
+	said := map[string]string{}
+	for _, x := range entries {
+		if x.Err.Package() != x.Package || (x.NameArg != "" && x.Err.ErrorName() != x.NameArg) {
+			t.Errorf("%s:%d: %s.%s reads %q", x.File, x.Line, x.Package, x.Var, x.Err)
 		}
+		if other, dup := said[x.Err.Error()]; dup {
+			t.Errorf("%s.%s and %s both say %q: tell them apart by their text", x.Package, x.Var, other, x.Err)
+		}
+		said[x.Err.Error()] = x.Package + "." + x.Var
+	}
+	if len(entries) < 50 {
+		t.Fatalf("%d named errors: not the tree's", len(entries))
 	}
 }
 

@@ -41,7 +41,7 @@ const (
 )
 
 // ErrUnreachable: SNS did not answer within the process's limits
-// (awsconfig.Limits), after their attempts; it is retried.
+// (awsconfig.Limits), after their attempts; worth retrying (Transient).
 var ErrUnreachable = errname.NewRetryable("notify", errname.Transient, "SNS endpoint unreachable")
 
 // Options configure a Publisher.

@@ -82,8 +82,8 @@ var (
 // records, the state machine and the CLI give them as they give the
 // errors' names.
 const (
-	// NameStepFailed names a step's error that carries no name of its own
-	// (ErrorName).
+	// NameStepFailed: the name of a step's error that carries no name of
+	// its own (ErrorName).
 	NameStepFailed = "StepFailed"
 	// NameLockExpired: the error name in the record of a run whose lock's
 	// lease ran out and another migration took over.
@@ -91,9 +91,8 @@ const (
 	// NameUnlocked: the error name in the record of a run whose lock an
 	// operator broke (Unlock).
 	NameUnlocked = "Unlocked"
-	// NameAbortedByOperator is the error an abort at the gate fails the
-	// Gate state with (SendTaskFailure's error), which its Catch sends to
-	// Abort.
+	// NameAbortedByOperator: the error an abort at the gate fails the Gate
+	// state with (SendTaskFailure's error), which its Catch sends to Abort.
 	NameAbortedByOperator = "AbortedByOperator"
 )
 
