@@ -13,6 +13,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/errdoc"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
 // errorsDoc is the operators' table of error names and exit codes.
@@ -37,7 +38,11 @@ func TestErrorsDoc(t *testing.T) {
 	for i, c := range exitCodes {
 		codes[i] = errdoc.ExitCode{Code: c.code, Meaning: c.meaning}
 	}
-	want := errdoc.Markdown(entries, names, codes, func(err error) string {
+	fails, err := errdoc.Fails(map[string][]byte{"migration": statemachine.Migration, "rollback": statemachine.Rollback, "drift": statemachine.Drift})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := errdoc.Markdown(entries, names, fails, codes, func(err error) string {
 		code := exitCodeOf(err)
 		if serve := exitCodeOf(served(err)); serve != code {
 			return strconv.Itoa(code) + "; serve: " + strconv.Itoa(serve)

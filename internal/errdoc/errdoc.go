@@ -8,6 +8,7 @@
 package errdoc
 
 import (
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -300,6 +301,35 @@ func Join(decls []Decl, all []*errname.Error) (entries []Entry, undeclared []*er
 	return entries, undeclared, unmade
 }
 
+// Fail is a Fail state of a definition that names its error itself (not
+// from its input, as the states that pass a step's error on do).
+type Fail struct {
+	Machine, State, Name, Cause string
+}
+
+// Fails reads the Fail states of the definitions (by machine) that name
+// their error, sorted by machine and state.
+func Fails(defs map[string][]byte) ([]Fail, error) {
+	var out []Fail
+	for machine, def := range defs {
+		var d struct {
+			States map[string]struct {
+				Type, Error, Cause string
+			}
+		}
+		if err := json.Unmarshal(def, &d); err != nil {
+			return nil, fmt.Errorf("%s: %w", machine, err)
+		}
+		for name, st := range d.States {
+			if st.Type == "Fail" && st.Error != "" {
+				out = append(out, Fail{Machine: machine, State: name, Name: st.Error, Cause: st.Cause})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Machine+out[i].State < out[j].Machine+out[j].State })
+	return out, nil
+}
+
 // ExitCode is one of the CLI's exit codes.
 type ExitCode struct {
 	Code    int
@@ -309,8 +339,8 @@ type ExitCode struct {
 // Markdown is docs/errors.md: the CLI's exit codes, then each named error
 // (sorted by name) with whether it is retried, the exit code exit gives
 // for it, where it is declared, its message and its doc comment, then the
-// names without an error.
-func Markdown(entries []Entry, names []Name, codes []ExitCode, exit func(error) string) string {
+// names without an error: the constants', then the Fail states'.
+func Markdown(entries []Entry, names []Name, fails []Fail, codes []ExitCode, exit func(error) string) string {
 	var b strings.Builder
 	b.WriteString(header)
 	b.WriteString("\n## Exit codes\n\n| code | meaning |\n|---|---|\n")
@@ -337,6 +367,9 @@ func Markdown(entries []Entry, names []Name, codes []ExitCode, exit func(error) 
 	b.WriteString(namesHeader)
 	for _, n := range names {
 		fmt.Fprintf(&b, "| %s | [`%s.%s`](../%s) | %s |\n", n.Value, n.Package, n.Const, n.File, cell(meaning(n.Const, n.Doc)))
+	}
+	for _, f := range fails {
+		fmt.Fprintf(&b, "| %s | the %s state of [%s.asl.json](../statemachine/%s.asl.json) | %s |\n", f.Name, f.State, f.Machine, f.Machine, cell(f.Cause))
 	}
 	return b.String()
 }
@@ -372,7 +405,7 @@ ShardCorrupt, S3Unreachable): errors.Is tells them apart, the name does not.
 const namesHeader = `
 ## Names without an error
 
-Names the records, the state machine or the CLI give to failures that no
+Names the records, the state machines or the CLI give to failures that no
 error above carries.
 
 | name | declared as | meaning |

@@ -3,8 +3,8 @@
 // Catch, the history records, the CLI's JSON and the alarms match, and Of,
 // which finds the name an error chain answers to.
 //
-// Every package declares its named errors in one var block (its errors.go
-// where the package has several files), each with a doc comment, made by
+// Every package declares its named errors in one var block (in errors.go,
+// or beside the package's main code), each with a doc comment, made by
 // New, NewRetryable or Kind: the name travels with the error, so no list
 // elsewhere maps errors to names. A message reads "<package>: <Name>:
 // <what happened>", as pkg/pointer's do. Whether a failure is worth
