@@ -3,11 +3,11 @@ package shard
 import (
 	"context"
 	"fmt"
-	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"path"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
