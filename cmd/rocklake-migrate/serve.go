@@ -116,13 +116,18 @@ every --refresh, so that it never stops the writer.`,
 			return usagef("%v", err)
 		}
 		defer forwardSignals(ctx, s)()
-		err = s.Run(ctx)
-		if supervise.StoppedDegraded(err) {
-			return degradedError{err}
-		}
-		return err
+		return served(s.Run(ctx))
 	}
 	return c
+}
+
+// served is serve's error for the supervisor's err: a degradedError when
+// it stopped while degraded.
+func served(err error) error {
+	if supervise.StoppedDegraded(err) {
+		return degradedError{err}
+	}
+	return err
 }
 
 // degradedError is a supervisor stopped while degraded (exit 5).

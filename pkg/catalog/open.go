@@ -11,19 +11,21 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
-// Stable error names.
-const (
-	NameNoCatalog      = "NoCatalog"
-	NameTargetNotEmpty = "TargetNotEmpty"
-)
-
+// The package's errors: its named ones (errname) and ErrNotFound.
 var (
 	// ErrNoCatalog: no SlateDB database at the URL. It wraps
 	// slatedb.ErrNoDatabase, so errors.Is matches either.
-	ErrNoCatalog = errname.New("catalog", NameNoCatalog, "no catalog at that location")
+	ErrNoCatalog = errname.New("catalog", "NoCatalog", "no catalog at that location")
 	// ErrTargetNotEmpty: a new catalog was to be made in a location that
 	// already holds keys.
-	ErrTargetNotEmpty = errname.New("catalog", NameTargetNotEmpty, "target location is not empty")
+	ErrTargetNotEmpty = errname.New("catalog", "TargetNotEmpty", "target location is not empty")
+	// ErrInvalidValue: PutRaw refuses a value that is not what the
+	// catalog's format stores under that key.
+	ErrInvalidValue = errname.New("catalog", "InvalidValue", "")
+	// ErrVersionKeyDelete: DeleteRaw refuses to delete the
+	// catalog-format-version key, which would leave an uninitialized
+	// catalog that nothing opens.
+	ErrVersionKeyDelete = errname.New("catalog", "VersionKeyDelete", "the catalog-format-version key is never deleted")
 	// ErrNotFound is slatedb.ErrNotFound, so callers need not import slatedb
 	// to test for a missing key.
 	ErrNotFound = slatedb.ErrNotFound

@@ -117,7 +117,7 @@ func TestRunFormatMismatch(t *testing.T) {
 	if !errors.As(err, &mismatch) || mismatch.Expected != 2 {
 		t.Fatalf("run: %v, want a FormatVersionMismatch expecting 2", err)
 	}
-	if rep == nil || rep.Outcome != "failed" || rep.MigrationID != "m-wrong" || !strings.Contains(rep.Error, format.NameVersionMismatch) {
+	if rep == nil || rep.Outcome != "failed" || rep.MigrationID != "m-wrong" || !strings.Contains(rep.Error, format.ErrVersionMismatch.ErrorName()) {
 		t.Fatalf("report = %+v", rep)
 	}
 }

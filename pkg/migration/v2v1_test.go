@@ -665,7 +665,7 @@ func TestTagKeysBackToRockLakeHash(t *testing.T) {
 func wantRefusal(t *testing.T, err error, key []byte, cause string) {
 	t.Helper()
 	var nf *migration.NoTargetFormError
-	if !errors.As(err, &nf) || !errors.Is(err, migration.ErrNoTargetForm) || errname.Of(err) != migration.NameNoTargetForm {
+	if !errors.As(err, &nf) || !errors.Is(err, migration.ErrNoTargetForm) || errname.Of(err) != migration.ErrNoTargetForm.ErrorName() {
 		t.Fatalf("err = %v (name %q), want NoTargetForm", err, errname.Of(err))
 	}
 	if !bytes.Equal(nf.Key, key) || nf.To != format.V1 {
@@ -872,7 +872,7 @@ func FuzzV2V1RoundTrip(f *testing.F) {
 		out, err := migration.Records(rec, downPath, carryOpts)
 		if err != nil {
 			switch errname.Of(err) {
-			case migration.NameNoTargetForm, migration.NameFieldCollision, migration.NameNestedUnknownFields:
+			case migration.ErrNoTargetForm.ErrorName(), migration.ErrFieldCollision.ErrorName(), migration.ErrNestedUnknownFields.ErrorName():
 			default:
 				t.Fatalf("key %x: refusal %v is not named (%q)", key, err, errname.Of(err))
 			}

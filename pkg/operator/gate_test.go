@@ -259,7 +259,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	w.Close()
 	res, err := operator.Approve(ctx, f.Env, rec.Migration.MigrationID, opts)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
 		t.Fatalf("approve after a write at the gate: %v", err)
 	}
 	if res.Abort == nil || res.Abort.TargetObjects == 0 {

@@ -125,7 +125,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env := f.Env
 	env.Store = wrongKeys
 	rep, err := plan(env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer})
-	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.NameAccessDenied || len(rep.Checks) != 1 {
+	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.ErrAccessDenied.ErrorName() || len(rep.Checks) != 1 {
 		t.Fatalf("refused credentials: %v, %+v", err, rep.Checks)
 	}
 	t.Setenv("AWS_SECRET_ACCESS_KEY", f.Stack.SecretKey())
@@ -168,8 +168,8 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env = f.Env
 	env.Staging = "s3://no-such-staging/migrations"
 	rep, err = plan(env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, MigrationID: "m-taken"})
-	if workflow.ErrorName(err) != catalog.NameTargetNotEmpty || finding(rep, "target").ErrorName != catalog.NameTargetNotEmpty ||
-		finding(rep, "staging").ErrorName != workflow.NameStagingUnusable || rep.Ready {
+	if workflow.ErrorName(err) != catalog.ErrTargetNotEmpty.ErrorName() || finding(rep, "target").ErrorName != catalog.ErrTargetNotEmpty.ErrorName() ||
+		finding(rep, "staging").ErrorName != workflow.ErrStagingUnusable.ErrorName() || rep.Ready {
 		t.Fatalf("an occupied target and no staging: %v, %+v", err, rep.Checks)
 	}
 
@@ -180,7 +180,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	}
 	rep, err = plan(f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: wrong})
 	var mismatch *format.FormatVersionMismatch
-	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.NameVersionMismatch {
+	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.ErrVersionMismatch.ErrorName() {
 		t.Fatalf("a source in another format than the pointer's: %v, %+v", err, rep.Checks)
 	}
 
@@ -195,12 +195,12 @@ func TestPreflightNamesProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = plan(f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd})
-	if workflow.ErrorName(err) != migration.NameUnknownTags || finding(rep, "unknown-tags").ErrorName != migration.NameUnknownTags {
+	if workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() || finding(rep, "unknown-tags").ErrorName != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("unknown tags: %v, %+v", err, rep.Checks)
 	}
 	// migrate runs the same checks before Freeze: it refuses the same way,
 	// and touches nothing but its record.
-	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.NameUnknownTags {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("check with unknown tags: %v", err)
 	}
 	js, _ := json.Marshal(rep)

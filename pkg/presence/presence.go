@@ -149,10 +149,7 @@ func Live(ctx context.Context, store *blob.Store, pointerURL string, now time.Ti
 
 // ErrNotAcknowledged: a live supervisor did not do what the workflow
 // waited for within the bound; nothing was fenced or removed.
-var ErrNotAcknowledged = errname.New("presence", NameNotAcknowledged, "")
-
-// NameNotAcknowledged is ErrNotAcknowledged's name.
-const NameNotAcknowledged = "ServersNotAcknowledged"
+var ErrNotAcknowledged = errname.New("presence", "ServersNotAcknowledged", "")
 
 // pollEvery is how often Await lists the records.
 const pollEvery = 200 * time.Millisecond

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"io"
 	"os"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
@@ -274,8 +274,11 @@ func TakeBind(extra []string) (bind string, rest []string) {
 // server having been kept in reader mode; or a pointer it could no longer
 // read, what ran kept running.
 func StoppedDegraded(err error) bool {
-	name := errname.Of(err)
-	return err != nil && (name == NameNoBinary || name == NamePointerDangling || name == NamePointerUnreadable)
+	switch errname.Of(err) {
+	case ErrNoBinary.ErrorName(), ErrPointerDangling.ErrorName(), ErrPointerUnreadable.ErrorName():
+		return true
+	}
+	return false
 }
 
 // Signal forwards sig to the running server (SIGHUP, SIGUSR1, ...); SIGTERM

@@ -297,8 +297,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	f.flip(t, v2, format.V2, "m-2")
 	f.unlock(t)
 	h := r.waitState(t, supervise.Degraded)
-	if !strings.Contains(h.Reason, supervise.NameNoBinary) {
-		t.Fatalf("degraded health line %+v names no %s", h, supervise.NameNoBinary)
+	if !strings.Contains(h.Reason, supervise.ErrNoBinary.ErrorName()) {
+		t.Fatalf("degraded health line %+v names no %s", h, supervise.ErrNoBinary.ErrorName())
 	}
 	time.Sleep(500 * time.Millisecond) // several rounds: nothing restarts
 	if ls := launches(t, log); len(ls) != 6 {
@@ -307,8 +307,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	r.mu.Lock()
 	alerts := strings.Join(r.alerts, "\n")
 	r.mu.Unlock()
-	if !strings.Contains(alerts, supervise.NameNoBinary) {
-		t.Fatalf("no alert names %s: %q", supervise.NameNoBinary, alerts)
+	if !strings.Contains(alerts, supervise.ErrNoBinary.ErrorName()) {
+		t.Fatalf("no alert names %s: %q", supervise.ErrNoBinary.ErrorName(), alerts)
 	}
 	if err := r.stop(t); !errors.Is(err, supervise.ErrNoBinary) {
 		t.Fatalf("stopped while degraded: %v, want ErrNoBinary", err)
@@ -430,7 +430,7 @@ func TestBoundedRestarts(t *testing.T) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.alerts) == 0 || !strings.Contains(r.alerts[len(r.alerts)-1], supervise.NameServerFailing) {
+	if len(r.alerts) == 0 || !strings.Contains(r.alerts[len(r.alerts)-1], supervise.ErrServerFailing.ErrorName()) {
 		t.Fatalf("alerts %q name no ServerFailing", r.alerts)
 	}
 }

@@ -178,8 +178,8 @@ func TestRollbackRefusesAChangedPreviousCatalog(t *testing.T) {
 	before := kvscan.Dump(t, f.Source)
 	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, Rollback: true}, nil)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NamePreviousCatalogChanged {
-		t.Fatalf("rollback: %v, want %s", err, workflow.NamePreviousCatalogChanged)
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrPreviousCatalogChanged.ErrorName() {
+		t.Fatalf("rollback: %v, want %s", err, workflow.ErrPreviousCatalogChanged.ErrorName())
 	}
 	kvscan.Same(t, "the previous catalog after a refused rollback", before, kvscan.Dump(t, f.Source))
 	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
@@ -207,8 +207,8 @@ func TestRollbackAbortedStartsOver(t *testing.T) {
 		}
 	})
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
-		t.Fatalf("rollback: %v, want %s", err, workflow.NameSourceChanged)
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
+		t.Fatalf("rollback: %v, want %s", err, workflow.ErrSourceChanged.ErrorName())
 	}
 	kvscan.Same(t, "the previous catalog after an aborted rollback", atFlip, kvscan.Dump(t, f.Source))
 	if p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer); err != nil || p.Catalog != cur {

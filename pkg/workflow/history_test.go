@@ -76,7 +76,7 @@ func TestRunsAreRecorded(t *testing.T) {
 		}
 	})
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
 		t.Fatalf("a run whose source moved: %v", err)
 	}
 
@@ -100,8 +100,8 @@ func TestRunsAreRecorded(t *testing.T) {
 	wants := []want{ // newest first
 		{history.KindRollback, history.Succeeded, ""},
 		{history.KindMigrate, history.Succeeded, ""},
-		{history.KindMigrate, history.Failed, workflow.NameSourceChanged},
-		{history.KindMigrate, history.Failed, catalog.NameTargetNotEmpty},
+		{history.KindMigrate, history.Failed, workflow.ErrSourceChanged.ErrorName()},
+		{history.KindMigrate, history.Failed, catalog.ErrTargetNotEmpty.ErrorName()},
 		{history.KindDryRun, history.DryRunOK, ""},
 	}
 	if len(runs) != len(wants) {
@@ -174,7 +174,7 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, MigrationID: "m-blocked"})
-	if !errors.Is(err, workflow.ErrHistoryUnwritable) || workflow.ErrorName(err) != workflow.NameHistoryUnwritable {
+	if !errors.Is(err, workflow.ErrHistoryUnwritable) || workflow.ErrorName(err) != workflow.ErrHistoryUnwritable.ErrorName() {
 		t.Fatalf("check that cannot write its record: %v (%s)", err, workflow.ErrorName(err))
 	}
 	if st, err := operator.Status(ctx, f.Env, f.Pointer); err != nil || st.Running {

@@ -35,7 +35,7 @@ func TestDefinitionInPlaceBranch(t *testing.T) {
 
 	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 2000}, nil)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != inplace.NameTooLarge {
+	if !errors.As(err, &ee) || ee.Name != inplace.ErrTooLarge.ErrorName() {
 		t.Fatalf("over the limit: err = %v, want InPlaceTooLarge", err)
 	}
 	if len(pub.Subjects) != 1 || pub.Subjects[0] != "rocklake-migrate: migration failed" {
@@ -171,7 +171,7 @@ func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 	env := f.Env
 	env.InPlaceMargin = time.Minute
 	_, err = workflow.MigrateInPlace(short, env, m)
-	if !errors.Is(err, workflow.ErrInPlaceNoTime) || workflow.ErrorName(err) != workflow.NameInPlaceNoTime {
+	if !errors.Is(err, workflow.ErrInPlaceNoTime) || workflow.ErrorName(err) != workflow.ErrInPlaceNoTime.ErrorName() {
 		t.Fatalf("in place with 30 s left: %v, want InPlaceNoTime", err)
 	}
 	c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1})
@@ -184,7 +184,7 @@ func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 			t.Fatalf("%s after the refusal: %d objects (%v)", prefix, len(left), err)
 		}
 	}
-	if _, rec, err := history.Find(ctx, f.Env.Store, f.Pointer, "m-short"); err != nil || rec.Outcome != history.Failed || rec.ErrorName != workflow.NameInPlaceNoTime {
+	if _, rec, err := history.Find(ctx, f.Env.Store, f.Pointer, "m-short"); err != nil || rec.Outcome != history.Failed || rec.ErrorName != workflow.ErrInPlaceNoTime.ErrorName() {
 		t.Fatalf("the refused run's record: %+v, %v", rec, err)
 	}
 

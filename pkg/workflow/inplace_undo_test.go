@@ -281,7 +281,7 @@ func TestInPlaceUndoWithAnUnreadablePointerKeepsEverything(t *testing.T) {
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.Source, "prod") + "v1-m-blind"
-	if workflow.ErrorName(err) != inplace.NameUndoUndecided || !strings.Contains(err.Error(), wayBack) {
+	if workflow.ErrorName(err) != inplace.ErrUndoUndecided.ErrorName() || !strings.Contains(err.Error(), wayBack) {
 		t.Fatalf("in place, the pointer unreadable after an ambiguous write: err = %v (%s), want InPlaceUndoUndecided naming %s", err, workflow.ErrorName(err), wayBack)
 	}
 	if c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V2}); err != nil {

@@ -38,14 +38,14 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 		{Pointer: f.Pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: 60 << 20},
 	} {
 		_, err := workflow.Check(ctx, f.Env, in)
-		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || workflow.ErrorName(err) != workflow.NameInPlaceLimitTooLarge ||
+		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || workflow.ErrorName(err) != workflow.ErrInPlaceLimitTooLarge.ErrorName() ||
 			!strings.Contains(err.Error(), "38 bytes per byte") {
 			t.Fatalf("Check %+v: err = %v, want InPlaceLimitTooLarge stating the bytes per byte", in, err)
 		}
 		rep, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in})
 		refused := false
 		for _, c := range rep.Checks {
-			refused = refused || (c.Check == "in-place-limit" && !c.OK && c.ErrorName == workflow.NameInPlaceLimitTooLarge)
+			refused = refused || (c.Check == "in-place-limit" && !c.OK && c.ErrorName == workflow.ErrInPlaceLimitTooLarge.ErrorName())
 		}
 		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || rep.Ready || !refused {
 			t.Fatalf("plan %+v: ready %v, checks %+v (%v); want the in-place-limit check failed", in, rep.Ready, rep.Checks, err)
@@ -67,7 +67,7 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Check with 8 GiB: %v", err)
 	}
-	if _, err := workflow.MigrateInPlace(ctx, f.Env, m); workflow.ErrorName(err) != workflow.NameInPlaceLimitTooLarge {
+	if _, err := workflow.MigrateInPlace(ctx, f.Env, m); workflow.ErrorName(err) != workflow.ErrInPlaceLimitTooLarge.ErrorName() {
 		t.Fatalf("InPlace with 2048 MB: err = %v, want InPlaceLimitTooLarge", err)
 	}
 	if c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1}); err != nil {

@@ -139,8 +139,8 @@ func TestDefinitionOnlineRefusesAWriteAfterTheFence(t *testing.T) {
 		}
 	})
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
-		t.Fatalf("run: %v, want %s", err, workflow.NameSourceChanged)
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
+		t.Fatalf("run: %v, want %s", err, workflow.ErrSourceChanged.ErrorName())
 	}
 	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || p.Catalog != f.Source {
@@ -171,7 +171,7 @@ func TestOnlineIsTheDefault(t *testing.T) {
 		}
 	}
 	in := workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, Online: online()}
-	if _, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in}); workflow.ErrorName(err) != workflow.NameBadInput {
+	if _, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in}); workflow.ErrorName(err) != workflow.ErrBadInput.ErrorName() {
 		t.Fatalf("online in place: %v (%s), want BadInput", err, workflow.ErrorName(err))
 	}
 }

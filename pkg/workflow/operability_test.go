@@ -104,7 +104,7 @@ func TestRollbackDefinition(t *testing.T) {
 	failed := &seeded.Published{}
 	_, states, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: fresh}, failed.Publish)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != pointer.NameNoPreviousVersion {
+	if !errors.As(err, &ee) || ee.Name != pointer.ErrNoPreviousVersion.ErrorName() {
 		t.Fatalf("rollback of a pointer with one version: %v", err)
 	}
 	if _, after, _ := pointer.Read(ctx, f.Env.Store, fresh); after.ETag != before.ETag {
@@ -120,7 +120,7 @@ func TestRollbackDefinition(t *testing.T) {
 		Console     string `json:"console"`
 	}
 	if err := json.Unmarshal([]byte(failed.Bodies[0]), &notice); err != nil || notice.Request.Pointer != fresh || notice.FailedState != "Rollback" ||
-		notice.Error.Error != pointer.NameNoPreviousVersion || !strings.Contains(notice.Console, "#/v2/executions/details/arn:aws:states:") {
+		notice.Error.Error != pointer.ErrNoPreviousVersion.ErrorName() || !strings.Contains(notice.Console, "#/v2/executions/details/arn:aws:states:") {
 		t.Fatalf("failure notice %s (%v)", failed.Bodies[0], err)
 	}
 
@@ -129,7 +129,7 @@ func TestRollbackDefinition(t *testing.T) {
 	_, states, err = runRollback(t, ctx, f, workflow.RollbackInput{Pointer: fresh}, func(context.Context, string, string, string) error {
 		return fmt.Errorf("SNS is down")
 	})
-	if !errors.As(err, &ee) || ee.Name != pointer.NameNoPreviousVersion || states[len(states)-1] != "FailedUnreported" {
+	if !errors.As(err, &ee) || ee.Name != pointer.ErrNoPreviousVersion.ErrorName() || states[len(states)-1] != "FailedUnreported" {
 		t.Fatalf("unpublished notice: %v, states %v", err, states)
 	}
 }

@@ -164,9 +164,9 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 		t.Fatalf("plan of a rebuild with in_place_auto: %+v, %v", auto, err)
 	}
 	for _, c := range []struct{ prefix, name string }{
-		{"s3://no-such-bucket/catalogs", blob.NameNoSuchBucket},
-		{f.Source + "/", catalog.NameTargetNotEmpty}, // inside the source
-		{"rocklake/catalogs", workflow.NameBadInput}, // not a URL
+		{"s3://no-such-bucket/catalogs", blob.ErrNoSuchBucket.ErrorName()},
+		{f.Source + "/", catalog.ErrTargetNotEmpty.ErrorName()}, // inside the source
+		{"rocklake/catalogs", workflow.ErrBadInput.ErrorName()}, // not a URL
 	} {
 		if rep := plan(c.prefix, "m-planned"); rep.Ready || target(rep).ErrorName != c.name {
 			t.Fatalf("plan into %s: ready %v, %+v; want %s", c.prefix, rep.Ready, target(rep), c.name)
@@ -180,7 +180,7 @@ func TestRebuildIntoAnotherBucket(t *testing.T) {
 	taken := dumpSource(t, ctx, "s3://other/catalogs/v1-m-taken")
 	_, _, err = runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", MigrationID: "m-taken"}, nil)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != catalog.NameTargetNotEmpty {
+	if !errors.As(err, &ee) || ee.Name != catalog.ErrTargetNotEmpty.ErrorName() {
 		t.Fatalf("rebuild onto someone else's catalog: %v", err)
 	}
 	if got := dumpSource(t, ctx, "s3://other/catalogs/v1-m-taken"); !maps.Equal(got, taken) {
@@ -210,7 +210,7 @@ func TestRebuildGuards(t *testing.T) {
 		{Pointer: f.Pointer, Rebuild: true, InPlace: true},    // in place makes no new catalog
 		{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, TargetPrefix: "s3://other/x"},
 	} {
-		if _, err := workflow.Check(ctx, f.Env, in); workflow.ErrorName(err) != workflow.NameBadInput {
+		if _, err := workflow.Check(ctx, f.Env, in); workflow.ErrorName(err) != workflow.ErrBadInput.ErrorName() {
 			t.Fatalf("check %+v: %v (%s), want BadInput", in, err, workflow.ErrorName(err))
 		}
 	}
@@ -284,7 +284,7 @@ func TestRebuildGuards(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	if _, err := workflow.Flip(ctx, f.Env, m); workflow.ErrorName(err) != workflow.NameSourceChanged {
+	if _, err := workflow.Flip(ctx, f.Env, m); workflow.ErrorName(err) != workflow.ErrSourceChanged.ErrorName() {
 		t.Fatalf("flip after a source write: %v", err)
 	}
 	if p, _, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != f.Source {

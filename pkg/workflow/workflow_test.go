@@ -695,7 +695,7 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	ctx, f := seeded.Setup(t, 200)
 	for _, g := range []float64{-1, workflow.MaxFreezeGrace.Seconds() + 1} {
 		_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, FreezeGrace: &g})
-		if workflow.ErrorName(err) != workflow.NameBadFreezeGrace {
+		if workflow.ErrorName(err) != workflow.ErrBadFreezeGrace.ErrorName() {
 			t.Fatalf("freeze_grace %v: %v, want BadFreezeGrace", g, err)
 		}
 	}
