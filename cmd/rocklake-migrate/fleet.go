@@ -40,12 +40,8 @@ record lives beside the first source (<source>.fleet/), which status and rollbac
   rocklake-migrate fleet status --pointers s3://b/tenants/
   rocklake-migrate fleet rollback --pointers s3://b/tenants/
   rocklake-migrate fleet drift --pointers s3://b/tenants/ --expect v2 --sns-topic arn:aws:sns:us-east-1:123456789012:alerts`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return usagef("fleet needs one of plan, migrate, rollback, status, drift")
-		},
 	}
-	c.AddCommand(newFleetPlanCmd(e), newFleetMigrateCmd(e), newFleetRollbackCmd(e), newFleetStatusCmd(e), newFleetDriftCmd(e))
-	return c
+	return withSubcommands(c, newFleetPlanCmd(e), newFleetMigrateCmd(e), newFleetRollbackCmd(e), newFleetStatusCmd(e), newFleetDriftCmd(e))
 }
 
 // fleetFlags are the flags every fleet command has.
