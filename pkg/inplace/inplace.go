@@ -337,7 +337,7 @@ func makeWayBack(ctx context.Context, w *catalog.Writer, url string, want ndjson
 // measure is the first pass: the catalog at url (format from) transformed
 // along path through a reader, measured, nothing written; past
 // opts.MaxBytes, ErrTooLarge.
-func measure(ctx context.Context, url string, from format.Version, path []migration.Migration, opts Options) (tally, error) {
+func measure(ctx context.Context, url string, from format.Version, path []migration.Conversion, opts Options) (tally, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: from, Store: opts.Store})
 	if err != nil {
 		return tally{}, fmt.Errorf("inplace: migrate %s: %w", url, err)

@@ -19,7 +19,7 @@ import (
 // snapshot time as microseconds, and catalog-format-version 2 in the format-1
 // envelope. Keys keep their shape and record counts are unchanged.
 func init() {
-	Register(Migration{
+	Register(Conversion{
 		From: format.V1, To: format.V2,
 		Apply:        v1ToV2,
 		ExpectCounts: func(in map[string]uint64) map[string]uint64 { return in },

@@ -22,7 +22,7 @@ import (
 // unchanged. A v2 value format 1 cannot hold is refused (NoTargetFormError),
 // never dropped or altered.
 func init() {
-	Register(Migration{
+	Register(Conversion{
 		From: format.V2, To: format.V1,
 		Apply:        v2ToV1,
 		ExpectCounts: func(in map[string]uint64) map[string]uint64 { return in },

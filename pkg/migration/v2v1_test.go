@@ -35,7 +35,7 @@ import (
 // go up and down byte for byte.
 var carryOpts = migration.Options{UnknownTags: migration.UnknownCarry}
 
-func pathOf(t testing.TB, from, to format.Version) []migration.Migration {
+func pathOf(t testing.TB, from, to format.Version) []migration.Conversion {
 	t.Helper()
 	p, err := migration.Path(from, to)
 	if err != nil {
@@ -772,7 +772,7 @@ func TestPathDown(t *testing.T) {
 	if p, err := migration.Path(format.V2, format.V2); err != nil || len(p) != 0 {
 		t.Fatalf("v2→v2 = %v, %v", p, err)
 	}
-	for _, m := range []migration.Migration{
+	for _, m := range []migration.Conversion{
 		{From: format.V1, To: 3},
 		{From: 3, To: format.V1},
 		{From: format.V1, To: format.V1},

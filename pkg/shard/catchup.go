@@ -188,7 +188,7 @@ func CatchUp(ctx context.Context, source string, from, to slatedb.View, url stri
 
 // transformed is the target records of one source entry (none when value
 // is nil: the key is absent from that view).
-func transformed(v format.Version, key, value []byte, path []migration.Migration, opts migration.Options) ([]ndjson.Record, error) {
+func transformed(v format.Version, key, value []byte, path []migration.Conversion, opts migration.Options) ([]ndjson.Record, error) {
 	if value == nil {
 		return nil, nil
 	}
