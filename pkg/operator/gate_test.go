@@ -243,20 +243,9 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	opts := operator.GateOptions{By: "ops", Pointer: f.Pointer, Publish: pub.Publish}
 
 	rec := postpone(t, ctx, f, pub)
-	w, err := catalog.OpenWriter(ctx, f.Source, catalog.Options{Expect: format.V1})
-	if err != nil {
+	if err := seeded.Commit(ctx, f.Source); err != nil {
 		t.Fatal(err)
 	}
-	n, err := w.Counter(ctx, format.NameNextSnapshotID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
 	res, err := operator.Approve(ctx, f.Env, rec.Migration.MigrationID, opts)
 	var ee *asl.ExecutionError
 	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {

@@ -146,20 +146,7 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 			return
 		}
 		once.Do(func() { // RockLake's writer commits after Freeze
-			w, err := catalog.OpenWriter(ctx, f.Source, catalog.Options{Expect: format.V1})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer w.Close()
-			n, err := w.Counter(ctx, format.NameNextSnapshotID)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			var b slatedb.Batch
-			b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
-			if err := w.Write(ctx, &b); err != nil {
+			if err := seeded.Commit(ctx, f.Source); err != nil {
 				t.Error(err)
 			}
 		})

@@ -7,6 +7,7 @@ package seeded
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
@@ -99,6 +101,23 @@ func MovePointer(t *testing.T, ctx context.Context, f Fixture, by string) {
 	if _, err := pointer.Flip(ctx, f.Env.Store, f.Pointer, cur.Next(f.Source, format.V1, by), ref); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Commit is a writer's commit to the format-1 catalog at url, as RockLake
+// makes one: its next_snapshot_id moves by one (so a run that froze it
+// before sees the source changed).
+func Commit(ctx context.Context, url string) error {
+	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: format.V1})
+	if err != nil {
+		return err
+	}
+	n, err := w.Counter(ctx, format.NameNextSnapshotID)
+	if err == nil {
+		var b slatedb.Batch
+		b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
+		err = w.Write(ctx, &b)
+	}
+	return errors.Join(err, w.Close())
 }
 
 // LockHolder is the lock of the fixture's pointer (MigrationID "" when
