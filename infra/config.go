@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,7 +53,36 @@ type Config struct {
 	ShardConcurrency int    // "shardConcurrency": reserved concurrency of export and transform, and the Map's MaxConcurrency
 	DistDir          string // "distDir": where `make build` wrote <function>.zip
 	LogRetentionDays int    // "logRetentionDays"
+	Fleet            Fleet
 }
+
+// Fleet is the deployment's fleet of pointers (issue 39): none when
+// Sources is empty; then the stack has no fleet state machine, rule or
+// schedule, and its roles reach only its own pointer and catalogs.
+type Fleet struct {
+	// "fleetSources": s3:// prefixes (ending in /: every pointer object
+	// under them) and lists (an object naming one pointer URL per line), in
+	// one or several buckets; a comma-separated string or a JSON list.
+	Sources []string
+	// "fleetPrefixes": more s3:// prefixes the fleet's pointers and their
+	// catalogs lie under (a list's pointers, catalogs kept apart from
+	// their pointers). Scope is these and the prefix sources: the only
+	// objects, besides the stack's own, its Lambdas may touch.
+	Scope []string
+	// "fleetName": what a release event's detail.fleet names to run this
+	// fleet (default: name).
+	Name string
+	// "fleetCanary" (1), "fleetConcurrency" (4), "fleetMaxFailures" (0:
+	// every pointer runs, each failure reported): the fleet run's canary,
+	// the Distributed Map's MaxConcurrency and its failure limit.
+	Canary, Concurrency, MaxFailures int
+	// "fleetDriftSchedule": the fleet's drift check's schedule (default:
+	// driftSchedule).
+	DriftSchedule string
+}
+
+// Configured reports whether the deployment has a fleet.
+func (f Fleet) Configured() bool { return len(f.Sources) > 0 }
 
 // DefaultConfig is the configuration without any context.
 func DefaultConfig() Config {
@@ -74,7 +104,74 @@ func DefaultConfig() Config {
 		DistDir:               "../dist",
 		LogRetentionDays:      90,
 		Online:                true,
+		Fleet:                 Fleet{Canary: 1, Concurrency: 4},
 	}
+}
+
+// maxFleetShardLambdas bounds what a fleet asks of the account's Lambda
+// concurrency: the export function's reservation is the shard steps of
+// fleetConcurrency migrations at once, and an account has 1000 by default,
+// of which 100 stay unreserved.
+const maxFleetShardLambdas = 800
+
+// settle checks the fleet's context and fills its defaults. Each source
+// and prefix is an s3:// URL under a bucket's root (a bucket's root would
+// grant the whole bucket); a list names pointers anywhere, so with one the
+// prefixes they lie under must be given.
+func (f *Fleet) settle(c Config) error {
+	if !f.Configured() {
+		if len(f.Scope) > 0 {
+			return fmt.Errorf("context fleetPrefixes without fleetSources")
+		}
+		return nil
+	}
+	if f.Name == "" {
+		f.Name = c.Name
+	}
+	if f.DriftSchedule == "" {
+		f.DriftSchedule = c.DriftSchedule
+	}
+	lists := false
+	for _, src := range f.Sources {
+		if _, _, err := splitS3(src); err != nil {
+			return fmt.Errorf("context fleetSources: %w", err)
+		}
+		lists = lists || !strings.HasSuffix(src, "/")
+	}
+	for _, p := range f.Scope {
+		if _, _, err := splitS3(p); err != nil || !strings.HasSuffix(p, "/") {
+			return fmt.Errorf("context fleetPrefixes %q: want s3://bucket/prefix/ (ending in /) (%v)", p, err)
+		}
+	}
+	if lists && len(f.Scope) == 0 {
+		return fmt.Errorf("context fleetSources has a list (%s): its pointers may lie anywhere, so fleetPrefixes must say where (the roles reach nothing else)", strings.Join(f.Sources, ", "))
+	}
+	for _, src := range f.Sources {
+		if strings.HasSuffix(src, "/") && !slices.Contains(f.Scope, src) {
+			f.Scope = append(f.Scope, src)
+		}
+	}
+	if _, err := FleetDefinition(c); err != nil {
+		return err
+	}
+	if n := f.Concurrency * min(c.DefaultShards, c.ShardConcurrency); n > maxFleetShardLambdas {
+		return fmt.Errorf("context fleetConcurrency %d: %d migrations at once run up to %d shard steps each (min(shards, shardConcurrency)), %d Lambdas; keep it under %d (lower fleetConcurrency, shards or shardConcurrency)",
+			f.Concurrency, f.Concurrency, min(c.DefaultShards, c.ShardConcurrency), n, maxFleetShardLambdas)
+	}
+	return nil
+}
+
+// splitS3 is an s3:// URL's bucket and key, refusing a bucket's root.
+func splitS3(u string) (bucket, key string, err error) {
+	rest, ok := strings.CutPrefix(u, "s3://")
+	if !ok {
+		return "", "", fmt.Errorf("%q is not an s3:// URL", u)
+	}
+	bucket, key, _ = strings.Cut(rest, "/")
+	if bucket == "" || strings.Trim(key, "/") == "" {
+		return "", "", fmt.Errorf("%q: want a prefix or object under the bucket's root (the root would grant the whole bucket)", u)
+	}
+	return bucket, key, nil
 }
 
 // ConfigFromContext reads the context keys over the defaults.
@@ -133,7 +230,37 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	num("shardMemoryMb", &c.ShardMemoryMB, 128)
 	num("shardConcurrency", &c.ShardConcurrency, 1)
 	num("logRetentionDays", &c.LogRetentionDays, 1)
+	urls := func(key string, dst *[]string) {
+		v := node.TryGetContext(jsii.String(key))
+		if v == nil || err != nil {
+			return
+		}
+		var items []string
+		switch v := v.(type) {
+		case []any: // a JSON list in cdk.json
+			for _, x := range v {
+				items = append(items, fmt.Sprint(x))
+			}
+		default: // -c key=a,b
+			items = strings.Split(fmt.Sprint(v), ",")
+		}
+		for _, it := range items {
+			if it = strings.TrimSpace(it); it != "" {
+				*dst = append(*dst, it)
+			}
+		}
+	}
+	urls("fleetSources", &c.Fleet.Sources)
+	urls("fleetPrefixes", &c.Fleet.Scope)
+	str("fleetName", &c.Fleet.Name)
+	str("fleetDriftSchedule", &c.Fleet.DriftSchedule)
+	num("fleetCanary", &c.Fleet.Canary, 0)
+	num("fleetConcurrency", &c.Fleet.Concurrency, 1)
+	num("fleetMaxFailures", &c.Fleet.MaxFailures, 0)
 	if err != nil {
+		return c, err
+	}
+	if err := c.Fleet.settle(c); err != nil {
 		return c, err
 	}
 	if c.ExpectedVersionParameter == "" {
