@@ -53,7 +53,11 @@ type Config struct {
 	ShardConcurrency int    // "shardConcurrency": reserved concurrency of export and transform, and the Map's MaxConcurrency
 	DistDir          string // "distDir": where `make build` wrote <function>.zip
 	LogRetentionDays int    // "logRetentionDays"
-	Fleet            Fleet
+	// "accountConcurrency" (1000, Lambda's default): the account's Lambda
+	// concurrency in the Region, which the functions' reservations
+	// (ReservedConcurrency) must leave 100 of.
+	AccountConcurrency int
+	Fleet              Fleet
 }
 
 // Fleet is the deployment's fleet of pointers (issue 39): none when
@@ -104,15 +108,34 @@ func DefaultConfig() Config {
 		DistDir:               "../dist",
 		LogRetentionDays:      90,
 		Online:                true,
+		AccountConcurrency:    1000,
 		Fleet:                 Fleet{Canary: 1, Concurrency: 4},
 	}
 }
 
-// maxFleetShardLambdas bounds what a fleet asks of the account's Lambda
-// concurrency: the export function's reservation is the shard steps of
-// fleetConcurrency migrations at once, and an account has 1000 by default,
-// of which 100 stay unreserved.
-const maxFleetShardLambdas = 800
+// unreservedMinimum is what Lambda keeps unreserved of an account's
+// concurrency (PutFunctionConcurrency: "leave at least 100 simultaneous
+// executions unreserved").
+const unreservedMinimum = 100
+
+// ReservedConcurrency is each function's reserved concurrency. A fleet runs
+// fleetConcurrency migrations at once (its Distributed Map's
+// MaxConcurrency), each with its own Map of shard steps, one import writer
+// and a few check steps: the reservations hold them all, or their steps
+// are throttled past the definitions' retries (infra/README.md, A fleet of
+// 1000 catalogs).
+func ReservedConcurrency(c Config) map[string]int {
+	fc := 0
+	if c.Fleet.Configured() {
+		fc = c.Fleet.Concurrency
+	}
+	return map[string]int{
+		"check":   max(10, fc+2),
+		"export":  max(c.ShardConcurrency, fc*min(c.DefaultShards, c.ShardConcurrency)),
+		"import":  max(2, fc),
+		"inplace": max(2, fc),
+	}
+}
 
 // settle checks the fleet's context and fills its defaults. Each source
 // and prefix is an s3:// URL under a bucket's root (a bucket's root would
@@ -153,10 +176,6 @@ func (f *Fleet) settle(c Config) error {
 	}
 	if _, err := FleetDefinition(c); err != nil {
 		return err
-	}
-	if n := f.Concurrency * min(c.DefaultShards, c.ShardConcurrency); n > maxFleetShardLambdas {
-		return fmt.Errorf("context fleetConcurrency %d: %d migrations at once run up to %d shard steps each (min(shards, shardConcurrency)), %d Lambdas; keep it under %d (lower fleetConcurrency, shards or shardConcurrency)",
-			f.Concurrency, f.Concurrency, min(c.DefaultShards, c.ShardConcurrency), n, maxFleetShardLambdas)
 	}
 	return nil
 }
@@ -257,11 +276,20 @@ func ConfigFromContext(node constructs.Node) (Config, error) {
 	num("fleetCanary", &c.Fleet.Canary, 0)
 	num("fleetConcurrency", &c.Fleet.Concurrency, 1)
 	num("fleetMaxFailures", &c.Fleet.MaxFailures, 0)
+	num("accountConcurrency", &c.AccountConcurrency, unreservedMinimum)
 	if err != nil {
 		return c, err
 	}
 	if err := c.Fleet.settle(c); err != nil {
 		return c, err
+	}
+	total := 0
+	for _, n := range ReservedConcurrency(c) {
+		total += n
+	}
+	if total > c.AccountConcurrency-unreservedMinimum {
+		return c, fmt.Errorf("context: the functions reserve %d concurrent executions (%v: shardConcurrency %d, shards %d, fleetConcurrency %d), more than accountConcurrency %d leaves with %d unreserved; lower them, or raise the account's quota and say so with accountConcurrency",
+			total, ReservedConcurrency(c), c.ShardConcurrency, c.DefaultShards, c.Fleet.Concurrency, c.AccountConcurrency, unreservedMinimum)
 	}
 	if c.ExpectedVersionParameter == "" {
 		c.ExpectedVersionParameter = "/" + c.Name + "/expected-format-version"

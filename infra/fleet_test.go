@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
@@ -310,9 +311,18 @@ func TestFleetConcurrencySizesTheLambdas(t *testing.T) {
 		!strings.Contains(string(statemachine.Fleet), `"ToleratedFailureCountPath": "$.list.tolerated_failures"`) {
 		t.Error("the fleet's Map does not take its limits from the run's input")
 	}
-	cfg := testCfg
-	cfg.Fleet.Concurrency = 800/16 + 1
-	if err := cfg.Fleet.settle(cfg); err == nil || !strings.Contains(err.Error(), fmt.Sprint(cfg.Fleet.Concurrency)) {
-		t.Errorf("fleetConcurrency %d: %v", cfg.Fleet.Concurrency, err)
+	// The reservations must leave the account's 100 unreserved: 48
+	// migrations at once reserve 48 × 16 + 48 + 48 + 50 = 914 of 1000, 47
+	// reserve 895.
+	for n, bad := range map[int]bool{47: false, 48: true} {
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"fleetSources": "s3://b/t/", "fleetConcurrency": n}})
+		_, err := ConfigFromContext(app.Node())
+		if (err != nil) != bad || err != nil && !strings.Contains(err.Error(), "fleetConcurrency 48") {
+			t.Errorf("fleetConcurrency %d: %v", n, err)
+		}
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"fleetSources": "s3://b/t/", "fleetConcurrency": 48, "accountConcurrency": 3000}})
+	if _, err := ConfigFromContext(app.Node()); err != nil {
+		t.Errorf("fleetConcurrency 48 in an account of 3000: %v", err)
 	}
 }

@@ -160,26 +160,19 @@ func (s *MigrateStack) functions(stack awscdk.Stack, cfg Config, stagingURL stri
 	// must never outlive its state, or Abort could run while a Flip still
 	// writes the pointer. Steps work within the Lambda's own deadline.
 	shardTimeout := awscdk.Duration_Seconds(jsii.Number(900))
-	// A fleet runs fc migrations at once (its Distributed Map's
-	// MaxConcurrency), each with its own Map of shard steps: the
-	// reservations hold them all, or their steps are throttled past the
-	// definitions' retries (infra/README.md, A fleet of 1000 catalogs).
-	fc := 0
-	if cfg.Fleet.Configured() {
-		fc = cfg.Fleet.Concurrency
-	}
+	reserved := ReservedConcurrency(cfg)
 	specs := map[string]perms{
 		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true, readExpected: true, fleetRuns: true,
-			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(110)), concurrency: max(10, fc+2),
+			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(110)), concurrency: reserved["check"],
 			description: "rocklake-migrate steps Check, Flip, Abort, Rollback, Drift, FleetList, FleetReport, FleetDrift"},
 		// Freeze opens the source as a passive SlateDB writer (fencing and a
 		// checkpoint; no compaction or garbage collection), so export
 		// writes under catalogs/ but deletes nothing there.
 		"export": {catalogRead: true, catalogWrite: true, stagingWrite: true, lockRead: true,
-			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: max(cfg.ShardConcurrency, fc*min(cfg.DefaultShards, cfg.ShardConcurrency)),
+			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: reserved["export"],
 			description: "rocklake-migrate steps Freeze, ExportTransformShard (the Map), ExportShard, TransformShard"},
 		"import": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, lockRead: true,
-			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: max(2, fc),
+			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: reserved["import"],
 			description: "rocklake-migrate steps Import, Finalize, Verify (the one writer of the target)"},
 		// Strategy A writes the catalog where it lies (its way back copied
 		// beside it, deleted again if the run fails) and moves the pointer,
@@ -187,7 +180,7 @@ func (s *MigrateStack) functions(stack awscdk.Stack, cfg Config, stagingURL stri
 		// step combines; no staging, no topic. Its batch is held in memory
 		// (inPlaceMemoryMB).
 		"inplace": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true,
-			memoryMB: inPlaceMemoryMB, ephemeralMB: 512, timeout: shardTimeout, concurrency: max(2, fc),
+			memoryMB: inPlaceMemoryMB, ephemeralMB: 512, timeout: shardTimeout, concurrency: reserved["inplace"],
 			description: "rocklake-migrate step InPlace (Strategy A: catalog and pointer)"},
 	}
 

@@ -975,7 +975,9 @@ func TestConfigRejectsBadContext(t *testing.T) {
 		{"fleetSources": "s3://b/t/", "fleetPrefixes": "s3://b/eu"}, // a prefix not ending in /
 		{"fleetPrefixes": "s3://b/t/"},                              // prefixes without sources
 		{"fleetSources": "s3://b/t/", "fleetConcurrency": 0},        // nothing would run
-		{"fleetSources": "s3://b/t/", "fleetConcurrency": 60},       // 60 × 16 shard steps
+		{"fleetSources": "s3://b/t/", "fleetConcurrency": 60},
+		{"shardConcurrency": 900},                                   // reservations past the account's concurrency
+		{"accountConcurrency": 99},                                  // 60 × 16 shard steps
 		{"fleetSources": "s3://b/t/", "executionTimeoutHours": 200}, // a migration outlasting the fleet run (synthesis)
 	} {
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
