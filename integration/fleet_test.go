@@ -112,8 +112,19 @@ func (h *Harness) fleetAndCheck(t *testing.T, ctx context.Context, name string, 
 		switch {
 		case strings.HasPrefix(m.Subject, "rocklake-migrate: fleet migrate "+rec.ID):
 			summaries++
-			if !strings.Contains(m.Body, fx["z99"].Pointer+": refused: FormatVersionMismatch") || strings.Contains(m.Body, fx["a"].Pointer) {
-				t.Errorf("the summary %q", m.Body)
+			// Its line for the refused pointer names the error; no other
+			// pointer's says it did not get there.
+			named := false
+			for _, line := range strings.Split(m.Body, "\n") {
+				switch {
+				case strings.HasPrefix(line, fx["z99"].Pointer+": refused") && strings.Contains(line, ": FormatVersionMismatch:"):
+					named = true
+				case strings.HasPrefix(line, "s3://") && (strings.Contains(line, ": refused") || strings.Contains(line, ": failed")):
+					t.Errorf("the summary's line %q", line)
+				}
+			}
+			if !named {
+				t.Errorf("the summary does not name the refused pointer by its error: %q", m.Body)
 			}
 		case m.Subject == "rocklake-migrate: migration succeeded":
 			succeeded++
