@@ -11,7 +11,7 @@ export CGO_ENABLED := 1
 NATIVE_LIB := native/lib/librocklake_slatedb.a
 GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback bench-fleet bench-fleet-catalogs bench-silent demo clean infra-tools test-infra synth
+.PHONY: all native tools build man test test-go test-native lint lint-go lint-rust lint-product-deps precompile check-glibc bench bench-online bench-rollback bench-readers bench-fleet-catalogs bench-silent demo clean infra-tools test-infra synth
 
 all: build
 
@@ -170,7 +170,7 @@ bench: build tools
 	scripts/bench-inplace.sh 10000 100000 1000000
 	$(MAKE) bench-online
 	$(MAKE) bench-rollback
-	$(MAKE) bench-fleet
+	$(MAKE) bench-readers
 	$(MAKE) bench-fleet-catalogs
 	$(MAKE) bench-silent
 
@@ -192,11 +192,11 @@ bench-rollback: build tools
 	go test -run '^$$' -bench BenchmarkRollback -benchtime 1x -timeout 90m ./cmd/rocklake-migrate/
 	BENCH_DOWN=1 scripts/bench-migrate.sh 1000000
 
-# A fleet of one writer and two readers under serve through an online
+# A writer and two readers under serve through an online
 # migration of 1M rows: the write freeze, the readers' read gaps and
-# staleness (docs/performance.md, "A fleet through an online migration").
-bench-fleet: build tools
-	go test -run '^$$' -bench BenchmarkFleet -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
+# staleness (docs/performance.md, "A writer and its readers through an online migration").
+bench-readers: build tools
+	go test -run '^$$' -bench BenchmarkReaders -benchtime 1x -timeout 60m ./cmd/rocklake-migrate/
 
 # A fleet of catalogs: `fleet migrate --to v2` of 20 catalogs of 100 000
 # rows at --concurrency 1, 2 and 4 (BENCH_FLEET_CATALOGS,

@@ -40,12 +40,8 @@ record lives beside the first source (<source>.fleet/), which status and rollbac
   rocklake-migrate fleet status --pointers s3://b/tenants/
   rocklake-migrate fleet rollback --pointers s3://b/tenants/
   rocklake-migrate fleet drift --pointers s3://b/tenants/ --expect v2 --sns-topic arn:aws:sns:us-east-1:123456789012:alerts`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return usagef("fleet needs one of plan, migrate, rollback, status, drift")
-		},
 	}
-	c.AddCommand(newFleetPlanCmd(e), newFleetMigrateCmd(e), newFleetRollbackCmd(e), newFleetStatusCmd(e), newFleetDriftCmd(e))
-	return c
+	return withSubcommands(c, newFleetPlanCmd(e), newFleetMigrateCmd(e), newFleetRollbackCmd(e), newFleetStatusCmd(e), newFleetDriftCmd(e))
 }
 
 // fleetFlags are the flags every fleet command has.
@@ -334,7 +330,7 @@ func newFleetPlanCmd(e *env) *cobra.Command {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%.4f\t%s\n", l.Pointer, l.Catalog, l.Format, l.StoredBytes, l.Keys, secs(l.Seconds), secs(l.WriteFreeze), l.USD, ready)
 		}
 		_ = tw.Flush()
-		fmt.Fprintf(e.stdout, "%d pointers to migrate, %d refused, %d other objects ignored; the fleet run at --concurrency %d, --canary %d: about %s on AWS, $%.2f\n",
+		fmt.Fprintf(e.stdout, "%d pointers to migrate, %d refused, %d other objects ignored; the fleet run at --concurrency %d, --canary %d: about %s on AWS, $%.4f\n",
 			p.ToMigrate, p.Refused, p.Ignored, p.Concurrency, p.Canary, time.Duration(p.Seconds*float64(time.Second)).Round(time.Second), p.USD)
 		return nil
 	})

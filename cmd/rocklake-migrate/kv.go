@@ -25,21 +25,31 @@ func newKVCmd(e *env) *cobra.Command {
 		Short: "raw key-value access in hex, for experts and repair: get, scan, put, delete",
 		Example: `  rocklake-migrate kv scan --catalog s3://b/catalogs/prod --prefix fe
   rocklake-migrate kv get --catalog s3://b/catalogs/prod ff636174616c6f672d666f726d61742d76657273696f6e`,
-		Args: cobra.ArbitraryArgs,
-		// Without a known subcommand: a usage error naming them.
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("kv needs a subcommand: get, scan, put or delete")
-			}
-			msg := fmt.Sprintf("kv: unknown subcommand %q (get, scan, put, delete)", args[0])
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
-			}
-			return usageError{msg}
-		},
+	}
+	return withSubcommands(c, newKVGetCmd(e), newKVScanCmd(e), newKVWriteCmd(e, "put", 2), newKVWriteCmd(e, "delete", 1))
+}
+
+// withSubcommands makes c a command of subcommands only: run without one,
+// or with an unknown word, it is a usage error naming them (and the one
+// meant, when a word is near one).
+func withSubcommands(c *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	var names []string
+	for _, s := range subs {
+		names = append(names, s.Name())
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usagef("%s needs a subcommand: %s", c.Name(), strings.Join(names, ", "))
+		}
+		msg := fmt.Sprintf("%s: unknown subcommand %q (%s)", c.Name(), args[0], strings.Join(names, ", "))
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+		}
+		return usageError{msg}
 	}
 	c.SuggestionsMinimumDistance = 2
-	c.AddCommand(newKVGetCmd(e), newKVScanCmd(e), newKVWriteCmd(e, "put", 2), newKVWriteCmd(e, "delete", 1))
+	c.AddCommand(subs...)
 	return c
 }
 

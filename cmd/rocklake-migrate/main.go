@@ -191,15 +191,20 @@ func report(e *env, cmd *cobra.Command, err error) int {
 		name = cmd.CommandPath()
 	}
 	fmt.Fprintf(e.stderr, "%s: %v\n", name, err)
-	var mismatch *format.FormatVersionMismatch
-	var usage usageError
-	switch {
-	case errors.As(err, &usage) || !e.ran:
+	if errors.As(err, new(usageError)) || !e.ran {
 		// Errors before a command ran are cobra's: an unknown command
 		// (with suggestions), a bad flag, a wrong argument count.
 		fmt.Fprintf(e.stderr, "Run '%s --help' for usage.\n", name)
 		return exitUsage
-	case errors.As(err, &mismatch):
+	}
+	return exitCodeOf(err)
+}
+
+// exitCodeOf is the exit code of a command that ran and failed with err
+// (docs/errors.md gives each named error's).
+func exitCodeOf(err error) int {
+	switch {
+	case errors.Is(err, format.ErrVersionMismatch):
 		return exitMismatch
 	case errors.Is(err, errDrift):
 		return exitDrift

@@ -141,23 +141,23 @@ func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
 	return out
 }
 
-// BenchmarkFleet: a fleet of one writer and two fleet readers, each under
+// BenchmarkReaders: a writer and two readers, each under
 // `serve` on one pointer (readers with --refresh 5s), a client committing
 // through the writer and reading through each reader every 200 ms, through
-// `migrate --rebuild --online` of a seeded catalog of BENCH_FLEET_ROWS
+// `migrate --rebuild --online` of a seeded catalog of BENCH_READERS_ROWS
 // rows (default 1000000). Reported: write-freeze-s (the longest span from a
 // refused write to the next acknowledged one), refused, refused-before
 // (before the migration: must be 0), read-gap-s and staleness-s (the worst
 // reader's: reads failing in a row; how long an acknowledged commit took
 // to show), migrate-s.
-func BenchmarkFleet(b *testing.B) {
-	for _, n := range envInts(b, "BENCH_FLEET_ROWS", []int{1000000}) {
+func BenchmarkReaders(b *testing.B) {
+	for _, n := range envInts(b, "BENCH_READERS_ROWS", []int{1000000}) {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 				dir, _, ptr := seededPointer(b, ctx, n)
-				r := fleetThroughMigration(b, ctx, ptr, "file://"+filepath.Join(dir, "new")+"/", 2, 5*time.Second, 15*time.Second)
+				r := readersThroughMigration(b, ctx, ptr, "file://"+filepath.Join(dir, "new")+"/", 2, 5*time.Second, 15*time.Second)
 				cancel()
 				b.StartTimer()
 				gap, stale := slices.Max(r.readGap), slices.Max(r.staleness)
@@ -168,7 +168,7 @@ func BenchmarkFleet(b *testing.B) {
 				b.ReportMetric(stale.Seconds(), "staleness-s")
 				b.ReportMetric(r.migrate.Seconds(), "migrate-s")
 				if r.refusedBefore != 0 {
-					b.Fatalf("the fleet readers made the writer refuse %d writes", r.refusedBefore)
+					b.Fatalf("the readers made the writer refuse %d writes", r.refusedBefore)
 				}
 			}
 		})

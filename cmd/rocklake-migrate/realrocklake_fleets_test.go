@@ -82,7 +82,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 	if _, err := store.Put(ctx, prefix+"README.txt", []byte("the tenants' pointers\n")); err != nil {
 		t.Fatal(err)
 	}
-	fleetRun := func(code int, args ...string) fleet.Run {
+	readersRun := func(code int, args ...string) fleet.Run {
 		t.Helper()
 		r := cli(t, append([]string{"fleet"}, append(args, "--pointers", prefix, "--shards", "2", "--freeze-grace", "0s", "--json")...)...)
 		t.Logf("fleet %v:\n%s", args, r.stderr)
@@ -117,7 +117,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 
 	// A rebuild: each catalog moved into a new one of its format, which
 	// the real binary reads as it read the old.
-	rebuilt := fleetRun(exitError, "migrate", "--rebuild", "--canary", "1", "--concurrency", "2")
+	rebuilt := readersRun(exitError, "migrate", "--rebuild", "--canary", "1", "--concurrency", "2")
 	refusedSixth(rebuilt)
 	for i := 1; i <= n; i++ {
 		l := lineOf(rebuilt, ptrOf(i))
@@ -137,7 +137,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 	}
 
 	// To v2: the five migrated and verified, the sixth refused by name.
-	migrated := fleetRun(exitError, "migrate", "--to", "v2", "--canary", "1", "--concurrency", "2")
+	migrated := readersRun(exitError, "migrate", "--to", "v2", "--canary", "1", "--concurrency", "2")
 	refusedSixth(migrated)
 	runs := map[string]int{}
 	for i := 1; i <= n; i++ {
@@ -159,7 +159,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 
 	// Again: nothing to do for the five (no run, no record), the sixth
 	// refused again.
-	again := fleetRun(exitError, "migrate", "--to", "v2", "--canary", "1", "--concurrency", "2")
+	again := readersRun(exitError, "migrate", "--to", "v2", "--canary", "1", "--concurrency", "2")
 	refusedSixth(again)
 	for i := 1; i <= n; i++ {
 		if l := lineOf(again, ptrOf(i)); l.State != fleet.AtTarget || l.RunID != "" {
@@ -179,7 +179,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 
 	// Rollback of the run that migrated them: each pointer names its
 	// format-1 catalog again, read as before by the real binary.
-	back := fleetRun(exitOK, "rollback", "--concurrency", "2")
+	back := readersRun(exitOK, "rollback", "--concurrency", "2")
 	if back.RollbackOf != migrated.ID || back.Totals[fleet.RolledBack] != n {
 		t.Fatalf("fleet rollback: of %s, %v; want the five of %s rolled back", back.RollbackOf, back.Totals, migrated.ID)
 	}

@@ -48,7 +48,7 @@ RockLake gracefully (SIGTERM: its drain) and then the supervisor; SIGUSR1 and
 SIGUSR2 are forwarded to it.
 
 Flags after -- go to every rocklake serve (--bind, --drain-timeout, ...);
---mode reader there makes a fleet reader: it serves a copy of the catalog the
+--mode reader there makes a reader: it serves a copy of the catalog the
 pointer names, made beside it (fencing nothing) and replaced by a fresher one
 every --refresh, so that it never stops the writer.`,
 		Example: `  rocklake-migrate serve --pointer s3://b/rocklake/CURRENT --rocklake 1=/usr/local/bin/rocklake -- --bind 0.0.0.0:5432 --drain-timeout 3
@@ -65,7 +65,7 @@ every --refresh, so that it never stops the writer.`,
 	asJSON := jsonFlag(fs, "health lines as JSON objects on stderr")
 	timeout := fs.Duration("timeout", 0, "stop serving (gracefully) after this long; 0: until a signal")
 	hold := fs.Duration("hold", supervise.DefaultHold, "how long a client's new connection waits for a server while none serves (a restart, a switch)")
-	refresh := fs.Duration("refresh", supervise.DefaultRefresh, "a fleet reader (--mode reader) serves a copy of the catalog at most this old, plus the copy's time")
+	refresh := fs.Duration("refresh", supervise.DefaultRefresh, "a reader (--mode reader) serves a copy of the catalog at most this old, plus the copy's time")
 	useFront := fs.Bool("front", true, "listen on RockLake's --bind in the supervisor and hand connections to the server that serves (false: RockLake binds it, and a switch closes the port for a moment)")
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
@@ -116,13 +116,18 @@ every --refresh, so that it never stops the writer.`,
 			return usagef("%v", err)
 		}
 		defer forwardSignals(ctx, s)()
-		err = s.Run(ctx)
-		if supervise.StoppedDegraded(err) {
-			return degradedError{err}
-		}
-		return err
+		return served(s.Run(ctx))
 	}
 	return c
+}
+
+// served is serve's error for the supervisor's err: a degradedError when
+// it stopped while degraded.
+func served(err error) error {
+	if supervise.StoppedDegraded(err) {
+		return degradedError{err}
+	}
+	return err
 }
 
 // degradedError is a supervisor stopped while degraded (exit 5).

@@ -104,7 +104,8 @@ func TestStrayArgumentsRefused(t *testing.T) {
 			cli(t, name, "stray").want(t, exitUsage, "stray")
 		}
 	}
-	for _, sub := range [][]string{{"kv", "scan", "x"}, {"kv", "get", "00", "11"}, {"kv", "put", "00"}, {"kv", "delete", "00", "11"}} {
+	for _, sub := range [][]string{{"kv", "scan", "x"}, {"kv", "get", "00", "11"}, {"kv", "put", "00"}, {"kv", "delete", "00", "11"},
+		{"fleet", "plan", "x"}, {"fleet", "migrate", "x"}, {"fleet", "rollback", "x"}, {"fleet", "status", "x"}, {"fleet", "drift", "x"}} {
 		cli(t, sub...).want(t, exitUsage)
 	}
 	// Flags after arguments are flags; after "--", arguments.

@@ -41,12 +41,9 @@ const (
 	maxRefreshMargin = 5 * time.Minute
 )
 
-// NameNoCredentials is the stable name of ErrNoCredentials.
-const NameNoCredentials = "NoCredentials"
-
 // ErrNoCredentials: no AWS credentials could be had from any standard
 // source. The error returned is a *NoCredentialsError naming what was tried.
-var ErrNoCredentials = errname.New("awsconfig", NameNoCredentials, "no AWS credentials")
+var ErrNoCredentials = errname.New("awsconfig", "NoCredentials", "no AWS credentials")
 
 // NoCredentialsError says which sources were tried and why the last failed.
 type NoCredentialsError struct {
@@ -64,7 +61,7 @@ func (e *NoCredentialsError) Unwrap() error { return e.Err }
 func (e *NoCredentialsError) Is(target error) bool { return target == ErrNoCredentials }
 
 // ErrorName is ErrNoCredentials' name.
-func (e *NoCredentialsError) ErrorName() string { return NameNoCredentials }
+func (e *NoCredentialsError) ErrorName() string { return ErrNoCredentials.ErrorName() }
 
 // Config is the resolved configuration. It is immutable; its credentials are
 // cached and renewed on expiry.

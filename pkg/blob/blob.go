@@ -24,12 +24,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
-// Stable names of the errors below that have one.
-const (
-	NameNoSuchBucket = "NoSuchBucket"
-	NameAccessDenied = "AccessDenied"
-)
-
 // Errors, matched with errors.Is; the error returned also wraps the
 // underlying one (an S3 API error, an *fs.PathError).
 var (
@@ -39,13 +33,23 @@ var (
 	// (PutIfMatch) or present (PutIfAbsent).
 	ErrPreconditionFailed = errors.New("blob: precondition failed")
 	// ErrNoSuchBucket: the S3 bucket does not exist.
-	ErrNoSuchBucket = errname.New("blob", NameNoSuchBucket, "no such bucket")
+	ErrNoSuchBucket = errname.New("blob", "NoSuchBucket", "no such bucket")
 	// ErrAccessDenied: S3 refused the credentials (unknown key, wrong
 	// secret, expired token) or they lack a permission.
-	ErrAccessDenied = errname.New("blob", NameAccessDenied, "access denied")
+	ErrAccessDenied = errname.New("blob", "AccessDenied", "access denied")
 	// ErrVersioningDisabled: a version operation on a local file or on a
 	// bucket without versioning enabled.
 	ErrVersioningDisabled = errors.New("blob: versioning not enabled")
+	// ErrUnreachable: S3 did not answer (no connection, no response or a
+	// stalled one within awsconfig.Limits, timed out, refused,
+	// unresolvable); the error names the cause and the endpoint. The
+	// workflow retries it (Transient).
+	ErrUnreachable = errname.NewRetryable("blob", errname.Transient, "S3 endpoint unreachable")
+	// ErrSilent is ErrUnreachable for an endpoint that did not answer or
+	// read within awsconfig.Limits, after their attempts (errors.Is(err,
+	// ErrUnreachable) holds): named S3Unreachable, which the workflow does
+	// not retry again (the attempts were the retries).
+	ErrSilent = errname.Kind(ErrUnreachable, "blob", errname.Unreachable, "S3 endpoint did not answer")
 )
 
 // Info describes one object (one version of it, for a versioned bucket).
@@ -154,18 +158,6 @@ func (s *Store) Create(ctx context.Context, url string) (*Writer, error) {
 // control objects (pointer, lock, plan, step results), never for shards,
 // which stream through Open.
 const MaxGetSize = 16 << 20
-
-// ErrUnreachable: S3 did not answer (no connection, no response or a
-// stalled one within awsconfig.Limits, timed out, refused, unresolvable);
-// the error names the cause and the endpoint. The workflow retries it
-// (Transient).
-var ErrUnreachable = errname.New("blob", errname.Transient, "S3 endpoint unreachable")
-
-// ErrSilent is ErrUnreachable for an endpoint that did not answer or read
-// within awsconfig.Limits, after their attempts (errors.Is(err,
-// ErrUnreachable) holds): named S3Unreachable, which the workflow does not
-// retry again (the attempts were the retries).
-var ErrSilent = errname.Kind(ErrUnreachable, "blob", errname.Unreachable, "S3 endpoint did not answer")
 
 // ErrNoCredentials: no AWS credentials were found by any of the standard
 // sources; the error names what was tried. It is awsconfig.ErrNoCredentials,

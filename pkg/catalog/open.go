@@ -11,19 +11,21 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
-// Stable error names.
-const (
-	NameNoCatalog      = "NoCatalog"
-	NameTargetNotEmpty = "TargetNotEmpty"
-)
-
+// The package's errors: its named ones (errname) and ErrNotFound.
 var (
 	// ErrNoCatalog: no SlateDB database at the URL. It wraps
 	// slatedb.ErrNoDatabase, so errors.Is matches either.
-	ErrNoCatalog = errname.New("catalog", NameNoCatalog, "no catalog at that location")
+	ErrNoCatalog = errname.New("catalog", "NoCatalog", "no catalog at that location")
 	// ErrTargetNotEmpty: a new catalog was to be made in a location that
 	// already holds keys.
-	ErrTargetNotEmpty = errname.New("catalog", NameTargetNotEmpty, "target location is not empty")
+	ErrTargetNotEmpty = errname.New("catalog", "TargetNotEmpty", "target location is not empty")
+	// ErrInvalidValue: PutRaw refuses a value that is not what the
+	// catalog's format stores under that key.
+	ErrInvalidValue = errname.New("catalog", "InvalidValue", "")
+	// ErrVersionKeyDelete: DeleteRaw refuses to delete the
+	// catalog-format-version key, which would leave an uninitialized
+	// catalog that nothing opens.
+	ErrVersionKeyDelete = errname.New("catalog", "VersionKeyDelete", "the catalog-format-version key is never deleted")
 	// ErrNotFound is slatedb.ErrNotFound, so callers need not import slatedb
 	// to test for a missing key.
 	ErrNotFound = slatedb.ErrNotFound
@@ -73,7 +75,7 @@ func Open(ctx context.Context, url string, opts Options) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := startupCheck(ctx, r, opts)
+	v, err := readVersion(ctx, r, opts)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -96,7 +98,7 @@ func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) 
 	if err != nil {
 		return nil, err
 	}
-	_, err = startupCheck(ctx, r, opts)
+	_, err = readVersion(ctx, r, opts)
 	r.Close()
 	if err != nil {
 		return nil, err
@@ -105,7 +107,7 @@ func OpenWriter(ctx context.Context, url string, opts Options) (*Writer, error) 
 	if err != nil {
 		return nil, fmt.Errorf("catalog: open writer %s: %w", url, err)
 	}
-	v, err := startupCheck(ctx, w, opts)
+	v, err := readVersion(ctx, w, opts)
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -124,10 +126,11 @@ func openReader(ctx context.Context, url string, opts Options) (*slatedb.Reader,
 	return r, nil
 }
 
-// startupCheck reads the version key and returns the catalog's format. With
-// SkipVersionCheck it reads the key too, so that a catalog that would pass
-// still gets typed reads, but refuses nothing.
-func startupCheck(ctx context.Context, kv slatedb.KV, opts Options) (format.Version, error) {
+// readVersion reads the version key, runs the startup check on it
+// (StartupCheck) and returns the catalog's format. With SkipVersionCheck it
+// reads the key too, so that a catalog that would pass still gets typed
+// reads, but refuses nothing.
+func readVersion(ctx context.Context, kv slatedb.KV, opts Options) (format.Version, error) {
 	found, err := kv.Get(ctx, format.FormatVersionKey())
 	if errors.Is(err, slatedb.ErrNotFound) {
 		found, err = nil, nil
@@ -135,18 +138,18 @@ func startupCheck(ctx context.Context, kv slatedb.KV, opts Options) (format.Vers
 	if err != nil {
 		return 0, fmt.Errorf("catalog: read catalog-format-version: %w", err)
 	}
-	v, err := Check(found, opts.Expect)
+	v, err := StartupCheck(found, opts.Expect)
 	if opts.SkipVersionCheck {
 		return v, nil
 	}
 	return v, err
 }
 
-// Check is the startup check on the raw value of the catalog-format-version
+// StartupCheck is the startup check on the raw value of the catalog-format-version
 // key (nil when absent): it returns the catalog's format, or a
 // *format.FormatVersionMismatch when the key is missing, names a format this
 // binary does not support, or differs from expect (0: any supported format).
-func Check(found []byte, expect format.Version) (format.Version, error) {
+func StartupCheck(found []byte, expect format.Version) (format.Version, error) {
 	if expect != 0 && !format.Supported(expect) {
 		return 0, fmt.Errorf("catalog: expected %w %d", format.ErrUnsupportedVersion, uint64(expect))
 	}

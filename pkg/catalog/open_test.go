@@ -180,7 +180,7 @@ func TestCheck(t *testing.T) {
 		{"unsupported expect", versionValue(1), 7, 0, "unsupported catalog format version 7", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := catalog.Check(tc.found, tc.expect)
+			got, err := catalog.StartupCheck(tc.found, tc.expect)
 			if tc.err == "" {
 				if err != nil || got != tc.want {
 					t.Fatalf("Check = %s, %v, want %s", got, err, tc.want)

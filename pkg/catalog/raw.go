@@ -4,20 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
-
-// ErrInvalidValue: PutRaw refuses a value that is not what the catalog's
-// format stores under that key.
-var ErrInvalidValue = errname.New("catalog", "InvalidValue", "")
-
-// ErrVersionKeyDelete: DeleteRaw refuses to delete the
-// catalog-format-version key, which would leave an uninitialized catalog
-// that nothing opens.
-var ErrVersionKeyDelete = errname.New("catalog", "VersionKeyDelete", "the catalog-format-version key is never deleted")
 
 // PutRaw writes value under key (raw repair: the CLI's kv put) as the
 // catalog's writer, which fences a running RockLake writer, in one batch,

@@ -109,11 +109,8 @@ var (
 	ErrNoClaim = errors.New("claim: no such claim")
 	// ErrTaken: another claim holds the migration's key (never
 	// overwritten).
-	ErrTaken = errname.New("claim", NameTaken, "taken")
+	ErrTaken = errname.New("claim", "ClaimTaken", "taken")
 )
-
-// NameTaken is the stable name of ErrTaken.
-const NameTaken = "ClaimTaken"
 
 func (c Claim) validate() error {
 	switch {

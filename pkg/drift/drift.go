@@ -134,9 +134,9 @@ type Report struct {
 	CheckedAt       time.Time `json:"checked_at"`
 }
 
-// Check runs the drift check. It returns an error only when it could not
+// Find runs the drift check. It returns an error only when it could not
 // look; what it found is in the Report.
-func Check(ctx context.Context, store *blob.Store, opts Options) (Report, error) {
+func Find(ctx context.Context, store *blob.Store, opts Options) (Report, error) {
 	if opts.Pointer == "" {
 		return Report{}, errors.New("drift: no pointer URL")
 	}

@@ -87,7 +87,7 @@ func (e *env) point(p pointer.Pointer) {
 func (e *env) check(o drift.Options) drift.Report {
 	e.t.Helper()
 	o.Pointer = e.pointer
-	r, err := drift.Check(testenv.Context(e.t), e.store, o)
+	r, err := drift.Find(testenv.Context(e.t), e.store, o)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -445,10 +445,10 @@ func TestPointerProblems(t *testing.T) {
 
 func TestOptionsRequired(t *testing.T) {
 	store := testenv.Store(t)
-	if _, err := drift.Check(testenv.Context(t), store, drift.Options{Expect: format.V2}); err == nil {
+	if _, err := drift.Find(testenv.Context(t), store, drift.Options{Expect: format.V2}); err == nil {
 		t.Fatal("no pointer URL accepted")
 	}
-	if _, err := drift.Check(testenv.Context(t), store, drift.Options{Pointer: "s3://x/y"}); err == nil {
+	if _, err := drift.Find(testenv.Context(t), store, drift.Options{Pointer: "s3://x/y"}); err == nil {
 		t.Fatal("no expected version accepted")
 	}
 }

@@ -3,6 +3,8 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -100,19 +102,37 @@ func outcome(ctx context.Context, store *blob.Store, run Run, line Line) (Line, 
 	return line, nil
 }
 
-// Text is the run as a notice: the totals, then one line per pointer that
-// did not get there.
+// maxText bounds a notice: the summary travels in the state payload (256
+// KiB) and in one SNS message (256 KiB); the record has every line.
+const maxText = 64 << 10
+
+// Text is the run as a notice: the totals, then one line per pointer (its
+// state, run, write freeze, duration, error), those that did not get there
+// first; past maxText it names how many more lines the record holds.
 func (r Run) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fleet %s %s of %s: %d pointers: %s\n", r.Kind, r.ID, strings.Join(r.Sources, ", "), len(r.Lines), r.Totals)
 	if r.Stopped != "" {
 		fmt.Fprintf(&b, "stopped: %s\n", r.Stopped)
 	}
-	for _, l := range r.Lines {
-		if l.State.done() || l.State == RolledBack {
-			continue
+	fmt.Fprintf(&b, "record: %s\n\n", r.url())
+	lines := slices.Clone(r.Lines)
+	sort.SliceStable(lines, func(i, j int) bool { return !lines[i].got() && lines[j].got() })
+	for n, l := range lines {
+		if b.Len() > maxText {
+			fmt.Fprintf(&b, "… and %d more pointers: the record has them\n", len(lines)-n)
+			break
 		}
 		fmt.Fprintf(&b, "%s: %s", l.Pointer, l.State)
+		if l.RunID != "" {
+			fmt.Fprintf(&b, ", run %s", l.RunID)
+		}
+		if l.FreezeSeconds > 0 {
+			fmt.Fprintf(&b, ", write freeze %.1f s", l.FreezeSeconds)
+		}
+		if l.Seconds > 0 {
+			fmt.Fprintf(&b, ", %.1f s", l.Seconds)
+		}
 		if l.ErrorName != "" {
 			fmt.Fprintf(&b, ": %s: %s", l.ErrorName, l.Error)
 		}
@@ -120,3 +140,6 @@ func (r Run) Text() string {
 	}
 	return b.String()
 }
+
+// got reports whether the pointer got where the run took it.
+func (l Line) got() bool { return l.State.done() || l.State == RolledBack }

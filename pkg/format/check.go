@@ -16,7 +16,8 @@ const SQLStateFeatureNotSupported = "0A000"
 
 // FormatVersionMismatch is the refusal of DESIGN 2.4: the catalog's
 // catalog-format-version differs from the one expected, or is missing. Match
-// it with errors.As and a *FormatVersionMismatch target.
+// it with errors.As and a *FormatVersionMismatch target, or errors.Is and
+// ErrVersionMismatch.
 type FormatVersionMismatch struct {
 	Found    uint64 // the catalog's version; 0 when Missing
 	Expected uint64 // the version the caller operates on
@@ -54,12 +55,12 @@ func cutTo(msg, sep string) string {
 	return ""
 }
 
-// NameVersionMismatch is the stable name of a *FormatVersionMismatch.
-const NameVersionMismatch = "FormatVersionMismatch"
+// ErrorName is ErrVersionMismatch's name. The message keeps RockLake's own
+// form of this refusal ("FormatVersionMismatch (SQLSTATE 0A000): ...").
+func (e *FormatVersionMismatch) ErrorName() string { return ErrVersionMismatch.ErrorName() }
 
-// ErrorName is NameVersionMismatch. The message keeps RockLake's own form
-// of this refusal ("FormatVersionMismatch (SQLSTATE 0A000): ...").
-func (e *FormatVersionMismatch) ErrorName() string { return NameVersionMismatch }
+// Is makes errors.Is(err, ErrVersionMismatch) hold.
+func (e *FormatVersionMismatch) Is(target error) bool { return target == ErrVersionMismatch }
 
 // SQLState returns "0A000" (feature not supported).
 func (e *FormatVersionMismatch) SQLState() string { return SQLStateFeatureNotSupported }

@@ -4,24 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // Magic follows the version byte of every value envelope.
 const Magic = "SDKV"
-
-// NameCorruptCatalog is the stable name of a stored value that does not
-// decode: the envelope errors and ErrBadRow.
-const NameCorruptCatalog = "CorruptCatalog"
-
-// Envelope errors. DecodeEnvelope wraps them with what it found.
-var (
-	ErrEnvelopeTruncated = errname.New("format", NameCorruptCatalog, "value shorter than its envelope header")
-	ErrBadMagic          = errname.New("format", NameCorruptCatalog, `value envelope lacks the "SDKV" magic`)
-	ErrEnvelopeVersion   = errname.New("format", NameCorruptCatalog, "value envelope of another format version")
-	ErrChecksum          = errname.New("format", NameCorruptCatalog, "value checksum mismatch")
-)
 
 // castagnoli is CRC-32C, which amd64 and arm64 compute in hardware.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

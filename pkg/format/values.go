@@ -8,15 +8,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // Value errors.
 var (
 	ErrNoRowType    = errors.New("format: key has no row type (unknown tag or shape)")
 	ErrWrongMessage = errors.New("format: message is not the row of this key and format")
-	ErrBadRow       = errname.New("format", NameCorruptCatalog, "row payload does not decode")
 	ErrCounterValue = errors.New("format: counter value is not 8 bytes")
 )
 

@@ -57,28 +57,29 @@ func MaxBytesFor(memory int64) int64 {
 	return (usable - PeakBaseBytes) / PeakPerByte
 }
 
+// The package's named errors (errname).
 var (
 	// ErrTooLarge: the catalog is too big for one batch; nothing was
 	// written. Use Strategy B.
-	ErrTooLarge = errname.New("inplace", NameTooLarge, "")
+	ErrTooLarge = errname.New("inplace", "InPlaceTooLarge", "")
 	// ErrNoWayBack: the migration has no way back (its copy is gone).
-	ErrNoWayBack = errname.New("inplace", NameNoWayBack, "")
+	ErrNoWayBack = errname.New("inplace", "InPlaceNoWayBack", "")
 	// ErrWayBackTaken: the place where the way back is copied holds
 	// something already.
-	ErrWayBackTaken = errname.New("inplace", NameWayBackTaken, "")
+	ErrWayBackTaken = errname.New("inplace", "InPlaceWayBackTaken", "")
 	// ErrOutcomeUnknown: the batch's write failed and whether it landed
 	// could not be read back; the checkpoint is kept.
-	ErrOutcomeUnknown = errname.New("inplace", NameOutcomeUnknown, "")
-)
-
-// Stable error names.
-const (
-	NameTooLarge       = "InPlaceTooLarge"
-	NameNoWayBack      = "InPlaceNoWayBack"
-	NameWayBackTaken   = "InPlaceWayBackTaken"
-	NameOutcomeUnknown = "InPlaceOutcomeUnknown"
-	NameCatalogMoved   = "InPlaceCatalogMoved"
-	NameUndoUndecided  = "InPlaceUndoUndecided"
+	ErrOutcomeUnknown = errname.New("inplace", "InPlaceOutcomeUnknown", "")
+	// ErrCatalogMoved: the catalog took commits after the migration's batch
+	// (a new RockLake binary opens it by URL as soon as it is in the new
+	// format), so restoring it from its way back would wipe them; nothing
+	// was restored, and the catalog and its way back are both kept.
+	ErrCatalogMoved = errname.New("inplace", "InPlaceCatalogMoved", "")
+	// ErrUndoUndecided: whether the catalog may be restored cannot be
+	// proven (what the batch left is unknown, the pointer cannot be read,
+	// or it names the catalog in a format nobody restores to); nothing was
+	// restored, and the catalog and its way back are both kept.
+	ErrUndoUndecided = errname.New("inplace", "InPlaceUndoUndecided", "")
 )
 
 // Options say what Migrate does.
@@ -336,7 +337,7 @@ func makeWayBack(ctx context.Context, w *catalog.Writer, url string, want ndjson
 // measure is the first pass: the catalog at url (format from) transformed
 // along path through a reader, measured, nothing written; past
 // opts.MaxBytes, ErrTooLarge.
-func measure(ctx context.Context, url string, from format.Version, path []migration.Migration, opts Options) (tally, error) {
+func measure(ctx context.Context, url string, from format.Version, path []migration.Conversion, opts Options) (tally, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: from, Store: opts.Store})
 	if err != nil {
 		return tally{}, fmt.Errorf("inplace: migrate %s: %w", url, err)

@@ -7,21 +7,7 @@ import (
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
-)
-
-var (
-	// ErrCatalogMoved: the catalog took commits after the migration's batch
-	// (a new RockLake binary opens it by URL as soon as it is in the new
-	// format), so restoring it from its way back would wipe them; nothing
-	// was restored, and the catalog and its way back are both kept.
-	ErrCatalogMoved = errname.New("inplace", NameCatalogMoved, "")
-	// ErrUndoUndecided: whether the catalog may be restored cannot be
-	// proven (what the batch left is unknown, the pointer cannot be read,
-	// or it names the catalog in a format nobody restores to); nothing was
-	// restored, and the catalog and its way back are both kept.
-	ErrUndoUndecided = errname.New("inplace", NameUndoUndecided, "")
 )
 
 // Marks are what the migration's batch left in the catalog, recorded as

@@ -24,7 +24,7 @@ type tally struct {
 // measure). Under the fail policy it reads on past the first unknown tag,
 // to list every unknown tag and its count, and emits nothing more. Past
 // opts.MaxBytes it stops: ErrTooLarge.
-func transformAll(ctx context.Context, c *catalog.Catalog, path []migration.Migration, opts Options, emit func(oldKey, oldValue []byte, recs []ndjson.Record)) (t tally, err error) {
+func transformAll(ctx context.Context, c *catalog.Catalog, path []migration.Conversion, opts Options, emit func(oldKey, oldValue []byte, recs []ndjson.Record)) (t tally, err error) {
 	st := migration.NewStream(path, migration.Options{UnknownTags: opts.UnknownTags})
 	defer func() { t.stats = st.Stats }()
 	for e, err := range c.ScanRaw(ctx, nil, nil) {

@@ -272,19 +272,19 @@ func runMachine(ctx context.Context, env workflow.Env, m *asl.Machine, in workfl
 		// At the gate: the run is over for this process, not failed.
 		rec, err := workflow.RecordSuspension(ctx, env, in.MigrationID, suspended)
 		if err != nil {
-			return nil, fmt.Errorf("migrate: migration %s waits at the gate, but its run could not be recorded for approve (abort %s still works): %w", in.MigrationID, in.MigrationID, err)
+			return nil, fmt.Errorf("localrun: migration %s waits at the gate, but its run could not be recorded for approve (abort %s still works): %w", in.MigrationID, in.MigrationID, err)
 		}
 		runErr, out = nil, w.verified
 		rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, workflow.GateInstructions(rec)
 	}
 	if runErr == nil {
 		if err := json.Unmarshal(out, &state); err != nil {
-			return nil, fmt.Errorf("migrate: the run's output: %w", err)
+			return nil, fmt.Errorf("localrun: the run's output: %w", err)
 		}
 	}
 	rep.fill(state, runErr)
 	var ee *asl.ExecutionError
-	if errors.As(runErr, &ee) && ee.Name == format.NameVersionMismatch {
+	if errors.As(runErr, &ee) && ee.Name == format.ErrVersionMismatch.ErrorName() {
 		if mm, ok := format.ParseMismatch(ee.Cause); ok {
 			return rep, mm
 		}

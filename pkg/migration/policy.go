@@ -51,16 +51,26 @@ func ParseUnknownTags(s string) (UnknownTags, error) {
 	return 0, fmt.Errorf("migration: unknown-tags policy %q: want fail, carry or drop", s)
 }
 
-// Stable error names.
-const (
-	NameUnknownTags         = "UnknownTags"
-	NameFieldCollision      = "UnknownFieldCollision"
-	NameNestedUnknownFields = "NestedUnknownFields"
-	NameNoTargetForm        = "NoTargetForm"
+// The package's named errors (errname).
+var (
+	// ErrUnknownTags: the input holds records of tags this binary does not
+	// know (a newer binary added a table) and the policy is fail. It is
+	// matched by *UnknownTagsError, which lists them with their counts.
+	ErrUnknownTags = errname.New("migration", "UnknownTags", "")
+	// ErrFieldCollision: an unknown field of a source row has a number the
+	// target format's message defines, so carrying it would make it mean
+	// something else. It is matched by *FieldCollisionError.
+	ErrFieldCollision = errname.New("migration", "UnknownFieldCollision", "")
+	// ErrNestedUnknownFields: a row the migration rebuilds from its decoded
+	// message holds fields unknown to a message nested in it, which the
+	// rebuilt row could not be trusted to carry: the transform refuses it
+	// rather than drop them.
+	ErrNestedUnknownFields = errname.New("migration", "NestedUnknownFields", "")
+	// ErrNoTargetForm: a record holds something the target format has no
+	// form for, so the migration refuses it rather than drop or alter it.
+	// It is matched by *NoTargetFormError.
+	ErrNoTargetForm = errname.New("migration", "NoTargetForm", "")
 )
-
-// ErrUnknownTags is matched by *UnknownTagsError.
-var ErrUnknownTags = errname.New("migration", NameUnknownTags, "")
 
 // UnknownTagsError lists the unknown tags an input holds, with counts.
 type UnknownTagsError struct {
@@ -85,10 +95,7 @@ func (e *UnknownTagsError) Error() string {
 func (e *UnknownTagsError) Is(target error) bool { return target == ErrUnknownTags }
 
 // ErrorName is ErrUnknownTags' name.
-func (e *UnknownTagsError) ErrorName() string { return NameUnknownTags }
-
-// ErrFieldCollision is matched by *FieldCollisionError.
-var ErrFieldCollision = errname.New("migration", NameFieldCollision, "")
+func (e *UnknownTagsError) ErrorName() string { return ErrUnknownTags.ErrorName() }
 
 // FieldCollisionError: an unknown protobuf field of a source row has a
 // number that the target format's message defines, so carrying it would
@@ -109,7 +116,7 @@ func (e *FieldCollisionError) Error() string {
 func (e *FieldCollisionError) Is(target error) bool { return target == ErrFieldCollision }
 
 // ErrorName is ErrFieldCollision's name.
-func (e *FieldCollisionError) ErrorName() string { return NameFieldCollision }
+func (e *FieldCollisionError) ErrorName() string { return ErrFieldCollision.ErrorName() }
 
 // CheckUnknownTags reads the trailers of the shard files at urls and returns
 // an *UnknownTagsError listing every tag this binary does not know, with

@@ -28,17 +28,17 @@ func TestRecordsAlongAPath(t *testing.T) {
 		return n
 	}
 	// double makes two records of one: n*10 and n*10+1.
-	double := migration.Migration{From: format.V1, To: format.V2, Apply: func(rec ndjson.Record) ([]ndjson.Record, error) {
+	double := migration.Conversion{From: format.V1, To: format.V2, Apply: func(rec ndjson.Record) ([]ndjson.Record, error) {
 		n := value(rec)
 		return []ndjson.Record{counter(n * 10), counter(n*10 + 1)}, nil
 	}}
 	for _, c := range []struct {
-		path []migration.Migration
+		path []migration.Conversion
 		want []uint64
 	}{
 		{nil, []uint64{7}},
-		{[]migration.Migration{double}, []uint64{70, 71}},
-		{[]migration.Migration{double, double}, []uint64{700, 701, 710, 711}},
+		{[]migration.Conversion{double}, []uint64{70, 71}},
+		{[]migration.Conversion{double, double}, []uint64{700, 701, 710, 711}},
 	} {
 		out, err := migration.Records(counter(7), c.path, migration.Options{})
 		if err != nil {

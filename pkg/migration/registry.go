@@ -9,9 +9,9 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
 
-// Migration turns records of format From into records of format To, an
+// Conversion turns records of format From into records of format To, an
 // adjacent version: From+1 on the way up, From-1 on the way down.
-type Migration struct {
+type Conversion struct {
 	From, To format.Version
 	// Apply transforms one record of a known tag. It returns the records that
 	// replace it (usually one).
@@ -21,7 +21,7 @@ type Migration struct {
 	ExpectCounts func(in map[string]uint64) map[string]uint64
 }
 
-// ErrNoPath means no chain of registered migrations leads from one version
+// ErrNoPath means no chain of registered conversions leads from one version
 // to the other.
 var ErrNoPath = errors.New("migration: no migration path")
 
@@ -29,11 +29,11 @@ var ErrNoPath = errors.New("migration: no migration path")
 // has at most one step up and one step down.
 type step struct{ from, to format.Version }
 
-var registry = map[step]Migration{}
+var registry = map[step]Conversion{}
 
-// Register adds a migration; it panics on a duplicate or a non-adjacent
+// Register adds a conversion; it panics on a duplicate or a non-adjacent
 // pair, since both are programming errors found at init.
-func Register(m Migration) {
+func Register(m Conversion) {
 	if m.To != m.From+1 && m.From != m.To+1 {
 		panic(fmt.Sprintf("migration: %s→%s is not between adjacent versions", m.From, m.To))
 	}
@@ -44,15 +44,15 @@ func Register(m Migration) {
 	registry[s] = m
 }
 
-// Path returns the migrations that lead from one version to another, in
+// Path returns the conversions that lead from one version to another, in
 // order: steps up for an upgrade, steps down for a downgrade (a rollback
 // carrying keys written after a flip back, or `migrate --to` an older
 // format). from == to gives an empty path (a plain copy).
-func Path(from, to format.Version) ([]Migration, error) {
+func Path(from, to format.Version) ([]Conversion, error) {
 	if !format.Supported(from) || !format.Supported(to) {
 		return nil, fmt.Errorf("%w from %s to %s: %w", ErrNoPath, from, to, format.ErrUnsupportedVersion)
 	}
-	var path []Migration
+	var path []Conversion
 	for v := from; v != to; {
 		next := v + 1
 		if to < from {
@@ -69,7 +69,7 @@ func Path(from, to format.Version) ([]Migration, error) {
 }
 
 // ExpectCounts applies every step's count mapping along the path.
-func ExpectCounts(path []Migration, in map[string]uint64) map[string]uint64 {
+func ExpectCounts(path []Conversion, in map[string]uint64) map[string]uint64 {
 	out := make(map[string]uint64, len(in))
 	for k, v := range in {
 		out[k] = v

@@ -33,7 +33,7 @@ type Stats struct {
 // Records transforms one record along path. Records of unknown tags follow
 // the policy: carry returns them unchanged, drop returns none, fail returns
 // *UnknownTagsError.
-func Records(rec ndjson.Record, path []Migration, opts Options) ([]ndjson.Record, error) {
+func Records(rec ndjson.Record, path []Conversion, opts Options) ([]ndjson.Record, error) {
 	if !rec.Tag().Known() {
 		switch opts.UnknownTags {
 		case UnknownCarry:
@@ -68,7 +68,7 @@ func Records(rec ndjson.Record, path []Migration, opts Options) ([]ndjson.Record
 }
 
 // carry moves an unknown-tag record into the target format byte for byte.
-func carry(rec ndjson.Record, path []Migration) ([]ndjson.Record, error) {
+func carry(rec ndjson.Record, path []Conversion) ([]ndjson.Record, error) {
 	if len(path) == 0 {
 		return []ndjson.Record{rec}, nil
 	}
@@ -87,13 +87,13 @@ func carry(rec ndjson.Record, path []Migration) ([]ndjson.Record, error) {
 // count, and makes no more records; Err then says so.
 type Stream struct {
 	Stats   Stats
-	path    []Migration
+	path    []Conversion
 	opts    Options
 	unknown *UnknownTagsError
 }
 
 // NewStream starts a stream along path.
-func NewStream(path []Migration, opts Options) *Stream {
+func NewStream(path []Conversion, opts Options) *Stream {
 	return &Stream{path: path, opts: opts}
 }
 
@@ -151,7 +151,7 @@ func countTag(m map[format.Tag]uint64, t format.Tag) map[format.Tag]uint64 {
 // caller made for the target format). With the fail policy it reads on past
 // the first unknown tag, to list every unknown tag and its count, and writes
 // nothing more; the caller then aborts w, so nothing is published.
-func Transform(ctx context.Context, r *ndjson.Reader, w *ndjson.Writer, path []Migration, opts Options) (Stats, error) {
+func Transform(ctx context.Context, r *ndjson.Reader, w *ndjson.Writer, path []Conversion, opts Options) (Stats, error) {
 	s := NewStream(path, opts)
 	for {
 		if n := s.Stats.RecordsIn; n%4096 == 0 {

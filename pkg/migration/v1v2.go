@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
@@ -20,7 +19,7 @@ import (
 // snapshot time as microseconds, and catalog-format-version 2 in the format-1
 // envelope. Keys keep their shape and record counts are unchanged.
 func init() {
-	Register(Migration{
+	Register(Conversion{
 		From: format.V1, To: format.V2,
 		Apply:        v1ToV2,
 		ExpectCounts: func(in map[string]uint64) map[string]uint64 { return in },
@@ -74,12 +73,6 @@ func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
 	}
 	return []ndjson.Record{out}, nil
 }
-
-// ErrNestedUnknownFields: a row the migration rebuilds from its decoded
-// message holds fields unknown to a message nested in it, which the
-// rebuilt row could not be trusted to carry: the transform refuses it
-// rather than drop them.
-var ErrNestedUnknownFields = errname.New("migration", NameNestedUnknownFields, "")
 
 // rebuildable refuses a record whose row a migration would rebuild field by
 // field when a nested message of it holds unknown fields.

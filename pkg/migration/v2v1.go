@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
@@ -23,15 +22,12 @@ import (
 // unchanged. A v2 value format 1 cannot hold is refused (NoTargetFormError),
 // never dropped or altered.
 func init() {
-	Register(Migration{
+	Register(Conversion{
 		From: format.V2, To: format.V1,
 		Apply:        v2ToV1,
 		ExpectCounts: func(in map[string]uint64) map[string]uint64 { return in },
 	})
 }
-
-// ErrNoTargetForm is matched by *NoTargetFormError.
-var ErrNoTargetForm = errname.New("migration", NameNoTargetForm, "")
 
 // NoTargetFormError: a record holds something the target format has no
 // form for (a snapshot time outside RFC 3339's years, a tag key whose hash
@@ -53,7 +49,7 @@ func (e *NoTargetFormError) Unwrap() error { return e.Cause }
 func (e *NoTargetFormError) Is(target error) bool { return target == ErrNoTargetForm }
 
 // ErrorName is ErrNoTargetForm's name.
-func (e *NoTargetFormError) ErrorName() string { return NameNoTargetForm }
+func (e *NoTargetFormError) ErrorName() string { return ErrNoTargetForm.ErrorName() }
 
 func noV1Form(rec ndjson.Record, cause error) error {
 	return &NoTargetFormError{Key: rawKeyOf(rec), Table: rec.Tag().String(), To: format.V1, Cause: cause}

@@ -35,7 +35,7 @@ import (
 // go up and down byte for byte.
 var carryOpts = migration.Options{UnknownTags: migration.UnknownCarry}
 
-func pathOf(t testing.TB, from, to format.Version) []migration.Migration {
+func pathOf(t testing.TB, from, to format.Version) []migration.Conversion {
 	t.Helper()
 	p, err := migration.Path(from, to)
 	if err != nil {
@@ -665,7 +665,7 @@ func TestTagKeysBackToRockLakeHash(t *testing.T) {
 func wantRefusal(t *testing.T, err error, key []byte, cause string) {
 	t.Helper()
 	var nf *migration.NoTargetFormError
-	if !errors.As(err, &nf) || !errors.Is(err, migration.ErrNoTargetForm) || errname.Of(err) != migration.NameNoTargetForm {
+	if !errors.As(err, &nf) || !errors.Is(err, migration.ErrNoTargetForm) || errname.Of(err) != migration.ErrNoTargetForm.ErrorName() {
 		t.Fatalf("err = %v (name %q), want NoTargetForm", err, errname.Of(err))
 	}
 	if !bytes.Equal(nf.Key, key) || nf.To != format.V1 {
@@ -772,7 +772,7 @@ func TestPathDown(t *testing.T) {
 	if p, err := migration.Path(format.V2, format.V2); err != nil || len(p) != 0 {
 		t.Fatalf("v2→v2 = %v, %v", p, err)
 	}
-	for _, m := range []migration.Migration{
+	for _, m := range []migration.Conversion{
 		{From: format.V1, To: 3},
 		{From: 3, To: format.V1},
 		{From: format.V1, To: format.V1},
@@ -872,7 +872,7 @@ func FuzzV2V1RoundTrip(f *testing.F) {
 		out, err := migration.Records(rec, downPath, carryOpts)
 		if err != nil {
 			switch errname.Of(err) {
-			case migration.NameNoTargetForm, migration.NameFieldCollision, migration.NameNestedUnknownFields:
+			case migration.ErrNoTargetForm.ErrorName(), migration.ErrFieldCollision.ErrorName(), migration.ErrNestedUnknownFields.ErrorName():
 			default:
 				t.Fatalf("key %x: refusal %v is not named (%q)", key, err, errname.Of(err))
 			}

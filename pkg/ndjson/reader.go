@@ -13,6 +13,11 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
+// NameShardCorrupt is the name of a shard file that cannot be read as
+// written, a class several errors share: the reading errors below, and
+// pkg/shard's incomplete set.
+const NameShardCorrupt = "ShardCorrupt"
+
 // Reading errors, matched with errors.Is. The error returned says more:
 // the line, what was expected, what was found.
 // All of them are named NameShardCorrupt.
@@ -30,10 +35,6 @@ var (
 	// ErrCorrupt: the compressed stream is damaged or cut short.
 	ErrCorrupt = errname.New("ndjson", NameShardCorrupt, "corrupt compressed stream")
 )
-
-// NameShardCorrupt is the stable name of a shard file that cannot be read
-// as written: the reading errors above, and pkg/shard's incomplete set.
-const NameShardCorrupt = "ShardCorrupt"
 
 // LineError is a record line that does not decode. It matches ErrBadLine
 // and unwraps to the cause.

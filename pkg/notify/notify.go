@@ -41,8 +41,8 @@ const (
 )
 
 // ErrUnreachable: SNS did not answer within the process's limits
-// (awsconfig.Limits), after their attempts.
-var ErrUnreachable = errname.New("notify", errname.Transient, "SNS endpoint unreachable")
+// (awsconfig.Limits), after their attempts; worth retrying (Transient).
+var ErrUnreachable = errname.NewRetryable("notify", errname.Transient, "SNS endpoint unreachable")
 
 // Options configure a Publisher.
 type Options struct {

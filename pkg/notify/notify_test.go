@@ -57,7 +57,7 @@ func TestDriftAlerts(t *testing.T) {
 	pub := newPublisher(t)
 
 	// A release expecting v2 finds the v1 catalog: one message.
-	r, err := drift.Check(ctx, store, drift.Options{Pointer: ptr, Expect: format.V2})
+	r, err := drift.Find(ctx, store, drift.Options{Pointer: ptr, Expect: format.V2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestDriftAlerts(t *testing.T) {
 	}
 
 	// A release expecting v1: healthy, and nothing is sent.
-	r, err = drift.Check(ctx, store, drift.Options{Pointer: ptr, Expect: format.V1})
+	r, err = drift.Find(ctx, store, drift.Options{Pointer: ptr, Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestDriftAlerts(t *testing.T) {
 	}
 
 	// A second check with findings: one more message, not more.
-	r, err = drift.Check(ctx, store, drift.Options{Pointer: "s3://rocklake/NO-POINTER", Expect: format.V2})
+	r, err = drift.Find(ctx, store, drift.Options{Pointer: "s3://rocklake/NO-POINTER", Expect: format.V2})
 	if err != nil {
 		t.Fatal(err)
 	}

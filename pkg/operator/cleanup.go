@@ -153,7 +153,7 @@ func cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (out Cleanu
 	}
 	// Cleanup only looks for leftovers: the format it expects is the one
 	// the pointer says, so no version finding gets in the way.
-	out.Report, err = drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: p.FormatVersion, Staging: env.Staging, Active: out.LockID, Store: env.SlateDB})
+	out.Report, err = drift.Find(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: p.FormatVersion, Staging: env.Staging, Active: out.LockID, Store: env.SlateDB})
 	if err != nil {
 		return out, fmt.Errorf("workflow: cleanup: %w", err)
 	}

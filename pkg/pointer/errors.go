@@ -2,47 +2,40 @@ package pointer
 
 import (
 	"strings"
+
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
-// Stable error names: the ErrorName of this package's errors, usable as
-// Step Functions error names in Retry and Catch.
-const (
-	NameConflict          = "PointerConflict"
-	NameUnversioned       = "PointerUnversioned"
-	NameMissing           = "PointerMissing"
-	NameExists            = "PointerExists"
-	NameNoPreviousVersion = "NoPreviousVersion"
-	NameBadPointer        = "BadPointer"
-)
-
-// Sentinels for errors.Is: an *Error matches the one of the same Name.
+// The package's named errors (errname): usable as Step Functions error
+// names in Retry and Catch. The error returned is an *Error of one of
+// them, which errors.Is matches.
 var (
 	// ErrPointerConflict: the pointer is no longer the version the caller
 	// read (someone else flipped, rolled back or deleted it); nothing was
 	// written.
-	ErrPointerConflict = &Error{Name: NameConflict}
+	ErrPointerConflict = errname.New("pointer", "PointerConflict", "")
 	// ErrUnversioned: the pointer's bucket does not have versioning enabled
 	// (or the pointer is a local file), so a write could not be rolled back;
 	// nothing was written.
-	ErrUnversioned = &Error{Name: NameUnversioned}
+	ErrUnversioned = errname.New("pointer", "PointerUnversioned", "")
 	// ErrPointerMissing: there is no pointer object (or its latest version
 	// is a delete marker).
-	ErrPointerMissing = &Error{Name: NameMissing}
+	ErrPointerMissing = errname.New("pointer", "PointerMissing", "")
 	// ErrPointerExists: Create found a pointer already there.
-	ErrPointerExists = &Error{Name: NameExists}
+	ErrPointerExists = errname.New("pointer", "PointerExists", "")
 	// ErrNoPreviousVersion: Rollback found no earlier pointer to restore.
-	ErrNoPreviousVersion = &Error{Name: NameNoPreviousVersion}
+	ErrNoPreviousVersion = errname.New("pointer", "NoPreviousVersion", "")
 	// ErrBadPointer: the pointer object (or a pointer given to write) is not
 	// a valid pointer.
-	ErrBadPointer = &Error{Name: NameBadPointer}
+	ErrBadPointer = errname.New("pointer", "BadPointer", "")
 )
 
-// Error is a pointer-level failure with a stable Name.
+// Error is a pointer-level failure, named after its Kind.
 type Error struct {
-	Name   string // one of the Name* constants
-	Op     string // read, create, flip, rollback, history
-	URL    string // the pointer object
-	Detail string // what happened, for people
+	Kind   *errname.Error // one of the Err* above: its name is the error's
+	Op     string         // read, create, flip, rollback, history
+	URL    string         // the pointer object
+	Detail string         // what happened, for people
 	// ExpectedETag and CurrentETag are set on a PointerConflict: the ETag
 	// the caller expected and the one found instead ("" when the pointer is
 	// gone or could not be read again).
@@ -60,7 +53,7 @@ func (e *Error) Error() string {
 	if e.URL != "" {
 		b.WriteString(e.URL + ": ")
 	}
-	b.WriteString(e.Name)
+	b.WriteString(e.Kind.ErrorName())
 	if e.Detail != "" {
 		b.WriteString(": " + e.Detail)
 	}
@@ -70,15 +63,13 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// ErrorName is the stable name of the error, e.g. "PointerConflict".
-func (e *Error) ErrorName() string { return e.Name }
+// ErrorName is the stable name of the error, its Kind's: e.g.
+// "PointerConflict".
+func (e *Error) ErrorName() string { return e.Kind.ErrorName() }
 
 // Unwrap gives the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrPointerConflict) and the like match every
-// *Error of that name.
-func (e *Error) Is(target error) bool {
-	t, ok := target.(*Error)
-	return ok && t.Name == e.Name
-}
+// *Error of that Kind.
+func (e *Error) Is(target error) bool { return target == e.Kind }

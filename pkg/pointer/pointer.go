@@ -179,7 +179,7 @@ func (p Pointer) Validate() error {
 		problems = append(problems, "updated_at: missing")
 	}
 	if len(problems) > 0 {
-		return &Error{Name: NameBadPointer, Detail: strings.Join(problems, "; ")}
+		return &Error{Kind: ErrBadPointer, Detail: strings.Join(problems, "; ")}
 	}
 	return nil
 }
@@ -235,7 +235,7 @@ func Decode(b []byte) (Pointer, error) {
 		if errors.As(err, &pe) {
 			return Pointer{}, err
 		}
-		return Pointer{}, &Error{Name: NameBadPointer, Detail: err.Error()}
+		return Pointer{}, &Error{Kind: ErrBadPointer, Detail: err.Error()}
 	}
 	return p, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
@@ -149,7 +150,7 @@ func TestJSONEmbedding(t *testing.T) {
 }
 
 func TestErrorNames(t *testing.T) {
-	for err, name := range map[*pointer.Error]string{
+	for err, name := range map[*errname.Error]string{
 		pointer.ErrPointerConflict:   "PointerConflict",
 		pointer.ErrUnversioned:       "PointerUnversioned",
 		pointer.ErrPointerMissing:    "PointerMissing",
@@ -161,7 +162,7 @@ func TestErrorNames(t *testing.T) {
 			t.Errorf("%v: ErrorName %q, want %q", err, err.ErrorName(), name)
 		}
 	}
-	e := &pointer.Error{Name: pointer.NameConflict, Op: "flip", URL: "s3://b/p"}
+	e := &pointer.Error{Kind: pointer.ErrPointerConflict, Op: "flip", URL: "s3://b/p"}
 	if !errors.Is(e, pointer.ErrPointerConflict) || errors.Is(e, pointer.ErrBadPointer) {
 		t.Fatal("errors.Is does not match by name")
 	}

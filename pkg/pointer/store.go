@@ -67,9 +67,9 @@ func read(ctx context.Context, store *blob.Store, op, url string) (Pointer, Ref,
 func decodeRead(body []byte, info blob.Info, err error, op, url string) (Pointer, Ref, []byte, error) {
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
-		return Pointer{}, Ref{}, nil, &Error{Name: NameMissing, Op: op, URL: url, Detail: "there is no pointer object", Err: err}
+		return Pointer{}, Ref{}, nil, &Error{Kind: ErrPointerMissing, Op: op, URL: url, Detail: "there is no pointer object", Err: err}
 	case errors.Is(err, blob.ErrNoSuchBucket):
-		return Pointer{}, Ref{}, nil, &Error{Name: NameMissing, Op: op, URL: url, Detail: "the pointer's bucket does not exist", Err: err}
+		return Pointer{}, Ref{}, nil, &Error{Kind: ErrPointerMissing, Op: op, URL: url, Detail: "the pointer's bucket does not exist", Err: err}
 	case err != nil:
 		return Pointer{}, Ref{}, nil, fmt.Errorf("pointer: %s %s: %w", op, url, err)
 	}
@@ -102,18 +102,18 @@ func requireVersioning(ctx context.Context, store *blob.Store, op, url string) e
 		return fmt.Errorf("pointer: %s: %w", op, err)
 	}
 	if !l.IsS3() {
-		return &Error{Name: NameUnversioned, Op: op, URL: url,
+		return &Error{Kind: ErrUnversioned, Op: op, URL: url,
 			Detail: "a local file keeps no versions, and rollback relies on the previous versions of the pointer: keep the pointer in an S3 bucket with versioning enabled"}
 	}
 	on, err := store.BucketVersioning(ctx, url)
 	if errors.Is(err, blob.ErrNoSuchBucket) {
-		return &Error{Name: NameMissing, Op: op, URL: url, Detail: "the pointer's bucket does not exist", Err: err}
+		return &Error{Kind: ErrPointerMissing, Op: op, URL: url, Detail: "the pointer's bucket does not exist", Err: err}
 	}
 	if err != nil {
 		return fmt.Errorf("pointer: %s %s: %w", op, url, err)
 	}
 	if !on {
-		return &Error{Name: NameUnversioned, Op: op, URL: url,
+		return &Error{Kind: ErrUnversioned, Op: op, URL: url,
 			Detail: fmt.Sprintf("bucket %q does not have versioning enabled, and rollback relies on S3 keeping the previous versions of the pointer; nothing was written (enable it: aws s3api put-bucket-versioning --bucket %s --versioning-configuration Status=Enabled)", l.Bucket, l.Bucket)}
 	}
 	return nil
@@ -156,7 +156,7 @@ func conflict(op, url, expected, current string, cause error) *Error {
 	if current != "" {
 		found = "ETag " + current
 	}
-	return &Error{Name: NameConflict, Op: op, URL: url, ExpectedETag: expected, CurrentETag: current, Err: cause,
+	return &Error{Kind: ErrPointerConflict, Op: op, URL: url, ExpectedETag: expected, CurrentETag: current, Err: cause,
 		Detail: fmt.Sprintf("the pointer was moved by someone else since it was read: expected ETag %s, found %s; nothing was written", expected, found)}
 }
 
@@ -184,7 +184,7 @@ func Create(ctx context.Context, store *blob.Store, url string, p Pointer) (Ref,
 		if ok {
 			return cur, nil
 		}
-		return Ref{}, &Error{Name: NameExists, Op: op, URL: url, CurrentETag: cur.ETag, Err: err,
+		return Ref{}, &Error{Kind: ErrPointerExists, Op: op, URL: url, CurrentETag: cur.ETag, Err: err,
 			Detail: fmt.Sprintf("a pointer is already there (ETag %s); change it with a flip", cur.ETag)}
 	}
 	if err != nil {
@@ -234,7 +234,7 @@ func Flip(ctx context.Context, store *blob.Store, url string, next Pointer, expe
 	if now, derr := Decode(cur); derr == nil && next.Generation <= now.Generation {
 		// The ETag matched, yet next is not newer than the pointer: it was
 		// built from an older read (generations never repeat; see Pointer).
-		return Ref{}, &Error{Name: NameConflict, Op: op, URL: url, ExpectedETag: expected.ETag, CurrentETag: info.ETag,
+		return Ref{}, &Error{Kind: ErrPointerConflict, Op: op, URL: url, ExpectedETag: expected.ETag, CurrentETag: info.ETag,
 			Detail: fmt.Sprintf("the new pointer has generation %d, the current one %d: it was built from an older pointer; nothing was written", next.Generation, now.Generation)}
 	}
 	info, err = store.PutIfMatch(ctx, url, body, expected.ETag)
@@ -303,7 +303,7 @@ func Rollback(ctx context.Context, store *blob.Store, url string, opts RollbackO
 		return Pointer{}, Ref{}, err
 	}
 	if !corrupt && !cur.HasPrevious() {
-		return Pointer{}, Ref{}, &Error{Name: NameNoPreviousVersion, Op: op, URL: url,
+		return Pointer{}, Ref{}, &Error{Kind: ErrNoPreviousVersion, Op: op, URL: url,
 			Detail: fmt.Sprintf("the current pointer (version %s, catalog %s) names no previous catalog: it is the first pointer, or earlier rollbacks already went back to it", curRef.VersionID, cur.Catalog)}
 	}
 	versions, err := store.ListVersions(ctx, url)
@@ -344,7 +344,7 @@ func Rollback(ctx context.Context, store *blob.Store, url string, opts RollbackO
 		if corrupt {
 			detail = "the current version is not a valid pointer and no older version is one"
 		}
-		return Pointer{}, Ref{}, &Error{Name: NameNoPreviousVersion, Op: op, URL: url, Detail: detail}
+		return Pointer{}, Ref{}, &Error{Kind: ErrNoPreviousVersion, Op: op, URL: url, Detail: detail}
 	}
 
 	if opts.Relocate != nil {
@@ -401,7 +401,7 @@ func History(ctx context.Context, store *blob.Store, url string) ([]Version, err
 		return nil, fmt.Errorf("pointer: %s %s: %w", op, url, err)
 	}
 	if len(vs) == 0 {
-		return nil, &Error{Name: NameMissing, Op: op, URL: url, Detail: "the pointer has no versions"}
+		return nil, &Error{Kind: ErrPointerMissing, Op: op, URL: url, Detail: "the pointer has no versions"}
 	}
 	out := make([]Version, len(vs))
 	bodies := make([][]byte, len(vs))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
@@ -56,14 +57,14 @@ func mustRead(t *testing.T, store *blob.Store, url string) (pointer.Pointer, poi
 	return p, ref
 }
 
-func wantName(t *testing.T, err error, sentinel *pointer.Error) *pointer.Error {
+func wantName(t *testing.T, err error, sentinel *errname.Error) *pointer.Error {
 	t.Helper()
 	if !errors.Is(err, sentinel) {
-		t.Fatalf("error %v, want %s", err, sentinel.Name)
+		t.Fatalf("error %v, want %s", err, sentinel.ErrorName())
 	}
 	var pe *pointer.Error
-	if !errors.As(err, &pe) || pe.ErrorName() != sentinel.Name {
-		t.Fatalf("error %v: ErrorName is not %s", err, sentinel.Name)
+	if !errors.As(err, &pe) || pe.ErrorName() != sentinel.ErrorName() {
+		t.Fatalf("error %v: ErrorName is not %s", err, sentinel.ErrorName())
 	}
 	return pe
 }

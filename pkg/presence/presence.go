@@ -36,9 +36,9 @@ type Role string
 const (
 	// Follower: the pointer's server (a writer when it may be one).
 	Follower Role = "follower"
-	// FleetReader: a reader of a fleet, serving a copy of the current
+	// Reader: a reader (serve --mode reader), serving a copy of the current
 	// catalog; it never opens the source.
-	FleetReader Role = "fleet-reader"
+	Reader Role = "fleet-reader" // the wire name predates fleets of catalogs
 )
 
 // Record is one supervisor's presence.
@@ -149,10 +149,7 @@ func Live(ctx context.Context, store *blob.Store, pointerURL string, now time.Ti
 
 // ErrNotAcknowledged: a live supervisor did not do what the workflow
 // waited for within the bound; nothing was fenced or removed.
-var ErrNotAcknowledged = errname.New("presence", NameNotAcknowledged, "")
-
-// NameNotAcknowledged is ErrNotAcknowledged's name.
-const NameNotAcknowledged = "ServersNotAcknowledged"
+var ErrNotAcknowledged = errname.New("presence", "ServersNotAcknowledged", "")
 
 // pollEvery is how often Await lists the records.
 const pollEvery = 200 * time.Millisecond

@@ -51,7 +51,7 @@ func benchCatalog(b *testing.B) (*blob.Store, *catalog.Catalog, uint64) {
 	return store, c, keys
 }
 
-func benchPath(b *testing.B) []migration.Migration {
+func benchPath(b *testing.B) []migration.Conversion {
 	path, err := migration.Path(format.V1, format.V2)
 	if err != nil {
 		b.Fatal(err)

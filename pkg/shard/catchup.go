@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -94,9 +93,6 @@ func (u *Unknown) count(c slatedb.Change, olds, news []ndjson.Record) {
 		net(-1)
 	}
 }
-
-// ErrCatchUp: a change could not be carried into the target (CatchUpFailed).
-var ErrCatchUp = errname.New("shard", "CatchUpFailed", "catch-up")
 
 // catchUpBatch bounds a round's batches, in keys.
 const catchUpBatch = 4096
@@ -192,7 +188,7 @@ func CatchUp(ctx context.Context, source string, from, to slatedb.View, url stri
 
 // transformed is the target records of one source entry (none when value
 // is nil: the key is absent from that view).
-func transformed(v format.Version, key, value []byte, path []migration.Migration, opts migration.Options) ([]ndjson.Record, error) {
+func transformed(v format.Version, key, value []byte, path []migration.Conversion, opts migration.Options) ([]ndjson.Record, error) {
 	if value == nil {
 		return nil, nil
 	}

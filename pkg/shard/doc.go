@@ -19,5 +19,6 @@
 //     itself so a rerun continues, and the system keys with the format
 //     version written last, in one batch;
 //   - verify.go: per-table counts and the order-independent digest of a
-//     catalog against those of its shards.
+//     catalog against those of its shards;
+//   - errors.go: the package's named errors.
 package shard

@@ -169,7 +169,7 @@ func ExportShard(ctx context.Context, store *blob.Store, c *catalog.Catalog, h n
 type Transformed struct {
 	Out       string
 	To        format.Version
-	Path      []migration.Migration
+	Path      []migration.Conversion
 	Options   migration.Options
 	CreatedBy string
 	// Progress counts the records transformed.

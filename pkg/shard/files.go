@@ -8,14 +8,9 @@ import (
 	"strings"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
-
-// ErrIncompleteSet: the shard files given are not one whole export: a shard is
-// missing or doubled, or they disagree on source, checkpoint or format.
-var ErrIncompleteSet = errname.New("shard", ndjson.NameShardCorrupt, "incomplete shard set")
 
 // ErrNoShards: nothing at the input looks like a shard file.
 var ErrNoShards = errors.New("shard: no shard files at input")

@@ -3,12 +3,11 @@ package shard
 import (
 	"context"
 	"fmt"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
-	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"path"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
@@ -75,10 +74,6 @@ func NewTransform(ctx context.Context, store *blob.Store, input string, opts Tra
 	}
 	return t, nil
 }
-
-// ErrTransformOutput: the output is a file for an input of many files, or
-// the other way round.
-var ErrTransformOutput = errname.New("shard", "BadTransformOutput", "")
 
 // Run transforms every shard into output: a file for a file input, else a
 // directory or prefix that gets each shard under its own name.

@@ -13,18 +13,11 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
-
-// NameMismatch is the stable name of ErrMismatch.
-const NameMismatch = "VerifyMismatch"
-
-// ErrMismatch: the catalog's records differ from the shards'.
-var ErrMismatch = errname.New("shard", NameMismatch, "the catalog's records differ from the shards'")
 
 // VerifyResult compares a catalog with shard files.
 type VerifyResult struct {

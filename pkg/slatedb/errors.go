@@ -28,18 +28,19 @@ const (
 	CodeNoCredentials     Code = 13
 )
 
-// NameFenced is the stable name of ErrFenced; ErrUnavailable is
-// errname.Transient.
-const NameFenced = "Fenced"
-
 // Sentinel errors for errors.Is. Every *Error matches exactly one of them.
+// The named ones (errname) are the package's named errors.
 var (
-	ErrInternal          = errors.New("slatedb: internal error")
-	ErrInvalid           = errors.New("slatedb: invalid argument")
-	ErrNotFound          = errors.New("slatedb: key not found")
-	ErrFenced            = errname.New("slatedb", NameFenced, "fenced by a newer writer")
+	ErrInternal = errors.New("slatedb: internal error")
+	ErrInvalid  = errors.New("slatedb: invalid argument")
+	ErrNotFound = errors.New("slatedb: key not found")
+	// ErrFenced: a newer writer (or compactor) of the database took over;
+	// this one may write no more.
+	ErrFenced            = errname.New("slatedb", "Fenced", "fenced by a newer writer")
 	ErrCheckpointMissing = errors.New("slatedb: checkpoint missing")
-	ErrUnavailable       = errname.New("slatedb", errname.Transient, "object store unavailable")
+	// ErrUnavailable: the engine could not reach the object store; the
+	// workflow retries it (Transient).
+	ErrUnavailable = errname.NewRetryable("slatedb", errname.Transient, "object store unavailable")
 	// ErrSilent is ErrUnavailable for a store that did not answer or read
 	// within the limits the engine was handed (its message names one:
 	// native/src/http.rs), after their attempts: S3Unreachable, not

@@ -20,7 +20,7 @@ import (
 // dropped once copied.
 
 // copyBudget bounds one copy: a follower's at a fence (the holder waits for
-// it), a fleet reader's refresh.
+// it), a reader's refresh.
 const copyBudget = 20 * time.Second
 
 // copyCheckpointLifetime: a supervisor that dies mid-copy leaves a

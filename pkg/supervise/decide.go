@@ -154,14 +154,14 @@ func Decide(obs Observation, last *Child, bins map[format.Version]string, reader
 	}
 	if obs.PointerErr != nil {
 		return Decision{Hold: true, State: Degraded, Err: ErrPointerUnreadable,
-			Reason: fmt.Sprintf("%s: the pointer cannot be read (%v): what runs keeps running, nothing is started", NamePointerUnreadable, obs.PointerErr)}
+			Reason: fmt.Sprintf("%s: the pointer cannot be read (%v): what runs keeps running, nothing is started", ErrPointerUnreadable.ErrorName(), obs.PointerErr)}
 	}
 	bin, ok := bins[p.FormatVersion]
 	switch {
 	case !ok:
-		return degraded(ErrNoBinary, fmt.Sprintf("%s: the pointer names %s in format %s, and this supervisor has no RockLake binary for %s (give one with --rocklake %d=PATH)", NameNoBinary, p.Catalog, p.FormatVersion, p.FormatVersion, p.FormatVersion))
+		return degraded(ErrNoBinary, fmt.Sprintf("%s: the pointer names %s in format %s, and this supervisor has no RockLake binary for %s (give one with --rocklake %d=PATH)", ErrNoBinary.ErrorName(), p.Catalog, p.FormatVersion, p.FormatVersion, p.FormatVersion))
 	case obs.CatalogMissing:
-		return degraded(ErrPointerDangling, fmt.Sprintf("%s: the pointer names %s, where there is no catalog", NamePointerDangling, p.Catalog))
+		return degraded(ErrPointerDangling, fmt.Sprintf("%s: the pointer names %s, where there is no catalog", ErrPointerDangling.ErrorName(), p.Catalog))
 	}
 	want := Child{Format: p.FormatVersion, Binary: bin, Catalog: p.Catalog, Mode: Writer}
 	holder := obs.LockHolder

@@ -12,7 +12,7 @@ import (
 
 // front is the port the supervisor keeps for RockLake (its --bind) and
 // hands each new connection to the server that serves now, on a loopback
-// port of its own. A switch (a flip, a fleet reader's fresher copy) starts
+// port of its own. A switch (a flip, a reader's fresher copy) starts
 // the next server beside the one serving, points new connections at it once
 // it listens, and only then stops the old one: clients never meet a closed
 // port, and a connection opened while no server serves (a writer's drain, a

@@ -138,10 +138,10 @@ func TestFrontHandsConnectionsToTheServerThatServes(t *testing.T) {
 	}
 }
 
-// A fleet reader serves copies, never the catalog itself, each replaced by
+// A reader serves copies, never the catalog itself, each replaced by
 // a fresher one once Refresh old (the front answering all along); the
 // replaced copies are removed, and the last one when it stops.
-func TestFleetReaderRefreshesItsCopy(t *testing.T) {
+func TestReaderRefreshesItsCopy(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1")
 	src := f.catalog(t, "prod")
@@ -173,7 +173,7 @@ func TestFleetReaderRefreshesItsCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if left := copiesBeside(t, src); len(left) > 0 {
-		t.Fatalf("copies left after the fleet reader stopped: %v", left)
+		t.Fatalf("copies left after the reader stopped: %v", left)
 	}
 }
 

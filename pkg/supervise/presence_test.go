@@ -158,8 +158,8 @@ func TestUnreadablePointerKeepsWhatRuns(t *testing.T) {
 	start := time.Now()
 	h := r.waitState(t, supervise.Degraded)
 	t.Logf("degraded after %s: %s", time.Since(start).Round(time.Millisecond), h.Reason)
-	if !strings.Contains(h.Reason, supervise.NamePointerUnreadable) {
-		t.Fatalf("degraded with %q, want %s", h.Reason, supervise.NamePointerUnreadable)
+	if !strings.Contains(h.Reason, supervise.ErrPointerUnreadable.ErrorName()) {
+		t.Fatalf("degraded with %q, want %s", h.Reason, supervise.ErrPointerUnreadable.ErrorName())
 	}
 	time.Sleep(time.Second)
 	if ls := launches(t, log); len(ls) != 1 {

@@ -12,28 +12,21 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
-// Stable error names (a missing or malformed pointer keeps pkg/pointer's:
-// PointerMissing, BadPointer).
-const (
-	NamePointerUnreadable = "PointerUnreadable"
-	NamePointerDangling   = "PointerDangling"
-	NameNoBinary          = "NoBinaryForFormat"
-	NameServerFailing     = "ServerFailing"
-)
-
+// The package's named errors (errname); a missing or malformed pointer
+// keeps pkg/pointer's: PointerMissing, BadPointer.
 var (
 	// ErrPointerUnreadable: the pointer object could not be read (no
 	// credentials, access denied, S3 unreachable).
-	ErrPointerUnreadable = errname.New("supervise", NamePointerUnreadable, "")
+	ErrPointerUnreadable = errname.New("supervise", "PointerUnreadable", "")
 	// ErrPointerDangling: the pointer names a catalog that is not there (no
 	// SlateDB manifest), where RockLake would create an empty one.
-	ErrPointerDangling = errname.New("supervise", NamePointerDangling, "")
+	ErrPointerDangling = errname.New("supervise", "PointerDangling", "")
 	// ErrNoBinary: the pointer names a format this supervisor has no
 	// RockLake binary for; the last good server went on in reader mode.
-	ErrNoBinary = errname.New("supervise", NameNoBinary, "")
+	ErrNoBinary = errname.New("supervise", "NoBinaryForFormat", "")
 	// ErrServerFailing: RockLake kept exiting by itself, past the restarts
 	// allowed.
-	ErrServerFailing = errname.New("supervise", NameServerFailing, "")
+	ErrServerFailing = errname.New("supervise", "ServerFailing", "")
 )
 
 // Resolved is the catalog the pointer names now.

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"io"
 	"os"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
@@ -89,7 +89,7 @@ type Options struct {
 	// (0: DefaultHold).
 	Front string
 	Hold  time.Duration
-	// Refresh is how old a fleet reader's copy of the catalog grows
+	// Refresh is how old a reader's copy of the catalog grows
 	// before a fresher one replaces it (0: DefaultRefresh): the bound on
 	// what its readers miss, with the copy's own time.
 	Refresh time.Duration
@@ -163,7 +163,7 @@ type Supervisor struct {
 
 	front  *front
 	copies int // copies made, for their names
-	// notCopied: when a copy last failed; a fleet reader tries again a
+	// notCopied: when a copy last failed; a reader tries again a
 	// Refresh later, not every interval.
 	notCopied time.Time
 }
@@ -274,8 +274,11 @@ func TakeBind(extra []string) (bind string, rest []string) {
 // server having been kept in reader mode; or a pointer it could no longer
 // read, what ran kept running.
 func StoppedDegraded(err error) bool {
-	name := errname.Of(err)
-	return err != nil && (name == NameNoBinary || name == NamePointerDangling || name == NamePointerUnreadable)
+	switch errname.Of(err) {
+	case ErrNoBinary.ErrorName(), ErrPointerDangling.ErrorName(), ErrPointerUnreadable.ErrorName():
+		return true
+	}
+	return false
 }
 
 // Signal forwards sig to the running server (SIGHUP, SIGUSR1, ...); SIGTERM
@@ -521,7 +524,7 @@ func (s *Supervisor) decide(ctx context.Context) Decision {
 }
 
 // keep reports whether what runs is what d wants, and fresh: a server
-// Freeze fenced is restarted once the migration is over, a fleet reader's
+// Freeze fenced is restarted once the migration is over, a reader's
 // copy once it is Refresh old.
 func (s *Supervisor) keep(d Decision) bool {
 	o := s.obs
@@ -674,7 +677,7 @@ func (s *Supervisor) retire(ctx context.Context, p *process) {
 	s.dropCopy(ctx, p.served)
 }
 
-// copyDue reports whether a fleet reader's copy is due for a refresh: it
+// copyDue reports whether a reader's copy is due for a refresh: it
 // has served Refresh, and the lock lets a copy be taken (no holder, or
 // one whose writes go on: a view writes a checkpoint to the catalog).
 func (s *Supervisor) copyDue() bool {
@@ -797,7 +800,7 @@ func (s *Supervisor) publish(ctx context.Context) {
 	r := presence.Record{ID: s.opts.ID, PID: os.Getpid(), Role: presence.Follower, Acked: s.acked()}
 	r.Host, _ = os.Hostname()
 	if s.readersOnly {
-		r.Role = presence.FleetReader
+		r.Role = presence.Reader
 	}
 	if s.cur != nil && s.cur.alive() {
 		r.Catalog, r.Mode = s.cur.served, string(s.cur.child.Mode)

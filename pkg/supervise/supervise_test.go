@@ -297,8 +297,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	f.flip(t, v2, format.V2, "m-2")
 	f.unlock(t)
 	h := r.waitState(t, supervise.Degraded)
-	if !strings.Contains(h.Reason, supervise.NameNoBinary) {
-		t.Fatalf("degraded health line %+v names no %s", h, supervise.NameNoBinary)
+	if !strings.Contains(h.Reason, supervise.ErrNoBinary.ErrorName()) {
+		t.Fatalf("degraded health line %+v names no %s", h, supervise.ErrNoBinary.ErrorName())
 	}
 	time.Sleep(500 * time.Millisecond) // several rounds: nothing restarts
 	if ls := launches(t, log); len(ls) != 6 {
@@ -307,8 +307,8 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 	r.mu.Lock()
 	alerts := strings.Join(r.alerts, "\n")
 	r.mu.Unlock()
-	if !strings.Contains(alerts, supervise.NameNoBinary) {
-		t.Fatalf("no alert names %s: %q", supervise.NameNoBinary, alerts)
+	if !strings.Contains(alerts, supervise.ErrNoBinary.ErrorName()) {
+		t.Fatalf("no alert names %s: %q", supervise.ErrNoBinary.ErrorName(), alerts)
 	}
 	if err := r.stop(t); !errors.Is(err, supervise.ErrNoBinary) {
 		t.Fatalf("stopped while degraded: %v, want ErrNoBinary", err)
@@ -316,9 +316,9 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 }
 
 // With a v2 binary, a v1→v2 migration ends with the v2 binary writing the
-// new catalog; fleet readers (--mode reader) follow the pointer as readers
+// new catalog; readers (--mode reader) follow the pointer as readers
 // of copies, never as writers: to v2, and back on a rollback.
-func TestSupervisorV2BinaryAndFleetReader(t *testing.T) {
+func TestSupervisorV2BinaryAndReader(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1", "v2")
 	src, v2 := f.catalog(t, "prod"), f.catalog(t, "v2-m-1")
@@ -344,13 +344,13 @@ func TestSupervisorV2BinaryAndFleetReader(t *testing.T) {
 	}
 	r = f.run(t, both, "--mode", "reader")
 	if l := waitLaunch(t, log, 4); l.Name != "v2" || l.Mode != "reader" || strings.Count(strings.Join(l.Args, " "), "--mode") != 1 {
-		t.Fatalf("fleet reader: %+v, want the v2 binary with one --mode reader", l)
+		t.Fatalf("reader: %+v, want the v2 binary with one --mode reader", l)
 	}
 	if _, _, err := pointer.Rollback(f.ctx, f.store, f.ptr, pointer.RollbackOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if l := waitLaunch(t, log, 5); l.Name != "v1" || !copyOf(l, src) || l.Mode != "reader" {
-		t.Fatalf("fleet reader after the rollback: %+v, want the v1 binary reading a copy of %s", l, path(src))
+		t.Fatalf("reader after the rollback: %+v, want the v1 binary reading a copy of %s", l, path(src))
 	}
 	if err := r.stop(t); err != nil {
 		t.Fatal(err)
@@ -430,13 +430,13 @@ func TestBoundedRestarts(t *testing.T) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.alerts) == 0 || !strings.Contains(r.alerts[len(r.alerts)-1], supervise.NameServerFailing) {
+	if len(r.alerts) == 0 || !strings.Contains(r.alerts[len(r.alerts)-1], supervise.ErrServerFailing.ErrorName()) {
 		t.Fatalf("alerts %q name no ServerFailing", r.alerts)
 	}
 }
 
 // Decide never gives a writer while a migration holds the lock (a dry run
-// aside) or while the lock is unknown, nor a writer to a fleet reader; a
+// aside) or while the lock is unknown, nor a writer to a reader; a
 // reader on the source only while the migration's fence is still ahead;
 // otherwise it holds: what runs keeps running, nothing starts.
 func TestDecideNeverWritesUnderTheLock(t *testing.T) {

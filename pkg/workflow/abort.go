@@ -13,7 +13,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -38,14 +37,6 @@ type AbortOutput struct {
 	// stands).
 	HistoryError string `json:"history_error,omitempty"`
 }
-
-// ErrAbortAfterFlip: the pointer already names the new catalog, which Abort
-// must then not delete.
-var ErrAbortAfterFlip = errname.New("workflow", NameAbortAfterFlip, "")
-
-// ErrAbortUndecided: Abort could not read the pointer, and so refused to
-// delete anything; it is Transient, for the state machine to retry.
-var ErrAbortUndecided = errname.New("workflow", errname.Transient, "Abort undecided")
 
 // Abort removes the new catalog, the staging objects and the checkpoint. It
 // never touches the source's data or the pointer, refuses to delete a catalog
@@ -154,10 +145,6 @@ const (
 	targetSettle    = 2 * time.Second
 	targetSettleMax = time.Minute
 )
-
-// ErrTargetStillWritten: objects kept appearing under the target Abort
-// removed, for targetSettleMax; Abort is retried (Transient).
-var ErrTargetStillWritten = errname.New("workflow", errname.Transient, "target still written")
 
 // deleteTarget removes the target this migration claimed, and reports how
 // many objects it deleted. Its writer may still be at work: an Import

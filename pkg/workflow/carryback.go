@@ -10,7 +10,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
@@ -31,12 +30,6 @@ import (
 // rounds, VerifyCatchUp, Fence, the last round and Verify are the
 // migration's; Flip writes the previous pointer version back, saying what
 // was carried. Abort puts the target back as its pin.
-
-// ErrPreviousCatalogChanged: the catalog a rollback would carry commits
-// into cannot be proven to read as it did at the flip (it took writes
-// since, its pin is gone, or the flip pinned nothing): the rollback writes
-// nothing to it.
-var ErrPreviousCatalogChanged = errname.New("workflow", NamePreviousCatalogChanged, "")
 
 // downInstead is what a refused rollback can do instead.
 func downInstead(from string) string {

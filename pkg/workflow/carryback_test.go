@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
@@ -27,9 +29,9 @@ import (
 // flipped runs an online migration of f's catalog (a rebuild when to is
 // the source's format) and returns the new catalog the pointer names,
 // checking that the flip pinned both catalogs.
-func flipped(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput) (string, string) {
+func flipped(t *testing.T, ctx context.Context, f seeded.Fixture, in workflow.CheckInput) (string, string) {
 	t.Helper()
-	in.Pointer = f.pointer
+	in.Pointer = f.Pointer
 	out, _, err := runDefinition(t, ctx, f, in, nil)
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
@@ -38,11 +40,11 @@ func flipped(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInpu
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || p.Catalog != state.Migration.Target || p.FlipPoint == nil {
 		t.Fatalf("pointer after the flip %+v: %v; want the target, pinned", p, err)
 	}
-	for _, url := range []string{f.source, p.Catalog} {
+	for _, url := range []string{f.Source, p.Catalog} {
 		if !hasCheckpoint(t, ctx, url, layout.FlipCheckpoint(state.Migration.MigrationID)) {
 			t.Fatalf("%s has no flip pin", url)
 		}
@@ -96,7 +98,7 @@ func deleteSome(t *testing.T, ctx context.Context, url string) string {
 // names it again saying what it carried, and the flip's pins and the run's
 // checkpoints are gone.
 func TestRollbackCarriesCommitsBack(t *testing.T) {
-	ctx, f := setup(t, 2000)
+	ctx, f := seeded.Setup(t, 2000)
 	cur, fwd := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true, Shards: 2})
 	commitCounter(t, ctx, cur, 500001)
 	gone := deleteSome(t, ctx, cur)
@@ -114,7 +116,7 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, func(e asl.StateEvent) {
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, Rollback: true}, func(e asl.StateEvent) {
 		if e.Output != nil && e.Name == "CatchUp" && !strings.Contains(string(e.Output), `"fenced":true`) {
 			commitCounter(t, ctx, cur, 500002) // RockLake goes on committing before the fence
 		}
@@ -126,11 +128,11 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
-	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || p.Catalog != f.source || p.RolledBack == nil || p.RolledBack.Of != fwd || p.RolledBack.By != state.Migration.MigrationID || p.RolledBack.Keys < 2 || p.FlipPoint != nil {
+	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if err != nil || p.Catalog != f.Source || p.RolledBack == nil || p.RolledBack.Of != fwd || p.RolledBack.By != state.Migration.MigrationID || p.RolledBack.Keys < 2 || p.FlipPoint != nil {
 		t.Fatalf("pointer after the rollback %+v (rolled back %+v): %v; want the source again, saying it rolled back %s", p, p.RolledBack, err, fwd)
 	}
-	want, got := kvscan.Dump(t, cur), kvscan.Dump(t, f.source)
+	want, got := kvscan.Dump(t, cur), kvscan.Dump(t, f.Source)
 	kvscan.Same(t, "the previous catalog after the rollback", want, got)
 	if _, ok := got[gone]; ok {
 		t.Fatalf("key %x deleted after the flip is back in the previous catalog", gone)
@@ -142,14 +144,14 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 	if n, err := format.DecodeCounter(format.V1, []byte(raw)); err != nil || n != 500002 {
 		t.Fatalf("next_snapshot_id in the previous catalog: %d (%v), want the last commit's 500002", n, err)
 	}
-	if state.Verify.Flip.CarriedKeys != p.RolledBack.Keys || len(pub.bodies) != 1 {
-		t.Fatalf("flip output %+v, messages %v", state.Verify.Flip, pub.bodies)
+	if state.Verify.Flip.CarriedKeys != p.RolledBack.Keys || len(pub.Bodies) != 1 {
+		t.Fatalf("flip output %+v, messages %v", state.Verify.Flip, pub.Bodies)
 	}
-	_, rec, err := history.Find(ctx, f.env.Store, f.pointer, state.Migration.MigrationID)
+	_, rec, err := history.Find(ctx, f.Env.Store, f.Pointer, state.Migration.MigrationID)
 	if err != nil || rec.Kind != history.KindRollback || rec.Outcome != history.Succeeded || !strings.Contains(strings.Join(rec.Notes, ";"), "rollback of migration "+fwd) {
 		t.Fatalf("record %+v: %v", rec, err)
 	}
-	for _, url := range []string{f.source, cur} {
+	for _, url := range []string{f.Source, cur} {
 		cps, err := slatedb.ListCheckpoints(ctx, url, slatedb.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -160,7 +162,7 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 			}
 		}
 	}
-	l, _, err := lock.Read(ctx, f.env.Store, f.pointer, "")
+	l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, "")
 	if err != nil || l.MigrationID != "" {
 		t.Fatalf("lock after the rollback %+v: %v", l, err)
 	}
@@ -170,21 +172,21 @@ func TestRollbackCarriesCommitsBack(t *testing.T) {
 // the rollback run refuses (PreviousCatalogChanged) before it writes, the
 // pointer and both catalogs stay as they were, and the lock is free.
 func TestRollbackRefusesAChangedPreviousCatalog(t *testing.T) {
-	ctx, f := setup(t, 500)
+	ctx, f := seeded.Setup(t, 500)
 	cur, _ := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true})
-	commitCounter(t, ctx, f.source, 424242)
-	before := kvscan.Dump(t, f.source)
-	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, nil)
+	commitCounter(t, ctx, f.Source, 424242)
+	before := kvscan.Dump(t, f.Source)
+	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, Rollback: true}, nil)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NamePreviousCatalogChanged {
-		t.Fatalf("rollback: %v, want %s", err, workflow.NamePreviousCatalogChanged)
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrPreviousCatalogChanged.ErrorName() {
+		t.Fatalf("rollback: %v, want %s", err, workflow.ErrPreviousCatalogChanged.ErrorName())
 	}
-	kvscan.Same(t, "the previous catalog after a refused rollback", before, kvscan.Dump(t, f.source))
-	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	kvscan.Same(t, "the previous catalog after a refused rollback", before, kvscan.Dump(t, f.Source))
+	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || p.Catalog != cur {
 		t.Fatalf("pointer %+v: %v", p, err)
 	}
-	l, _, err := lock.Read(ctx, f.env.Store, f.pointer, "")
+	l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, "")
 	if err != nil || l.MigrationID != "" {
 		t.Fatalf("lock after a refused rollback %+v: %v", l, err)
 	}
@@ -195,27 +197,27 @@ func TestRollbackRefusesAChangedPreviousCatalog(t *testing.T) {
 // the pointer stays on the current catalog, and a rollback run again
 // carries everything back.
 func TestRollbackAbortedStartsOver(t *testing.T) {
-	ctx, f := setup(t, 1000)
+	ctx, f := seeded.Setup(t, 1000)
 	cur, _ := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true})
-	atFlip := kvscan.Dump(t, f.source)
+	atFlip := kvscan.Dump(t, f.Source)
 	commitCounter(t, ctx, cur, 600001)
-	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, func(e asl.StateEvent) {
+	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, Rollback: true}, func(e asl.StateEvent) {
 		if e.Output != nil && e.Name == "Fence" {
 			commitCounter(t, ctx, cur, 600002)
 		}
 	})
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
-		t.Fatalf("rollback: %v, want %s", err, workflow.NameSourceChanged)
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
+		t.Fatalf("rollback: %v, want %s", err, workflow.ErrSourceChanged.ErrorName())
 	}
-	kvscan.Same(t, "the previous catalog after an aborted rollback", atFlip, kvscan.Dump(t, f.source))
-	if p, _, err := pointer.Read(ctx, f.env.Store, f.pointer); err != nil || p.Catalog != cur {
+	kvscan.Same(t, "the previous catalog after an aborted rollback", atFlip, kvscan.Dump(t, f.Source))
+	if p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer); err != nil || p.Catalog != cur {
 		t.Fatalf("pointer after an aborted rollback %+v: %v", p, err)
 	}
-	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, nil); err != nil {
+	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, Rollback: true}, nil); err != nil {
 		t.Fatalf("rollback again: %v", err)
 	}
-	kvscan.Same(t, "the previous catalog after the second rollback", kvscan.Dump(t, cur), kvscan.Dump(t, f.source))
+	kvscan.Same(t, "the previous catalog after the second rollback", kvscan.Dump(t, cur), kvscan.Dump(t, f.Source))
 }
 
 // The rollback of a format change carries the format-2 catalog's commits
@@ -230,21 +232,21 @@ func TestRollbackOfAFormatChange(t *testing.T) {
 		in   workflow.CheckInput
 	}{
 		{"export-import", workflow.CheckInput{TargetVersion: 2, Shards: 2}},
-		{"in-place", workflow.CheckInput{TargetVersion: 2, InPlace: true, Online: offline()}},
+		{"in-place", workflow.CheckInput{TargetVersion: 2, InPlace: true, Online: seeded.Offline()}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			ctx, f := setup(t, 1500)
-			c.in.Pointer = f.pointer
+			ctx, f := seeded.Setup(t, 1500)
+			c.in.Pointer = f.Pointer
 			out, _, err := runDefinition(t, ctx, f, c.in, nil)
 			if err != nil {
 				t.Fatalf("migrate: %v", err)
 			}
-			cur, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+			cur, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 			if err != nil || cur.FormatVersion != format.V2 || cur.FlipPoint == nil {
 				t.Fatalf("pointer after the migration %+v: %v (%s)", cur, err, out)
 			}
 			commitCounterIn(t, ctx, cur.Catalog, format.V2, 700001)
-			back, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, Rollback: true}, nil)
+			back, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, Rollback: true}, nil)
 			if err != nil {
 				t.Fatalf("rollback: %v", err)
 			}
@@ -252,11 +254,11 @@ func TestRollbackOfAFormatChange(t *testing.T) {
 			if err := json.Unmarshal(back, &state); err != nil {
 				t.Fatal(err)
 			}
-			want := f.source
+			want := f.Source
 			if c.in.InPlace {
 				want, _ = layout.WayBackOf(cur)
 			}
-			p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+			p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 			if err != nil || p.Catalog != want || p.FormatVersion != format.V1 || p.RolledBack == nil {
 				t.Fatalf("pointer after the rollback %+v: %v; want %s in v1", p, err, want)
 			}
@@ -290,23 +292,23 @@ func TestRollbackOfAFormatChange(t *testing.T) {
 // rollback run) carries the new catalog's commit into the previous catalog
 // and flips back; the notice goes out.
 func TestRollbackDefinitionCarries(t *testing.T) {
-	ctx, f := setup(t, 500)
+	ctx, f := seeded.Setup(t, 500)
 	cur, fwd := flipped(t, ctx, f, workflow.CheckInput{Rebuild: true})
 	commitCounter(t, ctx, cur, 800001)
-	pub := &published{}
-	out, states, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: f.pointer}, pub.publish)
+	pub := &seeded.Published{}
+	out, states, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: f.Pointer}, pub.Publish)
 	if err != nil {
 		t.Fatalf("rollback definition: %v", err)
 	}
 	if !slices.Contains(states, "CarryBack") {
 		t.Fatalf("states %v: want CarryBack", states)
 	}
-	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || p.Catalog != f.source || p.RolledBack == nil || p.RolledBack.Of != fwd {
+	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if err != nil || p.Catalog != f.Source || p.RolledBack == nil || p.RolledBack.Of != fwd {
 		t.Fatalf("pointer after the rollback definition %+v: %v (%s)", p, err, out)
 	}
-	kvscan.Same(t, "the previous catalog after the rollback definition", kvscan.Dump(t, cur), kvscan.Dump(t, f.source))
-	if len(pub.subjects) == 0 || !strings.Contains(pub.subjects[len(pub.subjects)-1], "rollback done") {
-		t.Fatalf("notices %v", pub.subjects)
+	kvscan.Same(t, "the previous catalog after the rollback definition", kvscan.Dump(t, cur), kvscan.Dump(t, f.Source))
+	if len(pub.Subjects) == 0 || !strings.Contains(pub.Subjects[len(pub.Subjects)-1], "rollback done") {
+		t.Fatalf("notices %v", pub.Subjects)
 	}
 }

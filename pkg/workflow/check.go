@@ -12,7 +12,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
@@ -168,15 +167,6 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 	return m, nil
 }
 
-// ErrStagingUnusable: staging does not take writes (a typo in its URL, a
-// missing bucket, no permission); Check refuses before anything is touched.
-var ErrStagingUnusable = errname.New("workflow", NameStagingUnusable, "")
-
-// ErrStagingTaken: the run's staging directory belongs to another
-// pointer's run of the same migration id (staging shared by pointers, an
-// id given twice); Check refuses before anything is touched.
-var ErrStagingTaken = errname.New("workflow", NameStagingTaken, "")
-
 // stagingOwner is what Staging.Owner holds.
 type stagingOwner struct {
 	Pointer     string `json:"pointer"`
@@ -272,12 +262,3 @@ func newTarget(source, dir string, to format.Version, id string) (string, error)
 	}
 	return layout.TargetIn(dir, to, id), nil
 }
-
-// ErrBadInput: the input asks for things that exclude each other (a
-// rebuild to another format, in place into another location) or names a
-// location that is not one; Check refuses before anything is touched.
-var ErrBadInput = errname.New("workflow", NameBadInput, "")
-
-// ErrSourceAtRoot: the catalog is at a bucket root (or "/"), with no place
-// beside it for the new catalog; Check refuses before anything is touched.
-var ErrSourceAtRoot = errname.New("workflow", NameSourceAtRoot, "")

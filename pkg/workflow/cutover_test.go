@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -19,23 +21,10 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-// movePointer is someone else moving the pointer (an operator, a rollback)
-// while a migration runs; it stays on the source.
-func movePointer(t *testing.T, ctx context.Context, f fixture, by string) {
-	t.Helper()
-	cur, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, cur.Next(f.source, format.V1, by), ref); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // decisionOf is the migration's decision marker ("" when there is none).
-func decisionOf(t *testing.T, ctx context.Context, f fixture, id string) string {
+func decisionOf(t *testing.T, ctx context.Context, f seeded.Fixture, id string) string {
 	t.Helper()
-	got, _, err := f.env.Store.Get(ctx, layout.Staging{Root: f.env.Staging, MigrationID: id}.Decision())
+	got, _, err := f.Env.Store.Get(ctx, layout.Staging{Root: f.Env.Staging, MigrationID: id}.Decision())
 	if errors.Is(err, blob.ErrNotFound) {
 		return ""
 	}
@@ -46,16 +35,16 @@ func decisionOf(t *testing.T, ctx context.Context, f fixture, id string) string 
 }
 
 // aborted checks that Abort ended run m: its target gone, the lock free.
-func aborted(t *testing.T, ctx context.Context, f fixture, m workflow.Migration) {
+func aborted(t *testing.T, ctx context.Context, f seeded.Fixture, m workflow.Migration) {
 	t.Helper()
-	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
 	if err != nil || out.TargetObjects == 0 {
 		t.Fatalf("abort: %+v, %v", out, err)
 	}
-	if objs, err := f.env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
+	if objs, err := f.Env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
 		t.Fatalf("the target after abort: %d objects, %v", len(objs), err)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 		t.Fatalf("the lock after abort: %+v", l)
 	}
 }
@@ -65,33 +54,33 @@ func aborted(t *testing.T, ctx context.Context, f fixture, m workflow.Migration)
 // Abort ends the run and the next migration starts at once. A Flip whose
 // write had landed keeps its decision: that target was live.
 func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
-	ctx, f := setup(t, 300)
+	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
-	movePointer(t, ctx, f, "operator")
-	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) || workflow.ErrorName(err) != "PointerConflict" {
+	seeded.MovePointer(t, ctx, f, "operator")
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, pointer.ErrPointerConflict) || workflow.ErrorName(err) != "PointerConflict" {
 		t.Fatalf("flip after the pointer moved: %v (%s)", err, workflow.ErrorName(err))
 	}
 	if d := decisionOf(t, ctx, f, m.MigrationID); d == "flip" {
 		t.Fatal("Flip decided to flip before it checked the pointer")
 	}
 	aborted(t, ctx, f, m)
-	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	next, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1})
 	if err != nil {
 		t.Fatalf("a migration after the abort: %v", err)
 	}
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: next}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: next}); err != nil {
 		t.Fatal(err)
 	}
 
 	// An earlier attempt decided to flip and its write did not land (an
 	// error, a lost answer); the pointer moved before the retry.
 	m = runUntilVerify(t, ctx, f, 1)
-	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
-	if _, err := f.env.Store.PutIfAbsent(ctx, st.Decision(), []byte("flip")); err != nil {
+	st := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
+	if _, err := f.Env.Store.PutIfAbsent(ctx, st.Decision(), []byte("flip")); err != nil {
 		t.Fatal(err)
 	}
-	movePointer(t, ctx, f, "rollback")
-	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) {
+	seeded.MovePointer(t, ctx, f, "rollback")
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, pointer.ErrPointerConflict) {
 		t.Fatalf("a retried flip after the pointer moved: %v", err)
 	}
 	if d := decisionOf(t, ctx, f, m.MigrationID); d == "flip" {
@@ -107,18 +96,18 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 	// a move between Flip's look and its write would be): the decision is
 	// withdrawn, and Abort ends the run.
 	m = runUntilVerify(t, ctx, f, 1)
-	st = layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
-	cur, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	st = layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
+	cur, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stale := cur.Next(m.Target, m.To, m.MigrationID)
 	stale.Generation, stale.UpdatedAt = cur.Generation, time.Now().UTC().Truncate(time.Millisecond)
 	body, _ := json.Marshal(stale)
-	if _, err := f.env.Store.Put(ctx, st.FlipIntent(), body); err != nil {
+	if _, err := f.Env.Store.Put(ctx, st.FlipIntent(), body); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) {
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, pointer.ErrPointerConflict) {
 		t.Fatalf("a flip the pointer refuses: %v", err)
 	}
 	if d := decisionOf(t, ctx, f, m.MigrationID); d != "withdrawn" {
@@ -130,19 +119,19 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 	// retry of that Flip refuses and keeps the decision, and Abort keeps
 	// the target (it was live) but frees nothing it does not hold.
 	m = runUntilVerify(t, ctx, f, 1)
-	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+	if _, err := workflow.Flip(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer}); err != nil {
+	if _, err := workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, pointer.ErrPointerConflict) {
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, pointer.ErrPointerConflict) {
 		t.Fatalf("a late flip after the rollback: %v", err)
 	}
 	if d := decisionOf(t, ctx, f, m.MigrationID); d != "flip" {
 		t.Fatalf("the decision of a flip that landed: %q", d)
 	}
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
 		t.Fatalf("abort of a migration that flipped: %v", err)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
@@ -154,15 +143,15 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 // definition's, or the deployment's from the Lambda's environment), so no
 // run can outlive it.
 func TestLockLeaseCoversTheExecution(t *testing.T) {
-	ctx, f := setup(t, 50)
+	ctx, f := seeded.Setup(t, 50)
 	exec, err := workflow.DefinitionTimeout()
 	if err != nil || exec < 30*time.Hour {
 		t.Fatalf("the definition's TimeoutSeconds: %v, %v", exec, err)
 	}
 	for _, timeout := range []time.Duration{0, 100 * time.Hour} {
-		env := f.env
+		env := f.Env
 		env.ExecutionTimeout = timeout
-		m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+		m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,14 +159,14 @@ func TestLockLeaseCoversTheExecution(t *testing.T) {
 		if want == 0 {
 			want = exec
 		}
-		if l := lockHolder(t, ctx, f); l.ExpiresAt.Sub(l.AcquiredAt) <= want {
+		if l := seeded.LockHolder(t, ctx, f); l.ExpiresAt.Sub(l.AcquiredAt) <= want {
 			t.Fatalf("execution timeout %v: the lock's lease is %v", want, l.ExpiresAt.Sub(l.AcquiredAt))
 		}
 		if _, err := workflow.Abort(ctx, env, workflow.AbortInput{Migration: m}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv("ROCKLAKE_STAGING", f.env.Staging)
+	t.Setenv("ROCKLAKE_STAGING", f.Env.Staging)
 	t.Setenv(workflow.ExecutionTimeoutEnv, "360000")
 	env, err := workflow.EnvFromEnvironment(ctx)
 	if err != nil || env.ExecutionTimeout != 100*time.Hour {
@@ -194,31 +183,31 @@ func TestLockLeaseCoversTheExecution(t *testing.T) {
 // on refuses with LockLost before it writes anything; Abort still removes
 // what is the run's own.
 func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
-	ctx, f := setup(t, 300)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2})
+	ctx, f := seeded.Setup(t, 300)
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
 	setLock := func(l lock.Lock) {
 		t.Helper()
 		b, _ := json.Marshal(l)
-		if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), b); err != nil {
+		if _, err := f.Env.Store.Put(ctx, layout.Lock(f.Pointer), b); err != nil {
 			t.Fatal(err)
 		}
 	}
 	objects := func(prefix string) int {
 		t.Helper()
-		objs, err := f.env.Store.List(ctx, prefix)
+		objs, err := f.Env.Store.List(ctx, prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return len(objs)
 	}
-	_, ptrBefore, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	_, ptrBefore, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	for _, lost := range []lock.Lock{
 		{MigrationID: "m-other", Owner: "a later run", ExpiresAt: time.Now().Add(time.Hour)},
 		{ReleasedBy: "unlock by ops"},
@@ -235,7 +224,7 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 		}
 		for name, in := range steps {
 			raw, _ := json.Marshal(in)
-			if _, err := workflow.Run(ctx, f.env, name, raw); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
+			if _, err := workflow.Run(ctx, f.Env, name, raw); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
 				t.Fatalf("lock %+v: %s: %v (%s), want LockLost", lost, name, err, workflow.ErrorName(err))
 			}
 		}
@@ -249,19 +238,19 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 				t.Fatalf("lock %+v: %d objects under %s", lost, n, res)
 			}
 		}
-		if _, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); ref != ptrBefore {
+		if _, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); ref != ptrBefore {
 			t.Fatal("the pointer moved")
 		}
 	}
 	other := lock.Lock{MigrationID: "m-other", Owner: "a later run", ExpiresAt: time.Now().Add(time.Hour)}
 	setLock(other)
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatalf("abort of the run that lost its lock: %v", err)
 	}
-	if n := checkpoints(t, ctx, f.source); n != 0 {
+	if n := seeded.Checkpoints(t, ctx, f.Source); n != 0 {
 		t.Fatalf("%d checkpoints left", n)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != other.MigrationID {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != other.MigrationID {
 		t.Fatalf("Abort freed another run's lock: %+v", l)
 	}
 }
@@ -270,33 +259,33 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 // writes the pointer, also when an earlier attempt fixed the pointer to
 // write: a target removed since (a cleanup) is never pointed at.
 func TestFlipChecksTheTargetBeforeThePointer(t *testing.T) {
-	ctx, f := setup(t, 300)
+	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
-	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
-	cur, before, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	st := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
+	cur, before, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	next := cur.Next(m.Target, m.To, m.MigrationID)
 	next.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond)
 	body, _ := json.Marshal(next)
-	if _, err := f.env.Store.Put(ctx, st.FlipIntent(), body); err != nil {
+	if _, err := f.Env.Store.Put(ctx, st.FlipIntent(), body); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.env.Store.DeletePrefix(ctx, m.Target+"/"); err != nil {
+	if _, err := f.Env.Store.DeletePrefix(ctx, m.Target+"/"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = workflow.Flip(ctx, f.env, m)
+	_, err = workflow.Flip(ctx, f.Env, m)
 	if !errors.Is(err, catalog.ErrNoCatalog) {
 		t.Fatalf("flip to a removed target: %v (%s)", err, workflow.ErrorName(err))
 	}
-	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
+	if p, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before || p.Catalog != f.Source {
 		t.Fatalf("the pointer names %s", p.Catalog)
 	}
 	if d := decisionOf(t, ctx, f, m.MigrationID); d != "" {
 		t.Fatalf("decision %q", d)
 	}
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -306,7 +295,7 @@ func TestFlipChecksTheTargetBeforeThePointer(t *testing.T) {
 // it fences the writer and deletes until nothing comes back, so nothing of
 // the target survives, also what the writer had in flight.
 func TestAbortFencesAWriterStillWriting(t *testing.T) {
-	ctx, f := setup(t, 300)
+	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
 	w, err := slatedb.OpenWriter(ctx, m.Target, slatedb.Options{BulkLoad: true, BulkMemtableBytes: 32 << 10})
 	if err != nil {
@@ -338,7 +327,7 @@ func TestAbortFencesAWriterStillWriting(t *testing.T) {
 	for batches.Load() < 50 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
 	if err != nil || out.TargetObjects == 0 {
 		t.Fatalf("abort: %+v, %v", out, err)
 	}
@@ -354,7 +343,7 @@ func TestAbortFencesAWriterStillWriting(t *testing.T) {
 	cancel()
 	_ = w.CloseContext(gone)
 	time.Sleep(2 * time.Second)
-	if objs, err := f.env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
+	if objs, err := f.Env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
 		t.Fatalf("%d objects of the target survived Abort (the writer: %v), %v", len(objs), werr, err)
 	}
 	if !errors.Is(werr, slatedb.ErrFenced) {

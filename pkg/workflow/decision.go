@@ -6,14 +6,8 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
-
-// ErrDecided: the other of Flip and Abort took the migration's decision
-// first. After "flip", Abort keeps the target (it may be live); after
-// "abort", Flip never writes the pointer (the target may be gone).
-var ErrDecided = errname.New("workflow", NameDecided, "")
 
 // decision reads the migration's decision, "" if none was taken (or a
 // decision to flip was withdrawn).

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
@@ -21,45 +23,20 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-type published struct {
-	mu       sync.Mutex
-	subjects []string
-	bodies   []string
-}
-
-func (p *published) publish(_ context.Context, _, subject, body string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.subjects = append(p.subjects, subject)
-	p.bodies = append(p.bodies, body)
-	return nil
-}
-
-// noGrace is a freeze_grace of 0: no supervisor watches the tests'
-// pointers, so Freeze fences at once unless a test says otherwise.
-func noGrace() *float64 {
-	var zero float64
-	return &zero
-}
-
-// offline is an input's online setting for the offline path: Freeze fences
-// the source for the whole copy (online is the default).
-func offline() *bool { v := false; return &v }
-
 // online is an input's online setting asked for explicitly.
 func online() *bool { v := true; return &v }
 
 // runDefinition runs statemachine/migration.asl.json under pkg/asl with the
 // in-process tasks; onExit is called as each state ends.
-func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.CheckInput, onExit func(asl.StateEvent)) (json.RawMessage, *published, error) {
+func runDefinition(t *testing.T, ctx context.Context, f seeded.Fixture, in workflow.CheckInput, onExit func(asl.StateEvent)) (json.RawMessage, *seeded.Published, error) {
 	t.Helper()
 	m, err := localrun.Load("arn:aws:sns:us-east-1:000000000000:rocklake")
 	if err != nil {
 		t.Fatalf("load definition: %v", err)
 	}
-	pub := &published{}
+	pub := &seeded.Published{}
 	if in.FreezeGrace == nil {
-		in.FreezeGrace = noGrace()
+		in.FreezeGrace = seeded.NoGrace()
 	}
 	raw, _ := json.Marshal(in)
 	obs := asl.ObserverFuncs{}
@@ -67,7 +44,7 @@ func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.Che
 		obs.Exited = onExit
 	}
 	out, err := asl.Run(ctx, m, raw, asl.Options{
-		Tasks:    localrun.Tasks(f.env, pub.publish),
+		Tasks:    localrun.Tasks(f.Env, pub.Publish),
 		Observer: obs,
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 	})
@@ -75,8 +52,8 @@ func runDefinition(t *testing.T, ctx context.Context, f fixture, in workflow.Che
 }
 
 func TestDefinitionMigratesBehindThePointer(t *testing.T) {
-	ctx, f := setup(t, 3000)
-	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 6}, nil)
+	ctx, f := seeded.Setup(t, 3000)
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 6}, nil)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
@@ -84,12 +61,12 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 	if err := json.Unmarshal(out, &state); err != nil {
 		t.Fatal(err)
 	}
-	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	p, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || p.Catalog != state.Migration.Target || p.FormatVersion != format.V2 || ref.VersionID != state.Verify.Flip.PointerVersionID {
 		t.Fatalf("pointer = %+v (%+v), run said %+v", p, ref, state.Verify.Flip)
 	}
 	// The new catalog holds the transformed source: as many rows per table.
-	src, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	src, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +83,11 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 			t.Fatalf("%s: %d rows in v2, %d in v1", table, got[table], n)
 		}
 	}
-	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration succeeded" {
-		t.Fatalf("notifications = %v", pub.subjects)
+	if len(pub.Subjects) != 1 || pub.Subjects[0] != "rocklake-migrate: migration succeeded" {
+		t.Fatalf("notifications = %v", pub.Subjects)
 	}
 	// Run again: nothing to do.
-	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}, nil); err != nil {
+	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2}, nil); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 }
@@ -119,10 +96,10 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 // exactly as it was: no fence, no checkpoint, no object written or removed.
 // It says what a real run would fence.
 func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
-	ctx, f := setup(t, 500)
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	ctx, f := seeded.Setup(t, 500)
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	objects := func() map[string]string {
-		infos, err := f.env.Store.List(ctx, f.source+"/")
+		infos, err := f.Env.Store.List(ctx, f.Source+"/")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +110,7 @@ func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 		return m
 	}
 	sourceBefore := objects()
-	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, DryRun: true}, nil)
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, DryRun: true}, nil)
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
@@ -145,8 +122,8 @@ func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 	if state.Verify.Digest == "" {
 		t.Fatalf("dry run did not verify: %s", out)
 	}
-	p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	if p.Catalog != f.source || after.ETag != before.ETag {
+	p, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if p.Catalog != f.Source || after.ETag != before.ETag {
 		t.Fatalf("dry run moved the pointer: %+v", p)
 	}
 	if _, err := catalog.Open(ctx, state.Migration.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
@@ -161,28 +138,15 @@ func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 }
 
 func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
-	ctx, f := setup(t, 500)
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	ctx, f := seeded.Setup(t, 500)
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	var once sync.Once
-	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2}, func(e asl.StateEvent) {
+	_, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2}, func(e asl.StateEvent) {
 		if e.Name != "Freeze" || e.Output == nil {
 			return
 		}
 		once.Do(func() { // RockLake's writer commits after Freeze
-			w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer w.Close()
-			n, err := w.Counter(ctx, format.NameNextSnapshotID)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			var b slatedb.Batch
-			b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
-			if err := w.Write(ctx, &b); err != nil {
+			if err := seeded.Commit(ctx, f.Source); err != nil {
 				t.Error(err)
 			}
 		})
@@ -191,12 +155,12 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Name != "SourceChangedDuringMigration" {
 		t.Fatalf("run: %v, want SourceChangedDuringMigration", err)
 	}
-	p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	if p.Catalog != f.source || after.ETag != before.ETag {
+	p, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if p.Catalog != f.Source || after.ETag != before.ETag {
 		t.Fatalf("pointer moved: %+v", p)
 	}
-	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration failed" {
-		t.Fatalf("notifications = %v", pub.subjects)
+	if len(pub.Subjects) != 1 || pub.Subjects[0] != "rocklake-migrate: migration failed" {
+		t.Fatalf("notifications = %v", pub.Subjects)
 	}
 	// The notice is what on-call reads at 3 a.m.: which migration, which
 	// pointer, which state, what error, and where to look.
@@ -208,10 +172,10 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 		Execution   string `json:"execution"`
 		Console     string `json:"console"`
 	}
-	if err := json.Unmarshal([]byte(pub.bodies[0]), &notice); err != nil {
-		t.Fatalf("notice %q: %v", pub.bodies[0], err)
+	if err := json.Unmarshal([]byte(pub.Bodies[0]), &notice); err != nil {
+		t.Fatalf("notice %q: %v", pub.Bodies[0], err)
 	}
-	if !strings.HasPrefix(notice.MigrationID, "m-") || notice.Pointer != f.pointer || notice.FailedState != "Flip" ||
+	if !strings.HasPrefix(notice.MigrationID, "m-") || notice.Pointer != f.Pointer || notice.FailedState != "Flip" ||
 		notice.Error.Error != "SourceChangedDuringMigration" || !strings.Contains(notice.Error.Cause, "next_snapshot_id") {
 		t.Fatalf("notice = %+v", notice)
 	}
@@ -219,13 +183,13 @@ func TestDefinitionFailsCleanlyWhenTheSourceChanges(t *testing.T) {
 	if !strings.HasPrefix(notice.Execution, "arn:aws:states:us-east-1:") || notice.Console != wantConsole {
 		t.Fatalf("console link %q, execution %q", notice.Console, notice.Execution)
 	}
-	if cps, _ := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); len(cps) != 0 {
+	if cps, _ := slatedb.ListCheckpoints(ctx, f.Source, slatedb.Options{}); len(cps) != 0 {
 		t.Fatalf("abort left checkpoints: %v", cps)
 	}
 }
 
 func TestDriftDefinition(t *testing.T) {
-	ctx, f := setup(t, 50)
+	ctx, f := seeded.Setup(t, 50)
 	def, err := asl.Substitute(statemachine.Drift, localrun.Substitutions(""))
 	if err != nil {
 		t.Fatal(err)
@@ -235,8 +199,8 @@ func TestDriftDefinition(t *testing.T) {
 		t.Fatalf("load drift.asl.json: %v", err)
 	}
 	run := func(expect uint64) error {
-		in, _ := json.Marshal(workflow.DriftInput{Pointer: f.pointer, Expect: expect})
-		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: localrun.Tasks(f.env, nil)})
+		in, _ := json.Marshal(workflow.DriftInput{Pointer: f.Pointer, Expect: expect})
+		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: localrun.Tasks(f.Env, nil)})
 		return err
 	}
 	if err := run(1); err != nil {

@@ -20,6 +20,7 @@
 //	carryback.go    the rollback run (CheckInput.Rollback): the online migration in reverse, its preflight, Snapshot's start, Flip's intent, Abort's revert; the flip's pins
 //	inplace.go      MigrateInPlace (Strategy A) and its undo
 //	drift.go        Drift, the scheduled check (pkg/drift finds, pkg/notify sends)
+//	fleet.go        FleetList and FleetReport, a fleet run's first and last steps (statemachine/fleet.asl.json; pkg/fleet)
 //
 // What the steps share:
 //
@@ -32,7 +33,7 @@
 //	staging.go      the plan, written to and read from staging (where each object lives: pkg/layout)
 //	lock.go         the lease of each kind of run, taking the pointer's lock with it (pkg/lock takes, confirms and frees it), Unlock
 //	record.go       the run's record beside the pointer (pkg/history)
-//	errors.go       ErrorName: the stable name a step's error answers to (each package's errors carry their own, pkg/errname) and workflow's own names
+//	errors.go       the steps' named errors, the names without an error, and ErrorName: the stable name a step's error answers to (each package's errors carry their own, pkg/errname)
 //
 // And what runs the steps: the step table, by name, and the request the
 // definition's tasks send (handler.go: Run, RunStep, Functions, Request),

@@ -40,7 +40,7 @@ func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
 	if silent != nil {
 		return DriftOutput{}, silent
 	}
-	rep, err := drift.Check(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: expect, Staging: env.Staging,
+	rep, err := drift.Find(ctx, env.Store, drift.Options{Pointer: in.Pointer, Expect: expect, Staging: env.Staging,
 		Active: active, ActiveUnknown: unknown, Store: env.SlateDB})
 	if err != nil {
 		return DriftOutput{}, err

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
@@ -20,16 +19,6 @@ import (
 // deployed stack sets it on the check function; Check and Drift read the
 // parameter at run time when their input names no version.
 const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
-
-// Errors of the expected version, named for the state machine.
-var (
-	// ErrNoTargetVersion: the input names no version, and no expected-version
-	// parameter is configured to read one from.
-	ErrNoTargetVersion = errname.New("workflow", NameNoTargetVersion, "")
-	// ErrBadExpectedVersion: the expected-version parameter holds something
-	// other than a format version ("2" or "v2").
-	ErrBadExpectedVersion = errname.New("workflow", NameBadExpectedVersion, "")
-)
 
 // resolveVersion is the version a step works towards: the input's when it
 // names one, else the expected-version parameter's value at this moment.

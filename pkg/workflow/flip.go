@@ -122,7 +122,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 // takes the decision and writes the pointer.
 func flip(ctx context.Context, env Env, m Migration, p Plan, cur pointer.Ref) (pointer.Ref, error) {
 	if cur.ETag != m.PointerETag {
-		moved := &pointer.Error{Name: pointer.NameConflict, Op: "flip", URL: m.Pointer, ExpectedETag: m.PointerETag, CurrentETag: cur.ETag,
+		moved := &pointer.Error{Kind: pointer.ErrPointerConflict, Op: "flip", URL: m.Pointer, ExpectedETag: m.PointerETag, CurrentETag: cur.ETag,
 			Detail: fmt.Sprintf("the pointer was moved since Check read it (a rollback, an operator, another flip): expected ETag %s, found %s; nothing was written", m.PointerETag, cur.ETag)}
 		return pointer.Ref{}, withdrawFlip(ctx, env, m, moved)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
 // The gated cut-over (input postpone_flip): after Verify the state machine
@@ -32,18 +31,6 @@ import (
 // the execution, whose timeout the lock's lease covers (LockLease), so the
 // lock outlives the wait and the Flip after it.
 const GateTimeout = 20 * time.Hour
-
-// NameAbortedByOperator is the error an abort at the gate fails the Gate
-// state with (SendTaskFailure's error), which its Catch sends to Abort.
-const NameAbortedByOperator = "AbortedByOperator"
-
-// ErrNotAtGate: no migration of that id waits at the gate (unknown id, a
-// migration not postponed, another pointer or staging); nothing changed.
-var ErrNotAtGate = errname.New("workflow", NameNotAtGate, "")
-
-// ErrGateTimedOut: the gate's GateTimeout passed before approve; the
-// migration was aborted instead of flipped.
-var ErrGateTimedOut = errname.New("workflow", NameGateTimedOut, "")
 
 // GateInput is what the Gate state sends: the migration, its task token and
 // where to say that it waits.

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 )
 
@@ -23,10 +22,6 @@ const DefaultFreezeGrace = 30 * time.Second
 // whose 900 s timeout must still hold the fence, the checkpoint and the
 // shard plan (whose byte scan alone may take 2 minutes).
 const MaxFreezeGrace = 5 * time.Minute
-
-// ErrBadFreezeGrace: the input's freeze_grace is negative or longer than
-// MaxFreezeGrace; Check refuses before anything is touched.
-var ErrBadFreezeGrace = errname.New("workflow", NameBadFreezeGrace, "")
 
 // freezeGrace is in's grace in seconds, checked.
 func freezeGrace(in CheckInput) (float64, error) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
@@ -48,8 +50,8 @@ func writeToSource(t *testing.T, ctx context.Context, url string) {
 // Abort records the error's name), a success and a rollback; the listing is
 // newest first.
 func TestRunsAreRecorded(t *testing.T) {
-	ctx, f := setup(t, 1500)
-	in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 3, Trigger: "cli:tester"}
+	ctx, f := seeded.Setup(t, 1500)
+	in := workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 3, Trigger: "cli:tester"}
 
 	dry := in
 	dry.DryRun = true
@@ -70,23 +72,23 @@ func TestRunsAreRecorded(t *testing.T) {
 	_, _, err := runDefinition(t, ctx, f, in, func(ev asl.StateEvent) {
 		if ev.Name == "Verify" && !wrote {
 			wrote = true
-			writeToSource(t, ctx, f.source)
+			writeToSource(t, ctx, f.Source)
 		}
 	})
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
 		t.Fatalf("a run whose source moved: %v", err)
 	}
 
 	if _, _, err := runDefinition(t, ctx, f, in, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	rb, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, Trigger: "cli:tester"})
+	rb, err := workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer, Trigger: "cli:tester"})
 	if err != nil || rb.HistoryError != "" {
 		t.Fatalf("rollback: %+v, %v", rb, err)
 	}
 
-	runs, err := history.List(ctx, f.env.Store, f.pointer, 0)
+	runs, err := history.List(ctx, f.Env.Store, f.Pointer, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +100,8 @@ func TestRunsAreRecorded(t *testing.T) {
 	wants := []want{ // newest first
 		{history.KindRollback, history.Succeeded, ""},
 		{history.KindMigrate, history.Succeeded, ""},
-		{history.KindMigrate, history.Failed, workflow.NameSourceChanged},
-		{history.KindMigrate, history.Failed, catalog.NameTargetNotEmpty},
+		{history.KindMigrate, history.Failed, workflow.ErrSourceChanged.ErrorName()},
+		{history.KindMigrate, history.Failed, catalog.ErrTargetNotEmpty.ErrorName()},
 		{history.KindDryRun, history.DryRunOK, ""},
 	}
 	if len(runs) != len(wants) {
@@ -125,7 +127,7 @@ func TestRunsAreRecorded(t *testing.T) {
 				t.Errorf("run %d (%s %s): no time for %s: %v", i, r.Kind, r.Outcome, s, r.StateSeconds)
 			}
 		}
-		if r.Rows < 1500 || r.Bytes == 0 || r.Shards != 3 || r.From != format.V1 || r.To != format.V2 || r.Source != f.source || !strings.Contains(r.Target, "/v2-") {
+		if r.Rows < 1500 || r.Bytes == 0 || r.Shards != 3 || r.From != format.V1 || r.To != format.V2 || r.Source != f.Source || !strings.Contains(r.Target, "/v2-") {
 			t.Errorf("run %d: %+v", i, r.Record)
 		}
 	}
@@ -138,11 +140,11 @@ func TestRunsAreRecorded(t *testing.T) {
 	if runs[3].State != "Check" || runs[3].ID != "m-occupied" || !strings.Contains(runs[3].Error, "v2-m-occupied") {
 		t.Errorf("the refused run: %+v", runs[3].Record)
 	}
-	if rbRec := runs[0]; rbRec.ID != rb.RunID || rbRec.Source != runs[1].Target || rbRec.Target != f.source || rbRec.From != format.V2 || rbRec.To != format.V1 || rbRec.PointerVersionID != rb.PointerVersionID {
+	if rbRec := runs[0]; rbRec.ID != rb.RunID || rbRec.Source != runs[1].Target || rbRec.Target != f.Source || rbRec.From != format.V2 || rbRec.To != format.V1 || rbRec.PointerVersionID != rb.PointerVersionID {
 		t.Errorf("the rollback: %+v, rolled back %+v", rbRec.Record, rb)
 	}
 	// No run is left in progress, and the lock is free.
-	st, err := operator.Status(ctx, f.env, f.pointer)
+	st, err := operator.Status(ctx, f.Env, f.Pointer)
 	if err != nil || st.Running {
 		t.Fatalf("status after the runs: %+v, %v", st, err)
 	}
@@ -151,12 +153,12 @@ func TestRunsAreRecorded(t *testing.T) {
 // A flip whose record cannot be finished still stands: the pointer moved,
 // the step succeeds, and FlipOutput says what was not recorded.
 func TestFlipStandsWhenItsRecordIsGone(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	if _, err := f.env.Store.DeletePrefix(ctx, layout.HistoryDir(f.pointer)); err != nil {
+	if _, err := f.Env.Store.DeletePrefix(ctx, layout.HistoryDir(f.Pointer)); err != nil {
 		t.Fatal(err)
 	}
-	out, err := workflow.Flip(ctx, f.env, m)
+	out, err := workflow.Flip(ctx, f.Env, m)
 	if err != nil || out.PointerVersionID == "" || !strings.Contains(out.HistoryError, "no such record") {
 		t.Fatalf("flip without its record: %+v, %v", out, err)
 	}
@@ -165,20 +167,20 @@ func TestFlipStandsWhenItsRecordIsGone(t *testing.T) {
 // Check refuses to start a run it cannot record, before anything is
 // touched, and leaves the lock free.
 func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
-	ctx, f := setup(t, 100)
+	ctx, f := seeded.Setup(t, 100)
 	// An object named like the records' directory: on versitygw's posix
 	// backend no key can go under it, so every record write fails.
-	if _, err := f.env.Store.Put(ctx, strings.TrimSuffix(layout.HistoryDir(f.pointer), "/"), []byte("in the way")); err != nil {
+	if _, err := f.Env.Store.Put(ctx, strings.TrimSuffix(layout.HistoryDir(f.Pointer), "/"), []byte("in the way")); err != nil {
 		t.Fatal(err)
 	}
-	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, MigrationID: "m-blocked"})
-	if !errors.Is(err, workflow.ErrHistoryUnwritable) || workflow.ErrorName(err) != workflow.NameHistoryUnwritable {
+	_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, MigrationID: "m-blocked"})
+	if !errors.Is(err, workflow.ErrHistoryUnwritable) || workflow.ErrorName(err) != workflow.ErrHistoryUnwritable.ErrorName() {
 		t.Fatalf("check that cannot write its record: %v (%s)", err, workflow.ErrorName(err))
 	}
-	if st, err := operator.Status(ctx, f.env, f.pointer); err != nil || st.Running {
+	if st, err := operator.Status(ctx, f.Env, f.Pointer); err != nil || st.Running {
 		t.Fatalf("the refused run kept the lock: %+v, %v", st, err)
 	}
-	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
+	if cps, err := slatedb.ListCheckpoints(ctx, f.Source, slatedb.Options{}); err != nil || len(cps) != 0 {
 		t.Fatalf("checkpoints: %v, %v", cps, err)
 	}
 }
@@ -187,15 +189,15 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 // the state from staging, the shards done and the frozen source; an
 // operator's abort then ends the run as aborted.
 func TestStatusShowsTheRunInProgress(t *testing.T) {
-	ctx, f := setup(t, 600)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, Trigger: "release:ev-1"})
+	ctx, f := seeded.Setup(t, 600)
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, Trigger: "release:ev-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(step string, in any) json.RawMessage {
 		t.Helper()
 		raw, _ := json.Marshal(in)
-		out, err := workflow.Run(ctx, f.env, step, raw)
+		out, err := workflow.Run(ctx, f.Env, step, raw)
 		if err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -205,28 +207,28 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("ExportShard", workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
-	st, err := operator.Status(ctx, f.env, f.pointer)
+	st, err := operator.Status(ctx, f.Env, f.Pointer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !st.Running || st.Lock.MigrationID != m.MigrationID || st.Record == nil || st.Record.Outcome != history.InProgress || st.Record.Trigger != "release:ev-1" {
 		t.Fatalf("status: %+v (record %+v)", st, st.Record)
 	}
-	if st.FrozenSource != f.source || st.Checkpoint == "" || st.ShardsTotal != 2 || st.Exported != 1 || st.Transformed != 0 ||
+	if st.FrozenSource != f.Source || st.Checkpoint == "" || st.ShardsTotal != 2 || st.Exported != 1 || st.Transformed != 0 ||
 		!strings.Contains(st.State, "exported 1/2") || st.LastStep != "ExportShard" || len(st.Pending) != 2 {
 		t.Fatalf("progress: %+v", st)
 	}
 	run("TransformShard", workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
-	if st, err = operator.Status(ctx, f.env, f.pointer); err != nil || st.Transformed != 1 || len(st.Pending) != 1 || st.Pending[0] != 0 {
+	if st, err = operator.Status(ctx, f.Env, f.Pointer); err != nil || st.Transformed != 1 || len(st.Pending) != 1 || st.Pending[0] != 0 {
 		t.Fatalf("after shard 1's transform: %+v, %v", st, err)
 	}
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := operator.Status(ctx, f.env, f.pointer); err != nil || st.Running {
+	if st, err := operator.Status(ctx, f.Env, f.Pointer); err != nil || st.Running {
 		t.Fatalf("status after the abort: %+v, %v", st, err)
 	}
-	runs, err := history.List(ctx, f.env.Store, f.pointer, 1)
+	runs, err := history.List(ctx, f.Env.Store, f.Pointer, 1)
 	if err != nil || len(runs) != 1 || runs[0].Outcome != history.Aborted || runs[0].StateSeconds["Freeze"] <= 0 || runs[0].StateSeconds["Abort"] <= 0 {
 		t.Fatalf("the aborted run: %+v, %v", runs, err)
 	}
@@ -237,30 +239,30 @@ func TestStatusShowsTheRunInProgress(t *testing.T) {
 // progress (none) and the startup check of its catalog, whose failure is a
 // status, not an error.
 func TestInitPointerAndStatusOf(t *testing.T) {
-	ctx, f := setup(t, 100)
+	ctx, f := seeded.Setup(t, 100)
 	other := "s3://rocklake/OTHER"
-	p, ref, err := operator.InitPointer(ctx, f.env, other, f.source)
-	if err != nil || p.Catalog != f.source || p.FormatVersion != format.V1 || p.MigrationID != "initial" || ref.VersionID == "" {
+	p, ref, err := operator.InitPointer(ctx, f.Env, other, f.Source)
+	if err != nil || p.Catalog != f.Source || p.FormatVersion != format.V1 || p.MigrationID != "initial" || ref.VersionID == "" {
 		t.Fatalf("init: %+v %+v, %v", p, ref, err)
 	}
-	if _, _, err := operator.InitPointer(ctx, f.env, other, f.source); err == nil {
+	if _, _, err := operator.InitPointer(ctx, f.Env, other, f.Source); err == nil {
 		t.Fatal("a second init of the same pointer succeeded")
 	}
-	if _, _, err := operator.InitPointer(ctx, f.env, "s3://rocklake/NONE", "s3://rocklake/catalogs/none"); err == nil {
+	if _, _, err := operator.InitPointer(ctx, f.Env, "s3://rocklake/NONE", "s3://rocklake/catalogs/none"); err == nil {
 		t.Fatal("init to a missing catalog succeeded")
 	}
-	st, err := operator.StatusOf(ctx, f.env, other)
-	if err != nil || st.Check != "ok" || st.Pointer.Catalog != f.source || st.Pointer.FormatVersion != format.V1 || st.Ref.VersionID != ref.VersionID || len(st.History) != 1 || !st.History[0].Current || st.Migration.Running {
+	st, err := operator.StatusOf(ctx, f.Env, other)
+	if err != nil || st.Check != "ok" || st.Pointer.Catalog != f.Source || st.Pointer.FormatVersion != format.V1 || st.Ref.VersionID != ref.VersionID || len(st.History) != 1 || !st.History[0].Current || st.Migration.Running {
 		t.Fatalf("status: %+v, %v", st, err)
 	}
 	gone := "s3://rocklake/GONE"
-	if _, err := pointer.Create(ctx, f.env.Store, gone, pointer.Pointer{Catalog: "s3://rocklake/catalogs/gone", FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+	if _, err := pointer.Create(ctx, f.Env.Store, gone, pointer.Pointer{Catalog: "s3://rocklake/catalogs/gone", FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := operator.StatusOf(ctx, f.env, gone); err != nil || st.Check == "ok" || st.Check == "" {
+	if st, err := operator.StatusOf(ctx, f.Env, gone); err != nil || st.Check == "ok" || st.Check == "" {
 		t.Fatalf("status of a pointer to no catalog: check %q, %v", st.Check, err)
 	}
-	if _, err := operator.StatusOf(ctx, f.env, "s3://rocklake/MISSING"); err == nil {
+	if _, err := operator.StatusOf(ctx, f.Env, "s3://rocklake/MISSING"); err == nil {
 		t.Fatal("status of a missing pointer succeeded")
 	}
 }
@@ -268,15 +270,15 @@ func TestInitPointerAndStatusOf(t *testing.T) {
 // A run whose lock the operator breaks (it died) ends in the history as
 // failed, Unlocked, instead of staying in progress.
 func TestUnlockEndsTheDeadRunsRecord(t *testing.T) {
-	ctx, f := setup(t, 100)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
+	ctx, f := seeded.Setup(t, 100)
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Unlock(ctx, f.env, f.pointer, m.MigrationID); err != nil {
+	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
 		t.Fatal(err)
 	}
-	runs, err := history.List(ctx, f.env.Store, f.pointer, 0)
+	runs, err := history.List(ctx, f.Env.Store, f.Pointer, 0)
 	if err != nil || len(runs) != 1 || runs[0].ID != m.MigrationID || runs[0].Outcome != history.Failed || runs[0].ErrorName != workflow.NameUnlocked || runs[0].End.IsZero() {
 		t.Fatalf("the unlocked run: %+v, %v", runs, err)
 	}
@@ -285,21 +287,21 @@ func TestUnlockEndsTheDeadRunsRecord(t *testing.T) {
 // A run whose lease ran out and whose lock the next run took over ends in
 // the history as failed, LockExpired.
 func TestTakeOverEndsTheExpiredRunsRecord(t *testing.T) {
-	ctx, f := setup(t, 100)
-	in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}
-	dead, err := workflow.Check(ctx, f.env, in)
+	ctx, f := seeded.Setup(t, 100)
+	in := workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2}
+	dead, err := workflow.Check(ctx, f.Env, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stale, _ := json.Marshal(lock.Lock{MigrationID: dead.MigrationID, Owner: "dead", AcquiredAt: dead.StartedAt, ExpiresAt: time.Now().Add(-time.Minute)})
-	if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), stale); err != nil {
+	if _, err := f.Env.Store.Put(ctx, layout.Lock(f.Pointer), stale); err != nil {
 		t.Fatal(err)
 	}
-	next, err := workflow.Check(ctx, f.env, in)
+	next, err := workflow.Check(ctx, f.Env, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runs, err := history.List(ctx, f.env.Store, f.pointer, 0)
+	runs, err := history.List(ctx, f.Env.Store, f.Pointer, 0)
 	if err != nil || len(runs) != 2 || runs[0].ID != next.MigrationID || runs[0].Outcome != history.InProgress ||
 		runs[1].ID != dead.MigrationID || runs[1].Outcome != history.Failed || runs[1].ErrorName != workflow.NameLockExpired {
 		t.Fatalf("runs: %+v, %v", runs, err)

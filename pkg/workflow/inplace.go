@@ -15,7 +15,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
@@ -234,10 +233,6 @@ func withdraw(ctx context.Context, env Env, m Migration, wayBack string, taken b
 // reads and writes the catalog once, less than the migration did), its
 // record and the lock.
 const DefaultInPlaceMargin = 2 * time.Minute
-
-// ErrInPlaceNoTime: the in-place step was given less time than its
-// margin; it refused before touching anything.
-var ErrInPlaceNoTime = errname.New("workflow", NameInPlaceNoTime, "")
 
 // AfterInPlaceBatch, when set (by tests), runs once the batch landed and
 // was read back, before the pointer is written: where a crash leaves the

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -48,9 +50,9 @@ func (p *pointerProxy) arm(onGet func(), failPut, failGets bool) {
 }
 
 // proxiedStore is a blob store whose S3 requests pass through p.
-func proxiedStore(t *testing.T, ctx context.Context, f fixture, p *pointerProxy) *blob.Store {
+func proxiedStore(t *testing.T, ctx context.Context, f seeded.Fixture, p *pointerProxy) *blob.Store {
 	t.Helper()
-	u, err := url.Parse(f.stack.Endpoint())
+	u, err := url.Parse(f.Stack.Endpoint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +155,9 @@ func objectCount(t *testing.T, ctx context.Context, store *blob.Store, url strin
 }
 
 // lockHeldBy fails unless the pointer's lock is held by migration id.
-func lockHeldBy(t *testing.T, ctx context.Context, f fixture, id string) {
+func lockHeldBy(t *testing.T, ctx context.Context, f seeded.Fixture, id string) {
 	t.Helper()
-	body, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
+	body, _, err := f.Env.Store.Get(ctx, layout.Lock(f.Pointer))
 	var held lock.Lock
 	if err == nil {
 		err = json.Unmarshal(body, &held)
@@ -173,8 +175,8 @@ func lockHeldBy(t *testing.T, ctx context.Context, f fixture, id string) {
 // back's format: the catalog is format 1 again with that commit, the way
 // back gone, the lock free.
 func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
-	ctx, f := setup(t, 500)
-	src, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	ctx, f := seeded.Setup(t, 500)
+	src, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,29 +185,29 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-moved"})
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-moved"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	cur, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, cur.Next(f.source, format.V1, "someone-else"), ref); err != nil {
+	if _, err := pointer.Flip(ctx, f.Env.Store, f.Pointer, cur.Next(f.Source, format.V1, "someone-else"), ref); err != nil {
 		t.Fatal(err)
 	}
 	p := &pointerProxy{key: "/rocklake/CURRENT"}
-	env := f.env
+	env := f.Env
 	env.Store = proxiedStore(t, ctx, f, p)
 	// The step's first read of the pointer comes after the batch landed.
-	p.arm(func() { commitAsV2Writer(t, ctx, f.source) }, false, false)
+	p.arm(func() { commitAsV2Writer(t, ctx, f.Source) }, false, false)
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
-	wayBack := strings.TrimSuffix(f.source, "prod") + "v1-m-moved"
+	wayBack := strings.TrimSuffix(f.Source, "prod") + "v1-m-moved"
 	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "restored to format v1") {
 		t.Fatalf("in place, a commit after the batch, the pointer moved: err = %v (%s), want PointerConflict and the catalog restored with the commit", err, workflow.ErrorName(err))
 	}
-	c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1})
+	c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatalf("the catalog after the undo: %v", err)
 	}
@@ -218,10 +220,10 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 	if merr != nil || next != next0+1 {
 		t.Fatalf("the marks after the undo: writer-epoch %d, next_snapshot_id %d (%v); want the format-2 commit's %d", epoch, next, merr, next0+1)
 	}
-	if left, err := f.env.Store.List(ctx, wayBack+"/"); err != nil || len(left) != 0 {
+	if left, err := f.Env.Store.List(ctx, wayBack+"/"); err != nil || len(left) != 0 {
 		t.Fatalf("the way back after the undo: %d objects (%v), want it deleted", len(left), err)
 	}
-	if l, _, err := lock.Read(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" {
+	if l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, ""); err != nil || l.MigrationID != "" {
 		t.Fatalf("the lock after the undo: %+v, %v; want it free", l, err)
 	}
 }
@@ -231,13 +233,13 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 // reports success: the catalog stays in format 2, the way back (the
 // rollback's target) is kept, the lock is freed.
 func TestInPlaceFlipThatLandedDespiteAnErrorSucceeds(t *testing.T) {
-	ctx, f := setup(t, 500)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
+	ctx, f := seeded.Setup(t, 500)
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-landed"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &pointerProxy{key: "/rocklake/CURRENT"}
-	env := f.env
+	env := f.Env
 	env.Store = proxiedStore(t, ctx, f, p)
 	p.arm(nil, true, false)
 
@@ -245,19 +247,19 @@ func TestInPlaceFlipThatLandedDespiteAnErrorSucceeds(t *testing.T) {
 	if err != nil || out.Warning == "" {
 		t.Fatalf("in place, the pointer PUT applied but answered 500: err = %v, warning %q; want success with a warning", err, out.Warning)
 	}
-	cur, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || cur.Catalog != f.source || cur.FormatVersion != format.V2 || cur.MigrationID != "m-landed" || ref.VersionID != out.PointerVersionID {
+	cur, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if err != nil || cur.Catalog != f.Source || cur.FormatVersion != format.V2 || cur.MigrationID != "m-landed" || ref.VersionID != out.PointerVersionID {
 		t.Fatalf("pointer = %+v (%+v, %v), run said version %s", cur, ref, err, out.PointerVersionID)
 	}
-	if c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V2}); err != nil {
+	if c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V2}); err != nil {
 		t.Fatalf("the catalog the pointer names in format 2: %v", err)
 	} else {
 		c.Close()
 	}
-	if n := objectCount(t, ctx, f.env.Store, strings.TrimSuffix(f.source, "prod")+"v1-m-landed"); n == 0 {
+	if n := objectCount(t, ctx, f.Env.Store, strings.TrimSuffix(f.Source, "prod")+"v1-m-landed"); n == 0 {
 		t.Fatal("the way back was deleted: a rollback has nowhere to go")
 	}
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, DryRun: true}); err != nil {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, DryRun: true}); err != nil {
 		t.Fatalf("the lock after the migration: %v", err)
 	}
 }
@@ -267,22 +269,22 @@ func TestInPlaceFlipThatLandedDespiteAnErrorSucceeds(t *testing.T) {
 // restores nothing and deletes nothing (InPlaceUndoUndecided): the catalog
 // in format 2 as the batch left it, the way back kept, the lock held.
 func TestInPlaceUndoWithAnUnreadablePointerKeepsEverything(t *testing.T) {
-	ctx, f := setup(t, 500)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-blind"})
+	ctx, f := seeded.Setup(t, 500)
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, InPlace: true, MigrationID: "m-blind"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &pointerProxy{key: "/rocklake/CURRENT"}
-	env := f.env
+	env := f.Env
 	env.Store = proxiedStore(t, ctx, f, p)
 	p.arm(nil, true, true)
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
-	wayBack := strings.TrimSuffix(f.source, "prod") + "v1-m-blind"
-	if workflow.ErrorName(err) != inplace.NameUndoUndecided || !strings.Contains(err.Error(), wayBack) {
+	wayBack := strings.TrimSuffix(f.Source, "prod") + "v1-m-blind"
+	if workflow.ErrorName(err) != inplace.ErrUndoUndecided.ErrorName() || !strings.Contains(err.Error(), wayBack) {
 		t.Fatalf("in place, the pointer unreadable after an ambiguous write: err = %v (%s), want InPlaceUndoUndecided naming %s", err, workflow.ErrorName(err), wayBack)
 	}
-	if c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V2}); err != nil {
+	if c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V2}); err != nil {
 		t.Fatalf("the catalog after the undecided undo: %v, want format 2 as the batch left it", err)
 	} else {
 		c.Close()

@@ -107,10 +107,6 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock
 	return held, nil
 }
 
-// NameLockExpired: the error name in the record of a run whose lock's
-// lease ran out and another migration took over.
-const NameLockExpired = "LockExpired"
-
 // fenceTime is when m may fence its source: its freeze grace from now.
 func fenceTime(m Migration) time.Time {
 	return time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
@@ -137,7 +133,3 @@ func Unlock(ctx context.Context, env Env, pointerURL, id string) (lock.Lock, err
 	})
 	return held, nil
 }
-
-// NameUnlocked: the error name in the record of a run whose lock an
-// operator broke (Unlock).
-const NameUnlocked = "Unlocked"

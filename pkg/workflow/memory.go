@@ -9,14 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
 )
-
-// ErrInPlaceLimitTooLarge: the in-place limit (in_place_max_bytes, or the
-// default) lets through a catalog whose batch the memory of the InPlace
-// step cannot hold (inplace.PeakBytes); refused before anything is touched.
-var ErrInPlaceLimitTooLarge = errname.New("workflow", NameInPlaceLimitTooLarge, "")
 
 // Where the InPlace step's memory is read from.
 const (

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -21,10 +23,10 @@ import (
 // and in_place_auto alike; the default limit fits. The InPlace step holds
 // the limit to its own memory too, touching nothing and freeing the lock.
 func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
-	ctx, f := setup(t, 200)
-	f.env.InPlaceMemory = 2048 << 20
+	ctx, f := seeded.Setup(t, 200)
+	f.Env.InPlaceMemory = 2048 << 20
 	objects := func() string {
-		objs, err := f.stack.Objects(ctx)
+		objs, err := f.Stack.Objects(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,18 +34,18 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 	}
 	before := objects()
 	for _, in := range []workflow.CheckInput{
-		{Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 60 << 20},
-		{Pointer: f.pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: 60 << 20},
+		{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 60 << 20},
+		{Pointer: f.Pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: 60 << 20},
 	} {
-		_, err := workflow.Check(ctx, f.env, in)
-		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || workflow.ErrorName(err) != workflow.NameInPlaceLimitTooLarge ||
+		_, err := workflow.Check(ctx, f.Env, in)
+		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || workflow.ErrorName(err) != workflow.ErrInPlaceLimitTooLarge.ErrorName() ||
 			!strings.Contains(err.Error(), "38 bytes per byte") {
 			t.Fatalf("Check %+v: err = %v, want InPlaceLimitTooLarge stating the bytes per byte", in, err)
 		}
-		rep, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: in})
+		rep, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in})
 		refused := false
 		for _, c := range rep.Checks {
-			refused = refused || (c.Check == "in-place-limit" && !c.OK && c.ErrorName == workflow.NameInPlaceLimitTooLarge)
+			refused = refused || (c.Check == "in-place-limit" && !c.OK && c.ErrorName == workflow.ErrInPlaceLimitTooLarge.ErrorName())
 		}
 		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || rep.Ready || !refused {
 			t.Fatalf("plan %+v: ready %v, checks %+v (%v); want the in-place-limit check failed", in, rep.Ready, rep.Checks, err)
@@ -59,25 +61,25 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 
 	// A run checked where the memory held the limit reaches an InPlace
 	// step with less: refused there, nothing touched, the lock freed.
-	roomy := f.env
+	roomy := f.Env
 	roomy.InPlaceMemory = 8 << 30
-	m, err := workflow.Check(ctx, roomy, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 60 << 20, MigrationID: "m-roomy"})
+	m, err := workflow.Check(ctx, roomy, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, InPlace: true, InPlaceMaxBytes: 60 << 20, MigrationID: "m-roomy"})
 	if err != nil {
 		t.Fatalf("Check with 8 GiB: %v", err)
 	}
-	if _, err := workflow.MigrateInPlace(ctx, f.env, m); workflow.ErrorName(err) != workflow.NameInPlaceLimitTooLarge {
+	if _, err := workflow.MigrateInPlace(ctx, f.Env, m); workflow.ErrorName(err) != workflow.ErrInPlaceLimitTooLarge.ErrorName() {
 		t.Fatalf("InPlace with 2048 MB: err = %v, want InPlaceLimitTooLarge", err)
 	}
-	if c, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1}); err != nil {
+	if c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1}); err != nil {
 		t.Fatalf("the catalog after the refused step: %v", err)
 	} else {
 		c.Close()
 	}
-	if p, _, err := pointer.Read(ctx, f.env.Store, f.pointer); err != nil || p.FormatVersion != format.V1 {
+	if p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer); err != nil || p.FormatVersion != format.V1 {
 		t.Fatalf("pointer after the refused step: %+v, %v", p, err)
 	}
 	// The default limit fits 2048 MB; the refused step freed the lock.
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, InPlace: true, DryRun: true}); err != nil {
 		t.Fatalf("Check at the default limit with 2048 MB: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
@@ -52,22 +54,22 @@ func commitCounterIn(t *testing.T, ctx context.Context, url string, v format.Ver
 // during the copy and during VerifyCatchUp, and reports its rounds and
 // write freeze in its output, the outcome message and its record.
 func TestDefinitionOnline(t *testing.T) {
-	ctx, f := setup(t, 3000)
+	ctx, f := seeded.Setup(t, 3000)
 	next := uint64(900000)
 	// status says the source takes writes before the fence, and is frozen
 	// after it.
 	var before, after operator.RunStatus
-	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 4}, func(e asl.StateEvent) {
+	out, pub, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 4}, func(e asl.StateEvent) {
 		if e.Output != nil && (e.Name == "Snapshot" || e.Name == "VerifyCatchUp") {
 			next++
-			commitCounter(t, ctx, f.source, next)
+			commitCounter(t, ctx, f.Source, next)
 		}
 		var err error
 		switch {
 		case e.Output != nil && e.Name == "Snapshot":
-			before, err = operator.Status(ctx, f.env, f.pointer)
+			before, err = operator.Status(ctx, f.Env, f.Pointer)
 		case e.Output != nil && e.Name == "Fence":
-			after, err = operator.Status(ctx, f.env, f.pointer)
+			after, err = operator.Status(ctx, f.Env, f.Pointer)
 		}
 		if err != nil {
 			t.Errorf("status at %s: %v", e.Name, err)
@@ -76,7 +78,7 @@ func TestDefinitionOnline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if before.OnlineSource != f.source || before.FrozenSource != "" || after.FrozenSource != f.source || after.OnlineSource != "" {
+	if before.OnlineSource != f.Source || before.FrozenSource != "" || after.FrozenSource != f.Source || after.OnlineSource != "" {
 		t.Fatalf("status after Snapshot: online %q, frozen %q; after Fence: online %q, frozen %q; want the source online, then frozen",
 			before.OnlineSource, before.FrozenSource, after.OnlineSource, after.FrozenSource)
 	}
@@ -91,14 +93,14 @@ func TestDefinitionOnline(t *testing.T) {
 	if state.Migration.Replica != "" {
 		t.Fatalf("an online run left read_replica out made replica %s: its copy would be in the freeze", state.Migration.Replica)
 	}
-	if len(pub.bodies) != 1 || !strings.Contains(pub.bodies[0], `"freeze_seconds"`) || !strings.Contains(pub.bodies[0], `"rounds"`) {
-		t.Fatalf("outcome message %v: want the rounds and the freeze", pub.bodies)
+	if len(pub.Bodies) != 1 || !strings.Contains(pub.Bodies[0], `"freeze_seconds"`) || !strings.Contains(pub.Bodies[0], `"rounds"`) {
+		t.Fatalf("outcome message %v: want the rounds and the freeze", pub.Bodies)
 	}
-	_, rec, err := history.Find(ctx, f.env.Store, f.pointer, state.Migration.MigrationID)
+	_, rec, err := history.Find(ctx, f.Env.Store, f.Pointer, state.Migration.MigrationID)
 	if err != nil || rec.Online == nil || len(rec.Online.Rounds) != len(o.Rounds) || rec.Outcome != history.Succeeded {
 		t.Fatalf("record %+v: %v", rec, err)
 	}
-	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || p.Catalog != state.Migration.Target {
 		t.Fatalf("pointer %+v: %v", p, err)
 	}
@@ -115,7 +117,7 @@ func TestDefinitionOnline(t *testing.T) {
 		t.Fatalf("next_snapshot_id in the new catalog: %d (%v), the source's writer committed %d last", got, err, next)
 	}
 	// The run's checkpoints are gone from the source.
-	cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{})
+	cps, err := slatedb.ListCheckpoints(ctx, f.Source, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,18 +132,18 @@ func TestDefinitionOnline(t *testing.T) {
 // in no round: Flip refuses (SourceChangedDuringMigration) and the pointer
 // stays.
 func TestDefinitionOnlineRefusesAWriteAfterTheFence(t *testing.T) {
-	ctx, f := setup(t, 1000)
-	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, Online: online()}, func(e asl.StateEvent) {
+	ctx, f := seeded.Setup(t, 1000)
+	_, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, Online: online()}, func(e asl.StateEvent) {
 		if e.Output != nil && e.Name == "Fence" {
-			commitCounter(t, ctx, f.source, 777777)
+			commitCounter(t, ctx, f.Source, 777777)
 		}
 	})
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
-		t.Fatalf("run: %v, want %s", err, workflow.NameSourceChanged)
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
+		t.Fatalf("run: %v, want %s", err, workflow.ErrSourceChanged.ErrorName())
 	}
-	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || p.Catalog != f.source {
+	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if err != nil || p.Catalog != f.Source {
 		t.Fatalf("pointer %+v: %v", p, err)
 	}
 }
@@ -150,7 +152,7 @@ func TestDefinitionOnlineRefusesAWriteAfterTheFence(t *testing.T) {
 // run, but for in place (Strategy A, always offline) and a dry run (which
 // fences nothing); online asked for in place is refused.
 func TestOnlineIsTheDefault(t *testing.T) {
-	ctx, f := setup(t, 100)
+	ctx, f := seeded.Setup(t, 100)
 	for _, c := range []struct {
 		name string
 		in   workflow.CheckInput
@@ -158,18 +160,18 @@ func TestOnlineIsTheDefault(t *testing.T) {
 	}{
 		{"left out", workflow.CheckInput{}, true},
 		{"online", workflow.CheckInput{Online: online()}, true},
-		{"offline", workflow.CheckInput{Online: offline()}, false},
+		{"offline", workflow.CheckInput{Online: seeded.Offline()}, false},
 		{"dry run", workflow.CheckInput{DryRun: true}, false},
 		{"in place", workflow.CheckInput{InPlace: true}, false},
 	} {
-		c.in.Pointer, c.in.TargetVersion = f.pointer, 2
-		rep, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: c.in})
+		c.in.Pointer, c.in.TargetVersion = f.Pointer, 2
+		rep, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: c.in})
 		if err != nil || rep.Online != c.want {
 			t.Errorf("%s: online %v, %v; want %v", c.name, rep.Online, err, c.want)
 		}
 	}
-	in := workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, InPlace: true, Online: online()}
-	if _, err := operator.Plan(ctx, f.env, operator.PlanInput{CheckInput: in}); workflow.ErrorName(err) != workflow.NameBadInput {
+	in := workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, Online: online()}
+	if _, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in}); workflow.ErrorName(err) != workflow.ErrBadInput.ErrorName() {
 		t.Fatalf("online in place: %v (%s), want BadInput", err, workflow.ErrorName(err))
 	}
 }
@@ -179,12 +181,12 @@ func TestOnlineIsTheDefault(t *testing.T) {
 // CLI, the record and the outcome message say) counts it with the shards'
 // drops: no round drops silently.
 func TestDefinitionOnlineCountsRoundDrops(t *testing.T) {
-	ctx, f := setup(t, 1000)
-	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.pointer, TargetVersion: 2, Shards: 2, UnknownTags: "drop"}, func(e asl.StateEvent) {
+	ctx, f := seeded.Setup(t, 1000)
+	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, Shards: 2, UnknownTags: "drop"}, func(e asl.StateEvent) {
 		if e.Output == nil || e.Name != "Snapshot" {
 			return
 		}
-		w, err := slatedb.OpenWriter(ctx, f.source, slatedb.Options{Passive: true})
+		w, err := slatedb.OpenWriter(ctx, f.Source, slatedb.Options{Passive: true})
 		if err != nil {
 			t.Error(err)
 			return

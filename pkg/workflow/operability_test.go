@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -32,7 +34,7 @@ import (
 
 // runRollback runs statemachine/rollback.asl.json under pkg/asl, as the
 // console would start it, with the in-process tasks.
-func runRollback(t *testing.T, ctx context.Context, f fixture, in workflow.RollbackInput, publish workflow.Publish) (json.RawMessage, []string, error) {
+func runRollback(t *testing.T, ctx context.Context, f seeded.Fixture, in workflow.RollbackInput, publish workflow.Publish) (json.RawMessage, []string, error) {
 	t.Helper()
 	m, err := localrun.LoadDefinition(statemachine.Rollback, "arn:aws:sns:us-east-1:000000000000:rocklake")
 	if err != nil {
@@ -41,7 +43,7 @@ func runRollback(t *testing.T, ctx context.Context, f fixture, in workflow.Rollb
 	raw, _ := json.Marshal(in)
 	var states []string
 	out, err := asl.Run(ctx, m, raw, asl.Options{
-		Tasks:    localrun.Tasks(f.env, publish),
+		Tasks:    localrun.Tasks(f.Env, publish),
 		Observer: asl.ObserverFuncs{Entered: func(e asl.StateEvent) { states = append(states, e.Name) }},
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 	})
@@ -53,63 +55,63 @@ func runRollback(t *testing.T, ctx context.Context, f fixture, in workflow.Rollb
 // the topic; a rollback that cannot be done leaves the pointer and names
 // the pointer, the state, the error and the console link.
 func TestRollbackDefinition(t *testing.T) {
-	ctx, f := setup(t, 300)
-	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2}, nil); err != nil {
+	ctx, f := seeded.Setup(t, 300)
+	if _, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2}, nil); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	migrated, flipped, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	migrated, flipped, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 
-	pub := &published{}
-	out, _, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: f.pointer, DryRun: true}, pub.publish)
+	pub := &seeded.Published{}
+	out, _, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: f.Pointer, DryRun: true}, pub.Publish)
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
-	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != migrated.Catalog || ref.ETag != flipped.ETag {
+	if p, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != migrated.Catalog || ref.ETag != flipped.ETag {
 		t.Fatalf("the dry run moved the pointer to %s", p.Catalog)
 	}
 	var state struct {
 		Rollback workflow.RollbackOutput `json:"rollback"`
 	}
-	if err := json.Unmarshal(out, &state); err != nil || !state.Rollback.DryRun || state.Rollback.Catalog != f.source || state.Rollback.From != migrated.Catalog {
+	if err := json.Unmarshal(out, &state); err != nil || !state.Rollback.DryRun || state.Rollback.Catalog != f.Source || state.Rollback.From != migrated.Catalog {
 		t.Fatalf("dry run output %s (%v)", out, err)
 	}
 
-	if _, _, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: f.pointer}, pub.publish); err != nil {
+	if _, _, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: f.Pointer}, pub.Publish); err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
-	if p, _, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || p.FormatVersion != format.V1 {
+	if p, _, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != f.Source || p.FormatVersion != format.V1 {
 		t.Fatalf("after the rollback the pointer names %s (%s)", p.Catalog, p.FormatVersion)
 	}
-	if len(pub.subjects) != 2 || pub.subjects[0] != "rocklake-migrate: rollback done" || pub.subjects[1] != pub.subjects[0] {
-		t.Fatalf("notifications = %v", pub.subjects)
+	if len(pub.Subjects) != 2 || pub.Subjects[0] != "rocklake-migrate: rollback done" || pub.Subjects[1] != pub.Subjects[0] {
+		t.Fatalf("notifications = %v", pub.Subjects)
 	}
 	var done struct {
 		Pointer  string                  `json:"pointer"`
 		Rollback workflow.RollbackOutput `json:"rollback"`
 		Console  string                  `json:"console"`
 	}
-	if err := json.Unmarshal([]byte(pub.bodies[1]), &done); err != nil || done.Pointer != f.pointer || done.Rollback.Catalog != f.source ||
+	if err := json.Unmarshal([]byte(pub.Bodies[1]), &done); err != nil || done.Pointer != f.Pointer || done.Rollback.Catalog != f.Source ||
 		!strings.HasPrefix(done.Console, "https://us-east-1.console.aws.amazon.com/states/home?region=us-east-1#/v2/executions/details/arn:aws:states:us-east-1:") {
-		t.Fatalf("rollback notice %s (%v)", pub.bodies[1], err)
+		t.Fatalf("rollback notice %s (%v)", pub.Bodies[1], err)
 	}
 
 	// A pointer with no earlier version: nothing to roll back to.
 	fresh := "s3://rocklake/OTHER"
-	if _, err := pointer.Create(ctx, f.env.Store, fresh, pointer.Pointer{Catalog: f.source, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+	if _, err := pointer.Create(ctx, f.Env.Store, fresh, pointer.Pointer{Catalog: f.Source, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	_, before, _ := pointer.Read(ctx, f.env.Store, fresh)
-	failed := &published{}
-	_, states, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: fresh}, failed.publish)
+	_, before, _ := pointer.Read(ctx, f.Env.Store, fresh)
+	failed := &seeded.Published{}
+	_, states, err := runRollback(t, ctx, f, workflow.RollbackInput{Pointer: fresh}, failed.Publish)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != pointer.NameNoPreviousVersion {
+	if !errors.As(err, &ee) || ee.Name != pointer.ErrNoPreviousVersion.ErrorName() {
 		t.Fatalf("rollback of a pointer with one version: %v", err)
 	}
-	if _, after, _ := pointer.Read(ctx, f.env.Store, fresh); after.ETag != before.ETag {
+	if _, after, _ := pointer.Read(ctx, f.Env.Store, fresh); after.ETag != before.ETag {
 		t.Fatal("a failed rollback changed the pointer")
 	}
-	if states[len(states)-1] != "Failed" || len(failed.subjects) != 1 || failed.subjects[0] != "rocklake-migrate: rollback failed" {
-		t.Fatalf("states %v, notifications %v", states, failed.subjects)
+	if states[len(states)-1] != "Failed" || len(failed.Subjects) != 1 || failed.Subjects[0] != "rocklake-migrate: rollback failed" {
+		t.Fatalf("states %v, notifications %v", states, failed.Subjects)
 	}
 	var notice struct {
 		Request     workflow.RollbackInput `json:"request"`
@@ -117,9 +119,9 @@ func TestRollbackDefinition(t *testing.T) {
 		Error       struct{ Error, Cause string }
 		Console     string `json:"console"`
 	}
-	if err := json.Unmarshal([]byte(failed.bodies[0]), &notice); err != nil || notice.Request.Pointer != fresh || notice.FailedState != "Rollback" ||
-		notice.Error.Error != pointer.NameNoPreviousVersion || !strings.Contains(notice.Console, "#/v2/executions/details/arn:aws:states:") {
-		t.Fatalf("failure notice %s (%v)", failed.bodies[0], err)
+	if err := json.Unmarshal([]byte(failed.Bodies[0]), &notice); err != nil || notice.Request.Pointer != fresh || notice.FailedState != "Rollback" ||
+		notice.Error.Error != pointer.ErrNoPreviousVersion.ErrorName() || !strings.Contains(notice.Console, "#/v2/executions/details/arn:aws:states:") {
+		t.Fatalf("failure notice %s (%v)", failed.Bodies[0], err)
 	}
 
 	// The notice cannot be published: the execution fails all the same, in
@@ -127,7 +129,7 @@ func TestRollbackDefinition(t *testing.T) {
 	_, states, err = runRollback(t, ctx, f, workflow.RollbackInput{Pointer: fresh}, func(context.Context, string, string, string) error {
 		return fmt.Errorf("SNS is down")
 	})
-	if !errors.As(err, &ee) || ee.Name != pointer.NameNoPreviousVersion || states[len(states)-1] != "FailedUnreported" {
+	if !errors.As(err, &ee) || ee.Name != pointer.ErrNoPreviousVersion.ErrorName() || states[len(states)-1] != "FailedUnreported" {
 		t.Fatalf("unpublished notice: %v, states %v", err, states)
 	}
 }
@@ -187,16 +189,16 @@ func TestEveryFailureNamesItsState(t *testing.T) {
 // shard, and a step done logs its rows and duration in CloudWatch's
 // embedded metric format.
 func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
-	ctx, f := setup(t, 400)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()})
+	ctx, f := seeded.Setup(t, 400)
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: seeded.NoGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	h := function.Handler(f.env, "export", function.NewLambdaLogger(&buf))
+	h := function.Handler(f.Env, "export", function.NewLambdaLogger(&buf))
 	lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "req-1234"})
 	raw, _ := json.Marshal(workflow.ShardInput{MigrationID: m.MigrationID, Index: 1})
 	out, err := h(lctx, workflow.Request{Step: "ExportShard", Input: raw})
@@ -265,11 +267,11 @@ func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 // names none; a parameter that holds no version, or none configured, is a
 // named error before anything is touched.
 func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
-	ctx, f := setup(t, 50)
-	env := f.env
+	ctx, f := seeded.Setup(t, 50)
+	env := f.Env
 	param := "2"
 	env.ExpectedVersion = func(context.Context) (string, error) { return param, nil }
-	m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, Shards: 1, DryRun: true})
+	m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, Shards: 1, DryRun: true})
 	if err != nil || m.To != format.V2 || !m.NeedsMigration {
 		t.Fatalf("check with the parameter at 2: %+v, %v", m, err)
 	}
@@ -277,33 +279,33 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	param = "v1"
-	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer}); err != nil || m.NeedsMigration {
+	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer}); err != nil || m.NeedsMigration {
 		t.Fatalf("check with the parameter at v1: %+v, %v", m, err)
 	}
 	// The input wins over the parameter.
-	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 1}); err != nil || m.To != format.V1 {
+	if m, err := workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 1}); err != nil || m.To != format.V1 {
 		t.Fatalf("check with target_version 1: %+v, %v", m, err)
 	}
 	param = "two"
-	_, err = workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer})
+	_, err = workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer})
 	if workflow.ErrorName(err) != "BadExpectedVersion" || !strings.Contains(err.Error(), `"two"`) {
 		t.Fatalf("parameter %q: %v", param, err)
 	}
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer}); workflow.ErrorName(err) != "NoTargetVersion" {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer}); workflow.ErrorName(err) != "NoTargetVersion" {
 		t.Fatalf("no version anywhere: %v", err)
 	}
 	// The refusals took no lock (the dry run's Abort freed its own).
-	raw, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
+	raw, _, err := f.Env.Store.Get(ctx, layout.Lock(f.Pointer))
 	var lock lock.Lock
 	if err != nil || json.Unmarshal(raw, &lock) != nil || lock.MigrationID != "" {
 		t.Fatalf("lock after refusals: %s, %v", raw, err)
 	}
 	param = "2"
-	if out, err := workflow.Drift(ctx, env, workflow.DriftInput{Pointer: f.pointer}); err != nil || out.Healthy {
+	if out, err := workflow.Drift(ctx, env, workflow.DriftInput{Pointer: f.Pointer}); err != nil || out.Healthy {
 		t.Fatalf("drift with the parameter at 2 over a v1 catalog: %+v, %v", out, err)
 	}
 	param = "1"
-	if out, err := workflow.Drift(ctx, env, workflow.DriftInput{Pointer: f.pointer}); err != nil || !out.Healthy {
+	if out, err := workflow.Drift(ctx, env, workflow.DriftInput{Pointer: f.Pointer}); err != nil || !out.Healthy {
 		t.Fatalf("drift with the parameter at 1: %+v, %v", out.Report, err)
 	}
 }

@@ -37,13 +37,6 @@ import (
 //   - Abort finishes the record likewise (AbortOutput.HistoryError), and so
 //     does Rollback (RollbackOutput.HistoryError).
 
-// NameHistoryUnwritable: Check could not write the run's record.
-const NameHistoryUnwritable = "HistoryUnwritable"
-
-// ErrHistoryUnwritable: the run's record beside the pointer cannot be written;
-// Check refuses before anything is touched.
-var ErrHistoryUnwritable = errname.New("workflow", NameHistoryUnwritable, "")
-
 // TriggerConsole is the trigger of a run whose input names none: someone
 // started the state machine by hand (the console, or the AWS CLI). The CLI
 // says "cli:<user>" and the release rule "release:<event id>".
@@ -103,9 +96,9 @@ func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, sta
 	name := ""
 	if checkErr != nil {
 		name = ErrorName(checkErr)
-		// No pointer, no history beside it; a transient failure is
+		// No pointer, no history beside it; a retryable failure is
 		// retried; a silent endpoint would not take the record either.
-		if name == errname.Transient || name == errname.Unreachable || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
+		if errname.Retryable(checkErr) || name == errname.Unreachable || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
 			return
 		}
 	}

@@ -5,18 +5,20 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // replicaObjects counts what is under migration m's read replica.
-func replicaObjects(t *testing.T, ctx context.Context, f fixture, m workflow.Migration) int {
+func replicaObjects(t *testing.T, ctx context.Context, f seeded.Fixture, m workflow.Migration) int {
 	t.Helper()
-	url, err := layout.Replica(f.source, m.MigrationID)
+	url, err := layout.Replica(f.Source, m.MigrationID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := f.env.Store.List(ctx, url+"/")
+	objs, err := f.Env.Store.List(ctx, url+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,27 +30,27 @@ func replicaObjects(t *testing.T, ctx context.Context, f fixture, m workflow.Mig
 // the source's keys; Flip and Abort remove it, and a run asked for
 // none (read_replica false) makes none.
 func TestReadReplicaMadeAtFreezeAndRemovedByFlipAndAbort(t *testing.T) {
-	ctx, f := setup(t, 500)
-	before := dumpSource(t, ctx, f.source)
+	ctx, f := seeded.Setup(t, 500)
+	before := dumpSource(t, ctx, f.Source)
 	for _, end := range []string{"abort", "none", "flip"} {
-		in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()}
+		in := workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1, FreezeGrace: seeded.NoGrace()}
 		if end == "none" {
 			no := false
 			in.ReadReplica = &no
 		}
-		m, err := workflow.Check(ctx, f.env, in)
+		m, err := workflow.Check(ctx, f.Env, in)
 		if err != nil {
 			t.Fatalf("%s: check: %v", end, err)
 		}
-		if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+		if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 			t.Fatalf("%s: freeze: %v", end, err)
 		}
-		want, _ := layout.Replica(f.source, m.MigrationID)
+		want, _ := layout.Replica(f.Source, m.MigrationID)
 		if end == "none" {
 			if m.Replica != "" || replicaObjects(t, ctx, f, m) != 0 {
 				t.Fatalf("read_replica false: replica %q made", m.Replica)
 			}
-			if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+			if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -64,19 +66,19 @@ func TestReadReplicaMadeAtFreezeAndRemovedByFlipAndAbort(t *testing.T) {
 			// Flip's checks read the plan Freeze wrote; the steps between
 			// are runUntilVerify's, on this run.
 			m = finishToVerify(t, ctx, f, m)
-			out, err := workflow.Flip(ctx, f.env, m)
+			out, err := workflow.Flip(ctx, f.Env, m)
 			if err != nil || out.CleanupError != "" {
 				t.Fatalf("flip: %+v, %v", out, err)
 			}
 		case "abort":
-			if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+			if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if n := replicaObjects(t, ctx, f, m); n != 0 {
 			t.Fatalf("%s: %d objects left under the replica %s", end, n, want)
 		}
-		if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+		if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 			t.Fatalf("%s: the lock after: %+v", end, l)
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
@@ -60,10 +59,6 @@ type RollbackOutput struct {
 	Carries bool `json:"carries,omitempty"`
 	Carry   bool `json:"carry"`
 }
-
-// ErrRollbackLosesCommits: the catalog the pointer names took commits after
-// the flip, which the catalog to be restored does not have.
-var ErrRollbackLosesCommits = errname.New("workflow", NameRollbackLosesCommits, "")
 
 // errCarry stops a one-step rollback before it writes: the rollback run
 // must carry the commits since the flip (RollbackOutput.Carry).

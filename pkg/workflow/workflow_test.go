@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
@@ -32,55 +32,18 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
-type fixture struct {
-	env     workflow.Env
-	pointer string
-	source  string
-	stack   *s3server.Server
-}
-
-func setup(t *testing.T, rows int) (context.Context, fixture) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	stack := s3server.Start(t)
-	s3server.SetEnv(t, stack)
-	for _, b := range []string{"rocklake", "staging"} {
-		if err := stack.CreateBucket(ctx, b, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := fixture{
-		env:     workflow.Env{Store: store, Staging: "s3://staging/migrations", CreatedBy: "test"},
-		pointer: "s3://rocklake/CURRENT",
-		source:  "s3://rocklake/catalogs/prod",
-		stack:   stack,
-	}
-	if _, err := seed.Seed(ctx, f.source, seed.Options{Rows: rows, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Create(ctx, store, f.pointer, pointer.Pointer{Catalog: f.source, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, f
-}
-
 // runUntilVerify runs the steps as the state machine orders them, up to and
 // including Verify.
-func runUntilVerify(t *testing.T, ctx context.Context, f fixture, shards int) workflow.Migration {
+func runUntilVerify(t *testing.T, ctx context.Context, f seeded.Fixture, shards int) workflow.Migration {
 	t.Helper()
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: seeded.NoGrace()})
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
 	if !m.NeedsMigration || m.From != format.V1 || m.To != format.V2 {
 		t.Fatalf("check = %+v", m)
 	}
-	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 		t.Fatalf("freeze: %v", err)
 	}
 	return finishToVerify(t, ctx, f, m)
@@ -88,17 +51,17 @@ func runUntilVerify(t *testing.T, ctx context.Context, f fixture, shards int) wo
 
 // finishToVerify runs frozen migration m's steps after Freeze, up to and
 // including Verify.
-func finishToVerify(t *testing.T, ctx context.Context, f fixture, m workflow.Migration) workflow.Migration {
+func finishToVerify(t *testing.T, ctx context.Context, f seeded.Fixture, m workflow.Migration) workflow.Migration {
 	t.Helper()
 	shards := m.Shards
 	var err error
 	for i := 0; i < shards; i++ {
-		if _, err := workflow.ExportTransformShard(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
+		if _, err := workflow.ExportTransformShard(ctx, f.Env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
 			t.Fatalf("export and transform %d: %v", i, err)
 		}
 	}
 	for i := 0; ; i++ {
-		out, err := workflow.Import(ctx, f.env, m)
+		out, err := workflow.Import(ctx, f.Env, m)
 		if err != nil {
 			t.Fatalf("import: %v", err)
 		}
@@ -109,10 +72,10 @@ func finishToVerify(t *testing.T, ctx context.Context, f fixture, m workflow.Mig
 			t.Fatal("import makes no progress")
 		}
 	}
-	if m, err = workflow.Finalize(ctx, f.env, m); err != nil {
+	if m, err = workflow.Finalize(ctx, f.Env, m); err != nil {
 		t.Fatalf("finalize: %v", err)
 	}
-	v, err := workflow.Verify(ctx, f.env, m)
+	v, err := workflow.Verify(ctx, f.Env, m)
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -140,10 +103,10 @@ func dumpSource(t *testing.T, ctx context.Context, url string) map[string]string
 }
 
 func TestMigrationFlipAndRollback(t *testing.T) {
-	ctx, f := setup(t, 2000)
-	before := dumpSource(t, ctx, f.source)
+	ctx, f := seeded.Setup(t, 2000)
+	before := dumpSource(t, ctx, f.Source)
 	m := runUntilVerify(t, ctx, f, 4)
-	out, err := workflow.Flip(ctx, f.env, m)
+	out, err := workflow.Flip(ctx, f.Env, m)
 	if err != nil {
 		t.Fatalf("flip: %v", err)
 	}
@@ -151,12 +114,12 @@ func TestMigrationFlipAndRollback(t *testing.T) {
 		t.Fatalf("flip = %+v", out)
 	}
 	// A retried Flip (its first response lost) succeeds with the same version.
-	again, err := workflow.Flip(ctx, f.env, m)
+	again, err := workflow.Flip(ctx, f.Env, m)
 	if err != nil || again.PointerVersionID != out.PointerVersionID {
 		t.Fatalf("retried flip = %+v, %v; first gave %s", again, err, out.PointerVersionID)
 	}
-	p, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
-	if err != nil || p.Catalog != m.Target || p.FormatVersion != format.V2 || p.PreviousCatalog != f.source {
+	p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if err != nil || p.Catalog != m.Target || p.FormatVersion != format.V2 || p.PreviousCatalog != f.Source {
 		t.Fatalf("pointer after flip = %+v, %v", p, err)
 	}
 	c, err := catalog.Open(ctx, p.Catalog, catalog.Options{Expect: format.V2})
@@ -166,30 +129,30 @@ func TestMigrationFlipAndRollback(t *testing.T) {
 	c.Close()
 	// The source's rows are untouched (Freeze's fencing aside) and its
 	// checkpoint is gone.
-	after := dumpSource(t, ctx, f.source)
+	after := dumpSource(t, ctx, f.Source)
 	if len(after) != len(before) {
 		t.Fatalf("source changed: %d → %d keys", len(before), len(after))
 	}
-	if n := checkpoints(t, ctx, f.source); n != 0 {
+	if n := seeded.Checkpoints(t, ctx, f.Source); n != 0 {
 		t.Fatalf("%d checkpoints left", n)
 	}
-	rb, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
-	if err != nil || rb.Catalog != f.source || rb.FormatVersion != format.V1 {
+	rb, err := workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer})
+	if err != nil || rb.Catalog != f.Source || rb.FormatVersion != format.V1 {
 		t.Fatalf("rollback = %+v, %v", rb, err)
 	}
-	checked, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
-	if err != nil || checked.Source != f.source || !checked.NeedsMigration {
+	checked, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2})
+	if err != nil || checked.Source != f.Source || !checked.NeedsMigration {
 		t.Fatalf("check after rollback = %+v, %v", checked, err)
 	}
 }
 
 func TestAbortRefusesTheLiveCatalog(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+	if _, err := workflow.Flip(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
 		t.Fatalf("abort after flip: err = %v", err)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
@@ -198,10 +161,10 @@ func TestAbortRefusesTheLiveCatalog(t *testing.T) {
 }
 
 func TestWriteAfterFreezeBlocksFlip(t *testing.T) {
-	ctx, f := setup(t, 300)
+	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 2)
 	// RockLake comes back and commits a snapshot.
-	w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+	w, err := catalog.OpenWriter(ctx, f.Source, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,64 +178,64 @@ func TestWriteAfterFreezeBlocksFlip(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	_, ptrBefore, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	_, err = workflow.Flip(ctx, f.env, m)
+	_, ptrBefore, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	_, err = workflow.Flip(ctx, f.Env, m)
 	if !errors.Is(err, workflow.ErrSourceChanged) || workflow.ErrorName(err) != "SourceChangedDuringMigration" {
 		t.Fatalf("flip after a source write: err = %v (%s)", err, workflow.ErrorName(err))
 	}
-	p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	if p.Catalog != f.source || ref.ETag != ptrBefore.ETag {
+	p, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if p.Catalog != f.Source || ref.ETag != ptrBefore.ETag {
 		t.Fatalf("pointer moved: %+v", p)
 	}
 	// Abort cleans up the new catalog and staging, leaving source and pointer.
-	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
 	if err != nil || out.TargetObjects == 0 || out.StagingObjects == 0 {
 		t.Fatalf("abort = %+v, %v", out, err)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
 		t.Fatalf("target after abort: %v", err)
 	}
-	if cps, _ := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); len(cps) != 0 {
+	if cps, _ := slatedb.ListCheckpoints(ctx, f.Source, slatedb.Options{}); len(cps) != 0 {
 		t.Fatalf("checkpoint left after abort: %v", cps)
 	}
-	if _, err := catalog.Open(ctx, f.source, catalog.Options{Expect: format.V1}); err != nil {
+	if _, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1}); err != nil {
 		t.Fatalf("source after abort: %v", err)
 	}
 }
 
 func TestConcurrentPointerChangeIsAConflict(t *testing.T) {
-	ctx, f := setup(t, 300)
+	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
 	// Someone else moves the pointer during the run.
-	cur, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, cur.Next(f.source, format.V1, "someone-else"), ref); err != nil {
+	cur, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if _, err := pointer.Flip(ctx, f.Env.Store, f.Pointer, cur.Next(f.Source, format.V1, "someone-else"), ref); err != nil {
 		t.Fatal(err)
 	}
-	_, err := workflow.Flip(ctx, f.env, m)
+	_, err := workflow.Flip(ctx, f.Env, m)
 	if !errors.Is(err, pointer.ErrPointerConflict) || workflow.ErrorName(err) != "PointerConflict" {
 		t.Fatalf("err = %v (%s), want PointerConflict", err, workflow.ErrorName(err))
 	}
-	p, _, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	p, _, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if p.MigrationID != "someone-else" {
 		t.Fatalf("pointer = %+v", p)
 	}
 }
 
 func TestCheckRefusesUnknownVersions(t *testing.T) {
-	ctx, f := setup(t, 50)
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 99}); workflow.ErrorName(err) != "FormatVersionMismatch" {
+	ctx, f := seeded.Setup(t, 50)
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 99}); workflow.ErrorName(err) != "FormatVersionMismatch" {
 		t.Fatalf("target 99: %v (%s)", err, workflow.ErrorName(err))
 	}
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 1})
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 1})
 	if err != nil || m.NeedsMigration {
 		t.Fatalf("already at target: %+v, %v", m, err)
 	}
 }
 
 func TestHandlerNamesErrors(t *testing.T) {
-	ctx, f := setup(t, 20)
+	ctx, f := seeded.Setup(t, 20)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	h := function.Handler(f.env, "check", log)
+	h := function.Handler(f.Env, "check", log)
 	call := func(step string, in any) (json.RawMessage, string) {
 		raw, _ := json.Marshal(in)
 		out, err := h(ctx, workflow.Request{Step: step, Input: raw})
@@ -285,15 +248,15 @@ func TestHandlerNamesErrors(t *testing.T) {
 	if _, name := call("Freeze", workflow.Migration{}); name != "StepFailed" {
 		t.Fatalf("a step the check function does not host: %q", name)
 	}
-	if _, name := call("Check", workflow.CheckInput{Online: offline(), Pointer: "s3://rocklake/NOPE", TargetVersion: 2}); name != "PointerMissing" {
+	if _, name := call("Check", workflow.CheckInput{Online: seeded.Offline(), Pointer: "s3://rocklake/NOPE", TargetVersion: 2}); name != "PointerMissing" {
 		t.Fatalf("missing pointer: %q", name)
 	}
-	if _, name := call("Check", workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 7}); name != "FormatVersionMismatch" {
+	if _, name := call("Check", workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 7}); name != "FormatVersionMismatch" {
 		t.Fatalf("unknown target version: %q", name)
 	}
-	out, name := call("Check", workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
+	out, name := call("Check", workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2})
 	var m workflow.Migration
-	if name != "" || json.Unmarshal(out, &m) != nil || m.Source != f.source {
+	if name != "" || json.Unmarshal(out, &m) != nil || m.Source != f.Source {
 		t.Fatalf("check through the handler: %s, %q", out, name)
 	}
 }
@@ -301,28 +264,28 @@ func TestHandlerNamesErrors(t *testing.T) {
 // A target location that someone else filled makes Import fail with
 // TargetNotEmpty, and Abort leaves that catalog alone.
 func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
-	ctx, f := setup(t, 200)
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: noGrace()})
+	ctx, f := seeded.Setup(t, 200)
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1, FreezeGrace: seeded.NoGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := seed.Seed(ctx, m.Target, seed.Options{Rows: 30, Seed: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []func(context.Context, workflow.Env, workflow.ShardInput) (workflow.ShardOutput, error){workflow.ExportShard, workflow.TransformShard} {
-		if _, err := step(ctx, f.env, workflow.ShardInput{MigrationID: m.MigrationID}); err != nil {
+		if _, err := step(ctx, f.Env, workflow.ShardInput{MigrationID: m.MigrationID}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = workflow.Import(ctx, f.env, m)
+	_, err = workflow.Import(ctx, f.Env, m)
 	if workflow.ErrorName(err) != "TargetNotEmpty" {
 		t.Fatalf("import onto a filled target: %v (%s)", err, workflow.ErrorName(err))
 	}
 	before := dumpSource(t, ctx, m.Target)
-	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
 	if err != nil || out.TargetObjects != 0 {
 		t.Fatalf("abort = %+v, %v", out, err)
 	}
@@ -331,10 +294,10 @@ func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 	}
 	// Check claimed the target for this pointer; it was never this run's,
 	// so Abort withdrew the claim, and cleanup leaves the catalog alone.
-	if _, err := claim.Read(ctx, f.env.Store, f.pointer, m.MigrationID); !errors.Is(err, claim.ErrNoClaim) {
+	if _, err := claim.Read(ctx, f.Env.Store, f.Pointer, m.MigrationID); !errors.Is(err, claim.ErrNoClaim) {
 		t.Fatalf("the claim on someone else's target after Abort: %v", err)
 	}
-	if c, err := operator.Cleanup(ctx, f.env, operator.CleanupInput{Pointer: f.pointer, Apply: true}); err != nil || len(c.Items) != 0 {
+	if c, err := operator.Cleanup(ctx, f.Env, operator.CleanupInput{Pointer: f.Pointer, Apply: true}); err != nil || len(c.Items) != 0 {
 		t.Fatalf("cleanup after the abort: %s, %v", c.Text(), err)
 	}
 	if after := dumpSource(t, ctx, m.Target); len(after) != len(before) {
@@ -346,12 +309,12 @@ func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 // deletes nothing, since the target may be the live catalog, and says so
 // with an error the state machine retries.
 func TestAbortRefusesWhenThePointerIsUnreadable(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	if _, err := f.env.Store.Put(ctx, f.pointer, []byte("{not a pointer")); err != nil {
+	if _, err := f.Env.Store.Put(ctx, f.Pointer, []byte("{not a pointer")); err != nil {
 		t.Fatal(err)
 	}
-	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
 	if !errors.Is(err, workflow.ErrAbortUndecided) || workflow.ErrorName(err) != errname.Transient {
 		t.Fatalf("abort with a corrupt pointer: %+v, %v (%s)", out, err, workflow.ErrorName(err))
 	}
@@ -367,22 +330,22 @@ func TestAbortRefusesWhenThePointerIsUnreadable(t *testing.T) {
 // that RockLake is never pointed at nothing and a second attempt still has
 // its way back.
 func TestRollbackToAGoneCatalogLeavesThePointer(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+	if _, err := workflow.Flip(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	before, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	before, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.env.Store.DeletePrefix(ctx, f.source+"/"); err != nil {
+	if _, err := f.Env.Store.DeletePrefix(ctx, f.Source+"/"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer}); !errors.Is(err, catalog.ErrNoCatalog) {
+	if _, err := workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer}); !errors.Is(err, catalog.ErrNoCatalog) {
 		t.Fatalf("rollback to a deleted catalog: %v, want ErrNoCatalog", err)
 	}
-	after, ref2, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	after, ref2, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || after.Catalog != before.Catalog || ref2.VersionID != ref.VersionID {
 		t.Fatalf("the pointer moved: %+v (%s), was %+v (%s): %v", after, ref2.VersionID, before, ref.VersionID, err)
 	}
@@ -395,18 +358,18 @@ func TestRollbackToAGoneCatalogLeavesThePointer(t *testing.T) {
 // takes the lock as a rollback, fences the new catalog, rolls back anyway
 // and reports what it left behind, and frees the lock.
 func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+	if _, err := workflow.Flip(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	cur, _, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	cur, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || cur.Marks.NextSnapshotID == 0 {
 		t.Fatalf("the flip recorded no marks: %+v, %v", cur, err)
 	}
 	// Nothing written since: dry run and rollback pass.
-	out, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DryRun: true})
-	if err != nil || !out.DryRun || out.Catalog != f.source || out.From != m.Target || out.Newer != "" {
+	out, err := workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer, DryRun: true})
+	if err != nil || !out.DryRun || out.Catalog != f.Source || out.From != m.Target || out.Newer != "" {
 		t.Fatalf("dry run: %+v, %v", out, err)
 	}
 	// RockLake (format 2, once it exists) commits two snapshots to the new catalog.
@@ -424,39 +387,39 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	snaps := fmt.Sprintf("snapshots %d to %d", next, next+1)
-	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DryRun: true})
+	out, err = workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer, DryRun: true})
 	if err != nil || !out.Carries || !strings.Contains(out.Newer, snaps) {
 		t.Fatalf("dry run over newer commits: %+v, %v; want them named, to be carried", out, err)
 	}
-	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
+	out, err = workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer})
 	if err != nil || !out.Carry || !strings.Contains(out.Newer, snaps) {
 		t.Fatalf("one-step rollback over newer commits: %+v, %v; want Carry", out, err)
 	}
-	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
+	if _, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before {
 		t.Fatalf("a one-step rollback that says carry moved the pointer: %+v → %+v", before, after)
 	}
 	// Without the flip's pins (a flip by an earlier release), nothing can
 	// be carried: it refuses.
 	unpinned := cur
 	unpinned.FlipPoint, unpinned.Generation = nil, cur.Generation+1
-	if _, err := pointer.Flip(ctx, f.env.Store, f.pointer, unpinned, before); err != nil {
+	if _, err := pointer.Flip(ctx, f.Env.Store, f.Pointer, unpinned, before); err != nil {
 		t.Fatal(err)
 	}
-	_, before, _ = pointer.Read(ctx, f.env.Store, f.pointer)
-	_, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
+	_, before, _ = pointer.Read(ctx, f.Env.Store, f.Pointer)
+	_, err = workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer})
 	if !errors.Is(err, workflow.ErrRollbackLosesCommits) || workflow.ErrorName(err) != "RollbackLosesCommits" || !strings.Contains(err.Error(), snaps) {
 		t.Fatalf("one-step rollback over newer commits, no pins: %v", err)
 	}
-	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
+	if _, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before {
 		t.Fatalf("a refused rollback moved the pointer: %+v → %+v", before, after)
 	}
-	out, err = workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer, DiscardNewerCommits: true, FreezeGrace: noGrace()})
-	if err != nil || out.Catalog != f.source || !strings.Contains(out.Newer, snaps) {
+	out, err = workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer, DiscardNewerCommits: true, FreezeGrace: seeded.NoGrace()})
+	if err != nil || out.Catalog != f.Source || !strings.Contains(out.Newer, snaps) {
 		t.Fatalf("rollback discarding newer commits: %+v, %v", out, err)
 	}
-	if l, _, err := lock.Read(ctx, f.env.Store, f.pointer, ""); err != nil || l.MigrationID != "" || l.ReleasedBy != "migration "+out.RunID {
+	if l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, ""); err != nil || l.MigrationID != "" || l.ReleasedBy != "migration "+out.RunID {
 		t.Fatalf("the lock after a discarding rollback: %+v, %v; want it taken by %s and freed", l, err, out.RunID)
 	}
 }
@@ -465,9 +428,9 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 // following it) and committed nothing moves its writer-epoch only: no
 // commit is lost, and the one-step rollback goes through.
 func TestRollbackAfterAnEpochMoveAlone(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	if _, err := workflow.Flip(ctx, f.env, m); err != nil {
+	if _, err := workflow.Flip(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
 	w, err := catalog.OpenWriter(ctx, m.Target, catalog.Options{Expect: format.V2})
@@ -484,8 +447,8 @@ func TestRollbackAfterAnEpochMoveAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	out, err := workflow.Rollback(ctx, f.env, workflow.RollbackInput{Pointer: f.pointer})
-	if err != nil || out.Catalog != f.source || out.Newer != "" {
+	out, err := workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer})
+	if err != nil || out.Catalog != f.Source || out.Newer != "" {
 		t.Fatalf("rollback after an epoch move alone: %+v, %v", out, err)
 	}
 }
@@ -495,28 +458,28 @@ func TestRollbackAfterAnEpochMoveAlone(t *testing.T) {
 // changes nothing. An Abort that won leaves a late Flip unable to point at
 // the deleted target; a Flip that decided leaves the target to Abort.
 func TestFlipAbortDecideOnce(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	m := runUntilVerify(t, ctx, f, 1)
-	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
 	// Abort decided (its deletes not done yet) when the Flip gets there.
-	if _, err := f.env.Store.PutIfAbsent(ctx, st.Decision(), []byte("abort")); err != nil {
+	if _, err := f.Env.Store.PutIfAbsent(ctx, st.Decision(), []byte("abort")); err != nil {
 		t.Fatal(err)
 	}
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, workflow.ErrDecided) || workflow.ErrorName(err) != "MigrationDecided" {
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, workflow.ErrDecided) || workflow.ErrorName(err) != "MigrationDecided" {
 		t.Fatalf("a Flip after Abort decided: %v (%s)", err, workflow.ErrorName(err))
 	}
 	// The Abort goes on (its own decision); a Flip after it still writes nothing.
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Flip(ctx, f.env, m); err == nil {
+	if _, err := workflow.Flip(ctx, f.Env, m); err == nil {
 		t.Fatal("a Flip after the Abort succeeded")
 	}
-	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
+	if p, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before || p.Catalog != f.Source {
 		t.Fatalf("a Flip after Abort moved the pointer to %s", p.Catalog)
 	}
-	if got, _, err := f.env.Store.Get(ctx, st.Decision()); err != nil || string(got) != "abort" {
+	if got, _, err := f.Env.Store.Get(ctx, st.Decision()); err != nil || string(got) != "abort" {
 		t.Fatalf("Abort's cleanup removed its decision: %q, %v", got, err)
 	}
 
@@ -524,25 +487,25 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 	// pointer does not name the target yet, and Abort must keep it all the
 	// same. The run is over: Abort frees its lock.
 	m = runUntilVerify(t, ctx, f, 1)
-	st = layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
-	if _, err := f.env.Store.PutIfAbsent(ctx, st.Decision(), []byte("flip")); err != nil {
+	st = layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
+	if _, err := f.Env.Store.PutIfAbsent(ctx, st.Decision(), []byte("flip")); err != nil {
 		t.Fatal(err)
 	}
-	out, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m})
+	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
 	if !errors.Is(err, workflow.ErrAbortAfterFlip) || out.TargetObjects != 0 {
 		t.Fatalf("Abort after a Flip decided: %+v, %v", out, err)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
 		t.Fatalf("the target was damaged: %v", err)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 		t.Fatalf("Abort after a Flip decided kept the lock: %+v", l)
 	}
 	// A Flip of the run that starts after that writes nothing.
-	if _, err := workflow.Flip(ctx, f.env, m); !errors.Is(err, lock.ErrLost) {
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("a Flip after the run's Abort: %v", err)
 	}
-	if p, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before || p.Catalog != f.source {
+	if p, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before || p.Catalog != f.Source {
 		t.Fatalf("a Flip after Abort moved the pointer to %s", p.Catalog)
 	}
 }
@@ -551,9 +514,9 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 // writer-epoch or next_snapshot_id (any SlateDB writer: opening fences
 // Freeze's) is caught at Flip by the engine's state, and the pointer stays.
 func TestSilentWriteAfterFreezeBlocksFlip(t *testing.T) {
-	ctx, f := setup(t, 300)
+	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
-	w, err := slatedb.OpenWriter(ctx, f.source, slatedb.Options{Passive: true})
+	w, err := slatedb.OpenWriter(ctx, f.Source, slatedb.Options{Passive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -563,12 +526,12 @@ func TestSilentWriteAfterFreezeBlocksFlip(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	_, err = workflow.Flip(ctx, f.env, m)
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	_, err = workflow.Flip(ctx, f.Env, m)
 	if !errors.Is(err, workflow.ErrSourceChanged) || !strings.Contains(err.Error(), "SlateDB state moved") {
 		t.Fatalf("flip after a silent write: %v", err)
 	}
-	if _, after, _ := pointer.Read(ctx, f.env.Store, f.pointer); after != before {
+	if _, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before {
 		t.Fatal("the pointer moved")
 	}
 }
@@ -577,46 +540,46 @@ func TestSilentWriteAfterFreezeBlocksFlip(t *testing.T) {
 // with MigrationInProgress before it touches anything; Abort (or Flip)
 // releases the lock; an expired lock is taken over; Unlock breaks one.
 func TestOneMigrationAtATime(t *testing.T) {
-	ctx, f := setup(t, 200)
-	in := workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1}
-	a, err := workflow.Check(ctx, f.env, in)
+	ctx, f := seeded.Setup(t, 200)
+	in := workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1}
+	a, err := workflow.Check(ctx, f.Env, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Check(ctx, f.env, in); !errors.Is(err, lock.ErrInProgress) ||
+	if _, err := workflow.Check(ctx, f.Env, in); !errors.Is(err, lock.ErrInProgress) ||
 		workflow.ErrorName(err) != "MigrationInProgress" || !strings.Contains(err.Error(), a.MigrationID) {
 		t.Fatalf("a second migration: %v (%s)", err, workflow.ErrorName(err))
 	}
 	// A retry of the holder's Check is fine.
 	in.MigrationID = a.MigrationID
-	if _, err := workflow.Check(ctx, f.env, in); err != nil {
+	if _, err := workflow.Check(ctx, f.Env, in); err != nil {
 		t.Fatalf("a retried Check: %v", err)
 	}
 	in.MigrationID = ""
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: a}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: a}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := workflow.Check(ctx, f.env, in)
+	b, err := workflow.Check(ctx, f.Env, in)
 	if err != nil {
 		t.Fatalf("after the first one's abort: %v", err)
 	}
 	// b's run died: an expired lease is taken over.
 	stale, _ := json.Marshal(lock.Lock{MigrationID: b.MigrationID, Owner: "dead", ExpiresAt: time.Now().Add(-time.Minute)})
-	if _, err := f.env.Store.Put(ctx, layout.Lock(f.pointer), stale); err != nil {
+	if _, err := f.Env.Store.Put(ctx, layout.Lock(f.Pointer), stale); err != nil {
 		t.Fatal(err)
 	}
-	c, err := workflow.Check(ctx, f.env, in)
+	c, err := workflow.Check(ctx, f.Env, in)
 	if err != nil {
 		t.Fatalf("over an expired lock: %v", err)
 	}
 	// The operator breaks c's lock by hand.
-	if _, err := workflow.Unlock(ctx, f.env, f.pointer, "someone-else"); err == nil {
+	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, "someone-else"); err == nil {
 		t.Fatal("unlock of another migration's lock succeeded")
 	}
-	if held, err := workflow.Unlock(ctx, f.env, f.pointer, c.MigrationID); err != nil || held.MigrationID != c.MigrationID {
+	if held, err := workflow.Unlock(ctx, f.Env, f.Pointer, c.MigrationID); err != nil || held.MigrationID != c.MigrationID {
 		t.Fatalf("unlock: %+v, %v", held, err)
 	}
-	if _, err := workflow.Check(ctx, f.env, in); err != nil {
+	if _, err := workflow.Check(ctx, f.Env, in); err != nil {
 		t.Fatalf("after unlock: %v", err)
 	}
 	if name := workflow.ErrorName(fmt.Errorf("freeze: %w", slatedb.ErrFenced)); name != "Fenced" {
@@ -627,19 +590,19 @@ func TestOneMigrationAtATime(t *testing.T) {
 // A catalog at a bucket root has no place beside it for the new catalog
 // (beside it is another bucket): Check refuses, before any lock or fence.
 func TestSourceAtBucketRootRefused(t *testing.T) {
-	ctx, f := setup(t, 50)
+	ctx, f := seeded.Setup(t, 50)
 	root, ptr := "s3://staging", "s3://rocklake/ROOT"
 	if _, err := seed.Seed(ctx, root, seed.Options{Rows: 50, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pointer.Create(ctx, f.env.Store, ptr, pointer.Pointer{Catalog: root, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+	if _, err := pointer.Create(ctx, f.Env.Store, ptr, pointer.Pointer{Catalog: root, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: ptr, TargetVersion: 2})
+	_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: ptr, TargetVersion: 2})
 	if !errors.Is(err, workflow.ErrSourceAtRoot) || workflow.ErrorName(err) != "SourceAtRoot" {
 		t.Fatalf("a catalog at a bucket root: %v (%s)", err, workflow.ErrorName(err))
 	}
-	if _, _, err := f.env.Store.Get(ctx, layout.Lock(ptr)); err == nil {
+	if _, _, err := f.Env.Store.Get(ctx, layout.Lock(ptr)); err == nil {
 		t.Fatal("the refused run took the lock")
 	}
 }
@@ -647,21 +610,21 @@ func TestSourceAtBucketRootRefused(t *testing.T) {
 // A typo in the staging location is refused at Check, before the source is
 // fenced or checkpointed and before the lock is taken.
 func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
-	ctx, f := setup(t, 100)
-	before := dumpSource(t, ctx, f.source)
-	env := f.env
+	ctx, f := seeded.Setup(t, 100)
+	before := dumpSource(t, ctx, f.Source)
+	env := f.Env
 	env.Staging = "s3://no-such-staging-bucket/migrations"
-	_, err := workflow.Check(ctx, env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2})
+	_, err := workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2})
 	if !errors.Is(err, workflow.ErrStagingUnusable) || workflow.ErrorName(err) != "StagingUnusable" {
 		t.Fatalf("check with an unusable staging: %v (%s)", err, workflow.ErrorName(err))
 	}
-	if _, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer)); err == nil {
+	if _, _, err := f.Env.Store.Get(ctx, layout.Lock(f.Pointer)); err == nil {
 		t.Fatal("the refused run took the lock")
 	}
-	if after := dumpSource(t, ctx, f.source); len(after) != len(before) {
+	if after := dumpSource(t, ctx, f.Source); len(after) != len(before) {
 		t.Fatal("the source changed")
 	}
-	if cps, err := slatedb.ListCheckpoints(ctx, f.source, slatedb.Options{}); err != nil || len(cps) != 0 {
+	if cps, err := slatedb.ListCheckpoints(ctx, f.Source, slatedb.Options{}); err != nil || len(cps) != 0 {
 		t.Fatalf("checkpoints: %v, %v", cps, err)
 	}
 }
@@ -670,20 +633,20 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 // then TransformShard leave, byte for byte: both shard files and both
 // results, for every shard, on S3.
 func TestExportTransformShardIsExportThenTransform(t *testing.T) {
-	ctx, f := setup(t, 1500)
+	ctx, f := seeded.Setup(t, 1500)
 	const shards = 3
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: shards, FreezeGrace: noGrace()})
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: seeded.NoGrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err = workflow.Freeze(ctx, f.env, m); err != nil {
+	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	st := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}
+	st := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
 	objects := func(i int) [][]byte {
 		var got [][]byte
 		for _, url := range []string{st.Shard(format.V1, i, shards), st.Shard(format.V2, i, shards), st.ExportResult(i), st.TransformResult(i)} {
-			b, _, err := f.env.Store.Get(ctx, url)
+			b, _, err := f.Env.Store.Get(ctx, url)
 			if err != nil {
 				t.Fatalf("shard %d: %v", i, err)
 			}
@@ -693,20 +656,20 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 	}
 	for i := range shards {
 		in := workflow.ShardInput{MigrationID: m.MigrationID, Index: i}
-		if _, err := workflow.ExportShard(ctx, f.env, in); err != nil {
+		if _, err := workflow.ExportShard(ctx, f.Env, in); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := workflow.TransformShard(ctx, f.env, in); err != nil {
+		if _, err := workflow.TransformShard(ctx, f.Env, in); err != nil {
 			t.Fatal(err)
 		}
 		want := objects(i)
-		if _, err := f.env.Store.DeletePrefix(ctx, st.ShardDir(format.V1)+"/"); err != nil {
+		if _, err := f.Env.Store.DeletePrefix(ctx, st.ShardDir(format.V1)+"/"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.env.Store.DeletePrefix(ctx, st.ShardDir(format.V2)+"/"); err != nil {
+		if _, err := f.Env.Store.DeletePrefix(ctx, st.ShardDir(format.V2)+"/"); err != nil {
 			t.Fatal(err)
 		}
-		out, err := workflow.ExportTransformShard(ctx, f.env, in)
+		out, err := workflow.ExportTransformShard(ctx, f.Env, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -719,7 +682,7 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 			}
 		}
 	}
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: m}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -729,41 +692,41 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 // lock), not at its end; the default grace is DefaultFreezeGrace; a grace
 // out of bounds is refused before anything is touched.
 func TestFreezeWaitsItsGrace(t *testing.T) {
-	ctx, f := setup(t, 200)
+	ctx, f := seeded.Setup(t, 200)
 	for _, g := range []float64{-1, workflow.MaxFreezeGrace.Seconds() + 1} {
-		_, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, FreezeGrace: &g})
-		if workflow.ErrorName(err) != workflow.NameBadFreezeGrace {
+		_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, FreezeGrace: &g})
+		if workflow.ErrorName(err) != workflow.ErrBadFreezeGrace.ErrorName() {
 			t.Fatalf("freeze_grace %v: %v, want BadFreezeGrace", g, err)
 		}
 	}
-	if raw, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer)); err == nil {
+	if raw, _, err := f.Env.Store.Get(ctx, layout.Lock(f.Pointer)); err == nil {
 		t.Fatalf("a refused grace took the lock: %s", raw)
 	}
 	// The default grace; a dry run's lock says it fences nothing.
-	dry, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, DryRun: true})
+	dry, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1, DryRun: true})
 	if err != nil || dry.FreezeGrace != workflow.DefaultFreezeGrace.Seconds() || !dry.FenceAt.IsZero() {
 		t.Fatalf("dry run's check: grace %v s, fence at %v, %v; want the default %v and no fence", dry.FreezeGrace, dry.FenceAt, err, workflow.DefaultFreezeGrace)
 	}
-	if l, _, err := lock.Read(ctx, f.env.Store, f.pointer, ""); err != nil || !l.DryRun || !l.FenceAt.IsZero() || !l.Held(time.Now()) {
+	if l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, ""); err != nil || !l.DryRun || !l.FenceAt.IsZero() || !l.Held(time.Now()) {
 		t.Fatalf("a dry run's lock: %+v %v", l, err)
 	}
-	if _, err := workflow.Unlock(ctx, f.env, f.pointer, dry.MigrationID); err != nil {
+	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, dry.MigrationID); err != nil {
 		t.Fatal(err)
 	}
 	grace := 20.0
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1, FreezeGrace: &grace})
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1, FreezeGrace: &grace})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The lock tells the supervisors when the fence may come at the
 	// latest: the grace after the lock was written.
-	l, _, err := lock.Read(ctx, f.env.Store, f.pointer, "")
+	l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, "")
 	if err != nil || l.MigrationID != m.MigrationID || !l.FenceAt.Equal(m.FenceAt) || l.FenceAt.Sub(m.StartedAt) < 20*time.Second || l.DryRun {
 		t.Fatalf("the lock %+v (%v) for migration %+v", l, err, m)
 	}
 	// A live supervisor that has not acknowledged: Freeze waits, the
 	// source untouched; once it acknowledges, Freeze fences at once.
-	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "sup", Role: presence.Follower, Catalog: f.source, Mode: "writer"}); err != nil {
+	if err := presence.Put(ctx, f.Env.Store, f.Pointer, presence.Record{ID: "sup", Role: presence.Follower, Catalog: f.Source, Mode: "writer"}); err != nil {
 		t.Fatal(err)
 	}
 	before, err := engineFiles(ctx, f)
@@ -772,14 +735,14 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	}
 	frozen := make(chan error, 1)
 	go func() {
-		_, err := workflow.Freeze(ctx, f.env, m)
+		_, err := workflow.Freeze(ctx, f.Env, m)
 		frozen <- err
 	}()
 	time.Sleep(1500 * time.Millisecond)
 	if during, err := engineFiles(ctx, f); err != nil || during != before {
 		t.Fatalf("the source changed before the supervisor acknowledged (%v):\nbefore: %s\nduring: %s", err, before, during)
 	}
-	if err := presence.Put(ctx, f.env.Store, f.pointer, presence.Record{ID: "sup", Role: presence.Follower, Catalog: f.source, Mode: "reader", Acked: m.MigrationID}); err != nil {
+	if err := presence.Put(ctx, f.Env.Store, f.Pointer, presence.Record{ID: "sup", Role: presence.Follower, Catalog: f.Source, Mode: "reader", Acked: m.MigrationID}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -800,8 +763,8 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 
 // engineFiles lists the source's SlateDB objects (manifest, WAL) with their
 // sizes.
-func engineFiles(ctx context.Context, f fixture) (string, error) {
-	infos, err := f.env.Store.List(ctx, f.source+"/")
+func engineFiles(ctx context.Context, f seeded.Fixture) (string, error) {
+	infos, err := f.Env.Store.List(ctx, f.Source+"/")
 	var b strings.Builder
 	for _, i := range infos {
 		fmt.Fprintf(&b, "%s %d\n", i.URL, i.Size)

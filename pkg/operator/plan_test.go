@@ -1,4 +1,4 @@
-package workflow_test
+package operator_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
@@ -22,9 +24,9 @@ import (
 )
 
 // objects lists every object version and delete marker in every bucket.
-func objects(t *testing.T, ctx context.Context, f fixture) []string {
+func objects(t *testing.T, ctx context.Context, f seeded.Fixture) []string {
 	t.Helper()
-	got, err := f.stack.Objects(ctx)
+	got, err := f.Stack.Objects(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func objects(t *testing.T, ctx context.Context, f fixture) []string {
 
 // preflightWritesNothing runs Preflight and fails the test if any bucket
 // changed: an object, a version or a delete marker written or removed.
-func preflightWritesNothing(t *testing.T, ctx context.Context, f fixture, env workflow.Env, in operator.PlanInput) (operator.PlanReport, error) {
+func preflightWritesNothing(t *testing.T, ctx context.Context, f seeded.Fixture, env workflow.Env, in operator.PlanInput) (operator.PlanReport, error) {
 	t.Helper()
 	before := objects(t, ctx, f)
 	rep, err := operator.Plan(ctx, env, in)
@@ -56,12 +58,12 @@ func finding(rep operator.PlanReport, check string) workflow.Finding {
 // balanced by bytes, the estimates are there, and no bucket changed (every
 // object version compared), the source's SlateDB objects included.
 func TestPreflightWritesNothing(t *testing.T) {
-	ctx, f := setup(t, 3000)
-	if err := f.stack.CreateBucket(ctx, "plain", false); err != nil {
+	ctx, f := seeded.Setup(t, 3000)
+	if err := f.Stack.CreateBucket(ctx, "plain", false); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := preflightWritesNothing(t, ctx, f, f.env, operator.PlanInput{
-		CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 6}, Concurrency: 2})
+	rep, err := preflightWritesNothing(t, ctx, f, f.Env, operator.PlanInput{
+		CheckInput: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 6}, Concurrency: 2})
 	if err != nil || !rep.Ready {
 		t.Fatalf("plan: %v\n%+v", err, rep.Checks)
 	}
@@ -70,7 +72,7 @@ func TestPreflightWritesNothing(t *testing.T) {
 			t.Errorf("check %s: %+v", c, fd)
 		}
 	}
-	if rep.From != format.V1 || rep.Source != f.source || !strings.HasSuffix(rep.Target, "/v2-"+rep.MigrationID) {
+	if rep.From != format.V1 || rep.Source != f.Source || !strings.HasSuffix(rep.Target, "/v2-"+rep.MigrationID) {
 		t.Fatalf("plan: %+v", rep)
 	}
 	if rep.Catalog == nil || rep.Catalog.Keys < 3000 || rep.Catalog.StoredBytes == 0 || len(rep.Shards) != 6 {
@@ -89,13 +91,13 @@ func TestPreflightWritesNothing(t *testing.T) {
 		t.Fatalf("estimate: %+v", e)
 	}
 	// The plan's run is the run migrate makes: the same id gets the same target.
-	m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 6, MigrationID: rep.MigrationID})
+	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 6, MigrationID: rep.MigrationID})
 	if err != nil || m.Target != rep.Target {
 		t.Fatalf("check after the plan: %+v, %v", m, err)
 	}
 	// With a migration in progress, the plan says so by name and still
 	// writes nothing.
-	rep, err = preflightWritesNothing(t, ctx, f, f.env, operator.PlanInput{CheckInput: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
+	rep, err = preflightWritesNothing(t, ctx, f, f.Env, operator.PlanInput{CheckInput: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2}})
 	if workflow.ErrorName(err) != "MigrationInProgress" || rep.Ready || finding(rep, "lock").ErrorName != "MigrationInProgress" {
 		t.Fatalf("plan during a migration: %v, %+v", err, finding(rep, "lock"))
 	}
@@ -104,8 +106,8 @@ func TestPreflightWritesNothing(t *testing.T) {
 // A plan names each problem that would stop migrate, with its stable name,
 // and goes on past one to find the others; it writes nothing either way.
 func TestPreflightNamesProblems(t *testing.T) {
-	ctx, f := setup(t, 300)
-	if err := f.stack.CreateBucket(ctx, "plain", false); err != nil {
+	ctx, f := seeded.Setup(t, 300)
+	if err := f.Stack.CreateBucket(ctx, "plain", false); err != nil {
 		t.Fatal(err)
 	}
 	plan := func(env workflow.Env, in workflow.CheckInput) (operator.PlanReport, error) {
@@ -120,22 +122,22 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := f.env
+	env := f.Env
 	env.Store = wrongKeys
-	rep, err := plan(env, workflow.CheckInput{Online: offline(), Pointer: f.pointer})
-	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.NameAccessDenied || len(rep.Checks) != 1 {
+	rep, err := plan(env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer})
+	if !errors.Is(err, blob.ErrAccessDenied) || finding(rep, "credentials").ErrorName != blob.ErrAccessDenied.ErrorName() || len(rep.Checks) != 1 {
 		t.Fatalf("refused credentials: %v, %+v", err, rep.Checks)
 	}
-	t.Setenv("AWS_SECRET_ACCESS_KEY", f.stack.SecretKey())
+	t.Setenv("AWS_SECRET_ACCESS_KEY", f.Stack.SecretKey())
 
 	// No such bucket for the pointer.
-	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: "s3://no-such-bucket/CURRENT"})
+	rep, err = plan(f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: "s3://no-such-bucket/CURRENT"})
 	if !errors.Is(err, pointer.ErrPointerMissing) || finding(rep, "pointer").ErrorName != "PointerMissing" || !strings.Contains(err.Error(), "bucket does not exist") {
 		t.Fatalf("a pointer in a missing bucket: %v, %+v", err, rep.Checks)
 	}
 	// Check refuses it alike, and records nothing: there is no bucket.
 	before := objects(t, ctx, f)
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: "s3://no-such-bucket/CURRENT", TargetVersion: 2}); !errors.Is(err, pointer.ErrPointerMissing) {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: "s3://no-such-bucket/CURRENT", TargetVersion: 2}); !errors.Is(err, pointer.ErrPointerMissing) {
 		t.Fatalf("check of a pointer in a missing bucket: %v", err)
 	}
 	if after := objects(t, ctx, f); !slices.Equal(before, after) {
@@ -143,14 +145,14 @@ func TestPreflightNamesProblems(t *testing.T) {
 	}
 
 	// A pointer in a bucket without versioning: no rollback after a flip.
-	body, err := pointer.Pointer{Catalog: f.source, FormatVersion: format.V1, MigrationID: "initial", UpdatedAt: time.Now()}.Encode()
+	body, err := pointer.Pointer{Catalog: f.Source, FormatVersion: format.V1, MigrationID: "initial", UpdatedAt: time.Now()}.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.env.Store.Put(ctx, "s3://plain/CURRENT", body); err != nil {
+	if _, err := f.Env.Store.Put(ctx, "s3://plain/CURRENT", body); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: "s3://plain/CURRENT"})
+	rep, err = plan(f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: "s3://plain/CURRENT"})
 	if !errors.Is(err, pointer.ErrUnversioned) || finding(rep, "pointer-versioning").ErrorName != "PointerUnversioned" {
 		t.Fatalf("an unversioned pointer bucket: %v, %+v", err, rep.Checks)
 	}
@@ -163,22 +165,22 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if _, err := seed.Seed(ctx, "s3://rocklake/catalogs/v2-m-taken", seed.Options{Rows: 20, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	env = f.env
+	env = f.Env
 	env.Staging = "s3://no-such-staging/migrations"
-	rep, err = plan(env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, MigrationID: "m-taken"})
-	if workflow.ErrorName(err) != catalog.NameTargetNotEmpty || finding(rep, "target").ErrorName != catalog.NameTargetNotEmpty ||
-		finding(rep, "staging").ErrorName != workflow.NameStagingUnusable || rep.Ready {
+	rep, err = plan(env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, MigrationID: "m-taken"})
+	if workflow.ErrorName(err) != catalog.ErrTargetNotEmpty.ErrorName() || finding(rep, "target").ErrorName != catalog.ErrTargetNotEmpty.ErrorName() ||
+		finding(rep, "staging").ErrorName != workflow.ErrStagingUnusable.ErrorName() || rep.Ready {
 		t.Fatalf("an occupied target and no staging: %v, %+v", err, rep.Checks)
 	}
 
 	// The pointer says v2, the catalog is v1: the source's format is wrong.
 	wrong := "s3://rocklake/WRONG"
-	if _, err := pointer.Create(ctx, f.env.Store, wrong, pointer.Pointer{Catalog: f.source, FormatVersion: format.V2, MigrationID: "initial"}); err != nil {
+	if _, err := pointer.Create(ctx, f.Env.Store, wrong, pointer.Pointer{Catalog: f.Source, FormatVersion: format.V2, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: wrong})
+	rep, err = plan(f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: wrong})
 	var mismatch *format.FormatVersionMismatch
-	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.NameVersionMismatch {
+	if !errors.As(err, &mismatch) || finding(rep, "source").ErrorName != format.ErrVersionMismatch.ErrorName() {
 		t.Fatalf("a source in another format than the pointer's: %v, %+v", err, rep.Checks)
 	}
 
@@ -189,16 +191,16 @@ func TestPreflightNamesProblems(t *testing.T) {
 	}
 	putRaw(t, ctx, w, []byte{0xF0, 0xAA}, []byte{0})
 	odd := "s3://rocklake/ODD"
-	if _, err := pointer.Create(ctx, f.env.Store, odd, pointer.Pointer{Catalog: w, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+	if _, err := pointer.Create(ctx, f.Env.Store, odd, pointer.Pointer{Catalog: w, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = plan(f.env, workflow.CheckInput{Online: offline(), Pointer: odd})
-	if workflow.ErrorName(err) != migration.NameUnknownTags || finding(rep, "unknown-tags").ErrorName != migration.NameUnknownTags {
+	rep, err = plan(f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd})
+	if workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() || finding(rep, "unknown-tags").ErrorName != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("unknown tags: %v, %+v", err, rep.Checks)
 	}
 	// migrate runs the same checks before Freeze: it refuses the same way,
 	// and touches nothing but its record.
-	if _, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.NameUnknownTags {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("check with unknown tags: %v", err)
 	}
 	js, _ := json.Marshal(rep)

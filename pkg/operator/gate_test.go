@@ -1,4 +1,4 @@
-package workflow_test
+package operator_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
@@ -66,11 +68,11 @@ func TestGateStateFitsTheLease(t *testing.T) {
 // postpone runs a migration with postpone_flip to its gate, as
 // `migrate --postpone-flip` does (localrun.Run), which records the suspended
 // run there.
-func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) workflow.GateRecord {
+func postpone(t *testing.T, ctx context.Context, f seeded.Fixture, pub *seeded.Published) workflow.GateRecord {
 	t.Helper()
-	rep, err := localrun.Run(ctx, f.env, localrun.Options{
-		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, FreezeGrace: noGrace()},
-		Topic: localTopic, Publish: pub.publish,
+	rep, err := localrun.Run(ctx, f.Env, localrun.Options{
+		Check: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, FreezeGrace: seeded.NoGrace()},
+		Topic: seeded.Topic, Publish: pub.Publish,
 	})
 	if err != nil || rep.Gate == nil || rep.Gate.Suspended == nil || rep.Gate.Suspended.State != "Gate" {
 		t.Fatalf("postponed run: %+v, %v, want suspended at Gate", rep, err)
@@ -81,52 +83,21 @@ func postpone(t *testing.T, ctx context.Context, f fixture, pub *published) work
 	return *rep.Gate
 }
 
-// lockHolder is the migration holding the pointer's lock ("" when free).
-func lockHolder(t *testing.T, ctx context.Context, f fixture) lock.Lock {
-	t.Helper()
-	b, _, err := f.env.Store.Get(ctx, layout.Lock(f.pointer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var l lock.Lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-// checkpoints counts the checkpoints of the catalog at url but a flip's
-// pins, which the flip keeps for a rollback (TestRollbackCarriesCommitsBack).
-func checkpoints(t *testing.T, ctx context.Context, url string) int {
-	t.Helper()
-	cps, err := slatedb.ListCheckpoints(ctx, url, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, cp := range cps {
-		if !strings.HasPrefix(cp.Name, layout.FlipCheckpoint("")) {
-			n++
-		}
-	}
-	return n
-}
-
 // postpone → the run stops at the gate with the target verified, the
 // source frozen (RockLake's writer fenced, the checkpoint held), the
 // pointer unchanged and the lock held past the gate's timeout; approve →
 // flipped, lock released, one success message; then approve and abort are
 // refused, as are an unknown id and another pointer.
 func TestGateApproveFlips(t *testing.T) {
-	ctx, f := setup(t, 400)
+	ctx, f := seeded.Setup(t, 400)
 	// RockLake's writer, open before the migration.
-	rl, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+	rl, err := catalog.OpenWriter(ctx, f.Source, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rl.Close()
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	pub := &published{}
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	pub := &seeded.Published{}
 	rec := postpone(t, ctx, f, pub)
 	m := rec.Migration
 
@@ -135,7 +106,7 @@ func TestGateApproveFlips(t *testing.T) {
 	if err := rl.Write(ctx, &b); !errors.Is(err, slatedb.ErrFenced) {
 		t.Fatalf("RockLake's writer at the gate: %v, want ErrFenced", err)
 	}
-	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+	if p, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != f.Source || ref.ETag != before.ETag {
 		t.Fatalf("the pointer moved at the gate: %+v", p)
 	}
 	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2})
@@ -143,33 +114,33 @@ func TestGateApproveFlips(t *testing.T) {
 		t.Fatalf("the target at the gate: %v", err)
 	}
 	c.Close()
-	if n := checkpoints(t, ctx, f.source); n != 1 {
+	if n := seeded.Checkpoints(t, ctx, f.Source); n != 1 {
 		t.Fatalf("%d checkpoints on the source at the gate, want Freeze's", n)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != m.MigrationID || l.ExpiresAt.Before(rec.ExpiresAt) {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != m.MigrationID || l.ExpiresAt.Before(rec.ExpiresAt) {
 		t.Fatalf("lock at the gate %+v; the gate expires %v", l, rec.ExpiresAt)
 	}
 	if !rec.Local || rec.TaskToken == "" || rec.Suspended == nil || rec.ExpiresAt.Sub(rec.OpenedAt) != workflow.GateTimeout {
 		t.Fatalf("gate record = %+v", rec)
 	}
 	how := workflow.GateInstructions(rec)
-	if !strings.Contains(how, "rocklake-migrate approve "+m.MigrationID+" --pointer "+f.pointer) || strings.Contains(how, "send-task-success") {
+	if !strings.Contains(how, "rocklake-migrate approve "+m.MigrationID+" --pointer "+f.Pointer) || strings.Contains(how, "send-task-success") {
 		t.Fatalf("instructions of a local gate:\n%s", how)
 	}
-	if len(pub.subjects) != 1 || pub.subjects[0] != workflow.GateSubject(m.MigrationID) || pub.bodies[0] != how {
-		t.Fatalf("notifications at the gate: %v, want the gate's message", pub.subjects)
+	if len(pub.Subjects) != 1 || pub.Subjects[0] != workflow.GateSubject(m.MigrationID) || pub.Bodies[0] != how {
+		t.Fatalf("notifications at the gate: %v, want the gate's message", pub.Subjects)
 	}
 
-	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
-	if _, err := operator.Approve(ctx, f.env, "m-unknown", opts); !errors.Is(err, workflow.ErrNotAtGate) {
+	opts := operator.GateOptions{By: "ops", Pointer: f.Pointer, Publish: pub.Publish}
+	if _, err := operator.Approve(ctx, f.Env, "m-unknown", opts); !errors.Is(err, workflow.ErrNotAtGate) {
 		t.Fatalf("approve of an unknown migration: %v", err)
 	}
 	other := opts
 	other.Pointer = "s3://rocklake/OTHER"
-	if _, err := operator.Approve(ctx, f.env, m.MigrationID, other); !errors.Is(err, workflow.ErrNotAtGate) {
+	if _, err := operator.Approve(ctx, f.Env, m.MigrationID, other); !errors.Is(err, workflow.ErrNotAtGate) {
 		t.Fatalf("approve through another pointer: %v", err)
 	}
-	res, err := operator.Approve(ctx, f.env, m.MigrationID, opts)
+	res, err := operator.Approve(ctx, f.Env, m.MigrationID, opts)
 	if err != nil {
 		t.Fatalf("approve: %v", err)
 	}
@@ -182,25 +153,25 @@ func TestGateApproveFlips(t *testing.T) {
 	if err := json.Unmarshal(res.Output, &out); err != nil || out.Gate.ApprovedBy != "ops" || out.Verify.Flip.PointerVersionID == "" {
 		t.Fatalf("approve output %s: %v", res.Output, err)
 	}
-	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	p, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || p.Catalog != m.Target || ref.VersionID != out.Verify.Flip.PointerVersionID {
 		t.Fatalf("pointer after approve: %+v %+v, %v", p, ref, err)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 		t.Fatalf("lock after approve: %+v", l)
 	}
-	if n := checkpoints(t, ctx, f.source); n != 0 {
+	if n := seeded.Checkpoints(t, ctx, f.Source); n != 0 {
 		t.Fatalf("%d checkpoints left after approve", n)
 	}
-	if len(pub.subjects) != 2 || pub.subjects[1] != "rocklake-migrate: migration succeeded" {
-		t.Fatalf("notifications = %v", pub.subjects)
+	if len(pub.Subjects) != 2 || pub.Subjects[1] != "rocklake-migrate: migration succeeded" {
+		t.Fatalf("notifications = %v", pub.Subjects)
 	}
 	for _, again := range []func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
-		if _, err := again(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "approved") {
+		if _, err := again(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "approved") {
 			t.Fatalf("after approve: %v, want MigrationDecided", err)
 		}
 	}
-	if p2, ref2, _ := pointer.Read(ctx, f.env.Store, f.pointer); p2.Catalog != m.Target || ref2 != ref {
+	if p2, ref2, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p2.Catalog != m.Target || ref2 != ref {
 		t.Fatal("a refused command moved the pointer")
 	}
 }
@@ -209,39 +180,39 @@ func TestGateApproveFlips(t *testing.T) {
 // pointer unchanged, the lock released, the source open to RockLake's
 // writes again, one failure message; approve or abort after it refused.
 func TestGateAbortCleansUp(t *testing.T) {
-	ctx, f := setup(t, 400)
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	pub := &published{}
+	ctx, f := seeded.Setup(t, 400)
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	pub := &seeded.Published{}
 	rec := postpone(t, ctx, f, pub)
 	m := rec.Migration
-	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
-	res, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts)
+	opts := operator.GateOptions{By: "ops", Pointer: f.Pointer, Publish: pub.Publish}
+	res, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts)
 	if err != nil {
 		t.Fatalf("abort: %v", err)
 	}
 	if res.Abort == nil || res.Abort.TargetObjects == 0 || res.Abort.StagingObjects == 0 {
 		t.Fatalf("abort removed %+v", res.Abort)
 	}
-	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+	if p, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != f.Source || ref.ETag != before.ETag {
 		t.Fatalf("abort moved the pointer: %+v", p)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{}); !errors.Is(err, catalog.ErrNoCatalog) {
 		t.Fatalf("target after abort: %v", err)
 	}
-	if objs, err := f.env.Store.List(ctx, layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.Prefix()); err != nil || len(objs) != 0 {
+	if objs, err := f.Env.Store.List(ctx, layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}.Prefix()); err != nil || len(objs) != 0 {
 		t.Fatalf("staging after abort: %d objects, %v", len(objs), err)
 	}
-	if n := checkpoints(t, ctx, f.source); n != 0 {
+	if n := seeded.Checkpoints(t, ctx, f.Source); n != 0 {
 		t.Fatalf("%d checkpoints left after abort", n)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 		t.Fatalf("lock after abort: %+v", l)
 	}
-	if len(pub.subjects) != 2 || pub.subjects[1] != "rocklake-migrate: migration failed" || !strings.Contains(pub.bodies[1], workflow.NameAbortedByOperator) {
-		t.Fatalf("notifications = %v %v", pub.subjects, pub.bodies)
+	if len(pub.Subjects) != 2 || pub.Subjects[1] != "rocklake-migrate: migration failed" || !strings.Contains(pub.Bodies[1], workflow.NameAbortedByOperator) {
+		t.Fatalf("notifications = %v %v", pub.Subjects, pub.Bodies)
 	}
 	// Unfrozen: RockLake's next writer commits.
-	w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
+	w, err := catalog.OpenWriter(ctx, f.Source, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatalf("RockLake's writer after abort: %v", err)
 	}
@@ -252,12 +223,12 @@ func TestGateAbortCleansUp(t *testing.T) {
 	}
 	w.Close()
 	for _, again := range []func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
-		if _, err := again(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
+		if _, err := again(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
 			t.Fatalf("after abort: %v, want MigrationDecided", err)
 		}
 	}
 	// The Gate step refuses a migration without its lock.
-	if _, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.pointer}, TaskToken: "t"}); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
+	if _, err := workflow.Gate(ctx, f.Env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.Pointer}, TaskToken: "t"}); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
 		t.Fatalf("a gate without the lock: %v", err)
 	}
 }
@@ -266,38 +237,27 @@ func TestGateAbortCleansUp(t *testing.T) {
 // (Flip: SourceChangedDuringMigration) and the definition abort; an
 // approve after the gate's timeout aborts instead of flipping.
 func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
-	ctx, f := setup(t, 300)
-	_, before, _ := pointer.Read(ctx, f.env.Store, f.pointer)
-	pub := &published{}
-	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	ctx, f := seeded.Setup(t, 300)
+	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
+	pub := &seeded.Published{}
+	opts := operator.GateOptions{By: "ops", Pointer: f.Pointer, Publish: pub.Publish}
 
 	rec := postpone(t, ctx, f, pub)
-	w, err := catalog.OpenWriter(ctx, f.source, catalog.Options{Expect: format.V1})
-	if err != nil {
+	if err := seeded.Commit(ctx, f.Source); err != nil {
 		t.Fatal(err)
 	}
-	n, err := w.Counter(ctx, format.NameNextSnapshotID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	res, err := operator.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
+	res, err := operator.Approve(ctx, f.Env, rec.Migration.MigrationID, opts)
 	var ee *asl.ExecutionError
-	if !errors.As(err, &ee) || ee.Name != workflow.NameSourceChanged {
+	if !errors.As(err, &ee) || ee.Name != workflow.ErrSourceChanged.ErrorName() {
 		t.Fatalf("approve after a write at the gate: %v", err)
 	}
 	if res.Abort == nil || res.Abort.TargetObjects == 0 {
 		t.Fatalf("the refused flip did not abort: %+v", res.Abort)
 	}
-	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+	if p, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != f.Source || ref.ETag != before.ETag {
 		t.Fatalf("the pointer moved: %+v", p)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 		t.Fatalf("lock after the refused flip: %+v", l)
 	}
 
@@ -307,29 +267,29 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 		rec := postpone(t, ctx, f, pub)
 		rec.Suspended.EnteredTime = rec.Suspended.EnteredTime.Add(-21 * time.Hour)
 		body, _ := json.Marshal(rec)
-		if _, err := f.env.Store.Put(ctx, layout.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}.Gate(), body); err != nil {
+		if _, err := f.Env.Store.Put(ctx, layout.Staging{Root: f.Env.Staging, MigrationID: rec.Migration.MigrationID}.Gate(), body); err != nil {
 			t.Fatal(err)
 		}
 		return rec
 	}
 	// An abort then is what was asked for.
 	rec = expired()
-	if res, err := operator.AbortGate(ctx, f.env, rec.Migration.MigrationID, opts); err != nil || res.Abort == nil || res.Abort.TargetObjects == 0 {
+	if res, err := operator.AbortGate(ctx, f.Env, rec.Migration.MigrationID, opts); err != nil || res.Abort == nil || res.Abort.TargetObjects == 0 {
 		t.Fatalf("abort after the gate's timeout: %+v, %v", res.Abort, err)
 	}
 	rec = expired()
-	st := layout.Staging{Root: f.env.Staging, MigrationID: rec.Migration.MigrationID}
-	res, err = operator.Approve(ctx, f.env, rec.Migration.MigrationID, opts)
+	st := layout.Staging{Root: f.Env.Staging, MigrationID: rec.Migration.MigrationID}
+	res, err = operator.Approve(ctx, f.Env, rec.Migration.MigrationID, opts)
 	if !errors.Is(err, workflow.ErrGateTimedOut) || workflow.ErrorName(err) != "GateTimedOut" {
 		t.Fatalf("approve after the gate's timeout: %v", err)
 	}
 	if res.Abort == nil || res.Abort.TargetObjects == 0 {
 		t.Fatalf("the timed-out gate did not abort: %+v", res.Abort)
 	}
-	if p, ref, _ := pointer.Read(ctx, f.env.Store, f.pointer); p.Catalog != f.source || ref.ETag != before.ETag {
+	if p, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != f.Source || ref.ETag != before.ETag {
 		t.Fatalf("the pointer moved: %+v", p)
 	}
-	if _, _, err := f.env.Store.Get(ctx, st.Gate()); !errors.Is(err, blob.ErrNotFound) {
+	if _, _, err := f.Env.Store.Get(ctx, st.Gate()); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("the gate record after the abort: %v", err)
 	}
 }
@@ -339,13 +299,13 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 // definition's Abort removes the target and frees the lock, abort then has
 // nothing left to do, and the next migration starts at once.
 func TestGateApproveAfterThePointerMovedEndsTheRun(t *testing.T) {
-	ctx, f := setup(t, 300)
-	pub := &published{}
-	opts := operator.GateOptions{By: "ops", Pointer: f.pointer, Publish: pub.publish}
+	ctx, f := seeded.Setup(t, 300)
+	pub := &seeded.Published{}
+	opts := operator.GateOptions{By: "ops", Pointer: f.Pointer, Publish: pub.Publish}
 	rec := postpone(t, ctx, f, pub)
 	m := rec.Migration
-	movePointer(t, ctx, f, "operator")
-	res, err := operator.Approve(ctx, f.env, m.MigrationID, opts)
+	seeded.MovePointer(t, ctx, f, "operator")
+	res, err := operator.Approve(ctx, f.Env, m.MigrationID, opts)
 	var ee *asl.ExecutionError
 	if !errors.As(err, &ee) || ee.Name != "PointerConflict" {
 		t.Fatalf("approve after the pointer moved: %v", err)
@@ -353,23 +313,23 @@ func TestGateApproveAfterThePointerMovedEndsTheRun(t *testing.T) {
 	if res.Abort == nil || res.Abort.TargetObjects == 0 {
 		t.Fatalf("the refused flip did not abort: %+v (%v)", res.Abort, err)
 	}
-	if objs, err := f.env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
+	if objs, err := f.Env.Store.List(ctx, m.Target+"/"); err != nil || len(objs) != 0 {
 		t.Fatalf("the target after the refused approve: %d objects, %v", len(objs), err)
 	}
-	if l := lockHolder(t, ctx, f); l.MigrationID != "" {
+	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 		t.Fatalf("lock after the refused approve: %+v", l)
 	}
-	if n := checkpoints(t, ctx, f.source); n != 0 {
+	if n := seeded.Checkpoints(t, ctx, f.Source); n != 0 {
 		t.Fatalf("%d checkpoints left", n)
 	}
-	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
+	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
 		t.Fatalf("abort after the refused approve: %v", err)
 	}
-	next, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 1})
+	next, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1})
 	if err != nil {
 		t.Fatalf("a migration right after: %v", err)
 	}
-	if _, err := workflow.Abort(ctx, f.env, workflow.AbortInput{Migration: next}); err != nil {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: next}); err != nil {
 		t.Fatal(err)
 	}
 }

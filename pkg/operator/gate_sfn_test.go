@@ -1,4 +1,4 @@
-package workflow_test
+package operator_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
@@ -28,7 +30,7 @@ import (
 // task publishes the token, as the Gate Lambda gets it; Lambda itself
 // does not run there, so the test calls the Gate step as the Lambda would.
 func TestGateOnStepFunctions(t *testing.T) {
-	ctx, f := setup(t, 50)
+	ctx, f := seeded.Setup(t, 50)
 	moto := snsserver.Start(t)
 	moto.SetEnv(t)
 	t.Setenv("AWS_ENDPOINT_URL_SFN", moto.Endpoint())
@@ -59,7 +61,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	// with it for a migration that holds the lock.
 	open := func(name string) (workflow.Migration, string) {
 		t.Helper()
-		m, err := workflow.Check(ctx, f.env, workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, PostponeFlip: true})
+		m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, PostponeFlip: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +81,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 		if token == "" {
 			t.Fatal("the execution published no task token")
 		}
-		if _, err := workflow.Gate(ctx, f.env, workflow.GateInput{Migration: m, TaskToken: token, Execution: *ex.ExecutionArn, Topic: alerts}); err != nil {
+		if _, err := workflow.Gate(ctx, f.Env, workflow.GateInput{Migration: m, TaskToken: token, Execution: *ex.ExecutionArn, Topic: alerts}); err != nil {
 			t.Fatalf("the Gate step: %v", err)
 		}
 		return m, *ex.ExecutionArn
@@ -101,7 +103,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	}
 
 	m, arn := open("e1")
-	rec, _, err := workflow.ReadGate(ctx, f.env, m.MigrationID)
+	rec, _, err := workflow.ReadGate(ctx, f.Env, m.MigrationID)
 	if err != nil || rec.Local || rec.Execution != arn {
 		t.Fatalf("gate record %+v, %v", rec, err)
 	}
@@ -110,8 +112,8 @@ func TestGateOnStepFunctions(t *testing.T) {
 		!strings.Contains(msgs[0].Body, "rocklake-migrate approve "+m.MigrationID) || !strings.Contains(msgs[0].Body, "console.aws.amazon.com") {
 		t.Fatalf("the gate's message: %+v", msgs)
 	}
-	opts := operator.GateOptions{By: "ops", Pointer: f.pointer}
-	res, err := operator.Approve(ctx, f.env, m.MigrationID, opts)
+	opts := operator.GateOptions{By: "ops", Pointer: f.Pointer}
+	res, err := operator.Approve(ctx, f.Env, m.MigrationID, opts)
 	if err != nil || res.SentTo != arn {
 		t.Fatalf("approve: %+v, %v", res, err)
 	}
@@ -124,38 +126,38 @@ func TestGateOnStepFunctions(t *testing.T) {
 	if err := json.Unmarshal([]byte(aws.ToString(d.Output)), &out); d.Status != sfntypes.ExecutionStatusSucceeded || err != nil || out.Gate.ApprovedBy != "ops" {
 		t.Fatalf("the execution after approve: %s %s (%v)", d.Status, aws.ToString(d.Output), err)
 	}
-	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) {
+	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) {
 		t.Fatalf("abort after approve was sent: %v", err)
 	}
 
 	// The execution goes on in Step Functions (here it ends); free the lock
 	// as its Flip would, and abort a second one.
-	if _, err := workflow.Unlock(ctx, f.env, f.pointer, m.MigrationID); err != nil {
+	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
 		t.Fatal(err)
 	}
 	m, arn = open("e2")
 	// A completion Step Functions refuses (here a token it never issued)
 	// leaves the gate open for the next command.
-	gateURL := layout.Staging{Root: f.env.Staging, MigrationID: m.MigrationID}.Gate()
-	rec, _, _ = workflow.ReadGate(ctx, f.env, m.MigrationID)
+	gateURL := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}.Gate()
+	rec, _, _ = workflow.ReadGate(ctx, f.Env, m.MigrationID)
 	token := rec.TaskToken
 	rec.TaskToken = "not-a-token"
 	body, _ := json.Marshal(rec)
-	if _, err := f.env.Store.Put(ctx, gateURL, body); err != nil {
+	if _, err := f.Env.Store.Put(ctx, gateURL, body); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); err == nil || !strings.Contains(err.Error(), "InvalidToken") {
+	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); err == nil || !strings.Contains(err.Error(), "InvalidToken") {
 		t.Fatalf("abort with a token Step Functions refuses: %v", err)
 	}
-	if rec, _, err = workflow.ReadGate(ctx, f.env, m.MigrationID); err != nil || rec.Completed != "" {
+	if rec, _, err = workflow.ReadGate(ctx, f.Env, m.MigrationID); err != nil || rec.Completed != "" {
 		t.Fatalf("the refused abort kept its claim: %+v, %v", rec, err)
 	}
 	rec.TaskToken = token
 	body, _ = json.Marshal(rec)
-	if _, err := f.env.Store.Put(ctx, gateURL, body); err != nil {
+	if _, err := f.Env.Store.Put(ctx, gateURL, body); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := operator.AbortGate(ctx, f.env, m.MigrationID, opts); err != nil {
+	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
 	if d := finished(arn); d.Status != sfntypes.ExecutionStatusFailed || aws.ToString(d.Error) != workflow.NameAbortedByOperator {

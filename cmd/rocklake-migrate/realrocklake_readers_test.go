@@ -12,11 +12,11 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 )
 
-// fleetRun is what a fleet of one writer and fleet readers, each under
+// readersRun is what a writer and its readers, each under
 // `serve` on one pointer, saw around a migration.
-type fleetRun struct {
-	// refusedBefore: writes refused before the migration started (fleet
-	// readers starting and refreshing beside the writer).
+type readersRun struct {
+	// refusedBefore: writes refused before the migration started (readers
+	// starting and refreshing beside the writer).
 	refusedBefore, refused, acked int
 	// writeFreeze: the longest span from a refused write to the next
 	// acknowledged one.
@@ -33,13 +33,13 @@ type readObs struct {
 	names map[string]bool
 }
 
-// fleetThroughMigration serves ptr with a writer and `readers` fleet
+// readersThroughMigration serves ptr with a writer and `readers`
 // readers (--mode reader, --refresh refresh), commits a schema through the
 // writer every 200 ms and reads through each reader every 200 ms for quiet,
 // runs `migrate --rebuild --online` (target beside targetDir), goes on for
 // quiet, and checks that every acknowledged commit is in the catalog the
 // pointer names.
-func fleetThroughMigration(tb testing.TB, ctx context.Context, ptr, targetDir string, readers int, refresh, quiet time.Duration) fleetRun {
+func readersThroughMigration(tb testing.TB, ctx context.Context, ptr, targetDir string, readers int, refresh, quiet time.Duration) readersRun {
 	tb.Helper()
 	bin, err := rocklake.Binary()
 	if err != nil {
@@ -53,7 +53,7 @@ func fleetThroughMigration(tb testing.TB, ctx context.Context, ptr, targetDir st
 		rs = append(rs, superviseRockLake(tb, ctx, ptr, bin, 16, "--interval", "200ms", "--refresh", refresh.String(), "--", "--mode", "reader"))
 	}
 	for i, r := range rs {
-		eventually(tb, fmt.Sprintf("fleet reader %d reads", i+1), func() error { _, err := schemas(ctx, rocklake.Client(r.port)); return err })
+		eventually(tb, fmt.Sprintf("reader %d reads", i+1), func() error { _, err := schemas(ctx, rocklake.Client(r.port)); return err })
 	}
 
 	loopCtx, stop := context.WithCancel(ctx)
@@ -110,7 +110,7 @@ func fleetThroughMigration(tb testing.TB, ctx context.Context, ptr, targetDir st
 	started := time.Now()
 	cli(tb, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", targetDir, "--online", "--shards", "8",
 		"--freeze-grace", "60s", "--read-replica=false", "--json").want(tb, exitOK)
-	out := fleetRun{migrate: time.Since(started)}
+	out := readersRun{migrate: time.Since(started)}
 	time.Sleep(quiet)
 	stop()
 	wg.Wait()
@@ -179,28 +179,28 @@ func fleetThroughMigration(tb testing.TB, ctx context.Context, ptr, targetDir st
 	return out
 }
 
-// Issue 37 item 1: fleet readers beside the writer, each under `serve
+// Issue 37 item 1: readers beside the writer, each under `serve
 // --mode reader` on the pointer, serve copies of the catalog (made beside
 // it, refreshed every 2 s), so that starting them and their refreshes
 // refuse none of the writer's writes; they show each commit within the
 // refresh and a copy; through an online migration their reads never fail
 // for over a second, and they follow to the new catalog.
-func TestRealRockLakeFleetReadersNeverFenceTheWriter(t *testing.T) {
+func TestRealRockLakeReadersNeverFenceTheWriter(t *testing.T) {
 	ctx, _ := s3Stack(t, 5*time.Minute)
 	dir := t.TempDir()
 	ptr, _ := pointedCatalog(t, ctx, dir)
-	r := fleetThroughMigration(t, ctx, ptr, "file://"+filepath.Join(dir, "online")+"/", 2, 2*time.Second, 6*time.Second)
-	t.Logf("fleet of a writer and 2 readers through an online migration (%s): %d writes acknowledged, %d refused (%d before the migration), write freeze %s; readers' read gaps %v, staleness %v",
+	r := readersThroughMigration(t, ctx, ptr, "file://"+filepath.Join(dir, "online")+"/", 2, 2*time.Second, 6*time.Second)
+	t.Logf("a writer and 2 readers through an online migration (%s): %d writes acknowledged, %d refused (%d before the migration), write freeze %s; readers' read gaps %v, staleness %v",
 		r.migrate.Round(time.Millisecond), r.acked, r.refused, r.refusedBefore, r.writeFreeze.Round(time.Millisecond), r.readGap, r.staleness)
 	if r.refusedBefore != 0 {
-		t.Fatalf("the fleet readers made the writer refuse %d writes before any migration", r.refusedBefore)
+		t.Fatalf("the readers made the writer refuse %d writes before any migration", r.refusedBefore)
 	}
 	for i := range r.readGap {
 		if r.readGap[i] > time.Second {
-			t.Fatalf("fleet reader %d: reads failed for %s in a row", i+1, r.readGap[i])
+			t.Fatalf("reader %d: reads failed for %s in a row", i+1, r.readGap[i])
 		}
 		if r.staleness[i] > 10*time.Second {
-			t.Fatalf("fleet reader %d: a commit took %s to show, want within the 2 s refresh and a copy", i+1, r.staleness[i])
+			t.Fatalf("reader %d: a commit took %s to show, want within the 2 s refresh and a copy", i+1, r.staleness[i])
 		}
 	}
 }

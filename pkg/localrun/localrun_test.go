@@ -1,4 +1,4 @@
-package workflow_test
+package localrun_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -16,8 +18,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/progress"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
-
-const localTopic = "arn:aws:sns:us-east-1:000000000000:rocklake"
 
 // lockedBuffer is a writer the run and the test share.
 type lockedBuffer struct {
@@ -42,23 +42,23 @@ func (b *lockedBuffer) String() string {
 // each top-level state's start and end, and the export, transform, import
 // and verify stages each end with done equal to total, the catalog's rows;
 // the outcome message is sent. A second run has nothing to do.
-func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
-	ctx, f := setup(t, 1500)
+func TestRunMigratesAndShowsItsProgress(t *testing.T) {
+	ctx, f := seeded.Setup(t, 1500)
 	var events lockedBuffer
-	pub := &published{}
-	rep, err := localrun.Run(ctx, f.env, localrun.Options{
-		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 3, FreezeGrace: noGrace()},
-		Topic: localTopic, Publish: pub.publish, Concurrency: 2,
+	pub := &seeded.Published{}
+	rep, err := localrun.Run(ctx, f.Env, localrun.Options{
+		Check: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 3, FreezeGrace: seeded.NoGrace()},
+		Topic: seeded.Topic, Publish: pub.Publish, Concurrency: 2,
 		Display: func() localrun.Display { return progress.New(&events, progress.Options{Mode: progress.JSON}) },
 	})
 	if err != nil || rep == nil {
 		t.Fatalf("run: %+v, %v", rep, err)
 	}
-	p, ref, err := pointer.Read(ctx, f.env.Store, f.pointer)
+	p, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if err != nil || p.Catalog != rep.Target || ref.VersionID != rep.PointerVersionID || p.FormatVersion != format.V2 {
 		t.Fatalf("pointer %+v (%+v, %v), report %+v", p, ref, err, rep)
 	}
-	if rep.Outcome != "migrated" || rep.MigrationID == "" || rep.Source != f.source || rep.Counts["ducklake_data_file"] == 0 || rep.StateSeconds["Verify"] == 0 {
+	if rep.Outcome != "migrated" || rep.MigrationID == "" || rep.Source != f.Source || rep.Counts["ducklake_data_file"] == 0 || rep.StateSeconds["Verify"] == 0 {
 		t.Fatalf("report = %+v", rep)
 	}
 	var rows uint64
@@ -93,11 +93,11 @@ func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
 			t.Errorf("stage %s: final event %+v, want done = total = %d rows", stage, ev, rows)
 		}
 	}
-	if len(pub.subjects) != 1 || pub.subjects[0] != "rocklake-migrate: migration succeeded" {
-		t.Fatalf("notifications = %v", pub.subjects)
+	if len(pub.Subjects) != 1 || pub.Subjects[0] != "rocklake-migrate: migration succeeded" {
+		t.Fatalf("notifications = %v", pub.Subjects)
 	}
 
-	rep, err = localrun.Run(ctx, f.env, localrun.Options{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2}})
+	rep, err = localrun.Run(ctx, f.Env, localrun.Options{Check: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2}})
 	if err != nil || rep.Outcome != "nothing to do" || rep.MigrationID == "" {
 		t.Fatalf("second run: %+v, %v", rep, err)
 	}
@@ -106,18 +106,18 @@ func TestRunLocalMigratesAndShowsItsProgress(t *testing.T) {
 // A run whose catalog is not in the format its pointer says fails with
 // the startup check's error, as the format mismatch the CLI exits 3 on,
 // and its report still names the migration.
-func TestRunLocalFormatMismatch(t *testing.T) {
-	ctx, f := setup(t, 100)
+func TestRunFormatMismatch(t *testing.T) {
+	ctx, f := seeded.Setup(t, 100)
 	wrong := "s3://rocklake/WRONG"
-	if _, err := pointer.Create(ctx, f.env.Store, wrong, pointer.Pointer{Catalog: f.source, FormatVersion: format.V2, MigrationID: "initial"}); err != nil {
+	if _, err := pointer.Create(ctx, f.Env.Store, wrong, pointer.Pointer{Catalog: f.Source, FormatVersion: format.V2, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := localrun.Run(ctx, f.env, localrun.Options{Check: workflow.CheckInput{Online: offline(), Pointer: wrong, TargetVersion: 2, MigrationID: "m-wrong", FreezeGrace: noGrace()}})
+	rep, err := localrun.Run(ctx, f.Env, localrun.Options{Check: workflow.CheckInput{Online: seeded.Offline(), Pointer: wrong, TargetVersion: 2, MigrationID: "m-wrong", FreezeGrace: seeded.NoGrace()}})
 	var mismatch *format.FormatVersionMismatch
 	if !errors.As(err, &mismatch) || mismatch.Expected != 2 {
 		t.Fatalf("run: %v, want a FormatVersionMismatch expecting 2", err)
 	}
-	if rep == nil || rep.Outcome != "failed" || rep.MigrationID != "m-wrong" || !strings.Contains(rep.Error, format.NameVersionMismatch) {
+	if rep == nil || rep.Outcome != "failed" || rep.MigrationID != "m-wrong" || !strings.Contains(rep.Error, format.ErrVersionMismatch.ErrorName()) {
 		t.Fatalf("report = %+v", rep)
 	}
 }
@@ -141,27 +141,27 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // An interrupted run (its context ended after Check) runs Abort on a fresh
 // context: no checkpoint on the source, no staging, no target, the lock
 // free for the next run; the report says so.
-func TestRunLocalInterruptedRunsAbort(t *testing.T) {
-	ctx, f := setup(t, 3000)
+func TestRunInterruptedRunsAbort(t *testing.T) {
+	ctx, f := seeded.Setup(t, 3000)
 	runCtx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
 	lines := &cancelOn{state: "Import", cancel: interrupt}
-	rep, err := localrun.Run(runCtx, f.env, localrun.Options{
-		Check:   workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, MigrationID: "m-interrupted", FreezeGrace: noGrace()},
+	rep, err := localrun.Run(runCtx, f.Env, localrun.Options{
+		Check:   workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, MigrationID: "m-interrupted", FreezeGrace: seeded.NoGrace()},
 		Display: func() localrun.Display { return progress.New(lines, progress.Options{Mode: progress.Lines}) },
 	})
 	if err == nil || rep == nil || rep.Outcome != "failed" || !strings.Contains(rep.Error, "cleaned up after the interruption") {
 		t.Fatalf("interrupted run: %+v, %v\n%s", rep, err, lines.String())
 	}
-	if n := checkpoints(t, ctx, f.source); n != 0 {
+	if n := seeded.Checkpoints(t, ctx, f.Source); n != 0 {
 		t.Fatalf("%d checkpoints left on the source", n)
 	}
-	for _, prefix := range []string{f.env.Staging + "/m-interrupted/", "s3://rocklake/catalogs/v2-m-interrupted/"} {
-		if objs, err := f.env.Store.List(ctx, prefix); err != nil || len(objs) != 0 {
+	for _, prefix := range []string{f.Env.Staging + "/m-interrupted/", "s3://rocklake/catalogs/v2-m-interrupted/"} {
+		if objs, err := f.Env.Store.List(ctx, prefix); err != nil || len(objs) != 0 {
 			t.Fatalf("%s left: %d objects, %v", prefix, len(objs), err)
 		}
 	}
-	if rep, err := localrun.Run(ctx, f.env, localrun.Options{Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}}); err != nil || rep.Outcome != "migrated" {
+	if rep, err := localrun.Run(ctx, f.Env, localrun.Options{Check: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: seeded.NoGrace()}}); err != nil || rep.Outcome != "migrated" {
 		t.Fatalf("the next run: %+v, %v", rep, err)
 	}
 }
@@ -169,16 +169,16 @@ func TestRunLocalInterruptedRunsAbort(t *testing.T) {
 // Strategy A chosen by InPlaceAuto: the choice and each state are logged,
 // the catalog is migrated where it lies, and the outcome message names the
 // run as in place.
-func TestRunLocalInPlaceAuto(t *testing.T) {
-	ctx, f := setup(t, 300)
+func TestRunInPlaceAuto(t *testing.T) {
+	ctx, f := seeded.Setup(t, 300)
 	var log lockedBuffer
-	pub := &published{}
-	rep, err := localrun.Run(ctx, f.env, localrun.Options{
-		Check: workflow.CheckInput{Online: offline(), Pointer: f.pointer, TargetVersion: 2, Shards: 2, InPlaceAuto: true, FreezeGrace: noGrace()},
-		Topic: localTopic, Publish: pub.publish, Log: &log,
+	pub := &seeded.Published{}
+	rep, err := localrun.Run(ctx, f.Env, localrun.Options{
+		Check: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, InPlaceAuto: true, FreezeGrace: seeded.NoGrace()},
+		Topic: seeded.Topic, Publish: pub.Publish, Log: &log,
 		Display: func() localrun.Display { t.Error("a Strategy A run made a display"); return nil },
 	})
-	if err != nil || rep.Outcome != "migrated in place" || rep.InPlace == nil || rep.InPlace.WayBack == nil || rep.Target != f.source {
+	if err != nil || rep.Outcome != "migrated in place" || rep.InPlace == nil || rep.InPlace.WayBack == nil || rep.Target != f.Source {
 		t.Fatalf("run: %+v, %v", rep, err)
 	}
 	for _, want := range []string{"strategy: ", "→ Check", "→ InPlace"} {
@@ -186,10 +186,10 @@ func TestRunLocalInPlaceAuto(t *testing.T) {
 			t.Fatalf("log %q lacks %q", log.String(), want)
 		}
 	}
-	if p, _, err := pointer.Read(ctx, f.env.Store, f.pointer); err != nil || p.Catalog != f.source || p.FormatVersion != format.V2 {
+	if p, _, err := pointer.Read(ctx, f.Env.Store, f.Pointer); err != nil || p.Catalog != f.Source || p.FormatVersion != format.V2 {
 		t.Fatalf("pointer = %+v, %v", p, err)
 	}
-	if len(pub.bodies) != 1 || !strings.Contains(pub.bodies[0], "(in place)") || !strings.Contains(pub.bodies[0], rep.MigrationID) {
-		t.Fatalf("notifications = %v", pub.bodies)
+	if len(pub.Bodies) != 1 || !strings.Contains(pub.Bodies[0], "(in place)") || !strings.Contains(pub.Bodies[0], rep.MigrationID) {
+		t.Fatalf("notifications = %v", pub.Bodies)
 	}
 }
