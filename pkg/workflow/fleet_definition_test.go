@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -21,10 +22,10 @@ import (
 // it: nobody was told), with the run's own error, PointersFailed; one whose
 // summary went out ends in PointersFailed.
 func TestFleetNoticeUnpublishedEndsInFailedUnreported(t *testing.T) {
-	ctx, f := setup(t, 50)
+	ctx, f := seeded.Setup(t, 50)
 	const prefix = "s3://rocklake/t/"
-	for name, cat := range map[string]string{"a": f.source, "gone": "s3://rocklake/catalogs/gone"} {
-		if _, err := pointer.Create(ctx, f.env.Store, prefix+name+"/CURRENT", pointer.Pointer{Catalog: cat, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+	for name, cat := range map[string]string{"a": f.Source, "gone": "s3://rocklake/catalogs/gone"} {
+		if _, err := pointer.Create(ctx, f.Env.Store, prefix+name+"/CURRENT", pointer.Pointer{Catalog: cat, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -37,7 +38,7 @@ func TestFleetNoticeUnpublishedEndsInFailedUnreported(t *testing.T) {
 		entered := map[string]bool{}
 		in, _ := json.Marshal(fleet.Request{Sources: []string{prefix}, TargetVersion: format.V2, Concurrency: 1,
 			Child: map[string]any{"shards": 1, "online": false, "freeze_grace": 0}})
-		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: localrun.Tasks(f.env, publish),
+		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: localrun.Tasks(f.Env, publish),
 			Sleep: func(context.Context, time.Duration) error { return nil },
 			Observer: asl.ObserverFuncs{Entered: func(e asl.StateEvent) {
 				if e.MapIndex == nil {
@@ -54,9 +55,9 @@ func TestFleetNoticeUnpublishedEndsInFailedUnreported(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Name != "PointersFailed" || !entered["FailedUnreported"] || entered["PointersFailed"] {
 		t.Fatalf("summary unpublished: %v, states %v; want PointersFailed from FailedUnreported", err, entered)
 	}
-	pub := &published{}
-	entered, err = run(pub.publish)
-	if !errors.As(err, &ee) || ee.Name != "PointersFailed" || entered["FailedUnreported"] || !entered["PointersFailed"] || len(pub.subjects) == 0 {
-		t.Fatalf("summary published: %v, states %v, %d messages; want PointersFailed", err, entered, len(pub.subjects))
+	pub := &seeded.Published{}
+	entered, err = run(pub.Publish)
+	if !errors.As(err, &ee) || ee.Name != "PointersFailed" || entered["FailedUnreported"] || !entered["PointersFailed"] || len(pub.Subjects) == 0 {
+		t.Fatalf("summary published: %v, states %v, %d messages; want PointersFailed", err, entered, len(pub.Subjects))
 	}
 }
