@@ -55,10 +55,6 @@ const fleetDriftConcurrency = 8
 // sends its alert) instead of timing out with nothing.
 const fleetDriftMargin = 20 * time.Second
 
-// errDriftNoTime names a pointer the fleet's drift check had no time left
-// for: the next scheduled check looks again.
-var errDriftNoTime = errname.New("workflow", errname.Transient, "not checked: the fleet's drift check ran out of time before this pointer")
-
 // FleetDrift runs the drift check (Drift: the expected version, from SSM
 // when Expect is 0, and leftovers) on every pointer of the fleet, each in
 // env's staging (a fleet's runs share one), and sends one alert to Topic
@@ -87,7 +83,7 @@ func FleetDrift(ctx context.Context, env Env, in FleetDriftInput) (FleetDriftRep
 			if acquired {
 				<-sem
 			}
-			rep.Pointers[i].ErrorName, rep.Pointers[i].Error = errname.Of(errDriftNoTime), errDriftNoTime.Error()
+			rep.Pointers[i].ErrorName, rep.Pointers[i].Error = errname.Of(ErrDriftNoTime), ErrDriftNoTime.Error()
 			continue
 		}
 		wg.Add(1)
