@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,12 +79,19 @@ func TestASLValidator(t *testing.T) {
 		"TopicArn":                 "arn:aws:sns:eu-west-1:123456789012:rlm-alerts",
 		"Region":                   "eu-west-1",
 		"MigrationStateMachineArn": "arn:aws:states:eu-west-1:123456789012:stateMachine:rlm-migration",
+		"RollbackStateMachineArn":  "arn:aws:states:eu-west-1:123456789012:stateMachine:rlm-rollback",
 	}
 	migration, err := MigrationDefinition(testCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, def := range map[string][]byte{"migration": migration, "drift": statemachine.Drift, "rollback": statemachine.Rollback} {
+	// Every definition (statemachine.Definitions), each as deployed.
+	defs := maps.Clone(statemachine.Definitions)
+	defs["migration"] = migration
+	if len(defs) < 4 {
+		t.Fatalf("definitions %v: the fleet's is missing", slices.Collect(maps.Keys(defs)))
+	}
+	for name, def := range defs {
 		s := string(def)
 		for _, p := range Placeholders(def) {
 			v, ok := dummy[p]

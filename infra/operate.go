@@ -122,10 +122,20 @@ func (s *MigrateStack) alarms(cfg Config, logs map[string]awslogs.ILogGroup) {
 			awslogs.FilterPattern_StringValue(jsii.String("$.details.name"), jsii.String("="), jsii.String("FailedUnreported")),
 		))
 	}
-	for _, sm := range []struct {
+	machines := []struct {
 		id, what string
 		m        awsstepfunctions.StateMachine
-	}{{"Migration", "migration", s.Migration}, {"Rollback", "rollback", s.Rollback}} {
+	}{{"Migration", "migration", s.Migration}, {"Rollback", "rollback", s.Rollback}}
+	if s.Fleet != nil {
+		// A fleet run's own failures (a canary, pointers, its listing) go
+		// out in its summary or its failure notice; its pointers' runs page
+		// as the migration's and rollback's.
+		machines = append(machines, struct {
+			id, what string
+			m        awsstepfunctions.StateMachine
+		}{"Fleet", "fleet", s.Fleet})
+	}
+	for _, sm := range machines {
 		alarm(sm.id+"TimedOut", "A "+sm.what+" execution timed out (top-level TimeoutSeconds): no notice was sent; see the execution's history",
 			sm.m.MetricTimedOut(five), true)
 		alarm(sm.id+"Aborted", "A "+sm.what+" execution was stopped: no notice was sent; Abort did not run (rocklake-migrate status, then abort or unlock)",
@@ -205,6 +215,11 @@ func (s *MigrateStack) dashboard(cfg Config) awscloudwatch.Dashboard {
 		graph("Lambda durations (ms)", durs...),
 		graph("Rollback and drift executions", append(executions(s.Rollback), s.Drift.MetricFailed(sum))...),
 	)
+	if s.Fleet != nil {
+		// A fleet run's progress: its own executions, and the child
+		// executions of the migration state machine it started (above).
+		d.AddWidgets(graph("Fleet executions", executions(s.Fleet)...))
+	}
 	d.AddWidgets(
 		awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{
 			Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(8), Height: jsii.Number(6),

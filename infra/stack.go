@@ -73,6 +73,8 @@ type MigrateStack struct {
 	Functions                  map[string]awslambda.Function
 	Topic                      awssns.Topic
 	Migration, Drift, Rollback awsstepfunctions.StateMachine
+	// Fleet is the fleet state machine; nil without a fleet (fleetSources).
+	Fleet awsstepfunctions.StateMachine
 	// ExpectedVersion is the SSM parameter the release pipeline sets.
 	ExpectedVersion awsssm.StringParameter
 	Dashboard       awscloudwatch.Dashboard
@@ -89,6 +91,7 @@ type perms struct {
 	publish       bool // Drift
 	readExpected  bool // Check, Drift: the expected-version parameter
 	lockRead      bool // the steps from Freeze on confirm the lock is theirs
+	fleetRuns     bool // FleetList, FleetReport: the fleet runs' records and lists
 	memoryMB      int
 	ephemeralMB   int
 	timeout       awscdk.Duration
@@ -157,18 +160,19 @@ func (s *MigrateStack) functions(stack awscdk.Stack, cfg Config, stagingURL stri
 	// must never outlive its state, or Abort could run while a Flip still
 	// writes the pointer. Steps work within the Lambda's own deadline.
 	shardTimeout := awscdk.Duration_Seconds(jsii.Number(900))
+	reserved := ReservedConcurrency(cfg)
 	specs := map[string]perms{
-		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true, readExpected: true,
-			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(110)), concurrency: 10,
-			description: "rocklake-migrate steps Check, Flip, Abort, Rollback, Drift"},
+		"check": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, stagingDelete: true, publish: true, readExpected: true, fleetRuns: true,
+			memoryMB: 1024, ephemeralMB: 512, timeout: awscdk.Duration_Seconds(jsii.Number(110)), concurrency: reserved["check"],
+			description: "rocklake-migrate steps Check, Flip, Abort, Rollback, Drift, FleetList, FleetReport, FleetDrift"},
 		// Freeze opens the source as a passive SlateDB writer (fencing and a
 		// checkpoint; no compaction or garbage collection), so export
 		// writes under catalogs/ but deletes nothing there.
 		"export": {catalogRead: true, catalogWrite: true, stagingWrite: true, lockRead: true,
-			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: cfg.ShardConcurrency,
+			memoryMB: cfg.ShardMemoryMB, ephemeralMB: 2048, timeout: shardTimeout, concurrency: reserved["export"],
 			description: "rocklake-migrate steps Freeze, ExportTransformShard (the Map), ExportShard, TransformShard"},
 		"import": {catalogRead: true, catalogWrite: true, catalogDelete: true, stagingWrite: true, lockRead: true,
-			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: 2,
+			memoryMB: max(cfg.ShardMemoryMB, 4096), ephemeralMB: 4096, timeout: shardTimeout, concurrency: reserved["import"],
 			description: "rocklake-migrate steps Import, Finalize, Verify (the one writer of the target)"},
 		// Strategy A writes the catalog where it lies (its way back copied
 		// beside it, deleted again if the run fails) and moves the pointer,
@@ -176,7 +180,7 @@ func (s *MigrateStack) functions(stack awscdk.Stack, cfg Config, stagingURL stri
 		// step combines; no staging, no topic. Its batch is held in memory
 		// (inPlaceMemoryMB).
 		"inplace": {pointerWrite: true, catalogRead: true, catalogWrite: true, catalogDelete: true,
-			memoryMB: inPlaceMemoryMB, ephemeralMB: 512, timeout: shardTimeout, concurrency: 2,
+			memoryMB: inPlaceMemoryMB, ephemeralMB: 512, timeout: shardTimeout, concurrency: reserved["inplace"],
 			description: "rocklake-migrate step InPlace (Strategy A: catalog and pointer)"},
 	}
 
@@ -309,6 +313,9 @@ func (s *MigrateStack) grantObjects(add func(sid string, actions []string, resou
 		add("CatalogList", []string{"s3:ListBucket"}, []*string{s.Catalog.BucketArn()},
 			map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": listPrefixes}})
 	}
+	if cfg.Fleet.Configured() {
+		s.grantFleet(add, sp, cfg.Fleet)
+	}
 }
 
 // stateMachines adds the migration, drift and rollback state machines,
@@ -341,8 +348,12 @@ func (s *MigrateStack) stateMachines(stack awscdk.Stack, cfg Config) (map[string
 	if err != nil {
 		return nil, err
 	}
-	allowChildRuns(stack, s.Rollback, s.Migration, cfg.Name+"-migration")
-
+	allowChildRuns(stack, s.Rollback, childMachine{s.Migration, cfg.Name + "-migration"})
+	if cfg.Fleet.Configured() {
+		if err := s.fleetStateMachine(stack, cfg, logs); err != nil {
+			return nil, err
+		}
+	}
 	return logs, nil
 }
 
@@ -391,7 +402,9 @@ func (s *MigrateStack) triggers(stack awscdk.Stack, cfg Config, pointerURL strin
 			RetryAttempts: jsii.Number(2),
 		}),
 	})
-
+	if cfg.Fleet.Configured() {
+		s.fleetTriggers(stack, cfg)
+	}
 }
 
 // outputs names what an operator needs from the stack.
@@ -408,34 +421,48 @@ func (s *MigrateStack) outputs(stack awscdk.Stack, pointerURL, stagingURL string
 	out("PointerLocation", "The catalog pointer object", jsii.String(pointerURL))
 	out("StagingLocation", "ROCKLAKE_STAGING", jsii.String(stagingURL))
 	out("TopicArn", "Drift alerts and migration outcomes", s.Topic.TopicArn())
+	if s.Fleet != nil {
+		out("FleetStateMachineArn", "The fleet state machine (the release rules start it; or start it with {\"sources\", \"action\", ...})", s.Fleet.StateMachineArn())
+	}
 }
 
-// newStateMachine deploys one definition inline with its substitutions, a
-// role that may invoke exactly the given functions (and start its own child
-// executions for a Distributed Map), CloudWatch logging and X-Ray.
-// allowChildRuns lets parent run child (named name) as a child execution
-// and wait for it (startExecution.sync:2): start it, describe and stop its
+// childMachine is a state machine another runs as a child execution, and
+// its fixed name (its executions' ARNs are built from it).
+type childMachine struct {
+	sm   awsstepfunctions.StateMachine
+	name string
+}
+
+// allowChildRuns lets parent run each child as a child execution and wait
+// for it (startExecution.sync:2): start it, describe and stop its
 // executions, and the managed EventBridge rule through which Step Functions
 // learns that a child ended.
-func allowChildRuns(stack awscdk.Stack, parent, child awsstepfunctions.StateMachine, name string) {
-	executions := awscdk.Stack_Of(stack).FormatArn(&awscdk.ArnComponents{
-		Service: jsii.String("states"), Resource: jsii.String("execution"), ResourceName: jsii.String(name + ":*"),
-		ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
-	})
+func allowChildRuns(stack awscdk.Stack, parent awsstepfunctions.StateMachine, children ...childMachine) {
+	var machines, executions []*string
+	for _, c := range children {
+		machines = append(machines, c.sm.StateMachineArn())
+		executions = append(executions, awscdk.Stack_Of(stack).FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("states"), Resource: jsii.String("execution"), ResourceName: jsii.String(c.name + ":*"),
+			ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		}))
+	}
 	rule := awscdk.Stack_Of(stack).FormatArn(&awscdk.ArnComponents{
 		Service: jsii.String("events"), Resource: jsii.String("rule"), ResourceName: jsii.String("StepFunctionsGetEventsForStepFunctionsExecutionRule"),
 	})
 	parent.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid: jsii.String("ChildStart"), Actions: jsii.Strings("states:StartExecution"), Resources: &[]*string{child.StateMachineArn()},
+		Sid: jsii.String("ChildStart"), Actions: jsii.Strings("states:StartExecution"), Resources: &machines,
 	}))
 	parent.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid: jsii.String("ChildExecutions"), Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"), Resources: &[]*string{executions},
+		Sid: jsii.String("ChildExecutions"), Actions: jsii.Strings("states:DescribeExecution", "states:StopExecution"), Resources: &executions,
 	}))
 	parent.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid: jsii.String("ChildEnded"), Actions: jsii.Strings("events:PutTargets", "events:PutRule", "events:DescribeRule"), Resources: &[]*string{rule},
 	}))
 }
 
+// newStateMachine deploys one definition inline with its substitutions, a
+// role that may invoke exactly the given functions (and start its own child
+// executions for a Distributed Map), CloudWatch logging and X-Ray.
 func newStateMachine(stack awscdk.Stack, id, name string, cfg Config, def []byte, subs map[string]*string,
 	fns []awslambda.Function, topic awssns.Topic, distributedMap bool) (awsstepfunctions.StateMachine, awslogs.ILogGroup, error) {
 	for _, p := range Placeholders(def) {

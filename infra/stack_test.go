@@ -49,6 +49,11 @@ func TestMain(m *testing.M) {
 			"name": "rlm-test", "distDir": dist, "stagingExpireDays": 3, "pointerNoncurrentDays": 45,
 			"catalogBucketName": "rlm-test-catalog", "stagingBucketName": "rlm-test-staging",
 			"shardConcurrency": 24, "executionTimeoutHours": 40,
+			// A fleet in three buckets: a prefix beside the stack's pointer, a
+			// list, and the prefix its pointers lie under.
+			"fleetSources":  []any{"s3://rlm-test-catalog/tenants/", "s3://acme-fleet-lists/eu.txt"},
+			"fleetPrefixes": "s3://acme-eu/tenants/",
+			"fleetCanary":   2, "fleetConcurrency": 3, "fleetMaxFailures": 5, "fleetName": "tenants",
 		}})
 		testCfg, err = ConfigFromContext(app.Node())
 		if err != nil {
@@ -63,6 +68,7 @@ func TestMain(m *testing.M) {
 		existingCfg.Name, existingCfg.ExpectedVersionParameter = "rlm-existing", "/rlm-existing/expected-format-version"
 		existingCfg.CatalogBucketName, existingCfg.StagingBucketName = "acme-existing-catalog", "acme-existing-staging"
 		existingCfg.ExistingCatalogBucket, existingCfg.ExistingStagingBucket = true, true
+		existingCfg.Fleet = Fleet{} // and no fleet
 		existing, err := NewMigrateStack(app, "RlmExisting", env, existingCfg)
 		if err != nil {
 			panic(err)
@@ -196,7 +202,7 @@ func TestBuckets(t *testing.T) {
 // placeholder serves, in both definitions.
 func stepTimeouts(t *testing.T) map[string]float64 {
 	out := map[string]float64{}
-	for _, def := range [][]byte{statemachine.Migration, statemachine.Drift, statemachine.Rollback} {
+	for _, def := range statemachine.Definitions {
 		for _, st := range taskStates(t, def) {
 			for _, p := range Placeholders([]byte(asJSON(st["Resource"]))) {
 				ts, ok := st["TimeoutSeconds"].(float64)
@@ -256,8 +262,10 @@ func TestFunctions(t *testing.T) {
 		if f.Name == "export" && rc < mapConcurrency {
 			t.Errorf("%s: reserved concurrency %v below the Map's MaxConcurrency %v", f.Name, rc, mapConcurrency)
 		}
-		if f.Name == "import" && rc > 2 {
-			t.Errorf("import is the one writer of the target; concurrency %v", rc)
+		// A fleet runs fleetConcurrency migrations at once (3 here), each
+		// with one writer of its target.
+		if f.Name == "import" && rc > float64(max(2, testCfg.Fleet.Concurrency)) {
+			t.Errorf("import is the one writer of each target; concurrency %v", rc)
 		}
 		if f.Name != "check" && p["MemorySize"].(float64) < 2048 {
 			t.Errorf("%s: memory %v too small for a shard", f.Name, p["MemorySize"])
@@ -351,7 +359,8 @@ func TestLambdaLeastPrivilege(t *testing.T) {
 			// Object actions are scoped to a prefix of one bucket.
 			if strings.Contains(asJSON(s["Action"]), "s3:GetObject") || strings.Contains(asJSON(s["Action"]), "s3:PutObject") {
 				res := asJSON(s["Resource"])
-				if !strings.Contains(res, "/catalogs/*") && !strings.Contains(res, "/migrations/*") && !strings.Contains(res, "/rocklake/CURRENT") {
+				if !strings.Contains(res, "/catalogs/*") && !strings.Contains(res, "/migrations/*") && !strings.Contains(res, "/rocklake/CURRENT") &&
+					!inFleetScope(res) {
 					t.Errorf("%s: object access beyond the prefixes: %s", f.Name, res)
 				}
 			}
@@ -445,12 +454,16 @@ func stateMachine(t *testing.T, name string) map[string]any {
 }
 
 func TestStateMachines(t *testing.T) {
-	tmpl.ResourceCountIs(jsii.String("AWS::StepFunctions::StateMachine"), jsii.Number(3))
+	tmpl.ResourceCountIs(jsii.String("AWS::StepFunctions::StateMachine"), jsii.Number(4))
+	if n := len(resourcesOf(existingTJ, "AWS::StepFunctions::StateMachine")); n != 3 {
+		t.Errorf("a stack without a fleet has %d state machines, want 3 (no fleet's)", n)
+	}
 	migration, err := MigrationDefinition(testCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, def := range map[string][]byte{"rlm-test-migration": migration, "rlm-test-drift": statemachine.Drift, "rlm-test-rollback": statemachine.Rollback} {
+	for name, def := range map[string][]byte{"rlm-test-migration": migration, "rlm-test-drift": statemachine.Drift, "rlm-test-rollback": statemachine.Rollback,
+		"rlm-test-fleet": statemachine.Fleet} {
 		p := stateMachine(t, name)
 		if p["DefinitionString"] != string(def) {
 			t.Errorf("%s: the definition is not the file (with the deployment's settings), inline", name)
@@ -551,8 +564,16 @@ func TestMigrationDefinitionSettings(t *testing.T) {
 	if got := mapMaxConcurrency(t); got != 24 {
 		t.Errorf("the Map's MaxConcurrency %v, want shardConcurrency 24", got)
 	}
-	if _, p := fnByName(t, "export"); p["ReservedConcurrentExecutions"] != float64(24) {
-		t.Errorf("export: reserved concurrency %v, want 24", p["ReservedConcurrentExecutions"])
+	// Export holds every shard step of the fleet's 3 migrations at once:
+	// 3 × min(shards 16, shardConcurrency 24).
+	if _, p := fnByName(t, "export"); p["ReservedConcurrentExecutions"] != float64(48) {
+		t.Errorf("export: reserved concurrency %v, want 48", p["ReservedConcurrentExecutions"])
+	}
+	// Without a fleet, the Map's MaxConcurrency.
+	for _, p := range resourcesOf(existingTJ, "AWS::Lambda::Function") {
+		if p["FunctionName"] == "rlm-existing-export" && p["ReservedConcurrentExecutions"] != float64(24) {
+			t.Errorf("export without a fleet: reserved concurrency %v, want 24", p["ReservedConcurrentExecutions"])
+		}
 	}
 	// Nothing else differs.
 	delete(file, "TimeoutSeconds")
@@ -622,7 +643,8 @@ func mapMaxConcurrency(t *testing.T) float64 {
 // the synthesized template and every substitution is used, and every Lambda
 // Resource is a placeholder (never a hard-coded ARN).
 func TestEveryTaskPlaceholderHasSubstitution(t *testing.T) {
-	for name, def := range map[string][]byte{"rlm-test-migration": statemachine.Migration, "rlm-test-drift": statemachine.Drift, "rlm-test-rollback": statemachine.Rollback} {
+	for name, def := range map[string][]byte{"rlm-test-migration": statemachine.Migration, "rlm-test-drift": statemachine.Drift, "rlm-test-rollback": statemachine.Rollback,
+		"rlm-test-fleet": statemachine.Fleet} {
 		subs, _ := stateMachine(t, name)["DefinitionSubstitutions"].(map[string]any)
 		tasks := taskStates(t, def)
 		if len(tasks) == 0 {
@@ -662,10 +684,13 @@ func TestEveryTaskPlaceholderHasSubstitution(t *testing.T) {
 
 func TestReleaseRule(t *testing.T) {
 	rules := resources("AWS::Events::Rule")
-	if len(rules) != 1 {
-		t.Fatalf("rules: %d", len(rules))
+	if len(rules) != 3 || len(resourcesOf(existingTJ, "AWS::Events::Rule")) != 1 {
+		t.Fatalf("rules: %d (the pointer's and the fleet's two), %d without a fleet", len(rules), len(resourcesOf(existingTJ, "AWS::Events::Rule")))
 	}
 	for _, p := range rules {
+		if p["Name"] != "rlm-test-release" {
+			continue
+		}
 		pat := p["EventPattern"].(map[string]any)
 		if asJSON(pat["source"]) != `["rocklake.release"]` || asJSON(pat["detail-type"]) != `["RockLake Release Deployed"]` {
 			t.Errorf("pattern %s", asJSON(pat))
@@ -697,10 +722,13 @@ func TestReleaseRule(t *testing.T) {
 
 func TestDriftSchedule(t *testing.T) {
 	ss := resources("AWS::Scheduler::Schedule")
-	if len(ss) != 1 {
-		t.Fatalf("schedules: %d", len(ss))
+	if len(ss) != 2 || len(resourcesOf(existingTJ, "AWS::Scheduler::Schedule")) != 1 {
+		t.Fatalf("schedules: %d (the pointer's and the fleet's), %d without a fleet", len(ss), len(resourcesOf(existingTJ, "AWS::Scheduler::Schedule")))
 	}
 	for _, p := range ss {
+		if p["Name"] != "rlm-test-drift" {
+			continue
+		}
 		if p["ScheduleExpression"] != testCfg.DriftSchedule || p["State"] != "ENABLED" {
 			t.Errorf("schedule %v %v", p["ScheduleExpression"], p["State"])
 		}
@@ -757,14 +785,14 @@ func TestTopicAndAlarms(t *testing.T) {
 		}
 		return false
 	}
-	for _, sm := range []string{"MigrationStateMachine", "RollbackStateMachine"} {
+	for _, sm := range []string{"MigrationStateMachine", "RollbackStateMachine", "FleetStateMachine"} {
 		for _, m := range []string{"ExecutionsTimedOut", "ExecutionsAborted"} {
 			if !has(paged, "AWS/States", m, sm) {
 				t.Errorf("no paging alarm on %s %s", sm, m)
 			}
 		}
 	}
-	for _, m := range []string{"MigrationFailedUnreported", "RollbackFailedUnreported", "DriftCheckBroken"} {
+	for _, m := range []string{"MigrationFailedUnreported", "RollbackFailedUnreported", "FleetFailedUnreported", "DriftCheckBroken"} {
 		if !has(paged, MetricsNamespace, m, "") {
 			t.Errorf("no paging alarm on %s", m)
 		}
@@ -784,6 +812,7 @@ func TestTopicAndAlarms(t *testing.T) {
 	for name, want := range map[string][]string{
 		"MigrationFailedUnreported": {`$.type = "FailStateEntered"`, `$.details.name = "FailedUnreported"`, "MigrationStateMachineLogs"},
 		"RollbackFailedUnreported":  {`$.type = "FailStateEntered"`, `$.details.name = "FailedUnreported"`, "RollbackStateMachineLogs"},
+		"FleetFailedUnreported":     {`$.type = "FailStateEntered"`, `$.details.name = "FailedUnreported"`, "FleetStateMachineLogs"},
 		"DriftCheckBroken":          {`$.type = "ExecutionFailed"`, `$.details.error != "DriftFound"`, "DriftStateMachineLogs"},
 	} {
 		for _, w := range want {
@@ -792,7 +821,7 @@ func TestTopicAndAlarms(t *testing.T) {
 			}
 		}
 	}
-	for _, def := range [][]byte{statemachine.Migration, statemachine.Rollback} {
+	for _, def := range [][]byte{statemachine.Migration, statemachine.Rollback, statemachine.Fleet} {
 		if !strings.Contains(string(def), `"FailedUnreported": {`) {
 			t.Error("a definition has no FailedUnreported state for the alarm to count")
 		}
@@ -917,7 +946,7 @@ func TestNag(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	outs := tj["Outputs"].(map[string]any)
-	for _, k := range []string{"StateMachineArn", "RollbackStateMachineArn", "PointerLocation", "TopicArn", "ExpectedVersionParameter", "DashboardUrl"} {
+	for _, k := range []string{"StateMachineArn", "RollbackStateMachineArn", "FleetStateMachineArn", "PointerLocation", "TopicArn", "ExpectedVersionParameter", "DashboardUrl"} {
 		if _, ok := outs[k]; !ok {
 			t.Errorf("no output %s (have %v)", k, outs)
 		}
@@ -940,6 +969,16 @@ func TestConfigRejectsBadContext(t *testing.T) {
 		{"existingStagingBucket": "maybe", "stagingBucketName": "b"},
 		{"expectedVersionParameter": "rocklake/expected"},
 		{"executionTimeoutHours": 0},
+		{"fleetSources": "tenants/"},                                // not an s3:// URL
+		{"fleetSources": "s3://b/"},                                 // a bucket's root
+		{"fleetSources": "s3://b/lists/eu.txt"},                     // a list, and no fleetPrefixes
+		{"fleetSources": "s3://b/t/", "fleetPrefixes": "s3://b/eu"}, // a prefix not ending in /
+		{"fleetPrefixes": "s3://b/t/"},                              // prefixes without sources
+		{"fleetSources": "s3://b/t/", "fleetConcurrency": 0},        // nothing would run
+		{"fleetSources": "s3://b/t/", "fleetConcurrency": 60},
+		{"shardConcurrency": 900},                                   // reservations past the account's concurrency
+		{"accountConcurrency": 99},                                  // 60 × 16 shard steps
+		{"fleetSources": "s3://b/t/", "executionTimeoutHours": 200}, // a migration outlasting the fleet run (synthesis)
 	} {
 		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 		if _, err := ConfigFromContext(app.Node()); err == nil {

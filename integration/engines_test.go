@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -50,13 +52,22 @@ func (o Outcome) String() string {
 }
 
 // tasks is the TaskRunner of the pkg/asl runs: Lambda tasks through
-// asl.LambdaInvoker to the Invoke API front, sns:publish to moto.
+// asl.LambdaInvoker to the Invoke API front, sns:publish to moto, and
+// startExecution.sync:2 as a child execution of the named state machine's
+// definition under pkg/asl with these same tasks.
 type tasks struct {
 	lambda *asl.LambdaInvoker
 	sns    *sns.Client
+	// children are the definitions (substituted) of the state machines a
+	// child execution may start, by ARN.
+	children map[string][]byte
+	sleep    func(ctx context.Context, d time.Duration) error
 }
 
 func (r *tasks) RunTask(ctx context.Context, resource string, input json.RawMessage) (json.RawMessage, error) {
+	if resource == statemachine.StartExecutionSync {
+		return r.startExecutionSync(ctx, input)
+	}
 	if resource != statemachine.SNSPublish {
 		return r.lambda.RunTask(ctx, resource, input)
 	}
@@ -73,6 +84,87 @@ func (r *tasks) RunTask(ctx context.Context, resource string, input json.RawMess
 		return nil, &asl.TaskError{Name: "SNS.SdkClientException", Cause: err.Error(), Err: err}
 	}
 	return json.Marshal(map[string]string{"MessageId": aws.ToString(out.MessageId)})
+}
+
+// startExecutionSync runs a child execution as startExecution.sync:2 does:
+// the parent waits; a child that succeeded answers its description with
+// its Output as JSON, one that failed fails the task with States.TaskFailed,
+// the child's error and cause in the cause.
+func (r *tasks) startExecutionSync(ctx context.Context, input json.RawMessage) (json.RawMessage, error) {
+	var p struct {
+		StateMachineArn string
+		Input           json.RawMessage
+	}
+	if err := json.Unmarshal(input, &p); err != nil {
+		return nil, &asl.TaskError{Name: "StepFunctions.InvalidExecutionInputException", Cause: err.Error()}
+	}
+	def, ok := r.children[p.StateMachineArn]
+	if !ok {
+		return nil, &asl.TaskError{Name: "StepFunctions.StateMachineDoesNotExistException", Cause: p.StateMachineArn}
+	}
+	m, err := asl.Load(def)
+	if err != nil {
+		return nil, &asl.TaskError{Name: asl.ErrTaskFailed, Cause: err.Error(), Err: err}
+	}
+	name := newExecutionName()
+	desc := map[string]any{
+		"ExecutionArn":    strings.Replace(p.StateMachineArn, ":stateMachine:", ":execution:", 1) + ":" + name,
+		"StateMachineArn": p.StateMachineArn, "Name": name,
+	}
+	out, err := asl.Run(ctx, m, p.Input, asl.Options{Tasks: r, Sleep: r.sleep, StateMachineArn: p.StateMachineArn, ExecutionName: name})
+	var ee *asl.ExecutionError
+	switch {
+	case err == nil:
+		desc["Status"], desc["Output"] = "SUCCEEDED", out
+		return json.Marshal(desc)
+	case errors.As(err, &ee):
+		desc["Status"], desc["Error"], desc["Cause"] = "FAILED", ee.Name, ee.Cause
+		cause, _ := json.Marshal(desc)
+		return nil, &asl.TaskError{Name: asl.ErrTaskFailed, Cause: string(cause)}
+	default:
+		return nil, err // canceled: the parent's run ends
+	}
+}
+
+func newExecutionName() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// children are the state machines a definition under test may run as
+// child executions, substituted as deployed.
+func (h *Harness) children(t *testing.T) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, name := range []string{"migration", "rollback"} {
+		d, err := asl.Substitute(statemachine.Definitions[name], substitutions(h.Topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[stateMachineARN(name)] = d
+	}
+	return out
+}
+
+// machineName is the name of the definition def (statemachine.Definitions).
+func machineName(def []byte) string {
+	for name, d := range statemachine.Definitions {
+		if bytes.Equal(d, def) {
+			return name
+		}
+	}
+	return "migration"
+}
+
+// shortSleep shortens Retry intervals: the suite's faults are not rate limits.
+func shortSleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(min(d, 100*time.Millisecond)):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (h *Harness) invoker() *asl.LambdaInvoker {
@@ -102,16 +194,9 @@ func (h *Harness) runASL(t *testing.T, ctx context.Context, def []byte, input an
 	}
 	raw, _ := json.Marshal(input)
 	out, err := asl.Run(ctx, m, raw, asl.Options{
-		Tasks: &tasks{lambda: h.invoker(), sns: h.SNS.Client()},
-		// Retry intervals shortened: the faults here are not rate limits.
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			select {
-			case <-time.After(min(d, 100*time.Millisecond)):
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		},
+		Tasks:           &tasks{lambda: h.invoker(), sns: h.SNS.Client(), children: h.children(t), sleep: shortSleep},
+		Sleep:           shortSleep,
+		StateMachineArn: stateMachineARN(machineName(def)),
 	})
 	var ee *asl.ExecutionError
 	switch {
@@ -162,9 +247,24 @@ func (h *Harness) runLocalStepFunctions(t *testing.T, ctx context.Context, def [
 		t.Fatal(err)
 	}
 	script, _ := filepath.Abs(filepath.Join("testdata", "run-local-stepfunctions.cjs"))
+	// The child executions' definitions, for startExecution.sync:2.
+	kids := map[string]string{}
+	for arn, d := range h.children(t) {
+		p := filepath.Join(dir, strings.TrimPrefix(arn[strings.LastIndex(arn, ":")+1:], "rocklake-")+".json")
+		if err := os.WriteFile(p, d, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		kids[arn] = p
+	}
+	kidsPath := filepath.Join(dir, "children.json")
+	if b, _ := json.Marshal(kids); os.WriteFile(kidsPath, b, 0o644) != nil {
+		t.Fatal("write children.json")
+	}
 	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"LSF_NODE_MODULES=" + modules,
+		"LSF_CHILDREN=" + kidsPath,
+		"LSF_STATE_MACHINE=rocklake-" + machineName(def),
 		"AWS_ENDPOINT_URL_LAMBDA=" + h.Front.URL(),
 		"AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=" + h.S3.AccessKey(), "AWS_SECRET_ACCESS_KEY=" + h.S3.SecretKey(),

@@ -40,13 +40,21 @@ func functionARN(fn string) string {
 	return "arn:aws:lambda:us-east-1:000000000000:function:" + functionName(fn)
 }
 
+// stateMachineARN is the ARN of the state machine deployed from
+// statemachine/<name>.asl.json, as the CDK app names it.
+func stateMachineARN(name string) string {
+	return "arn:aws:states:us-east-1:000000000000:stateMachine:rocklake-" + name
+}
+
 // substitutions fill the definition's placeholders as the CDK app would:
-// function ARNs, the topic and the Region.
+// function ARNs, the topic, the Region and the state machines a definition
+// runs as child executions.
 func substitutions(topic string) map[string]string {
 	return map[string]string{
 		"CheckFunctionArn": functionARN("check"), "ExportFunctionArn": functionARN("export"),
 		"ImportFunctionArn": functionARN("import"), "InPlaceFunctionArn": functionARN("inplace"),
 		"TopicArn": topic, "Region": "us-east-1",
+		"MigrationStateMachineArn": stateMachineARN("migration"), "RollbackStateMachineArn": stateMachineARN("rollback"),
 	}
 }
 

@@ -81,6 +81,17 @@ func TestIntegration(t *testing.T) {
 		setVersion(t, ctx, f.Source, 99)
 		h.failsCleanlyWith(t, ctx, h.runLocalStepFunctions, f, workflow.CheckInput{Online: offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: noGrace()}, "FormatVersionMismatch", "found catalog format version 99")
 	})
+	// A fleet (fleet.asl.json) through both engines: the canary and the
+	// Distributed Map's child executions of the migration definition on
+	// the Lambdas, a format-99 pointer refused by name, one summary; then
+	// the fleet's drift check (FleetDrift on the check Lambda).
+	var fleetState CatalogState
+	t.Run("fleet-pkg-asl", func(t *testing.T) {
+		fleetState = h.fleetAndCheck(t, ctx, "fleet-asl", h.runASL)
+	})
+	t.Run("fleet-aws-local-stepfunctions", func(t *testing.T) {
+		sameState(t, "fleet, aws-local-stepfunctions", h.fleetAndCheck(t, ctx, "fleet-lsf", h.runLocalStepFunctions), "fleet, pkg/asl", fleetState)
+	})
 	t.Run("rollback-after-migration", func(t *testing.T) {
 		// The pkg-asl case's pointer is on its v2 catalog: roll it back
 		// through the check function's Rollback step (Invoke API).

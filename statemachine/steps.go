@@ -28,6 +28,7 @@ const (
 	StepInPlace              = "InPlace"
 	StepFleetList            = "FleetList"
 	StepFleetReport          = "FleetReport"
+	StepFleetDrift           = "FleetDrift"
 )
 
 // StateShards is the migration definition's Map state, which runs a

@@ -8,7 +8,11 @@
 // aws-local-stepfunctions), AWS_ENDPOINT_URL_LAMBDA (the Lambda Invoke API
 // the Task states call; the library passes each Resource to the Lambda
 // client as the function name), AWS_REGION and credentials, SNS_ENDPOINT
-// (where the sns:publish tasks go, as the service integration would).
+// (where the sns:publish tasks go, as the service integration would),
+// LSF_STATE_MACHINE (the name of the state machine the definition stands
+// for; default rocklake-migration), LSF_CHILDREN (a JSON file mapping state
+// machine ARNs to definition files: the child executions that
+// arn:aws:states:::states:startExecution.sync:2 states start).
 'use strict';
 
 // Node 20 has no Promise.withResolvers (Node 22 does); the library's Task
@@ -77,45 +81,103 @@ async function publish(input) {
   return { MessageId: id[1] };
 }
 
-async function main() {
-  const definition = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-  const input = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
+const START_EXECUTION_SYNC = 'arn:aws:states:::states:startExecution.sync:2';
+const REGION = process.env.AWS_REGION || 'us-east-1';
+const crypto = require('node:crypto');
+
+// children maps a state machine ARN to its definition (LSF_CHILDREN).
+const children = {};
+if (process.env.LSF_CHILDREN) {
+  for (const [arn, file] of Object.entries(JSON.parse(fs.readFileSync(process.env.LSF_CHILDREN, 'utf8')))) {
+    children[arn] = JSON.parse(fs.readFileSync(file, 'utf8'));
+  }
+}
+
+// The Context Object as the service fills it (the library's default has
+// only Execution.Input and StartTime): the failure notices link to
+// $$.Execution.Id.
+function contextFor(name, input) {
+  const id = crypto.randomUUID();
+  return {
+    Execution: {
+      Id: `arn:aws:states:${REGION}:000000000000:execution:${name}:${id}`,
+      Name: id,
+      Input: input,
+      StartTime: new Date().toISOString(),
+      RoleArn: `arn:aws:iam::000000000000:role/${name}`,
+    },
+    StateMachine: { Id: `arn:aws:states:${REGION}:000000000000:stateMachine:${name}`, Name: name },
+  };
+}
+
+// A child execution, as startExecution.sync:2 runs one: the library has no
+// Step Functions integration (it would invoke the Resource as a Lambda
+// function), so this local handler runs the child's definition here, with
+// the same handlers, and answers as the service does: the execution's
+// description with its Output as JSON, or States.TaskFailed whose cause
+// holds the child's error and cause.
+async function startExecutionSync(input) {
+  const definition = children[input.StateMachineArn];
+  if (!definition) {
+    const err = new Error(`no child definition for ${input.StateMachineArn}`);
+    err.name = 'StepFunctions.StateMachineDoesNotExistException';
+    throw err;
+  }
+  const name = input.StateMachineArn.split(':').pop();
+  const context = contextFor(name, input.Input);
+  const started = new Date().toISOString();
+  const described = {
+    ExecutionArn: context.Execution.Id,
+    StateMachineArn: input.StateMachineArn,
+    Name: context.Execution.Name,
+    StartDate: started,
+  };
+  try {
+    const output = await run(definition, input.Input, context);
+    return { ...described, Status: 'SUCCEEDED', StopDate: new Date().toISOString(), Output: output, OutputDetails: { Included: true } };
+  } catch (err) {
+    const e = failure(err);
+    const cause = { ...described, Status: 'FAILED', StopDate: new Date().toISOString(), Error: e.name, Cause: e.message };
+    const taskErr = new Error(JSON.stringify(cause));
+    taskErr.name = 'States.TaskFailed';
+    throw taskErr;
+  }
+}
+
+// run runs one definition under the library: sns:publish and
+// startExecution.sync:2 states by local handler, retries at once (the
+// suite's faults are not rate limits).
+function run(definition, input, context) {
   const localHandlers = {};
   const retryIntervalOverrides = {};
   for (const [name, s] of taskStates(definition.States, [])) {
     if (s.Resource === SNS_PUBLISH) localHandlers[name] = publish;
-    // Retries at once: the suite's faults are not rate limits.
+    if (s.Resource === START_EXECUTION_SYNC) localHandlers[name] = startExecutionSync;
     if (s.Retry) retryIntervalOverrides[name] = 0;
   }
   const sm = new StateMachine(definition, {
     validationOptions: { checkPaths: true, checkArn: true },
   });
-  // The Context Object as the service fills it (the library's default has
-  // only Execution.Input and StartTime): the failure notices link to
-  // $$.Execution.Id.
-  const region = process.env.AWS_REGION || 'us-east-1';
-  const name = require('node:crypto').randomUUID();
-  const stateMachineArn = `arn:aws:states:${region}:000000000000:stateMachine:rocklake-migration`;
-  const context = {
-    Execution: {
-      Id: `arn:aws:states:${region}:000000000000:execution:rocklake-migration:${name}`,
-      Name: name,
-      Input: input,
-      StartTime: new Date().toISOString(),
-      RoleArn: `arn:aws:iam::000000000000:role/rocklake-migration`,
-    },
-    StateMachine: { Id: stateMachineArn, Name: 'rocklake-migration' },
-  };
-  const execution = sm.run(input, {
+  return sm.run(input, {
     overrides: { taskResourceLocalHandlers: localHandlers, retryIntervalOverrides },
     context,
-  });
+  }).result;
+}
+
+// A Fail state's error arrives wrapped in an ExecutionError.
+function failure(err) {
+  return err && err.name === 'ExecutionError' && err.cause instanceof Error ? err.cause : err;
+}
+
+async function main() {
+  const definition = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+  const input = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
+  const context = contextFor(process.env.LSF_STATE_MACHINE || 'rocklake-migration', input);
   try {
-    const output = await execution.result;
+    const output = await run(definition, input, context);
     process.stdout.write(JSON.stringify({ status: 'SUCCEEDED', output }) + '\n');
   } catch (err) {
-    // A Fail state's error arrives wrapped in an ExecutionError.
-    const e = err && err.name === 'ExecutionError' && err.cause instanceof Error ? err.cause : err;
+    const e = failure(err);
     process.stdout.write(JSON.stringify({ status: 'FAILED', error: e.name || 'Error', cause: e.message || '' }) + '\n');
   }
 }

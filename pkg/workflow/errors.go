@@ -76,6 +76,10 @@ var (
 	// since, its pin is gone, or the flip pinned nothing): the rollback
 	// writes nothing to it.
 	ErrPreviousCatalogChanged = errname.New("workflow", "PreviousCatalogChanged", "")
+	// ErrDriftNoTime: a pointer of a fleet the drift check had no time left
+	// for (FleetDrift starts no check near its deadline); the next scheduled
+	// check looks again.
+	ErrDriftNoTime = errname.NewRetryable("workflow", errname.Transient, "not checked: the fleet's drift check ran out of time before this pointer")
 )
 
 // Names of failures that no error of the steps carries: the history

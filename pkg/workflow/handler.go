@@ -73,6 +73,8 @@ var StepTable = []Step{
 	// A fleet run's: the pointers, and how each went (pkg/fleet).
 	{statemachine.StepFleetList, "check", false, step(FleetList)},
 	{statemachine.StepFleetReport, "check", false, step(FleetReport)},
+	// The scheduled drift check of a fleet: every pointer, one alert.
+	{statemachine.StepFleetDrift, "check", false, step(FleetDrift)},
 }
 
 // Functions maps each Lambda function to the steps it hosts (StepTable).

@@ -1,0 +1,96 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
+	"github.com/rocklake/rocklake-migrate/pkg/asl"
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/seed"
+	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/statemachine"
+)
+
+// The drift definition with {"sources"} checks the fleet (the FleetDrift
+// step): healthy when every pointer is at the expected version; otherwise
+// DriftFound after one message naming each pointer that drifted and no
+// other.
+func TestFleetDriftDefinition(t *testing.T) {
+	ctx, f := seeded.Setup(t, 50)
+	const prefix = "s3://rocklake/tenants/"
+	for _, name := range []string{"a", "b"} {
+		cat := prefix + name + "/catalogs/prod"
+		if _, err := seed.Seed(ctx, cat, seed.Options{Rows: 30, Seed: 3}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pointer.Create(ctx, f.Env.Store, prefix+name+"/CURRENT", pointer.Pointer{Catalog: cat, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := localrun.LoadDefinition(statemachine.Drift, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(expect uint64) (*seeded.Published, error) {
+		pub := &seeded.Published{}
+		in, _ := json.Marshal(workflow.FleetDriftInput{Sources: []string{prefix}, Expect: expect, Topic: "arn:aws:sns:us-east-1:000000000000:alerts"})
+		_, err := asl.Run(ctx, m, in, asl.Options{Tasks: localrun.Tasks(f.Env, pub.Publish)})
+		return pub, err
+	}
+	pub, err := run(1)
+	if err != nil || len(pub.Bodies) != 0 {
+		t.Fatalf("a fleet at v1, expected v1: %v, %d messages", err, len(pub.Bodies))
+	}
+	// A third pointer names a catalog that is not there: it drifts, a and
+	// b do not.
+	if _, err := pointer.Create(ctx, f.Env.Store, prefix+"c/CURRENT", pointer.Pointer{Catalog: prefix + "c/catalogs/gone", FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	pub, err = run(1)
+	var ee *asl.ExecutionError
+	if !errors.As(err, &ee) || ee.Name != "DriftFound" {
+		t.Fatalf("one pointer drifted: %v, want DriftFound", err)
+	}
+	if len(pub.Bodies) != 1 || !strings.Contains(pub.Subjects[0], "1 of 3 catalogs drifted") || !strings.Contains(pub.Bodies[0], prefix+"c/CURRENT") ||
+		!strings.Contains(pub.Bodies[0], "DanglingPointer") || strings.Contains(pub.Bodies[0], prefix+"a/CURRENT") || strings.Contains(pub.Bodies[0], prefix+"b/CURRENT") {
+		t.Fatalf("alerts %q %q, want one naming c only", pub.Subjects, pub.Bodies)
+	}
+	// The pointer drift check the schedule ran before is unchanged.
+	if _, err := asl.Run(ctx, m, json.RawMessage(`{"pointer":"`+f.Pointer+`","expect":1}`), asl.Options{Tasks: localrun.Tasks(f.Env, nil)}); err != nil {
+		t.Fatalf("one pointer's drift check: %v", err)
+	}
+}
+
+// With too little of its Lambda's time left, the fleet's drift check
+// starts no pointer's check and reports each as not checked (Transient),
+// rather than time out with no report and no alert.
+func TestFleetDriftKeepsTimeForItsReport(t *testing.T) {
+	ctx, f := seeded.Setup(t, 50)
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	pub := &seeded.Published{}
+	env := f.Env
+	env.Publish = pub.Publish
+	start := time.Now()
+	rep, err := workflow.FleetDrift(short, env, workflow.FleetDriftInput{Sources: []string{"s3://rocklake/"}, Expect: 1, Topic: "t"})
+	if err != nil {
+		t.Fatalf("FleetDrift: %v", err)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("took %s with no time to check anything", time.Since(start))
+	}
+	if rep.Healthy || rep.Unhealthy != 1 || len(rep.Pointers) != 1 || rep.Pointers[0].ErrorName != errname.Transient || !strings.Contains(rep.Pointers[0].Error, "ran out of time") {
+		t.Fatalf("report %+v", rep)
+	}
+	if len(pub.Bodies) != 1 || !strings.Contains(pub.Bodies[0], "cannot check: Transient") {
+		t.Fatalf("alerts %q", pub.Bodies)
+	}
+}
