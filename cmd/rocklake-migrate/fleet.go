@@ -149,7 +149,7 @@ func fleetProgress(w io.Writer) asl.Observer {
 			if ev.Type != "Task" || len(ev.MapIndex) == 0 {
 				return
 			}
-			var it fleet.Item
+			var it struct{ Action, Pointer string }
 			_ = json.Unmarshal(ev.Input, &it)
 			mu.Lock()
 			started[key(ev)] = it.Pointer + ": " + it.Action

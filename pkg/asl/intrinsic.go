@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"strings"
@@ -26,13 +27,14 @@ var intrinsics = map[string]intrinsicSpec{
 	"States.ArrayLength":  {1, 1},
 	"States.MathAdd":      {2, 2},
 	"States.UUID":         {0, 0},
+	"States.JsonMerge":    {3, 3},
 }
 
 // unsupportedIntrinsics exist in the language but not in this interpreter.
 var unsupportedIntrinsics = map[string]bool{
 	"States.ArrayPartition": true, "States.ArrayContains": true, "States.ArrayGetItem": true,
 	"States.ArrayUnique": true, "States.Base64Encode": true, "States.Base64Decode": true,
-	"States.Hash": true, "States.JsonMerge": true, "States.MathRandom": true,
+	"States.Hash": true, "States.MathRandom": true,
 	"States.StringSplit": true,
 }
 
@@ -312,6 +314,11 @@ func (c *icall) checkStatic() error {
 		if v, ok := lit(0); ok {
 			return fmt.Errorf("States.ArrayLength takes an array, not %s", typeName(v))
 		}
+	case "States.JsonMerge":
+		// AWS merges shallowly only: the deep-merge flag must be false.
+		if v, ok := lit(2); !ok || v != false {
+			return fmt.Errorf("States.JsonMerge: the third argument must be the literal false (a deep merge is not supported)")
+		}
 	}
 	return nil
 }
@@ -407,6 +414,16 @@ func (c *icall) eval(e *env) (any, error) {
 		out := make([]any, count)
 		for i := range out {
 			out[i] = intNumber(start + int64(i)*step)
+		}
+		return out, nil
+	case "States.JsonMerge":
+		out := map[string]any{}
+		for i, v := range vals[:2] {
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, intrinsicErr(c, "argument %d must be an object, not %s", i+1, typeName(v))
+			}
+			maps.Copy(out, m) // the second's keys win
 		}
 		return out, nil
 	case "States.ArrayLength":

@@ -56,6 +56,9 @@ func TestIntrinsicFunctions(t *testing.T) {
 		{`States.ArrayRange(1, 0, 1)`, `[]`},
 		{`States.ArrayRange(0, -1, 2)`, `[]`},
 		{`States.ArrayRange(-2, 2, 2)`, `[-2, 0, 2]`},
+		// JsonMerge: shallow, the second object's keys win.
+		{`States.JsonMerge($.obj, States.StringToJson('\{"a": 1, "z": 2\}'), false)`, `{"a": 1, "z": 2}`},
+		{`States.JsonMerge(States.StringToJson('\{"x": \{"y": 1\}, "k": 0\}'), States.StringToJson('\{"x": \{"w": 2\}\}'), false)`, `{"x": {"w": 2}, "k": 0}`},
 		// MathAdd.
 		{`States.MathAdd(111, -1)`, `110`},
 		{`States.MathAdd($.n, $.n)`, `6`},
@@ -110,6 +113,7 @@ func TestIntrinsicRuntimeFailures(t *testing.T) {
 		{`States.ArrayRange(1, $.f, 1)`, "States.IntrinsicFailure", "must be an integer"},
 		{`States.ArrayRange(1, 5, States.MathAdd(1, -1))`, "States.IntrinsicFailure", "step must not be 0"},
 		{`States.MathAdd($.name, 1)`, "States.IntrinsicFailure", "must be a number"},
+		{`States.JsonMerge($.obj, $.arr, false)`, "States.IntrinsicFailure", "argument 2 must be an object"},
 		{`States.Format('{}', $.missing)`, "States.Runtime", "$.missing"},
 	}
 	for _, c := range cases {
@@ -134,6 +138,8 @@ func TestIntrinsicParseErrors(t *testing.T) {
 		{`States.Array(1.2.3)`, "invalid number"},
 		{`States.Array($.a[*])`, "unsupported bracket"},
 		{`States.Array(\'x\')`, "invalid argument"},
+		{`States.JsonMerge($.a, $.b, true)`, "deep merge is not supported"},
+		{`States.JsonMerge($.a, $.b)`, "argument"},
 		{`States.Format('\q')`, "open escape"},
 		{`States.Format('}')`, "unescaped '}'"},
 		{`States.JsonToString()`, "takes 1 argument(s), got 0"},

@@ -45,12 +45,11 @@ type Request struct {
 	Child map[string]any `json:"child,omitempty"`
 }
 
-// Item is one pointer's run: the child execution's input and which state
-// machine runs it.
+// Item is one pointer's run. The definition's ItemSelector makes its
+// child execution's input: the run's Child with the item's pointer, so
+// that an item is its pointer alone and the state holds thousands.
 type Item struct {
-	Action  string         `json:"action"`
-	Pointer string         `json:"pointer"`
-	Input   map[string]any `json:"input"`
+	Pointer string `json:"pointer"`
 }
 
 // Listed is what FleetList hands the definition: the fleet run, its
@@ -60,8 +59,10 @@ type Listed struct {
 	Source   string    `json:"source"`
 	Started  time.Time `json:"started"`
 	Action   string    `json:"action"`
-	Canary   []Item    `json:"canary"`
-	Rest     []Item    `json:"rest"`
+	// Child is every child execution's input but its pointer.
+	Child  map[string]any `json:"child"`
+	Canary []Item         `json:"canary"`
+	Rest   []Item         `json:"rest"`
 	// Concurrency is the Map's MaxConcurrency; ToleratedFailures its
 	// ToleratedFailureCount (MaxFailures - 1, or every item).
 	Concurrency       int `json:"concurrency"`
@@ -121,12 +122,12 @@ func List(ctx context.Context, store *blob.Store, req Request, now time.Time) (L
 		return Listed{}, fmt.Errorf("%w: action %q: want %q or %q", ErrBadRequest, req.Action, ActionMigrate, ActionRollback)
 	}
 	out := Listed{FleetRun: run.ID, Source: req.Sources[0], Started: run.Started, Action: req.Action, Concurrency: run.Concurrency,
-		Canary: []Item{}, Rest: []Item{}}
+		Child: childInput(req, run.ID), Canary: []Item{}, Rest: []Item{}}
 	for i, l := range run.Lines {
 		if l.State != Pending {
 			continue
 		}
-		it := Item{Action: req.Action, Pointer: l.Pointer, Input: childInput(req, run.ID, l.Pointer)}
+		it := Item{Pointer: l.Pointer}
 		if len(out.Canary) < req.Canary {
 			run.Lines[i].Canary = true
 			out.Canary = append(out.Canary, it)
@@ -145,12 +146,13 @@ func List(ctx context.Context, store *blob.Store, req Request, now time.Time) (L
 // trigger: how Report finds it.
 func Trigger(id string) string { return "fleet:" + id }
 
-func childInput(req Request, id, ptr string) map[string]any {
+// childInput is every child's input but the pointer the definition adds.
+func childInput(req Request, id string) map[string]any {
 	in := maps.Clone(req.Child)
 	if in == nil {
 		in = map[string]any{}
 	}
-	in["pointer"], in["trigger"] = ptr, Trigger(id)
+	in["trigger"] = Trigger(id)
 	if req.Action == ActionMigrate {
 		if req.TargetVersion != 0 {
 			in["target_version"] = uint64(req.TargetVersion)

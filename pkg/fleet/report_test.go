@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,4 +35,31 @@ func TestTextOrdersAndBounds(t *testing.T) {
 	if !strings.Contains(txt, "5000 pointers: 4999 migrated, 1 refused") {
 		t.Fatalf("totals: %.200s", txt)
 	}
+}
+
+// An item is its pointer alone (the definition makes each child's input
+// from the run's Child), so that FleetList's output, which the fleet
+// definition carries in its state (256 KiB at most on AWS), holds a fleet
+// of 4 000 pointers with URLs of 45 characters.
+func TestListedHoldsFourThousandPointers(t *testing.T) {
+	l := Listed{FleetRun: "f-20261204T220000Z-0123abcd", Source: "s3://bucket/tenants/", Action: ActionMigrate,
+		Child: map[string]any{"trigger": Trigger("f-20261204T220000Z-0123abcd"), "target_version": 2, "shards": 8}, Concurrency: 40}
+	for i := range 4000 {
+		it := Item{Pointer: fmt.Sprintf("s3://rocklake-catalogs/tenants/t%06d/CURRENT", i)}
+		if i == 0 {
+			l.Canary = append(l.Canary, it)
+		} else {
+			l.Rest = append(l.Rest, it)
+		}
+	}
+	b, err := json.Marshal(struct {
+		List Listed `json:"list"`
+	}{l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 256<<10 {
+		t.Fatalf("the state of a fleet run of 4000 pointers is %d bytes, over Step Functions' 256 KiB", len(b))
+	}
+	t.Logf("4000 pointers: %d bytes of state", len(b))
 }
