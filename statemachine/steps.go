@@ -28,6 +28,8 @@ const (
 	StepInPlace              = "InPlace"
 	StepFleetList            = "FleetList"
 	StepFleetReport          = "FleetReport"
+	StepFleetGo              = "FleetGo"
+	StepFleetFailed          = "FleetFailed"
 	StepFleetDrift           = "FleetDrift"
 )
 

@@ -59,14 +59,16 @@ type Listed struct {
 	Source   string    `json:"source"`
 	Started  time.Time `json:"started"`
 	Action   string    `json:"action"`
-	// Child is every child execution's input but its pointer.
+	// Child is every child execution's input but its pointer; Item what
+	// each item's steps (FleetGo, FleetFailed) are told but its pointer.
 	Child  map[string]any `json:"child"`
+	Item   map[string]any `json:"item"`
 	Canary []Item         `json:"canary"`
 	Rest   []Item         `json:"rest"`
-	// Concurrency is the Map's MaxConcurrency; ToleratedFailures its
-	// ToleratedFailureCount (MaxFailures - 1, or every item).
-	Concurrency       int `json:"concurrency"`
-	ToleratedFailures int `json:"tolerated_failures"`
+	// Concurrency is the Map's MaxConcurrency; MaxFailures the failure
+	// limit each item asks about before it starts (MayStart).
+	Concurrency int `json:"concurrency"`
+	MaxFailures int `json:"max_failures"`
 	// Stopped says why the fleet run started no more pointers (the
 	// definition sets it when the canary failed or the limit was passed);
 	// StoppedBy is the Map's error.
@@ -135,10 +137,8 @@ func List(ctx context.Context, store *blob.Store, req Request, now time.Time) (L
 			out.Rest = append(out.Rest, it)
 		}
 	}
-	out.ToleratedFailures = len(out.Rest)
-	if req.MaxFailures > 0 {
-		out.ToleratedFailures = req.MaxFailures - 1
-	}
+	out.MaxFailures = req.MaxFailures
+	out.Item = map[string]any{"fleet_run": run.ID, "source": out.Source, "max_failures": req.MaxFailures}
 	return out, write(ctx, store, run)
 }
 

@@ -125,7 +125,9 @@ func Runs(ctx context.Context, store *blob.Store, source string) ([]string, erro
 	}
 	urls := make([]string, 0, len(infos))
 	for _, in := range infos {
-		urls = append(urls, in.URL)
+		if layout.IsFleetRun(in.URL) {
+			urls = append(urls, in.URL)
+		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(urls)))
 	return urls, nil

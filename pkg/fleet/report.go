@@ -43,6 +43,10 @@ func Report(ctx context.Context, store *blob.Store, l Listed, now time.Time) (Su
 		}
 	}
 	run.Stopped, run.Ended = l.Stopped, now.UTC().Truncate(time.Millisecond)
+	run.count()
+	if run.Stopped == "" && run.MaxFailures > 0 && run.Failures() >= run.MaxFailures && run.Totals[Skipped] > 0 {
+		run.Stopped = fmt.Sprintf("%d pointers failed or were refused (max_failures %d): no more were started", run.Failures(), run.MaxFailures)
+	}
 	if err := write(ctx, store, &run); err != nil {
 		return Summary{}, err
 	}

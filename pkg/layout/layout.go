@@ -91,6 +91,18 @@ func DefaultStaging(pointerURL string) string {
 // FleetRuns is the prefix the records of a fleet's runs live under.
 func FleetRuns(source string) string { return strings.TrimSuffix(source, "/") + ".fleet/" }
 
+// FleetFailures counts the failed pointers of fleet run id, which each
+// pointer's item reads before it starts (the failure limit); apart from
+// the run records, under their prefix.
+func FleetFailures(source, id string) string { return FleetRuns(source) + "failures/" + id + ".json" }
+
+// IsFleetRun reports whether url, listed under a fleet's FleetRuns, is a
+// fleet run's record (and not, say, its failures' count).
+func IsFleetRun(url string) bool {
+	i := strings.LastIndex(url, ".fleet/")
+	return i >= 0 && !strings.Contains(url[i+len(".fleet/"):], "/") && HistoryRunID(url) != ""
+}
+
 // FleetStaging is the staging root of a fleet's runs when none is given:
 // beside its first source, outside it (s3://b/tenants/ →
 // s3://b/tenants.migrations), where every pointer's run keeps its staging

@@ -42,6 +42,7 @@ func TestPaths(t *testing.T) {
 		{"fleet runs, list", layout.FleetRuns("s3://b/tenants.txt"), "s3://b/tenants.txt.fleet/"},
 		{"fleet run", layout.FleetRun("s3://b/tenants/", start, "f-1"), "s3://b/tenants.fleet/20261203T091500.123Z-f-1.json"},
 		{"fleet staging", layout.FleetStaging("s3://b/tenants/"), "s3://b/tenants.migrations"},
+		{"fleet failures", layout.FleetFailures("s3://b/tenants/", "f-1"), "s3://b/tenants.fleet/failures/f-1.json"},
 		{"target", must(layout.Target(source, format.V2, id)), "s3://b/catalogs/v2-" + id},
 		{"target, trailing slash", must(layout.Target(source+"/", format.V2, id)), "s3://b/catalogs/v2-" + id},
 		{"target, file", must(layout.Target("file:///data/catalogs/prod", format.V2, id)), "file:///data/catalogs/v2-" + id},

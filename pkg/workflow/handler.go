@@ -73,6 +73,9 @@ var StepTable = []Step{
 	// A fleet run's: the pointers, and how each went (pkg/fleet).
 	{statemachine.StepFleetList, "check", false, step(FleetList)},
 	{statemachine.StepFleetReport, "check", false, step(FleetReport)},
+	// Each fleet item's: may it start, and counting a failure.
+	{statemachine.StepFleetGo, "check", false, step(FleetGo)},
+	{statemachine.StepFleetFailed, "check", false, step(FleetFailed)},
 	// The scheduled drift check of a fleet: every pointer, one alert.
 	{statemachine.StepFleetDrift, "check", false, step(FleetDrift)},
 }
