@@ -306,10 +306,12 @@ func TestFleetConcurrencySizesTheLambdas(t *testing.T) {
 			t.Errorf("%s: reserved %v, want %d", fn, p["ReservedConcurrentExecutions"], want)
 		}
 	}
-	// The fleet's Map gets its limits at run time, from FleetList.
+	// The fleet's Map gets its concurrency at run time, from FleetList, and
+	// tolerates every failure (its items keep the failure limit, so that a
+	// failed Map Run never stops a running migration).
 	if !strings.Contains(string(statemachine.Fleet), `"MaxConcurrencyPath": "$.list.concurrency"`) ||
-		!strings.Contains(string(statemachine.Fleet), `"ToleratedFailureCountPath": "$.list.tolerated_failures"`) {
-		t.Error("the fleet's Map does not take its limits from the run's input")
+		!strings.Contains(string(statemachine.Fleet), `"ToleratedFailurePercentage": 100`) {
+		t.Error("the fleet's Map does not take its concurrency from the run's input, or does not tolerate every failure")
 	}
 	// The reservations must leave the account's 100 unreserved: 48
 	// migrations at once reserve 48 × 16 + 48 + 48 + 50 = 914 of 1000, 47
