@@ -36,15 +36,6 @@ type Fleet struct {
 	Ignored int      `json:"ignored"`
 }
 
-// Pointers is every member's pointer URL.
-func (f Fleet) Pointers() []string {
-	out := make([]string, len(f.Members))
-	for i, m := range f.Members {
-		out[i] = m.Pointer
-	}
-	return out
-}
-
 // IsPrefix reports whether source names a prefix (it ends in "/"), whose
 // every pointer object is a member; any other source is a list: an object
 // or file naming one pointer URL per line.

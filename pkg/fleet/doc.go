@@ -8,6 +8,7 @@
 //	discover.go  Discover: every pointer under a prefix, recognised by its content (not its name; a run's staging beside a pointer excluded), or listed one URL per line; members that cannot be read are named
 //	list.go      List (the FleetList step): the fleet run's pointers, its record written, the canary and the rest, each with its child execution's input; Request, Item, Listed
 //	report.go    Report (the FleetReport step): each pointer's outcome read from its own run's record (its trigger is the fleet run's), the record ended, the notice
+//	failures.go  MayStart and CountFailure: the failure limit each item keeps (the Map tolerates every failure, so that none stops a running migration)
 //	record.go    Run, Line, State: the record beside the fleet's first source (layout.FleetRun), its writes and reads (FindRun)
 //	status.go    StatusOf: every pointer now (its format, its lock) beside its line in the latest fleet run
 //	errors.go    the fleet's named errors

@@ -19,7 +19,4 @@ var (
 	// ErrPointersFailed: some pointers' runs failed or were refused; the
 	// report names each, with its error name, and the others went on.
 	ErrPointersFailed = errname.New("fleet", "PointersFailed", "")
-	// ErrCanaryFailed: a canary pointer's run failed; no other pointer was
-	// started.
-	ErrCanaryFailed = errname.New("fleet", "CanaryFailed", "")
 )

@@ -14,14 +14,13 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
-// Summary is how a fleet run went: its record, whether every pointer got
-// there (OK), and the notice's subject and text.
+// Summary is how a fleet run went: whether every pointer got there (OK),
+// the totals, and the notice's subject and text (the record has the rest).
 type Summary struct {
 	OK      bool   `json:"ok"`
 	Subject string `json:"subject"`
 	Summary string `json:"summary"`
 	Totals  Totals `json:"totals"`
-	Run     Run    `json:"-"`
 }
 
 // Report reads how each pointer of the fleet run went from its own run's
@@ -50,7 +49,7 @@ func Report(ctx context.Context, store *blob.Store, l Listed, now time.Time) (Su
 	if err := write(ctx, store, &run); err != nil {
 		return Summary{}, err
 	}
-	s := Summary{Run: run, Totals: run.Totals, OK: run.Failures() == 0 && run.Totals[Skipped] == 0 && run.Totals[Running] == 0}
+	s := Summary{Totals: run.Totals, OK: run.Failures() == 0 && run.Totals[Skipped] == 0 && run.Totals[Running] == 0}
 	s.Subject = fmt.Sprintf("rocklake-migrate: fleet %s %s: %s", run.Kind, run.ID, run.Totals)
 	s.Summary = run.Text()
 	return s, nil
