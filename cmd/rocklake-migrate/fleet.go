@@ -138,6 +138,10 @@ func runFleet(ctx context.Context, e *env, ff fleetFlags, req fleet.Request, top
 	return printFleetRun(e, run, *ff.asJSON, err)
 }
 
+// itemSteps are the fleet definition's Tasks in a Map item that are not
+// the pointer's run: may it start, and counting its failure.
+var itemSteps = map[string]bool{"Go?": true, "Count the failure": true}
+
 // fleetProgress says when each pointer's run (a child execution) starts
 // and how it ends.
 func fleetProgress(w io.Writer) asl.Observer {
@@ -146,7 +150,7 @@ func fleetProgress(w io.Writer) asl.Observer {
 	key := func(ev asl.StateEvent) string { return fmt.Sprint(ev.MapIndex) }
 	return asl.ObserverFuncs{
 		Entered: func(ev asl.StateEvent) {
-			if ev.Type != "Task" || len(ev.MapIndex) == 0 {
+			if ev.Type != "Task" || len(ev.MapIndex) == 0 || itemSteps[ev.Name] {
 				return
 			}
 			var it struct{ Action, Pointer string }
@@ -157,7 +161,7 @@ func fleetProgress(w io.Writer) asl.Observer {
 			fmt.Fprintf(w, "%s %s: %s started\n", ev.Time.Format("15:04:05"), it.Pointer, it.Action)
 		},
 		Exited: func(ev asl.StateEvent) {
-			if ev.Type != "Task" || len(ev.MapIndex) == 0 {
+			if ev.Type != "Task" || len(ev.MapIndex) == 0 || itemSteps[ev.Name] {
 				return
 			}
 			mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +145,13 @@ func TestFleetFromListsInTwoBuckets(t *testing.T) {
 	}
 	if formatOf(t, b["b"]) != format.V2 {
 		t.Fatal("the pointer in the other bucket did not move")
+	}
+	// Without --json: each pointer's run said on stderr as it starts and
+	// ends, once each, and the record as a table.
+	r := cli(t, "fleet", "rollback", "--pointers", "s3://rocklake/fleet.txt", "--freeze-grace", "0s")
+	r.want(t, exitOK)
+	if strings.Count(r.stderr, ": rollback started") != 2 || strings.Count(r.stderr, ": rollback ended") != 2 ||
+		!strings.Contains(r.stdout, "2 pointers: 2 rolled-back") {
+		t.Fatalf("fleet rollback's progress and table:\n%s\n%s", r.stderr, r.stdout)
 	}
 }
