@@ -13,12 +13,12 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/rocklake/rocklake-migrate/internal/gosource"
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
@@ -57,30 +57,9 @@ var constructors = map[string]bool{"New": true, "NewRetryable": true, "Kind": tr
 // trees left out) and returns the errors declared and the names without
 // an error, in file order.
 func Read(root string) ([]Decl, []Name, error) {
-	fset := token.NewFileSet()
 	var decls []Decl
 	consts := map[string][]Name{} // by file
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "proto", "cdk.out", "node_modules", "target", "dist", "native", "testdata":
-				return filepath.SkipDir
-			}
-			if strings.HasPrefix(d.Name(), ".") && p != root {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
+	err := gosource.Walk(root, parser.ParseComments, func(p string, fset *token.FileSet, f *ast.File) error {
 		rel, err := filepath.Rel(root, p)
 		if err != nil {
 			return err

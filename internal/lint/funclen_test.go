@@ -4,12 +4,11 @@ package lint
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/rocklake/rocklake-migrate/internal/gosource"
 )
 
 // maxFuncLines is the longest a non-test function may be (issue 38: a
@@ -20,29 +19,8 @@ const maxFuncLines = 120
 // than maxFuncLines; generated code (proto/) is left out.
 func TestNoLongFunctions(t *testing.T) {
 	root := filepath.Join("..", "..")
-	fset := token.NewFileSet()
 	n := 0
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case "proto", "cdk.out", "node_modules", "target", "dist", "native":
-				return filepath.SkipDir
-			}
-			if strings.HasPrefix(d.Name(), ".") && p != root {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			return err
-		}
+	err := gosource.Walk(root, 0, func(p string, fset *token.FileSet, f *ast.File) error {
 		n++
 		for _, decl := range f.Decls {
 			fd, ok := decl.(*ast.FuncDecl)

@@ -2,14 +2,12 @@ package lint
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/gosource"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -24,16 +22,8 @@ func TestStepNamesAreSpelledOnce(t *testing.T) {
 		names[st.Name] = true
 	}
 	root := filepath.Join("..", "..")
-	fset := token.NewFileSet()
 	for _, dir := range []string{"pkg", "cmd", "functions"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-				return err
-			}
-			f, err := parser.ParseFile(fset, p, nil, 0)
-			if err != nil {
-				return err
-			}
+		err := gosource.Walk(filepath.Join(root, dir), 0, func(p string, fset *token.FileSet, f *ast.File) error {
 			ast.Inspect(f, func(n ast.Node) bool {
 				switch n := n.(type) {
 				case *ast.Field:
