@@ -35,17 +35,17 @@ var Functions = []struct{ Name, Placeholder string }{
 	{"inplace", "InPlaceFunctionArn"},
 }
 
-// ExpectedVersionParameterEnv is pkg/workflow.ExpectedVersionParameterEnv
+// ExpectedVersionParameterEnv is pkg/runstate.ExpectedVersionParameterEnv
 // (not imported: the CDK app does not build the Lambdas' cgo code).
 const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
 
-// ExecutionTimeoutEnv is pkg/workflow.ExecutionTimeoutEnv: every function
+// ExecutionTimeoutEnv is pkg/runstate.ExecutionTimeoutEnv: every function
 // gets the migration state machine's TimeoutSeconds, from which Check
 // derives the lock's lease, so the lease covers the execution whatever
 // executionTimeoutHours says.
 const ExecutionTimeoutEnv = "ROCKLAKE_EXECUTION_TIMEOUT_SECONDS"
 
-// InPlaceMemoryEnv is pkg/workflow.InPlaceMemoryEnv: on the check function,
+// InPlaceMemoryEnv is pkg/runstate.InPlaceMemoryEnv: on the check function,
 // the inplace function's memory (MB), which Check holds in_place_max_bytes
 // to (InPlaceLimitTooLarge); the inplace function reads its own.
 const InPlaceMemoryEnv = "ROCKLAKE_INPLACE_MEMORY_MB"

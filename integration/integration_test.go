@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
@@ -192,7 +193,7 @@ func (h *Harness) killImportAndCheck(t *testing.T, ctx context.Context, name str
 			return
 		}
 		once.Do(func() {
-			var m workflow.Migration
+			var m runstate.Migration
 			_ = json.Unmarshal(c.Input, &m)
 			go func() {
 				for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {

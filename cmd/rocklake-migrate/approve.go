@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -12,7 +13,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newApproveCmd(e *env) *cobra.Command {
@@ -21,7 +21,7 @@ func newApproveCmd(e *env) *cobra.Command {
 
 // gateCommand is approve and abort: MIGRATION-ID --pointer … [--staging …].
 func gateCommand(e *env, name, summary, example string,
-	complete func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error)) *cobra.Command {
+	complete func(context.Context, runstate.Env, string, operator.GateOptions) (operator.GateResult, error)) *cobra.Command {
 	c := &cobra.Command{
 		Use:     name + " MIGRATION-ID --pointer s3://… [--staging s3://…] [--json]",
 		Short:   summary,
@@ -38,7 +38,7 @@ func gateCommand(e *env, name, summary, example string,
 }
 
 func completeGate(ctx context.Context, e *env, name, id, ptr, staging string, asJSON bool,
-	complete func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error)) error {
+	complete func(context.Context, runstate.Env, string, operator.GateOptions) (operator.GateResult, error)) error {
 	if err := needPointer(ptr); err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func completeGate(ctx context.Context, e *env, name, id, ptr, staging string, as
 	if err != nil {
 		return err
 	}
-	env := workflow.Env{Store: store, Staging: staging, CreatedBy: createdBy()}
+	env := runstate.Env{Store: store, Staging: staging, CreatedBy: createdBy()}
 	obs := asl.ObserverFuncs{Entered: announceState(e)}
 	res, err := complete(ctx, env, id, operator.GateOptions{By: operatorName(), Pointer: ptr, Observer: obs})
 	if asJSON && (err == nil || res.Gate.Migration.MigrationID != "") {

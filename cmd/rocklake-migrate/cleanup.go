@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newCleanupCmd(e *env) *cobra.Command {
@@ -37,7 +37,7 @@ func newCleanupCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out, err := operator.Cleanup(ctx, workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
+		out, err := operator.Cleanup(ctx, runstate.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
 			operator.CleanupInput{Pointer: *ptr, Apply: *apply, Trigger: trigger(), ReleaseWayBack: *release})
 		switch {
 		case *asJSON:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -28,7 +29,7 @@ import (
 type cleanupSetup struct {
 	ctx                context.Context
 	store              *blob.Store
-	env                workflow.Env
+	env                runstate.Env
 	src, ptr, stagingR string
 }
 
@@ -45,7 +46,7 @@ func newCleanupSetup(t *testing.T) cleanupSetup {
 		t.Fatal(err)
 	}
 	c := cleanupSetup{ctx: ctx, store: store, src: "s3://rocklake/catalogs/prod", ptr: "s3://rocklake/CURRENT", stagingR: "s3://rocklake/migrations"}
-	c.env = workflow.Env{Store: store, Staging: c.stagingR, CreatedBy: "cleanup test"}
+	c.env = runstate.Env{Store: store, Staging: c.stagingR, CreatedBy: "cleanup test"}
 	cli(t, "seed", "--catalog", c.src, "--rows", "300").want(t, exitOK)
 	cli(t, "init-pointer", "--pointer", c.ptr, "--catalog", c.src).want(t, exitOK)
 	return c
@@ -54,7 +55,7 @@ func newCleanupSetup(t *testing.T) cleanupSetup {
 // crash runs migration id up to its Import and stops there, as a run whose
 // every step died would: its lock, the checkpoint on the source, its staging
 // and a target it claimed stay behind.
-func (c cleanupSetup) crash(t *testing.T, id string) workflow.Migration {
+func (c cleanupSetup) crash(t *testing.T, id string) runstate.Migration {
 	t.Helper()
 	m, err := workflow.Check(c.ctx, c.env, workflow.CheckInput{Online: offline(), Pointer: c.ptr, TargetVersion: uint64(format.V2), MigrationID: id, Shards: 1})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -39,7 +40,7 @@ func newDriftCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out, err := workflow.Drift(ctx, workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
+		out, err := workflow.Drift(ctx, runstate.Env{Store: store, Staging: *staging, CreatedBy: createdBy()},
 			workflow.DriftInput{Pointer: *ptr, Expect: uint64(v), Topic: *topic})
 		if err != nil {
 			return err

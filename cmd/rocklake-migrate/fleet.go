@@ -21,7 +21,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 )
 
 // newFleetCmd is `fleet`: the same operations over every pointer of a
@@ -66,16 +66,16 @@ func (f fleetFlags) check() error {
 	return nil
 }
 
-func (f fleetFlags) env(ctx context.Context) (workflow.Env, error) {
+func (f fleetFlags) env(ctx context.Context) (runstate.Env, error) {
 	store, err := blob.New(ctx)
 	if err != nil {
-		return workflow.Env{}, err
+		return runstate.Env{}, err
 	}
 	staging := *f.staging
 	if staging == "" {
 		staging = layout.FleetStaging((*f.sources)[0])
 	}
-	return workflow.Env{Store: store, Staging: staging, CreatedBy: createdBy()}, nil
+	return runstate.Env{Store: store, Staging: staging, CreatedBy: createdBy()}, nil
 }
 
 // runFlags are the flags of the fleet commands that run pointers.
@@ -363,7 +363,7 @@ func newFleetDriftCmd(e *env) *cobra.Command {
 			return err
 		}
 		if *topic != "" {
-			if env.Publish, err = workflow.SNSPublish(ctx); err != nil {
+			if env.Publish, err = runstate.SNSPublish(ctx); err != nil {
 				return err
 			}
 		}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newInitPointerCmd(e *env) *cobra.Command {
@@ -32,7 +32,7 @@ func newInitPointerCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		p, ref, err := operator.InitPointer(ctx, workflow.Env{Store: store}, *ptr, *url)
+		p, ref, err := operator.InitPointer(ctx, runstate.Env{Store: store}, *ptr, *url)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/spf13/cobra"
 
@@ -43,9 +44,9 @@ func newMigrateCmd(e *env) *cobra.Command {
 	maxBytes := fs.Int64("in-place-max-bytes", inplace.DefaultMaxBytes, "with --in-place: refuse, writing nothing, a catalog whose transformed keys and values pass this many bytes; with --in-place-auto: the size up to which A is chosen")
 	online := fs.Bool("online", true, "copy while RockLake keeps committing (from a snapshot), catch up in rounds until one is small, and fence the source only for the last round: writes freeze for seconds, not the whole copy (the default, but for --in-place)")
 	offline := fs.Bool("offline", false, "fence the source for the whole copy (the same as --online=false): writes freeze from the start to the flip")
-	maxKeys := fs.Int("catch-up-max-keys", workflow.DefaultCatchUpMaxKeys, "online: fence once a catch-up round carries at most this many keys")
-	maxTime := fs.Duration("catch-up-max-time", time.Duration(workflow.DefaultCatchUpMaxSeconds*float64(time.Second)), "online: …and takes at most this long")
-	maxRounds := fs.Int("catch-up-max-rounds", workflow.DefaultCatchUpMaxRounds, "online: fence after this many rounds anyway (the writers outpaced the catch-up)")
+	maxKeys := fs.Int("catch-up-max-keys", runstate.DefaultCatchUpMaxKeys, "online: fence once a catch-up round carries at most this many keys")
+	maxTime := fs.Duration("catch-up-max-time", time.Duration(runstate.DefaultCatchUpMaxSeconds*float64(time.Second)), "online: …and takes at most this long")
+	maxRounds := fs.Int("catch-up-max-rounds", runstate.DefaultCatchUpMaxRounds, "online: fence after this many rounds anyway (the writers outpaced the catch-up)")
 	graceFlag := freezeGraceFlag(fs)
 	rb := newRebuildFlags(fs)
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
@@ -96,12 +97,12 @@ func newMigrateCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+		env := runstate.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		rep, err := localrun.Run(ctx, env, localrun.Options{
 			Check: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, PostponeFlip: *postpone, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
 				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, ReadReplica: replica,
 				InPlace: *inPlace, InPlaceAuto: *auto, InPlaceMaxBytes: *maxBytes,
-				Online: setting, CatchUp: workflow.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxTime.Seconds(), MaxRounds: *maxRounds}},
+				Online: setting, CatchUp: runstate.CatchUpLimits{MaxKeys: *maxKeys, MaxSeconds: maxTime.Seconds(), MaxRounds: *maxRounds}},
 			Topic: *topic, Concurrency: *concurrency, Log: e.stderr,
 			Display: func() localrun.Display { return e.progress(*asJSON) },
 		})

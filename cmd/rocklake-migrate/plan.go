@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -56,7 +57,7 @@ func newPlanCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+		env := runstate.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		rep, err := operator.Plan(ctx, env, operator.PlanInput{
 			CheckInput: workflow.CheckInput{Pointer: *ptr, TargetVersion: uint64(v), Shards: *shards, DryRun: *dryRun, UnknownTags: *unknown, MigrationID: *id, Trigger: trigger(),
 				Rebuild: *rb.rebuild, TargetPrefix: *rb.targetDir, FreezeGrace: grace, Online: onlineSetting(*offline)},

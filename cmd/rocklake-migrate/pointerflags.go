@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 )
 
 // pointerFlag adds the --pointer flag of the pointer commands.
@@ -51,13 +51,13 @@ func needPointer(url string) error {
 // freezeGraceFlag adds --freeze-grace, the wait between the lock and the
 // fence (workflow.CheckInput.FreezeGrace).
 func freezeGraceFlag(fs *pflag.FlagSet) *time.Duration {
-	return fs.Duration("freeze-grace", workflow.DefaultFreezeGrace, "wait this long after taking the lock before Freeze fences the source, so that `rocklake-migrate serve` supervisors switch RockLake to reader mode first (0: fence at once)")
+	return fs.Duration("freeze-grace", runstate.DefaultFreezeGrace, "wait this long after taking the lock before Freeze fences the source, so that `rocklake-migrate serve` supervisors switch RockLake to reader mode first (0: fence at once)")
 }
 
 // freezeGrace is the flag's value for the workflow's input.
 func freezeGrace(d time.Duration) (*float64, error) {
-	if d < 0 || d > workflow.MaxFreezeGrace {
-		return nil, usagef("--freeze-grace %s: want 0 to %s", d, workflow.MaxFreezeGrace)
+	if d < 0 || d > runstate.MaxFreezeGrace {
+		return nil, usagef("--freeze-grace %s: want 0 to %s", d, runstate.MaxFreezeGrace)
 	}
 	s := d.Seconds()
 	return &s, nil

@@ -14,7 +14,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
@@ -196,7 +195,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 	// Drift against v1: the sixth, by name, in one report; exit 4.
 	r = cli(t, "fleet", "drift", "--pointers", prefix, "--expect", "v1", "--json")
 	r.want(t, exitDrift)
-	var dr operator.FleetDriftReport
+	var dr fleet.DriftReport
 	if err := json.Unmarshal([]byte(r.stdout), &dr); err != nil || len(dr.Pointers) != n+1 {
 		t.Fatalf("fleet drift: %+v (%v)", dr, err)
 	}

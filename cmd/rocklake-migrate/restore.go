@@ -5,11 +5,11 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newRestoreCmd(e *env) *cobra.Command {
@@ -36,7 +36,7 @@ func newRestoreCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		out, err := operator.Restore(ctx, workflow.Env{Store: store, CreatedBy: createdBy()},
+		out, err := operator.Restore(ctx, runstate.Env{Store: store, CreatedBy: createdBy()},
 			operator.RestoreInput{Pointer: *ptr, MigrationID: *id, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger()})
 		if err != nil {
 			return err

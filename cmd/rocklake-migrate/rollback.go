@@ -7,6 +7,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,7 @@ back (the catalog as it was) in one step.`,
 		if *staging == "" {
 			*staging = layout.DefaultStaging(*ptr)
 		}
-		env := workflow.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
+		env := runstate.Env{Store: store, Staging: *staging, CreatedBy: createdBy()}
 		res, err := operator.Rollback(ctx, env, workflow.RollbackInput{Pointer: *ptr, DryRun: *dryRun, DiscardNewerCommits: *discard, Trigger: trigger(), FreezeGrace: grace},
 			localrun.Options{Log: e.stderr, Display: func() localrun.Display { return e.progress(*asJSON) }})
 		if res.Carried != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/spf13/cobra"
 
 	"context"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 func newStatusCmd(e *env) *cobra.Command {
@@ -34,7 +34,7 @@ func newStatusCmd(e *env) *cobra.Command {
 		if *staging == "" {
 			*staging = layout.DefaultStaging(*ptr)
 		}
-		st, err := operator.StatusOf(ctx, workflow.Env{Store: store, Staging: *staging}, *ptr)
+		st, err := operator.StatusOf(ctx, runstate.Env{Store: store, Staging: *staging}, *ptr)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 )
 
 func newUnlockCmd(e *env) *cobra.Command {
@@ -31,7 +31,7 @@ func newUnlockCmd(e *env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		held, err := workflow.Unlock(ctx, workflow.Env{Store: store, CreatedBy: createdBy()}, *ptr, *id)
+		held, err := runstate.Unlock(ctx, runstate.Env{Store: store, CreatedBy: createdBy()}, *ptr, *id)
 		if err != nil {
 			return err
 		}

@@ -19,4 +19,8 @@ var (
 	// ErrPointersFailed: some pointers' runs failed or were refused; the
 	// report names each, with its error name, and the others went on.
 	ErrPointersFailed = errname.New("fleet", "PointersFailed", "")
+	// ErrDriftNoTime: a pointer of a fleet the drift check had no time left
+	// for (FleetDrift starts no check near its deadline); the next scheduled
+	// check looks again.
+	ErrDriftNoTime = errname.NewRetryable("fleet", errname.Transient, "not checked: the fleet's drift check ran out of time before this pointer")
 )

@@ -19,17 +19,18 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // Main runs the Lambda function name (check, export, import, inplace):
 // JSON logs on stdout, the steps' Env from the environment
-// (workflow.EnvFromEnvironment), and the handler. A configuration that
+// (runstate.EnvFromEnvironment), and the handler. A configuration that
 // does not load ends the process, said in the log.
 func Main(name string) {
 	log := NewLambdaLogger(os.Stdout)
 	slog.SetDefault(log)
-	env, err := workflow.EnvFromEnvironment(context.Background())
+	env, err := runstate.EnvFromEnvironment(context.Background())
 	if err != nil {
 		log.Error("configuration", "function", name, "error", err.Error())
 		os.Exit(1)
@@ -43,7 +44,7 @@ func Main(name string) {
 // line of an invocation carries its request id, step, migration id, shard
 // and pointer (LogHandler); each step done logs its rows and duration in
 // CloudWatch's embedded metric format.
-func Handler(env workflow.Env, function string, log *slog.Logger) func(context.Context, workflow.Request) (json.RawMessage, error) {
+func Handler(env runstate.Env, function string, log *slog.Logger) func(context.Context, workflow.Request) (json.RawMessage, error) {
 	allowed := map[string]bool{}
 	for _, s := range workflow.Functions[function] {
 		allowed[s] = true
@@ -55,18 +56,18 @@ func Handler(env workflow.Env, function string, log *slog.Logger) func(context.C
 		ctx = WithLogAttrs(ctx, attrs...)
 		if !allowed[req.Step] {
 			log.ErrorContext(ctx, "step not hosted here", "function", function)
-			return nil, messages.InvokeResponse_Error{Type: workflow.NameStepFailed, Message: fmt.Sprintf("function %s does not run step %q", function, req.Step)}
+			return nil, messages.InvokeResponse_Error{Type: runstate.NameStepFailed, Message: fmt.Sprintf("function %s does not run step %q", function, req.Step)}
 		}
 		start := time.Now()
 		out, err := workflow.RunStep(ctx, env, req.Step, req.Input)
 		if err != nil {
-			name := workflow.ErrorName(err)
+			name := runstate.ErrorName(err)
 			log.ErrorContext(ctx, "step failed", "error_name", name, "error", err.Error(), "ms", time.Since(start).Milliseconds())
 			return nil, messages.InvokeResponse_Error{Type: name, Message: err.Error()}
 		}
 		raw, err := json.Marshal(out)
 		if err != nil {
-			return nil, messages.InvokeResponse_Error{Type: workflow.NameStepFailed, Message: fmt.Sprintf("workflow: encode the output of %s: %v", req.Step, err)}
+			return nil, messages.InvokeResponse_Error{Type: runstate.NameStepFailed, Message: fmt.Sprintf("workflow: encode the output of %s: %v", req.Step, err)}
 		}
 		d := time.Since(start)
 		var rows uint64
@@ -74,7 +75,7 @@ func Handler(env workflow.Env, function string, log *slog.Logger) func(context.C
 			rows = rc.StepRows()
 		}
 		done := []any{"ms", d.Milliseconds(), "rows", rows}
-		if m, ok := out.(workflow.Migration); ok && m.MigrationID != "" && !hasID {
+		if m, ok := out.(runstate.Migration); ok && m.MigrationID != "" && !hasID {
 			done = append(done, "migration_id", m.MigrationID) // Check chose it
 		}
 		log.InfoContext(ctx, "step done", done...)

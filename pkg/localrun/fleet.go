@@ -9,7 +9,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
@@ -18,7 +18,7 @@ type FleetOptions struct {
 	// Topic gets the fleet run's notice, and each pointer's run's ("" for
 	// none); Publish sends them (nil: SNSPublish when there is a topic).
 	Topic   string
-	Publish workflow.Publish
+	Publish runstate.Publish
 	// Observer watches the fleet definition's states (nil: none).
 	Observer asl.Observer
 }
@@ -29,13 +29,10 @@ type FleetOptions struct {
 // fleet state machine runs them on AWS. It returns the fleet run's record;
 // the error is the execution's (PointersFailed when a pointer did not get
 // there), or why the record cannot be read.
-func RunFleet(ctx context.Context, env workflow.Env, req fleet.Request, opts FleetOptions) (fleet.Run, error) {
-	publish := opts.Publish
-	if publish == nil && opts.Topic != "" {
-		var err error
-		if publish, err = workflow.SNSPublish(ctx); err != nil {
-			return fleet.Run{}, err
-		}
+func RunFleet(ctx context.Context, env runstate.Env, req fleet.Request, opts FleetOptions) (fleet.Run, error) {
+	publish, err := runstate.Publisher(ctx, opts.Publish, opts.Topic)
+	if err != nil {
+		return fleet.Run{}, err
 	}
 	m, err := LoadDefinition(statemachine.Fleet, opts.Topic)
 	if err != nil {

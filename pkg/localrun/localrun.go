@@ -11,8 +11,10 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/gate"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/inplace"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 	"github.com/rocklake/rocklake-migrate/statemachine"
@@ -46,7 +48,7 @@ var children = map[string][]byte{localMigrationARN: statemachine.Migration, loca
 
 // Tasks runs the definition's tasks in-process: the same steps the
 // Lambdas host, errors named as the Lambdas name them.
-func Tasks(env workflow.Env, publish workflow.Publish) asl.Funcs {
+func Tasks(env runstate.Env, publish runstate.Publish) asl.Funcs {
 	env.Local, env.Publish = true, publish
 	funcs := asl.Funcs{}
 	for fn, hosted := range workflow.Functions {
@@ -57,14 +59,14 @@ func Tasks(env workflow.Env, publish workflow.Publish) asl.Funcs {
 		funcs[fn] = func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
 			var req workflow.Request
 			if err := json.Unmarshal(in, &req); err != nil {
-				return nil, &asl.TaskError{Name: workflow.NameStepFailed, Cause: err.Error(), Err: err}
+				return nil, &asl.TaskError{Name: runstate.NameStepFailed, Cause: err.Error(), Err: err}
 			}
 			if !allowed[req.Step] {
-				return nil, &asl.TaskError{Name: workflow.NameStepFailed, Cause: fmt.Sprintf("function %s does not run step %q", fn, req.Step)}
+				return nil, &asl.TaskError{Name: runstate.NameStepFailed, Cause: fmt.Sprintf("function %s does not run step %q", fn, req.Step)}
 			}
 			out, err := workflow.Run(ctx, env, req.Step, req.Input)
 			if err != nil {
-				return nil, &asl.TaskError{Name: workflow.ErrorName(err), Cause: err.Error(), Err: err}
+				return nil, &asl.TaskError{Name: runstate.ErrorName(err), Cause: err.Error(), Err: err}
 			}
 			return out, nil
 		}
@@ -132,7 +134,7 @@ type Options struct {
 	// Topic is the SNS topic of the outcome messages ("" for none);
 	// Publish sends them (nil: SNSPublish when there is a topic).
 	Topic   string
-	Publish workflow.Publish
+	Publish runstate.Publish
 	// Concurrency is the Map's MaxConcurrency: shards worked on at once.
 	Concurrency int
 	// Display, when set, is called once a Strategy B run starts, for the
@@ -170,8 +172,8 @@ type Report struct {
 	Dropped map[string]uint64 `json:"dropped_unknown,omitempty"`
 	// Gate: the migration waits at the gate (PostponeFlip); GateHow says
 	// how to approve or abort it.
-	Gate    *workflow.GateRecord `json:"gate,omitempty"`
-	GateHow string               `json:"gate_instructions,omitempty"`
+	Gate    *gate.Record `json:"gate,omitempty"`
+	GateHow string       `json:"gate_instructions,omitempty"`
 	// InPlace: what a Strategy A run did.
 	InPlace *inplace.Result `json:"in_place,omitempty"`
 	// Online: an online run's catch-up rounds and write freeze.
@@ -186,7 +188,7 @@ type Report struct {
 // migration, what Verify found and, within it so that the outcome message
 // carries both, what Flip did.
 type FinalState struct {
-	Migration workflow.Migration `json:"migration"`
+	Migration runstate.Migration `json:"migration"`
 	Verify    struct {
 		workflow.VerifyOutput
 		Flip workflow.FlipOutput `json:"flip"`
@@ -204,17 +206,14 @@ type FinalState struct {
 // error is the run's (an execution's FormatVersionMismatch as
 // *format.FormatVersionMismatch). A nil report comes with an error only: the
 // run's outcome cannot be told.
-func Run(ctx context.Context, env workflow.Env, opts Options) (*Report, error) {
+func Run(ctx context.Context, env runstate.Env, opts Options) (*Report, error) {
 	in := opts.Check
 	if in.MigrationID == "" {
-		in.MigrationID = workflow.NewMigrationID()
+		in.MigrationID = runstate.NewMigrationID()
 	}
-	publish := opts.Publish
-	if publish == nil && opts.Topic != "" {
-		var err error
-		if publish, err = workflow.SNSPublish(ctx); err != nil {
-			return nil, err
-		}
+	publish, err := runstate.Publisher(ctx, opts.Publish, opts.Topic)
+	if err != nil {
+		return nil, err
 	}
 	if in.InPlaceAuto {
 		// Chosen here, read-only, since A and B run differently here; Check
@@ -250,7 +249,7 @@ func logf(w io.Writer, format string, a ...any) {
 // stages shown as they go (a line per top-level state as it starts and
 // ends; export and transform, the Shards map, by shard, their totals not
 // known up front; import and verify by rows, totals from the shards).
-func runMachine(ctx context.Context, env workflow.Env, m *asl.Machine, in workflow.CheckInput, publish workflow.Publish, opts Options) (*Report, error) {
+func runMachine(ctx context.Context, env runstate.Env, m *asl.Machine, in workflow.CheckInput, publish runstate.Publish, opts Options) (*Report, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil, err
@@ -270,12 +269,12 @@ func runMachine(ctx context.Context, env workflow.Env, m *asl.Machine, in workfl
 	var suspended *asl.Suspended
 	if errors.As(runErr, &suspended) {
 		// At the gate: the run is over for this process, not failed.
-		rec, err := workflow.RecordSuspension(ctx, env, in.MigrationID, suspended)
+		rec, err := gate.RecordSuspension(ctx, env, in.MigrationID, suspended)
 		if err != nil {
 			return nil, fmt.Errorf("localrun: migration %s waits at the gate, but its run could not be recorded for approve (abort %s still works): %w", in.MigrationID, in.MigrationID, err)
 		}
 		runErr, out = nil, w.verified
-		rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, workflow.GateInstructions(rec)
+		rep.Outcome, rep.Gate, rep.GateHow = "waiting at the gate for approve or abort", &rec, gate.Instructions(rec)
 	}
 	if runErr == nil {
 		if err := json.Unmarshal(out, &state); err != nil {
@@ -314,20 +313,20 @@ type watch struct {
 	in       workflow.CheckInput
 	mu       sync.Mutex
 	times    map[string]float64
-	checked  workflow.Migration
+	checked  runstate.Migration
 	verified json.RawMessage
 	d        Display
 	stages   map[string]interface{ Stop(err error) }
-	progress workflow.Progress
+	progress runstate.Progress
 }
 
 // newWatch makes a run's watch and gives env its progress counters.
-func newWatch(env *workflow.Env, in workflow.CheckInput, opts Options) *watch {
+func newWatch(env *runstate.Env, in workflow.CheckInput, opts Options) *watch {
 	w := &watch{in: in, times: map[string]float64{}, stages: map[string]interface{ Stop(err error) }{}}
 	if opts.Display != nil {
 		w.d = opts.Display()
 	}
-	w.progress = workflow.Progress{Export: new(shard.Progress), Transform: new(shard.Progress), Import: new(shard.Progress), Verify: new(shard.Progress)}
+	w.progress = runstate.Progress{Export: new(shard.Progress), Transform: new(shard.Progress), Import: new(shard.Progress), Verify: new(shard.Progress)}
 	env.Progress = w.progress
 	return w
 }
@@ -391,7 +390,7 @@ func (w *watch) exited(ev asl.StateEvent) {
 		return
 	case ev.Name == statemachine.StepCheck && ev.Output != nil:
 		var st struct {
-			Migration workflow.Migration `json:"migration"`
+			Migration runstate.Migration `json:"migration"`
 		}
 		if json.Unmarshal(ev.Output, &st) == nil {
 			w.checked = st.Migration
@@ -429,7 +428,7 @@ func (w *watch) close(runErr error) {
 // interrupted (the state machine's own Abort did not run), on a fresh
 // context, so that no checkpoint, staging, lock or half-made target is
 // left; it refuses to touch a target the pointer already names.
-func abortInterrupted(ctx context.Context, env workflow.Env, checked workflow.Migration, runErr error) error {
+func abortInterrupted(ctx context.Context, env runstate.Env, checked runstate.Migration, runErr error) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	ab, err := workflow.Abort(actx, env, workflow.AbortInput{Migration: checked, Error: map[string]any{"Error": "Interrupted", "Cause": runErr.Error()}})
@@ -469,7 +468,7 @@ func (rep *Report) fill(state FinalState, runErr error) {
 // runInPlace is a Strategy A run: Check (the lock and the refusals, before
 // anything is touched), then MigrateInPlace, each state's start logged,
 // reported as a Strategy B run is, with the outcome message sent.
-func runInPlace(ctx context.Context, env workflow.Env, in workflow.CheckInput, publish workflow.Publish, opts Options) (*Report, error) {
+func runInPlace(ctx context.Context, env runstate.Env, in workflow.CheckInput, publish runstate.Publish, opts Options) (*Report, error) {
 	times := map[string]float64{}
 	rep := &Report{MigrationID: in.MigrationID, StateSeconds: times, Outcome: "migrated in place"}
 	timed := func(state string, f func() error) error {
@@ -479,7 +478,7 @@ func runInPlace(ctx context.Context, env workflow.Env, in workflow.CheckInput, p
 		times[state] = time.Since(start).Seconds()
 		return err
 	}
-	var m workflow.Migration
+	var m runstate.Migration
 	err := timed(statemachine.StepCheck, func() (err error) {
 		m, err = workflow.Check(ctx, env, in)
 		return err

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -87,14 +87,14 @@ type CleanupOutput struct {
 //
 // A cleanup that applies is recorded beside the pointer (pkg/history) with
 // what it deleted and kept; a dry run stays a pure read and is not.
-func Cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (CleanupOutput, error) {
+func Cleanup(ctx context.Context, env runstate.Env, in CleanupInput) (CleanupOutput, error) {
 	start := time.Now()
 	out, err := cleanup(ctx, env, in)
 	if in.Pointer == "" || !in.Apply || out.LockID == "" {
 		return out, err
 	}
 	id := out.LockID
-	rec := history.Record{ID: id, Kind: history.KindCleanup, Trigger: workflow.Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Cleanup"}
+	rec := history.Record{ID: id, Kind: history.KindCleanup, Trigger: runstate.Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Cleanup"}
 	counts := map[string]int{}
 	for _, it := range out.Items {
 		counts[it.Action]++
@@ -107,11 +107,11 @@ func Cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (CleanupOut
 			rec.Notes = append(rec.Notes, fmt.Sprintf("%s: %d", a, counts[a]))
 		}
 	}
-	out.HistoryError = workflow.RecordOneStateRun(ctx, env, rec, err, history.Succeeded)
+	out.HistoryError = runstate.RecordOneStateRun(ctx, env, rec, err, history.Succeeded)
 	return out, err
 }
 
-func cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (out CleanupOutput, err error) {
+func cleanup(ctx context.Context, env runstate.Env, in CleanupInput) (out CleanupOutput, err error) {
 	out = CleanupOutput{Pointer: in.Pointer, Apply: in.Apply, Items: []CleanupItem{}}
 	if in.Pointer == "" {
 		return out, errors.New("workflow: cleanup: no pointer URL")
@@ -126,7 +126,7 @@ func cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (out Cleanu
 	if in.Apply {
 		// LockID is set once the lock is held: a refused cleanup touched
 		// nothing and leaves no record.
-		held, herr := workflow.HoldLock(ctx, env, in.Pointer, "cleanup-"+workflow.NewMigrationID(), history.KindCleanup)
+		held, herr := runstate.HoldLock(ctx, env, in.Pointer, "cleanup-"+runstate.NewMigrationID(), history.KindCleanup)
 		if herr != nil {
 			return out, herr
 		}
@@ -196,7 +196,7 @@ func cleanup(ctx context.Context, env workflow.Env, in CleanupInput) (out Cleanu
 
 // recheck reads the lock (when applying), the pointer and its history again
 // and says why f must be kept, "" if it may go. An error stops cleanup.
-func recheck(ctx context.Context, env workflow.Env, in CleanupInput, lockID string, f drift.Finding) (string, error) {
+func recheck(ctx context.Context, env runstate.Env, in CleanupInput, lockID string, f drift.Finding) (string, error) {
 	if in.Apply {
 		held, _, err := lock.Get(ctx, env.Store, layout.Lock(in.Pointer))
 		if err != nil {
@@ -277,7 +277,7 @@ func recheck(ctx context.Context, env workflow.Env, in CleanupInput, lockID stri
 
 // remove deletes what f, a finding of the pointer at ptr, names and counts
 // what it deleted.
-func remove(ctx context.Context, env workflow.Env, ptr string, f drift.Finding) (int, error) {
+func remove(ctx context.Context, env runstate.Env, ptr string, f drift.Finding) (int, error) {
 	switch f.Kind {
 	case drift.KindLeftoverCheckpoint, drift.KindOrphanCheckpoint:
 		err := slatedb.DeleteCheckpoint(ctx, f.Catalog, f.CheckpointID, env.SlateDB)
@@ -362,7 +362,7 @@ func pointerNames(p pointer.Pointer) []string {
 
 // claimed says why the directory f names must be kept unless a claim of
 // this pointer's run, read now, names it as f says ("" if one does).
-func claimed(ctx context.Context, env workflow.Env, ptr string, f drift.Finding) (string, error) {
+func claimed(ctx context.Context, env runstate.Env, ptr string, f drift.Finding) (string, error) {
 	cl, err := claim.Read(ctx, env.Store, ptr, f.MigrationID)
 	switch {
 	case errors.Is(err, claim.ErrNoClaim), errors.Is(err, claim.ErrBadClaim):
@@ -390,7 +390,7 @@ func claimed(ctx context.Context, env workflow.Env, ptr string, f drift.Finding)
 // pointer this one can find (claim.Neighbours) names it, or claims it, or
 // because those pointers cannot be read ("" if none does). Pointers
 // elsewhere cannot be found; for them, the claim is the proof.
-func namedElsewhere(ctx context.Context, env workflow.Env, ptr, u string) string {
+func namedElsewhere(ctx context.Context, env runstate.Env, ptr, u string) string {
 	others, err := claim.Neighbours(ctx, env.Store, ptr)
 	if err != nil {
 		return "the pointers beside this one cannot be listed (" + err.Error() + ")"
@@ -428,7 +428,7 @@ func namedElsewhere(ctx context.Context, env workflow.Env, ptr, u string) string
 // named by no pointer version (the history keeps the versions that do), the
 // drift check reports it as ReleasedWayBack, which cleanup deletes. A dry
 // run writes nothing.
-func releaseWayBack(ctx context.Context, env workflow.Env, in CleanupInput, runID string) (string, error) {
+func releaseWayBack(ctx context.Context, env runstate.Env, in CleanupInput, runID string) (string, error) {
 	id := in.ReleaseWayBack
 	cl, err := claim.Read(ctx, env.Store, in.Pointer, id)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
@@ -79,7 +80,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 	}
 	keeps("while locked")
 
-	if _, err := workflow.Unlock(ctx, env, ptr, "m-crash"); err != nil {
+	if _, err := runstate.Unlock(ctx, env, ptr, "m-crash"); err != nil {
 		t.Fatal(err)
 	}
 	d, err = workflow.Drift(ctx, env, workflow.DriftInput{Pointer: ptr, Expect: 1})
@@ -160,7 +161,7 @@ func TestInPlaceCrashAfterTheBatchKeepsTheWayBack(t *testing.T) {
 // never returns to it until the test is over), so its lock stays held, its
 // record in progress, and nothing of its undo runs, as when a Lambda is
 // killed. It returns the catalog's state and the pointer's bytes before.
-func crashedInPlace(t *testing.T, ctx context.Context, id string) (env workflow.Env, ptr, src string, before catalogState, pointerBefore []byte) {
+func crashedInPlace(t *testing.T, ctx context.Context, id string) (env runstate.Env, ptr, src string, before catalogState, pointerBefore []byte) {
 	t.Helper()
 	env = localEnv(t, "crash test")
 	store := env.Store
@@ -206,10 +207,10 @@ func crashedInPlace(t *testing.T, ctx context.Context, id string) (env workflow.
 
 // localEnv is an Env on a versitygw of the test's own with a versioned
 // bucket "rocklake", staging in it.
-func localEnv(t *testing.T, createdBy string) workflow.Env {
+func localEnv(t *testing.T, createdBy string) runstate.Env {
 	t.Helper()
 	s3server.StartWith(t, map[string]bool{"rocklake": true})
-	return workflow.Env{Store: testenv.Store(t), Staging: "s3://rocklake/migrations", CreatedBy: createdBy}
+	return runstate.Env{Store: testenv.Store(t), Staging: "s3://rocklake/migrations", CreatedBy: createdBy}
 }
 
 // listing is every object under prefix with its ETag.
@@ -288,7 +289,7 @@ func TestRestoreCarriesCommitsMadeAfterTheBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	env, ptr, src, before, _ := crashedInPlace(t, ctx, "m-commit")
-	if _, err := workflow.Unlock(ctx, env, ptr, "m-commit"); err != nil {
+	if _, err := runstate.Unlock(ctx, env, ptr, "m-commit"); err != nil {
 		t.Fatal(err)
 	}
 	w, err := catalog.OpenWriter(ctx, src, catalog.Options{Expect: format.V2})

@@ -4,22 +4,16 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/rocklake/rocklake-migrate/pkg/fleet"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
-)
-
-// FleetDriftLine and FleetDriftReport are the fleet's drift check's, the
-// check Lambda's FleetDrift step's (workflow.FleetDrift): one
-// implementation for the CLI and the schedule.
-type (
-	FleetDriftLine   = workflow.FleetDriftLine
-	FleetDriftReport = workflow.FleetDriftReport
 )
 
 // FleetDrift runs the drift check on every pointer of the fleet and sends
 // one alert to topic listing every pointer that drifted or could not be
-// checked (workflow.FleetDrift). The error is ErrFleetDrift when any did,
+// checked (workflow.FleetDrift: the CLI and the schedule share it). The error is ErrFleetDrift when any did,
 // for the CLI's exit code.
-func FleetDrift(ctx context.Context, env workflow.Env, sources []string, expect uint64, topic string) (FleetDriftReport, error) {
+func FleetDrift(ctx context.Context, env runstate.Env, sources []string, expect uint64, topic string) (fleet.DriftReport, error) {
 	rep, err := workflow.FleetDrift(ctx, env, workflow.FleetDriftInput{Sources: sources, Expect: expect, Topic: topic})
 	if err != nil {
 		return rep, err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -45,7 +46,7 @@ type FleetPlan struct {
 // PlanFleet runs plan (operator.Plan: every check, read-only, and the
 // catalog measured) on every pointer of the fleet and schedules the runs
 // the fleet run would make.
-func PlanFleet(ctx context.Context, env workflow.Env, sources []string, to format.Version, concurrency, canary, shards int) (FleetPlan, error) {
+func PlanFleet(ctx context.Context, env runstate.Env, sources []string, to format.Version, concurrency, canary, shards int) (FleetPlan, error) {
 	f, err := fleet.Discover(ctx, env.Store, sources)
 	if err != nil {
 		return FleetPlan{}, err
@@ -58,7 +59,7 @@ func PlanFleet(ctx context.Context, env workflow.Env, sources []string, to forma
 		rep, err := Plan(ctx, e, PlanInput{CheckInput: workflow.CheckInput{Pointer: m.Pointer, TargetVersion: uint64(to), Shards: shards}})
 		l.NeedsMigration, l.Ready = rep.NeedsMigration, rep.Ready
 		if err != nil {
-			l.ErrorName, l.Error = workflow.ErrorName(err), err.Error()
+			l.ErrorName, l.Error = runstate.ErrorName(err), err.Error()
 			p.Refused++
 		}
 		if c := rep.Catalog; c != nil {

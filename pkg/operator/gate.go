@@ -16,8 +16,10 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/gate"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -58,7 +60,7 @@ type GateOptions struct {
 	Pointer string
 	// Publish sends the definition's notifications when a local run resumes
 	// (default: SNSPublish, if the run has a topic).
-	Publish workflow.Publish
+	Publish runstate.Publish
 	// Observer watches a local run resume.
 	Observer asl.Observer
 	// StepFunctions completes the gate of a Step Functions execution
@@ -68,7 +70,7 @@ type GateOptions struct {
 
 // GateResult is what completing the gate did.
 type GateResult struct {
-	Gate workflow.GateRecord
+	Gate gate.Record
 	// SentTo is the Step Functions execution the completion was sent to,
 	// where the migration goes on; "" when a local run was resumed here.
 	SentTo string
@@ -92,18 +94,18 @@ const (
 // goes on to Flip and NotifySuccess. A Flip that refuses (the source took
 // a write at the gate, the pointer moved) goes to Abort, and Approve
 // returns its error.
-func Approve(ctx context.Context, env workflow.Env, id string, opts GateOptions) (GateResult, error) {
+func Approve(ctx context.Context, env runstate.Env, id string, opts GateOptions) (GateResult, error) {
 	return completeGate(ctx, env, id, gateApprove, opts)
 }
 
 // AbortGate completes the gate of migration id with the error
 // AbortedByOperator: the definition goes on to Abort (the new catalog,
 // staging and checkpoint removed, the lock released) and NotifyFailure.
-func AbortGate(ctx context.Context, env workflow.Env, id string, opts GateOptions) (GateResult, error) {
+func AbortGate(ctx context.Context, env runstate.Env, id string, opts GateOptions) (GateResult, error) {
 	return completeGate(ctx, env, id, gateAbort, opts)
 }
 
-func completeGate(ctx context.Context, env workflow.Env, id, action string, opts GateOptions) (res GateResult, err error) {
+func completeGate(ctx context.Context, env runstate.Env, id, action string, opts GateOptions) (res GateResult, err error) {
 	rec, err := claimGate(ctx, env, id, action, opts)
 	res.Gate = rec
 	if err != nil {
@@ -131,7 +133,7 @@ func completeGate(ctx context.Context, env workflow.Env, id, action string, opts
 		if action == gateApprove {
 			err = tokens.SendTaskSuccess(ctx, rec.TaskToken, string(approval))
 		} else {
-			err = tokens.SendTaskFailure(ctx, rec.TaskToken, workflow.NameAbortedByOperator, cause)
+			err = tokens.SendTaskFailure(ctx, rec.TaskToken, gate.NameAbortedByOperator, cause)
 		}
 		if err != nil {
 			return res, fmt.Errorf("workflow: %s %s: Step Functions: %w", action, id, err)
@@ -143,7 +145,7 @@ func completeGate(ctx context.Context, env workflow.Env, id, action string, opts
 		// The run that opened the gate stopped before recording itself (an
 		// approve was refused in claimGate): nothing to resume. Abort needs
 		// no run: the step itself.
-		ab, err := workflow.Abort(ctx, env, workflow.AbortInput{Migration: rec.Migration, Error: map[string]any{"Error": workflow.NameAbortedByOperator, "Cause": cause}})
+		ab, err := workflow.Abort(ctx, env, workflow.AbortInput{Migration: rec.Migration, Error: map[string]any{"Error": gate.NameAbortedByOperator, "Cause": cause}})
 		res.Abort = &ab
 		return res, err
 	}
@@ -152,15 +154,15 @@ func completeGate(ctx context.Context, env workflow.Env, id, action string, opts
 
 // releaseClaim withdraws a claim that decided nothing, if it is still
 // this one's; best effort, within its own short deadline.
-func releaseClaim(ctx context.Context, env workflow.Env, claimed workflow.GateRecord) {
+func releaseClaim(ctx context.Context, env runstate.Env, claimed gate.Record) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	id := claimed.Migration.MigrationID
-	rec, info, err := workflow.ReadGate(ctx, env, id)
+	rec, info, err := gate.Read(ctx, env, id)
 	if err != nil || rec.Completed != claimed.Completed || !rec.CompletedAt.Equal(claimed.CompletedAt) {
 		return
 	}
-	if d, err := workflow.DecisionOf(ctx, env, rec.Migration); err != nil || d != "" {
+	if d, err := runstate.DecisionOf(ctx, env, rec.Migration); err != nil || d != "" {
 		return
 	}
 	rec.Completed, rec.CompletedBy, rec.CompletedAt = "", "", time.Time{}
@@ -172,20 +174,20 @@ func releaseClaim(ctx context.Context, env workflow.Env, claimed workflow.GateRe
 // claimGate checks that migration id waits at the gate and claims it for
 // action, once: a decided migration is refused (ErrDecided), and so is a
 // gate another approve or abort claimed within gateClaimLease.
-func claimGate(ctx context.Context, env workflow.Env, id, action string, opts GateOptions) (workflow.GateRecord, error) {
-	rec, info, err := workflow.ReadGate(ctx, env, id)
+func claimGate(ctx context.Context, env runstate.Env, id, action string, opts GateOptions) (gate.Record, error) {
+	rec, info, err := gate.Read(ctx, env, id)
 	if err != nil {
 		// Abort's cleanup removes the record; its decision stays.
-		if d, derr := workflow.DecisionOf(ctx, env, workflow.Migration{MigrationID: id}); errors.Is(err, workflow.ErrNotAtGate) && derr == nil && d != "" {
+		if d, derr := runstate.DecisionOf(ctx, env, runstate.Migration{MigrationID: id}); errors.Is(err, gate.ErrNotAtGate) && derr == nil && d != "" {
 			return rec, decidedError(id, d)
 		}
 		return rec, err
 	}
 	m := rec.Migration
 	if opts.Pointer != "" && opts.Pointer != m.Pointer {
-		return rec, fmt.Errorf("%w: migration %s is of pointer %s, not %s; nothing changed", workflow.ErrNotAtGate, id, m.Pointer, opts.Pointer)
+		return rec, fmt.Errorf("%w: migration %s is of pointer %s, not %s; nothing changed", gate.ErrNotAtGate, id, m.Pointer, opts.Pointer)
 	}
-	d, err := workflow.DecisionOf(ctx, env, m)
+	d, err := runstate.DecisionOf(ctx, env, m)
 	if err != nil {
 		return rec, err
 	}
@@ -193,11 +195,11 @@ func claimGate(ctx context.Context, env workflow.Env, id, action string, opts Ga
 		return rec, decidedError(id, d)
 	}
 	if rec.Local && rec.Suspended == nil && action == gateApprove {
-		return rec, fmt.Errorf("%w: the run that opened the gate of %s did not record its execution, so it cannot go on to Flip; abort it and migrate again", workflow.ErrNotAtGate, id)
+		return rec, fmt.Errorf("%w: the run that opened the gate of %s did not record its execution, so it cannot go on to Flip; abort it and migrate again", gate.ErrNotAtGate, id)
 	}
 	now := time.Now().UTC()
 	if rec.Completed != "" && now.Sub(rec.CompletedAt) < gateClaimLease {
-		return rec, fmt.Errorf("%w: %s of migration %s by %s at %s is under way; nothing changed", workflow.ErrDecided, rec.Completed, id, rec.CompletedBy, rec.CompletedAt.Format(time.RFC3339))
+		return rec, fmt.Errorf("%w: %s of migration %s by %s at %s is under way; nothing changed", runstate.ErrDecided, rec.Completed, id, rec.CompletedBy, rec.CompletedAt.Format(time.RFC3339))
 	}
 	rec.Completed, rec.CompletedBy, rec.CompletedAt = action, opts.By, now
 	b, err := json.Marshal(rec)
@@ -206,7 +208,7 @@ func claimGate(ctx context.Context, env workflow.Env, id, action string, opts Ga
 	}
 	if _, err := env.Store.PutIfMatch(ctx, env.StagingOf(id).Gate(), b, info.ETag); err != nil {
 		if errors.Is(err, blob.ErrPreconditionFailed) {
-			return rec, fmt.Errorf("%w: another approve or abort of migration %s came first; nothing changed", workflow.ErrDecided, id)
+			return rec, fmt.Errorf("%w: another approve or abort of migration %s came first; nothing changed", runstate.ErrDecided, id)
 		}
 		return rec, fmt.Errorf("workflow: claim the gate of %s: %w", id, err)
 	}
@@ -215,28 +217,26 @@ func claimGate(ctx context.Context, env workflow.Env, id, action string, opts Ga
 
 func decidedError(id, d string) error {
 	if d == layout.DecisionFlip {
-		return fmt.Errorf("%w: migration %s was approved and flipped already; nothing changed", workflow.ErrDecided, id)
+		return fmt.Errorf("%w: migration %s was approved and flipped already; nothing changed", runstate.ErrDecided, id)
 	}
-	return fmt.Errorf("%w: migration %s was aborted already; nothing changed", workflow.ErrDecided, id)
+	return fmt.Errorf("%w: migration %s was aborted already; nothing changed", runstate.ErrDecided, id)
 }
 
 // resumeGate resumes the suspended local run from the gate, with the same
 // definition and steps as the run that stopped there.
-func resumeGate(ctx context.Context, env workflow.Env, rec workflow.GateRecord, action string, approval json.RawMessage, cause string, opts GateOptions) (GateResult, error) {
+func resumeGate(ctx context.Context, env runstate.Env, rec gate.Record, action string, approval json.RawMessage, cause string, opts GateOptions) (GateResult, error) {
 	res := GateResult{Gate: rec}
 	m, err := localrun.Load(rec.Topic)
 	if err != nil {
 		return res, err
 	}
-	publish := opts.Publish
-	if publish == nil && rec.Topic != "" {
-		if publish, err = workflow.SNSPublish(ctx); err != nil {
-			return res, err
-		}
+	publish, err := runstate.Publisher(ctx, opts.Publish, rec.Topic)
+	if err != nil {
+		return res, err
 	}
 	c := asl.Completion{Token: rec.TaskToken, Output: approval}
 	if action == gateAbort {
-		c = asl.Completion{Token: rec.TaskToken, Error: workflow.NameAbortedByOperator, Cause: cause}
+		c = asl.Completion{Token: rec.TaskToken, Error: gate.NameAbortedByOperator, Cause: cause}
 	}
 	// Abort's own outcome is in its state's output: the execution fails
 	// (NotifyFailure, then Fail) whether Abort did its work or not.
@@ -274,8 +274,8 @@ func resumeGate(ctx context.Context, env workflow.Env, rec workflow.GateRecord, 
 		}
 		return res, nil
 	case action == gateApprove && errors.As(runErr, &ee) && ee.Name == asl.ErrTimeout:
-		return res, fmt.Errorf("%w: migration %s waited past %s and was aborted instead (%s)", workflow.ErrGateTimedOut, rec.Migration.MigrationID, rec.ExpiresAt.Format(time.RFC3339), abortSummary(aborted))
-	case action == gateAbort && errors.As(runErr, &ee) && (ee.Name == workflow.NameAbortedByOperator || ee.Name == asl.ErrTimeout):
+		return res, fmt.Errorf("%w: migration %s waited past %s and was aborted instead (%s)", gate.ErrGateTimedOut, rec.Migration.MigrationID, rec.ExpiresAt.Format(time.RFC3339), abortSummary(aborted))
+	case action == gateAbort && errors.As(runErr, &ee) && (ee.Name == gate.NameAbortedByOperator || ee.Name == asl.ErrTimeout):
 		// Aborted by the abort or, past the gate's timeout, by the timeout:
 		// either way what was asked for, if Abort did its work.
 		if aborted == nil || aborted.AbortError != nil {

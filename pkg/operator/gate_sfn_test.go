@@ -11,7 +11,9 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
+	"github.com/rocklake/rocklake-migrate/pkg/gate"
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -59,7 +61,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 
 	// open starts an execution, waits for its token, and runs the Gate step
 	// with it for a migration that holds the lock.
-	open := func(name string) (workflow.Migration, string) {
+	open := func(name string) (runstate.Migration, string) {
 		t.Helper()
 		m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, PostponeFlip: true})
 		if err != nil {
@@ -103,7 +105,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	}
 
 	m, arn := open("e1")
-	rec, _, err := workflow.ReadGate(ctx, f.Env, m.MigrationID)
+	rec, _, err := gate.Read(ctx, f.Env, m.MigrationID)
 	if err != nil || rec.Local || rec.Execution != arn {
 		t.Fatalf("gate record %+v, %v", rec, err)
 	}
@@ -126,20 +128,20 @@ func TestGateOnStepFunctions(t *testing.T) {
 	if err := json.Unmarshal([]byte(aws.ToString(d.Output)), &out); d.Status != sfntypes.ExecutionStatusSucceeded || err != nil || out.Gate.ApprovedBy != "ops" {
 		t.Fatalf("the execution after approve: %s %s (%v)", d.Status, aws.ToString(d.Output), err)
 	}
-	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) {
+	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, runstate.ErrDecided) {
 		t.Fatalf("abort after approve was sent: %v", err)
 	}
 
 	// The execution goes on in Step Functions (here it ends); free the lock
 	// as its Flip would, and abort a second one.
-	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
+	if _, err := runstate.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
 		t.Fatal(err)
 	}
 	m, arn = open("e2")
 	// A completion Step Functions refuses (here a token it never issued)
 	// leaves the gate open for the next command.
 	gateURL := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}.Gate()
-	rec, _, _ = workflow.ReadGate(ctx, f.Env, m.MigrationID)
+	rec, _, _ = gate.Read(ctx, f.Env, m.MigrationID)
 	token := rec.TaskToken
 	rec.TaskToken = "not-a-token"
 	body, _ := json.Marshal(rec)
@@ -149,7 +151,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); err == nil || !strings.Contains(err.Error(), "InvalidToken") {
 		t.Fatalf("abort with a token Step Functions refuses: %v", err)
 	}
-	if rec, _, err = workflow.ReadGate(ctx, f.Env, m.MigrationID); err != nil || rec.Completed != "" {
+	if rec, _, err = gate.Read(ctx, f.Env, m.MigrationID); err != nil || rec.Completed != "" {
 		t.Fatalf("the refused abort kept its claim: %+v, %v", rec, err)
 	}
 	rec.TaskToken = token
@@ -160,7 +162,7 @@ func TestGateOnStepFunctions(t *testing.T) {
 	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
-	if d := finished(arn); d.Status != sfntypes.ExecutionStatusFailed || aws.ToString(d.Error) != workflow.NameAbortedByOperator {
+	if d := finished(arn); d.Status != sfntypes.ExecutionStatusFailed || aws.ToString(d.Error) != gate.NameAbortedByOperator {
 		t.Fatalf("the execution after abort: %s %s", d.Status, aws.ToString(d.Error))
 	}
 }

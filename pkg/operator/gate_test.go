@@ -10,8 +10,10 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
+	"github.com/rocklake/rocklake-migrate/pkg/gate"
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -46,16 +48,16 @@ func TestGateStateFitsTheLease(t *testing.T) {
 	if !strings.HasSuffix(g.Resource, ".waitForTaskToken") || g.Next != "Flip" {
 		t.Fatalf("Gate = %+v", g)
 	}
-	exec, err := workflow.DefinitionTimeout()
+	exec, err := runstate.DefinitionTimeout()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := workflow.Env{}.LockLease()
+	lease, err := runstate.Env{}.LockLease()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if time.Duration(g.TimeoutSeconds)*time.Second != workflow.GateTimeout || workflow.GateTimeout >= exec || lease <= exec {
-		t.Fatalf("the Gate's TimeoutSeconds %d, GateTimeout %v, execution timeout %v, lease %v: the gate must time out within the execution, and the lease outlast it", g.TimeoutSeconds, workflow.GateTimeout, exec, lease)
+	if time.Duration(g.TimeoutSeconds)*time.Second != gate.Timeout || gate.Timeout >= exec || lease <= exec {
+		t.Fatalf("the Gate's TimeoutSeconds %d, GateTimeout %v, execution timeout %v, lease %v: the gate must time out within the execution, and the lease outlast it", g.TimeoutSeconds, gate.Timeout, exec, lease)
 	}
 	if len(g.Catch) != 1 || g.Catch[0].ErrorEquals[0] != "States.ALL" || g.Catch[0].Next != "GateFailed" {
 		t.Fatalf("the Gate's Catch = %+v, want States.ALL → GateFailed", g.Catch)
@@ -68,7 +70,7 @@ func TestGateStateFitsTheLease(t *testing.T) {
 // postpone runs a migration with postpone_flip to its gate, as
 // `migrate --postpone-flip` does (localrun.Run), which records the suspended
 // run there.
-func postpone(t *testing.T, ctx context.Context, f seeded.Fixture, pub *seeded.Published) workflow.GateRecord {
+func postpone(t *testing.T, ctx context.Context, f seeded.Fixture, pub *seeded.Published) gate.Record {
 	t.Helper()
 	rep, err := localrun.Run(ctx, f.Env, localrun.Options{
 		Check: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, PostponeFlip: true, FreezeGrace: seeded.NoGrace()},
@@ -120,24 +122,24 @@ func TestGateApproveFlips(t *testing.T) {
 	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != m.MigrationID || l.ExpiresAt.Before(rec.ExpiresAt) {
 		t.Fatalf("lock at the gate %+v; the gate expires %v", l, rec.ExpiresAt)
 	}
-	if !rec.Local || rec.TaskToken == "" || rec.Suspended == nil || rec.ExpiresAt.Sub(rec.OpenedAt) != workflow.GateTimeout {
+	if !rec.Local || rec.TaskToken == "" || rec.Suspended == nil || rec.ExpiresAt.Sub(rec.OpenedAt) != gate.Timeout {
 		t.Fatalf("gate record = %+v", rec)
 	}
-	how := workflow.GateInstructions(rec)
+	how := gate.Instructions(rec)
 	if !strings.Contains(how, "rocklake-migrate approve "+m.MigrationID+" --pointer "+f.Pointer) || strings.Contains(how, "send-task-success") {
 		t.Fatalf("instructions of a local gate:\n%s", how)
 	}
-	if len(pub.Subjects) != 1 || pub.Subjects[0] != workflow.GateSubject(m.MigrationID) || pub.Bodies[0] != how {
+	if len(pub.Subjects) != 1 || pub.Subjects[0] != gate.Subject(m.MigrationID) || pub.Bodies[0] != how {
 		t.Fatalf("notifications at the gate: %v, want the gate's message", pub.Subjects)
 	}
 
 	opts := operator.GateOptions{By: "ops", Pointer: f.Pointer, Publish: pub.Publish}
-	if _, err := operator.Approve(ctx, f.Env, "m-unknown", opts); !errors.Is(err, workflow.ErrNotAtGate) {
+	if _, err := operator.Approve(ctx, f.Env, "m-unknown", opts); !errors.Is(err, gate.ErrNotAtGate) {
 		t.Fatalf("approve of an unknown migration: %v", err)
 	}
 	other := opts
 	other.Pointer = "s3://rocklake/OTHER"
-	if _, err := operator.Approve(ctx, f.Env, m.MigrationID, other); !errors.Is(err, workflow.ErrNotAtGate) {
+	if _, err := operator.Approve(ctx, f.Env, m.MigrationID, other); !errors.Is(err, gate.ErrNotAtGate) {
 		t.Fatalf("approve through another pointer: %v", err)
 	}
 	res, err := operator.Approve(ctx, f.Env, m.MigrationID, opts)
@@ -166,8 +168,8 @@ func TestGateApproveFlips(t *testing.T) {
 	if len(pub.Subjects) != 2 || pub.Subjects[1] != "rocklake-migrate: migration succeeded" {
 		t.Fatalf("notifications = %v", pub.Subjects)
 	}
-	for _, again := range []func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
-		if _, err := again(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "approved") {
+	for _, again := range []func(context.Context, runstate.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
+		if _, err := again(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, runstate.ErrDecided) || !strings.Contains(err.Error(), "approved") {
 			t.Fatalf("after approve: %v, want MigrationDecided", err)
 		}
 	}
@@ -208,7 +210,7 @@ func TestGateAbortCleansUp(t *testing.T) {
 	if l := seeded.LockHolder(t, ctx, f); l.MigrationID != "" {
 		t.Fatalf("lock after abort: %+v", l)
 	}
-	if len(pub.Subjects) != 2 || pub.Subjects[1] != "rocklake-migrate: migration failed" || !strings.Contains(pub.Bodies[1], workflow.NameAbortedByOperator) {
+	if len(pub.Subjects) != 2 || pub.Subjects[1] != "rocklake-migrate: migration failed" || !strings.Contains(pub.Bodies[1], gate.NameAbortedByOperator) {
 		t.Fatalf("notifications = %v %v", pub.Subjects, pub.Bodies)
 	}
 	// Unfrozen: RockLake's next writer commits.
@@ -222,13 +224,13 @@ func TestGateAbortCleansUp(t *testing.T) {
 		t.Fatalf("a write after abort: %v", err)
 	}
 	w.Close()
-	for _, again := range []func(context.Context, workflow.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
-		if _, err := again(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
+	for _, again := range []func(context.Context, runstate.Env, string, operator.GateOptions) (operator.GateResult, error){operator.Approve, operator.AbortGate} {
+		if _, err := again(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, runstate.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
 			t.Fatalf("after abort: %v, want MigrationDecided", err)
 		}
 	}
 	// The Gate step refuses a migration without its lock.
-	if _, err := workflow.Gate(ctx, f.Env, workflow.GateInput{Migration: workflow.Migration{MigrationID: "m-lockless", Pointer: f.Pointer}, TaskToken: "t"}); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
+	if _, err := workflow.Gate(ctx, f.Env, workflow.GateInput{Migration: runstate.Migration{MigrationID: "m-lockless", Pointer: f.Pointer}, TaskToken: "t"}); !errors.Is(err, lock.ErrLost) || runstate.ErrorName(err) != "LockLost" {
 		t.Fatalf("a gate without the lock: %v", err)
 	}
 }
@@ -262,7 +264,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	}
 
 	// The gate's TimeoutSeconds passed (its state entered 21 hours ago).
-	expired := func() workflow.GateRecord {
+	expired := func() gate.Record {
 		t.Helper()
 		rec := postpone(t, ctx, f, pub)
 		rec.Suspended.EnteredTime = rec.Suspended.EnteredTime.Add(-21 * time.Hour)
@@ -280,7 +282,7 @@ func TestGateApproveRefusedAfterAWriteOrTheTimeout(t *testing.T) {
 	rec = expired()
 	st := layout.Staging{Root: f.Env.Staging, MigrationID: rec.Migration.MigrationID}
 	res, err = operator.Approve(ctx, f.Env, rec.Migration.MigrationID, opts)
-	if !errors.Is(err, workflow.ErrGateTimedOut) || workflow.ErrorName(err) != "GateTimedOut" {
+	if !errors.Is(err, gate.ErrGateTimedOut) || runstate.ErrorName(err) != "GateTimedOut" {
 		t.Fatalf("approve after the gate's timeout: %v", err)
 	}
 	if res.Abort == nil || res.Abort.TargetObjects == 0 {
@@ -322,7 +324,7 @@ func TestGateApproveAfterThePointerMovedEndsTheRun(t *testing.T) {
 	if n := seeded.Checkpoints(t, ctx, f.Source); n != 0 {
 		t.Fatalf("%d checkpoints left", n)
 	}
-	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, workflow.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
+	if _, err := operator.AbortGate(ctx, f.Env, m.MigrationID, opts); !errors.Is(err, runstate.ErrDecided) || !strings.Contains(err.Error(), "aborted") {
 		t.Fatalf("abort after the refused approve: %v", err)
 	}
 	next, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1})

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -85,10 +86,10 @@ type PlanReport struct {
 // no record, nothing in the source; its SlateDB reader is read-only). Unlike
 // Check it goes on past a failed check, so that one run names every problem;
 // the error is the first failure's, with its stable name.
-func Plan(ctx context.Context, env workflow.Env, in PlanInput) (PlanReport, error) {
+func Plan(ctx context.Context, env runstate.Env, in PlanInput) (PlanReport, error) {
 	id := in.MigrationID
 	if id == "" {
-		id = workflow.NewMigrationID()
+		id = runstate.NewMigrationID()
 	}
 	m, found, err := workflow.Preflight(ctx, env, in.CheckInput, id, time.Now())
 	rep := PlanReport{
@@ -104,7 +105,7 @@ func Plan(ctx context.Context, env workflow.Env, in PlanInput) (PlanReport, erro
 		return rep, err
 	}
 	if merr := measure(ctx, env, m, max(in.Concurrency, 1), &rep); merr != nil {
-		rep.Checks = append(rep.Checks, workflow.Finding{Check: "measure", ErrorName: workflow.ErrorName(merr), Detail: merr.Error()})
+		rep.Checks = append(rep.Checks, workflow.Finding{Check: "measure", ErrorName: runstate.ErrorName(merr), Detail: merr.Error()})
 		rep.Ready = false
 		if err == nil {
 			err = merr
@@ -115,7 +116,7 @@ func Plan(ctx context.Context, env workflow.Env, in PlanInput) (PlanReport, erro
 
 // measure sizes the source (its objects, and a scan of its keys), plans
 // the shards as Freeze would and estimates the run.
-func measure(ctx context.Context, env workflow.Env, m workflow.Migration, concurrency int, rep *PlanReport) error {
+func measure(ctx context.Context, env runstate.Env, m runstate.Migration, concurrency int, rep *PlanReport) error {
 	objs, err := env.Store.List(ctx, strings.TrimSuffix(m.Source, "/")+"/")
 	if err != nil {
 		return fmt.Errorf("workflow: list %s: %w", m.Source, err)

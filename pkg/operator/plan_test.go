@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -35,7 +36,7 @@ func objects(t *testing.T, ctx context.Context, f seeded.Fixture) []string {
 
 // preflightWritesNothing runs Preflight and fails the test if any bucket
 // changed: an object, a version or a delete marker written or removed.
-func preflightWritesNothing(t *testing.T, ctx context.Context, f seeded.Fixture, env workflow.Env, in operator.PlanInput) (operator.PlanReport, error) {
+func preflightWritesNothing(t *testing.T, ctx context.Context, f seeded.Fixture, env runstate.Env, in operator.PlanInput) (operator.PlanReport, error) {
 	t.Helper()
 	before := objects(t, ctx, f)
 	rep, err := operator.Plan(ctx, env, in)
@@ -98,7 +99,7 @@ func TestPreflightWritesNothing(t *testing.T) {
 	// With a migration in progress, the plan says so by name and still
 	// writes nothing.
 	rep, err = preflightWritesNothing(t, ctx, f, f.Env, operator.PlanInput{CheckInput: workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2}})
-	if workflow.ErrorName(err) != "MigrationInProgress" || rep.Ready || finding(rep, "lock").ErrorName != "MigrationInProgress" {
+	if runstate.ErrorName(err) != "MigrationInProgress" || rep.Ready || finding(rep, "lock").ErrorName != "MigrationInProgress" {
 		t.Fatalf("plan during a migration: %v, %+v", err, finding(rep, "lock"))
 	}
 }
@@ -110,7 +111,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	if err := f.Stack.CreateBucket(ctx, "plain", false); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(env workflow.Env, in workflow.CheckInput) (operator.PlanReport, error) {
+	plan := func(env runstate.Env, in workflow.CheckInput) (operator.PlanReport, error) {
 		t.Helper()
 		in.TargetVersion = max(in.TargetVersion, 2)
 		return preflightWritesNothing(t, ctx, f, env, operator.PlanInput{CheckInput: in})
@@ -168,7 +169,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env = f.Env
 	env.Staging = "s3://no-such-staging/migrations"
 	rep, err = plan(env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, MigrationID: "m-taken"})
-	if workflow.ErrorName(err) != catalog.ErrTargetNotEmpty.ErrorName() || finding(rep, "target").ErrorName != catalog.ErrTargetNotEmpty.ErrorName() ||
+	if runstate.ErrorName(err) != catalog.ErrTargetNotEmpty.ErrorName() || finding(rep, "target").ErrorName != catalog.ErrTargetNotEmpty.ErrorName() ||
 		finding(rep, "staging").ErrorName != workflow.ErrStagingUnusable.ErrorName() || rep.Ready {
 		t.Fatalf("an occupied target and no staging: %v, %+v", err, rep.Checks)
 	}
@@ -195,12 +196,12 @@ func TestPreflightNamesProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = plan(f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd})
-	if workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() || finding(rep, "unknown-tags").ErrorName != migration.ErrUnknownTags.ErrorName() {
+	if runstate.ErrorName(err) != migration.ErrUnknownTags.ErrorName() || finding(rep, "unknown-tags").ErrorName != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("unknown tags: %v, %+v", err, rep.Checks)
 	}
 	// migrate runs the same checks before Freeze: it refuses the same way,
 	// and touches nothing but its record.
-	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd, TargetVersion: 2}); workflow.ErrorName(err) != migration.ErrUnknownTags.ErrorName() {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: odd, TargetVersion: 2}); runstate.ErrorName(err) != migration.ErrUnknownTags.ErrorName() {
 		t.Fatalf("check with unknown tags: %v", err)
 	}
 	js, _ := json.Marshal(rep)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -73,13 +74,13 @@ type RestoreOutput struct {
 // DiscardNewerCommits. The way back and its claim stay, marked restored:
 // cleanup never deletes a way back until a pointer version named the
 // migrated catalog and a later run recorded it unneeded.
-func Restore(ctx context.Context, env workflow.Env, in RestoreInput) (RestoreOutput, error) {
+func Restore(ctx context.Context, env runstate.Env, in RestoreInput) (RestoreOutput, error) {
 	start := time.Now()
-	out := RestoreOutput{RunID: workflow.NewRunID("s-"), Pointer: in.Pointer, DryRun: in.DryRun}
+	out := RestoreOutput{RunID: runstate.NewRunID("s-"), Pointer: in.Pointer, DryRun: in.DryRun}
 	if in.Pointer == "" || in.MigrationID == "" {
 		return out, fmt.Errorf("%w: a pointer and a migration id are needed", ErrRestoreRefused)
 	}
-	rec := history.Record{ID: out.RunID, Kind: history.KindRestore, Trigger: workflow.Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Restore"}
+	rec := history.Record{ID: out.RunID, Kind: history.KindRestore, Trigger: runstate.Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: "Restore"}
 	out, err := restore(ctx, env, in, out)
 	rec.Source, rec.Target, rec.From, rec.To, rec.Rows = out.WayBack, out.Catalog, out.From, out.To, out.Records
 	rec.Notes = []string{"way back of migration " + in.MigrationID}
@@ -93,11 +94,11 @@ func Restore(ctx context.Context, env workflow.Env, in RestoreInput) (RestoreOut
 	if out.Newer != "" {
 		rec.Notes = append(rec.Notes, "left behind: "+out.Newer)
 	}
-	out.HistoryError = workflow.RecordOneStateRun(ctx, env, rec, err, outcome)
+	out.HistoryError = runstate.RecordOneStateRun(ctx, env, rec, err, outcome)
 	return out, err
 }
 
-func restore(ctx context.Context, env workflow.Env, in RestoreInput, out RestoreOutput) (_ RestoreOutput, err error) {
+func restore(ctx context.Context, env runstate.Env, in RestoreInput, out RestoreOutput) (_ RestoreOutput, err error) {
 	cl, err := claim.Read(ctx, env.Store, in.Pointer, in.MigrationID)
 	if err != nil {
 		return out, fmt.Errorf("%w: no way back of migration %s is claimed for %s: %w", ErrRestoreRefused, in.MigrationID, in.Pointer, err)
@@ -107,7 +108,7 @@ func restore(ctx context.Context, env workflow.Env, in RestoreInput, out Restore
 	}
 	out.WayBack, out.Catalog = cl.Catalog, strings.TrimSuffix(cl.Source, "/")
 	if !in.DryRun {
-		held, herr := workflow.HoldLock(ctx, env, in.Pointer, out.RunID, history.KindRestore)
+		held, herr := runstate.HoldLock(ctx, env, in.Pointer, out.RunID, history.KindRestore)
 		if herr != nil {
 			return out, herr
 		}
@@ -195,7 +196,7 @@ func restore(ctx context.Context, env workflow.Env, in RestoreInput, out Restore
 // migration's catalog: RockLake may have served it, and `rollback` moves
 // the pointer to the way back instead. It returns the current pointer, which
 // must name the catalog the way back was copied from.
-func pointerStillOld(ctx context.Context, env workflow.Env, in RestoreInput, cl claim.Claim) (pointer.Pointer, error) {
+func pointerStillOld(ctx context.Context, env runstate.Env, in RestoreInput, cl claim.Claim) (pointer.Pointer, error) {
 	if cl.Named != nil {
 		return pointer.Pointer{}, fmt.Errorf("%w: pointer version %s named the catalog migration %s made: use rollback", ErrRestoreRefused, cl.Named.PointerVersionID, in.MigrationID)
 	}
@@ -231,14 +232,14 @@ type catalogState struct {
 
 // readState reads the catalog at url, in whatever format it is: its
 // version and marks, and with digest its keys' digest (a full scan).
-func readState(ctx context.Context, env workflow.Env, url string, digest bool) (catalogState, error) {
+func readState(ctx context.Context, env runstate.Env, url string, digest bool) (catalogState, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Store: env.SlateDB})
 	if err != nil {
 		return catalogState{}, err
 	}
 	defer c.Close()
 	st := catalogState{version: c.Version()}
-	if st.marks, err = workflow.CatalogMarks(ctx, c); err != nil {
+	if st.marks, err = runstate.CatalogMarks(ctx, c); err != nil {
 		return st, err
 	}
 	if digest {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
@@ -20,7 +21,7 @@ type RollbackResult struct {
 // pkg/localrun) carries them back first; otherwise, or for a dry run or
 // with DiscardNewerCommits, the one-step rollback. opts configure the
 // rollback run (its Check is made from in).
-func Rollback(ctx context.Context, env workflow.Env, in workflow.RollbackInput, opts localrun.Options) (RollbackResult, error) {
+func Rollback(ctx context.Context, env runstate.Env, in workflow.RollbackInput, opts localrun.Options) (RollbackResult, error) {
 	if !in.DryRun && !in.DiscardNewerCommits {
 		carry, err := workflow.RollbackCarries(ctx, env, in.Pointer)
 		if err != nil {

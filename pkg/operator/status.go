@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -32,7 +33,7 @@ type PointerStatus struct {
 // StatusOf reads the pointer at pointerURL, its versions and the migration
 // in progress (Status, in env's staging), and runs the startup check on the
 // catalog the pointer names; it writes nothing.
-func StatusOf(ctx context.Context, env workflow.Env, pointerURL string) (PointerStatus, error) {
+func StatusOf(ctx context.Context, env runstate.Env, pointerURL string) (PointerStatus, error) {
 	var st PointerStatus
 	var err error
 	if st.Pointer, st.Ref, err = pointer.Read(ctx, env.Store, pointerURL); err != nil {
@@ -87,7 +88,7 @@ type RunStatus struct {
 
 // Status reads the migration in progress on the pointer at pointerURL, if
 // any: the lock's holder, its record, and its progress in env's staging.
-func Status(ctx context.Context, env workflow.Env, pointerURL string) (RunStatus, error) {
+func Status(ctx context.Context, env runstate.Env, pointerURL string) (RunStatus, error) {
 	var st RunStatus
 	l, _, err := lock.Get(ctx, env.Store, layout.Lock(pointerURL))
 	if errors.Is(err, blob.ErrNotFound) {
@@ -101,7 +102,7 @@ func Status(ctx context.Context, env workflow.Env, pointerURL string) (RunStatus
 		return st, nil
 	}
 	st.Running = true
-	m := workflow.Migration{MigrationID: l.MigrationID, Pointer: pointerURL}
+	m := runstate.Migration{MigrationID: l.MigrationID, Pointer: pointerURL}
 	if _, rec, err := history.Find(ctx, env.Store, pointerURL, l.MigrationID); err == nil {
 		st.Record = &rec
 		m.To, m.StartedAt = rec.To, rec.Start
@@ -116,7 +117,7 @@ func Status(ctx context.Context, env workflow.Env, pointerURL string) (RunStatus
 }
 
 // progress fills in st from migration m's staging.
-func progress(ctx context.Context, env workflow.Env, m workflow.Migration, st *RunStatus) error {
+func progress(ctx context.Context, env runstate.Env, m runstate.Migration, st *RunStatus) error {
 	stg := env.StagingOf(m.MigrationID)
 	infos, err := env.Store.List(ctx, stg.Prefix())
 	if err != nil {
@@ -142,7 +143,7 @@ func progress(ctx context.Context, env workflow.Env, m workflow.Migration, st *R
 			st.LastStep = o.Step
 		}
 	}
-	if d, err := workflow.DecisionOf(ctx, env, m); err == nil {
+	if d, err := runstate.DecisionOf(ctx, env, m); err == nil {
 		st.Decision = d
 	}
 	if havePlan {

@@ -4,30 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/statemachine"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // AbortInput is the migration and the error that stopped it (Catch output).
 type AbortInput struct {
-	Migration Migration      `json:"migration"`
-	Error     map[string]any `json:"error,omitempty"`
+	Migration runstate.Migration `json:"migration"`
+	Error     map[string]any     `json:"error,omitempty"`
 }
 
 // AbortOutput says what Abort removed.
 type AbortOutput struct {
-	Migration
+	runstate.Migration
 	TargetObjects  int `json:"target_objects_deleted"`
 	StagingObjects int `json:"staging_objects_deleted"`
 	// RevertedKeys: a rollback's target keys put back as they were at the
@@ -42,7 +41,7 @@ type AbortOutput struct {
 // never touches the source's data or the pointer, refuses to delete a catalog
 // the pointer names, and deletes the target only if this migration claimed it
 // (a location someone else filled stays as it was).
-func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err error) {
+func Abort(ctx context.Context, env runstate.Env, in AbortInput) (out AbortOutput, err error) {
 	start := time.Now()
 	out = AbortOutput{Migration: in.Migration}
 	m := in.Migration
@@ -58,10 +57,10 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		if err := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 			return out, err
 		}
-		return out, fmt.Errorf("%w: the pointer names %s", ErrAbortAfterFlip, m.Target)
+		return out, fmt.Errorf("%w: the pointer names %s", runstate.ErrAbortAfterFlip, m.Target)
 	}
-	if err := decide(ctx, env, m, layout.DecisionAbort); err != nil {
-		if errors.Is(err, ErrAbortAfterFlip) {
+	if err := runstate.Decide(ctx, env, m, layout.DecisionAbort); err != nil {
+		if errors.Is(err, runstate.ErrAbortAfterFlip) {
 			// Its Flip decided: the run is over, and its lock with it, so
 			// the next migration need not wait out the lease. The target
 			// stays: that Flip's write may have landed, or land yet (on
@@ -74,13 +73,13 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 	}
 	// Decided: the run ends here, whatever the cleanup does. What staging
 	// says of the run is read before the cleanup deletes it.
-	stats, notes := collectStats(ctx, env, m)
+	stats, notes := runstate.CollectStats(ctx, env, m)
 	defer func() {
-		stats.seconds[statemachine.StepAbort] = time.Since(start).Seconds()
+		stats.Seconds[statemachine.StepAbort] = time.Since(start).Seconds()
 		if err != nil {
 			notes = append(notes, "the cleanup failed: "+err.Error())
 		}
-		out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) { abortOutcome(r, in) })
+		out.HistoryError = runstate.FinishRecord(ctx, env, m, stats, notes, func(r *history.Record) { abortOutcome(r, in) })
 	}()
 	if m.RollbackOf != "" {
 		// Only once Snapshot proved the target reads as its pin (its plan
@@ -101,7 +100,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 		return out, fmt.Errorf("workflow: abort: %w", err)
 	}
 	if m.Target != "" && owned {
-		n, err := deleteTarget(ctx, env, m.Target)
+		n, err := runstate.DeleteTarget(ctx, env, m.Target)
 		out.TargetObjects = n
 		if err != nil {
 			return out, fmt.Errorf("workflow: abort: %w", err)
@@ -132,95 +131,7 @@ func Abort(ctx context.Context, env Env, in AbortInput) (out AbortOutput, err er
 	if err := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return out, err
 	}
-	return out, dropReplica(ctx, env, m)
-}
-
-// The target's removal waits for what an abandoned writer still had in
-// flight: after a fence, fenceNotice for the old writer's manifest poller
-// (every 100 ms for an import's, 1 s by default) to see it; after a
-// delete, targetSettle, and the prefix must then be empty; all within
-// targetSettleMax.
-const (
-	fenceNotice     = time.Second
-	targetSettle    = 2 * time.Second
-	targetSettleMax = time.Minute
-)
-
-// deleteTarget removes the target this migration claimed, and reports how
-// many objects it deleted. Its writer may still be at work: an Import
-// abandoned mid-write (the CLI interrupted, whose writer's flushes and
-// compactions go on in the engine; a Lambda that gave up at its deadline,
-// frozen and thawed later). A writer opened on the target fences that one:
-// SlateDB moves the writer and compactor epochs in the manifest, so the old
-// writer and compactor fail at their next look at it and stop. What they
-// had in flight may still land after the delete, so the prefix is deleted
-// again (and fenced again if a manifest came back) until it stays empty for
-// targetSettle.
-func deleteTarget(ctx context.Context, env Env, target string) (int, error) {
-	prefix := strings.TrimSuffix(target, "/") + "/"
-	deadline := time.Now().Add(targetSettleMax)
-	n := 0
-	for {
-		// A fence that fails (a manifest half deleted by an earlier
-		// attempt) is not needed if the target settles all the same.
-		fenced, fenceErr := fenceTarget(ctx, env, prefix)
-		if fenced {
-			if err := sleepCtx(ctx, fenceNotice); err != nil {
-				return n, fmt.Errorf("delete %s: %w", target, err)
-			}
-		}
-		k, err := env.Store.DeletePrefix(ctx, prefix)
-		n += k
-		if err != nil {
-			return n, fmt.Errorf("delete %s: %w", target, err)
-		}
-		if err := sleepCtx(ctx, targetSettle); err != nil {
-			return n, fmt.Errorf("delete %s: %w", target, err)
-		}
-		left, err := env.Store.List(ctx, prefix)
-		if err != nil {
-			return n, fmt.Errorf("delete %s: %w", target, err)
-		}
-		if len(left) == 0 {
-			return n, nil
-		}
-		if time.Now().After(deadline) {
-			err := fmt.Errorf("%w: %d objects appeared under %s after it was deleted, for %s", ErrTargetStillWritten, len(left), target, targetSettleMax)
-			if fenceErr != nil {
-				err = fmt.Errorf("%w (fencing its writer failed: %w)", err, fenceErr)
-			}
-			return n, err
-		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
-
-// fenceTarget opens and closes a writer of the catalog at prefix, if it has
-// a manifest (else opening would create one): a writer with a compactor, so
-// that both the old writer's and the old compactor's epochs move. Whatever
-// this writer starts (a compaction) ends with its close.
-func fenceTarget(ctx context.Context, env Env, prefix string) (bool, error) {
-	manifests, err := env.Store.List(ctx, prefix+"manifest/")
-	if err != nil || len(manifests) == 0 {
-		return false, err
-	}
-	so := env.SlateDB
-	so.Passive, so.BulkLoad = false, false
-	w, err := slatedb.OpenWriter(ctx, strings.TrimSuffix(prefix, "/"), so)
-	if err != nil {
-		return false, fmt.Errorf("fence the writer of %s: %w", prefix, err)
-	}
-	return true, w.CloseContext(ctx)
+	return out, runstate.DropReplica(ctx, env, m)
 }
 
 // abortOutcome is how a run Abort ended is recorded: the error that sent it

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -40,12 +41,12 @@ func downInstead(from string) string {
 // the version it goes back to (pointer.Rollback's choice), the flip's pins,
 // both catalogs' startup checks and the path between their formats,
 // staging and the lock. It writes nothing.
-func preflightRollback(ctx context.Context, env Env, in CheckInput, m Migration, now time.Time) (Migration, error) {
+func preflightRollback(ctx context.Context, env runstate.Env, in CheckInput, m runstate.Migration, now time.Time) (runstate.Migration, error) {
 	if in.InPlace || in.InPlaceAuto || in.Rebuild || in.TargetPrefix != "" || in.DryRun || in.TargetVersion != 0 || in.Online != nil && !*in.Online {
 		return m, fmt.Errorf("%w: a rollback goes back to the catalog the pointer's previous version names, online; it takes none of in_place, rebuild, target_prefix, target_version, dry_run (rollback --dry-run) or online: false", ErrBadInput)
 	}
 	var err error
-	if m.FreezeGrace, err = freezeGrace(in); err != nil {
+	if m.FreezeGrace, err = runstate.FreezeGraceOf(in.FreezeGrace); err != nil {
 		return m, err
 	}
 	cur, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
@@ -98,7 +99,7 @@ func preflightRollback(ctx context.Context, env Env, in CheckInput, m Migration,
 // target) proven to read as its pin, its digest taken (canonical, so that
 // a downward carry compares like with like), and the plan written with the
 // rounds' start, the source's pin.
-func rollbackStart(ctx context.Context, env Env, m Migration) (Migration, error) {
+func rollbackStart(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
@@ -113,7 +114,7 @@ func rollbackStart(ctx context.Context, env Env, m Migration) (Migration, error)
 	if err := targetAsPinned(ctx, env, m, fp.Previous); err != nil {
 		return m, err
 	}
-	opts, err := catchUpOptions(env, m, Plan{UnknownTags: m.UnknownTags})
+	opts, err := catchUpOptions(env, m, runstate.Plan{UnknownTags: m.UnknownTags})
 	if err != nil {
 		return m, err
 	}
@@ -134,18 +135,10 @@ func rollbackStart(ctx context.Context, env Env, m Migration) (Migration, error)
 	if err != nil {
 		return m, err
 	}
-	p := Plan{MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag, Source: m.Source, Target: m.Target,
+	p := runstate.Plan{MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag, Source: m.Source, Target: m.Target,
 		From: m.From, To: m.To, WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags,
-		Start: &RoundStart{View: viewOf(fp.Current), Digest: digest}, RollbackOf: m.RollbackOf, FlipPoint: &fp}
+		Start: &runstate.RoundStart{View: viewOf(fp.Current), Digest: digest}, RollbackOf: m.RollbackOf, FlipPoint: &fp}
 	return m, env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).Plan(), p)
-}
-
-// RoundStart is where a run's first catch-up round starts when it is not
-// the snapshot's checkpoint and the shards' digest: a rollback's, the
-// source's pin at the flip and the target's digest.
-type RoundStart struct {
-	View   slatedb.View  `json:"view"`
-	Digest ndjson.Digest `json:"digest"`
 }
 
 func viewOf(p pointer.Pin) slatedb.View {
@@ -159,7 +152,7 @@ func pinOf(v slatedb.View) pointer.Pin {
 // targetAsPinned proves a rollback's target reads as its pin: no key
 // differs between the pin and a view taken now (SlateDB's changes between
 // them, compared value by value). A pin that is gone proves nothing.
-func targetAsPinned(ctx context.Context, env Env, m Migration, pin pointer.Pin) error {
+func targetAsPinned(ctx context.Context, env runstate.Env, m runstate.Migration, pin pointer.Pin) error {
 	now, err := slatedb.TakeView(ctx, m.Target, slatedb.CheckpointOptions{Lifetime: time.Hour, Name: layout.FreezeCheckpoint(m.MigrationID)}, env.SlateDB)
 	if err != nil {
 		return fmt.Errorf("workflow: rollback: a view of %s: %w", m.Target, err)
@@ -181,7 +174,7 @@ func targetAsPinned(ctx context.Context, env Env, m Migration, pin pointer.Pin) 
 
 // countChanges counts the keys that differ between views from and to of
 // the catalog at url, and gives the first.
-func countChanges(ctx context.Context, env Env, url string, from, to slatedb.View) (int, []byte, error) {
+func countChanges(ctx context.Context, env runstate.Env, url string, from, to slatedb.View) (int, []byte, error) {
 	ch, err := slatedb.OpenChanges(ctx, url, from, to, env.SlateDB, slatedb.DefaultMaxChangedFraction)
 	if err != nil {
 		return 0, nil, err
@@ -203,7 +196,7 @@ func countChanges(ctx context.Context, env Env, url string, from, to slatedb.Vie
 // nothing but the run has written either since its fence. previous is the
 // catalog a rollback goes back to (the source, or an in-place run's way
 // back), current the one the pointer is about to name.
-func pinFlip(ctx context.Context, env Env, id, previous, current string) (*pointer.FlipPoint, error) {
+func pinFlip(ctx context.Context, env runstate.Env, id, previous, current string) (*pointer.FlipPoint, error) {
 	var fp pointer.FlipPoint
 	for _, c := range []struct {
 		url string
@@ -220,7 +213,7 @@ func pinFlip(ctx context.Context, env Env, id, previous, current string) (*point
 
 // dropPins deletes a flip's pins once the pointer moved past that flip
 // (the rollback of it succeeded).
-func dropPins(ctx context.Context, env Env, p Plan) error {
+func dropPins(ctx context.Context, env runstate.Env, p runstate.Plan) error {
 	if p.FlipPoint == nil {
 		return nil
 	}
@@ -235,7 +228,7 @@ func dropPins(ctx context.Context, env Env, p Plan) error {
 
 // dropFlipPin deletes the pin a migration's Flip took of the catalog at url
 // (a Flip that pinned, then refused), if there is one.
-func dropFlipPin(ctx context.Context, env Env, url, id string) error {
+func dropFlipPin(ctx context.Context, env runstate.Env, url, id string) error {
 	if url == "" {
 		return nil
 	}
@@ -262,7 +255,7 @@ func dropFlipPin(ctx context.Context, env Env, url, id string) error {
 // carried. Its marks and flip point stay those of the flip that version
 // recorded: they say what its catalog took since that flip, which a later
 // rollback of it must not take for nothing.
-func rollbackIntent(ctx context.Context, env Env, m Migration, keys int) (pointer.Pointer, error) {
+func rollbackIntent(ctx context.Context, env runstate.Env, m runstate.Migration, keys int) (pointer.Pointer, error) {
 	prev, _, err := pointer.Rollback(ctx, env.Store, m.Pointer, pointer.RollbackOptions{DryRun: true, Relocate: relocate})
 	if err != nil {
 		return prev, err
@@ -282,7 +275,7 @@ func rollbackIntent(ctx context.Context, env Env, m Migration, keys int) (pointe
 }
 
 // carriedKeys is how many source keys a rollback's rounds carried.
-func carriedKeys(ctx context.Context, env Env, m Migration) int {
+func carriedKeys(ctx context.Context, env runstate.Env, m runstate.Migration) int {
 	n := 0
 	for i := 1; i <= m.Round; i++ {
 		if r, err := readRound(ctx, env, m, i); err == nil {
@@ -298,7 +291,7 @@ func carriedKeys(ctx context.Context, env Env, m Migration) int {
 // format), so that the target reads as at the flip again and a later
 // rollback can start over. A pointer already naming the target is never
 // reverted (Abort refuses before).
-func revertTarget(ctx context.Context, env Env, m Migration) (int, error) {
+func revertTarget(ctx context.Context, env runstate.Env, m runstate.Migration) (int, error) {
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return 0, err
@@ -325,7 +318,7 @@ func revertTarget(ctx context.Context, env Env, m Migration) (int, error) {
 }
 
 // rollbackNote is the line a rollback's record and report give.
-func rollbackNote(m Migration, keys int) string {
+func rollbackNote(m runstate.Migration, keys int) string {
 	return fmt.Sprintf("rollback of migration %s: %d keys of %s carried back into %s", m.RollbackOf, keys, m.Source, strings.TrimSuffix(m.Target, "/"))
 }
 
@@ -333,7 +326,7 @@ func rollbackNote(m Migration, keys int) string {
 // runs as a rollback run (CheckInput.Rollback), carrying commits back: the
 // flip pinned both catalogs (an in-place migration's, the catalog and its
 // way back, where the rollback goes).
-func RollbackCarries(ctx context.Context, env Env, pointerURL string) (bool, error) {
+func RollbackCarries(ctx context.Context, env runstate.Env, pointerURL string) (bool, error) {
 	cur, _, err := pointer.Read(ctx, env.Store, pointerURL)
 	if err != nil {
 		return false, err

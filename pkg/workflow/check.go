@@ -5,10 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
+	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
+	"github.com/rocklake/rocklake-migrate/statemachine"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -60,8 +66,8 @@ type CheckInput struct {
 	// the rounds (zero: the defaults). nil (left out) is online, but for
 	// in_place (Strategy A migrates where the catalog lies, frozen); false
 	// fences the source for the whole copy (offline).
-	Online  *bool         `json:"online,omitempty"`
-	CatchUp CatchUpLimits `json:"catch_up,omitzero"`
+	Online  *bool                  `json:"online,omitempty"`
+	CatchUp runstate.CatchUpLimits `json:"catch_up,omitzero"`
 	// Rollback runs the rollback of the pointer's latest flip: the current
 	// catalog's commits since the flip carried back into the catalog the
 	// previous pointer version names, online, then the pointer flipped
@@ -84,30 +90,30 @@ func (in CheckInput) online() bool {
 // writes, takes the pointer's lock and starts the run's record. It touches
 // neither the source nor the pointer. A run it refuses is recorded as
 // failed, one with nothing to do as such.
-func Check(ctx context.Context, env Env, in CheckInput) (Migration, error) {
+func Check(ctx context.Context, env runstate.Env, in CheckInput) (runstate.Migration, error) {
 	start := time.Now()
 	id := in.MigrationID
 	if id == "" {
-		id = NewMigrationID()
+		id = runstate.NewMigrationID()
 	}
 	m, _, err := preflight(ctx, env, in, id, start, false)
 	if err != nil || !m.NeedsMigration {
 		recordRefusal(ctx, env, in, m, start, err)
 		if err != nil {
-			return Migration{}, err
+			return runstate.Migration{}, err
 		}
 		return m, nil
 	}
 	if m, err = begin(ctx, env, m, start); err != nil {
 		recordRefusal(ctx, env, in, m, start, err)
-		return Migration{}, err
+		return runstate.Migration{}, err
 	}
 	return m, nil
 }
 
 // begin does what Check writes once the preflight passed: the staging
 // probe, the lock and the record.
-func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migration, error) {
+func begin(ctx context.Context, env runstate.Env, m runstate.Migration, start time.Time) (runstate.Migration, error) {
 	// Staging must take writes before the source is touched: Freeze's
 	// checkpoint would otherwise be left behind by a run that cannot
 	// write its plan.
@@ -115,7 +121,7 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		return m, err
 	}
 	// One migration at a time, decided before anything is touched.
-	held, err := acquireLock(ctx, env, m, start)
+	held, err := runstate.AcquireLock(ctx, env, m, start)
 	if err != nil {
 		return m, err
 	}
@@ -141,14 +147,14 @@ func begin(ctx context.Context, env Env, m Migration, start time.Time) (Migratio
 		// The read replica Freeze (or Fence) may make beside the source,
 		// claimed as the target is: no delete of it (Flip, Abort,
 		// cleanup) goes ahead without this claim.
-		if err := claimReplica(ctx, env, m); err != nil {
+		if err := runstate.ClaimReplica(ctx, env, m); err != nil {
 			if claimed {
 				err = errors.Join(err, claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID))
 			}
 			return m, errors.Join(err, lock.Release(ctx, env.Store, m.Pointer, m.MigrationID))
 		}
 	}
-	if err := startRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
+	if err := runstate.StartRecord(ctx, env, m, time.Since(start).Seconds()); err != nil {
 		if claimed {
 			if cerr := claim.Delete(ctx, env.Store, m.Pointer, m.MigrationID); cerr != nil {
 				err = fmt.Errorf("%w; withdrawing the target's claim failed too: %w", err, cerr)
@@ -175,7 +181,7 @@ type stagingOwner struct {
 
 // ownStaging writes the staging's owner with If-None-Match; a staging
 // another pointer's run owns is ErrStagingTaken.
-func ownStaging(ctx context.Context, env Env, st layout.Staging, m Migration) error {
+func ownStaging(ctx context.Context, env runstate.Env, st layout.Staging, m runstate.Migration) error {
 	own, err := json.Marshal(stagingOwner{Pointer: m.Pointer, MigrationID: m.MigrationID})
 	if err != nil {
 		return err
@@ -200,7 +206,7 @@ func ownStaging(ctx context.Context, env Env, st layout.Staging, m Migration) er
 // probeStaging makes the migration's staging this pointer's (Owner, an
 // If-None-Match write; a retried Check finds its own) and writes and
 // deletes an object there.
-func probeStaging(ctx context.Context, env Env, m Migration) error {
+func probeStaging(ctx context.Context, env runstate.Env, m runstate.Migration) error {
 	if env.Staging == "" {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
@@ -261,4 +267,40 @@ func newTarget(source, dir string, to format.Version, id string) (string, error)
 		return "", fmt.Errorf("%w: target prefix %q: %w", ErrBadInput, dir, err)
 	}
 	return layout.TargetIn(dir, to, id), nil
+}
+
+// recordRefusal records a run that Check refused (or found nothing to do
+// for): a whole record, written once. A transient failure is not recorded,
+// as the state machine retries it, nor a missing pointer, which has no
+// place for a history. The record is best effort: the refusal
+// is the caller's answer either way.
+func recordRefusal(ctx context.Context, env runstate.Env, in CheckInput, m runstate.Migration, start time.Time, checkErr error) {
+	name := ""
+	if checkErr != nil {
+		name = runstate.ErrorName(checkErr)
+		// No pointer, no history beside it; a retryable failure is
+		// retried; a silent endpoint would not take the record either.
+		if errname.Retryable(checkErr) || name == errname.Unreachable || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
+			return
+		}
+	}
+	id := m.MigrationID
+	if id == "" {
+		id = in.MigrationID
+	}
+	if id == "" {
+		id = runstate.NewMigrationID()
+	}
+	r := history.Record{
+		ID: id, Kind: runstate.RunKind(in.DryRun), Trigger: runstate.Trigger(in.Trigger), Pointer: in.Pointer,
+		Source: m.Source, Target: m.Target, From: m.From, To: format.Version(in.TargetVersion),
+		Start: start, End: time.Now(), Outcome: history.NothingToDo, State: statemachine.StepCheck,
+		StateSeconds: map[string]float64{statemachine.StepCheck: time.Since(start).Seconds()},
+	}
+	if checkErr != nil {
+		r.Outcome, r.ErrorName, r.Error = history.Failed, name, checkErr.Error()
+	}
+	if _, err := history.Create(ctx, env.Store, r); err != nil {
+		slog.WarnContext(ctx, "the run's record was not written", "migration_id", id, "pointer", in.Pointer, "error", err.Error())
+	}
 }

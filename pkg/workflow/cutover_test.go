@@ -17,6 +17,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -35,7 +36,7 @@ func decisionOf(t *testing.T, ctx context.Context, f seeded.Fixture, id string) 
 }
 
 // aborted checks that Abort ended run m: its target gone, the lock free.
-func aborted(t *testing.T, ctx context.Context, f seeded.Fixture, m workflow.Migration) {
+func aborted(t *testing.T, ctx context.Context, f seeded.Fixture, m runstate.Migration) {
 	t.Helper()
 	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
 	if err != nil || out.TargetObjects == 0 {
@@ -57,8 +58,8 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
 	seeded.MovePointer(t, ctx, f, "operator")
-	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, pointer.ErrPointerConflict) || workflow.ErrorName(err) != "PointerConflict" {
-		t.Fatalf("flip after the pointer moved: %v (%s)", err, workflow.ErrorName(err))
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, pointer.ErrPointerConflict) || runstate.ErrorName(err) != "PointerConflict" {
+		t.Fatalf("flip after the pointer moved: %v (%s)", err, runstate.ErrorName(err))
 	}
 	if d := decisionOf(t, ctx, f, m.MigrationID); d == "flip" {
 		t.Fatal("Flip decided to flip before it checked the pointer")
@@ -131,7 +132,7 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 	if d := decisionOf(t, ctx, f, m.MigrationID); d != "flip" {
 		t.Fatalf("the decision of a flip that landed: %q", d)
 	}
-	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); !errors.Is(err, runstate.ErrAbortAfterFlip) {
 		t.Fatalf("abort of a migration that flipped: %v", err)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
@@ -144,7 +145,7 @@ func TestFlipRefusedByAMovedPointerLeavesARunAbortEnds(t *testing.T) {
 // run can outlive it.
 func TestLockLeaseCoversTheExecution(t *testing.T) {
 	ctx, f := seeded.Setup(t, 50)
-	exec, err := workflow.DefinitionTimeout()
+	exec, err := runstate.DefinitionTimeout()
 	if err != nil || exec < 30*time.Hour {
 		t.Fatalf("the definition's TimeoutSeconds: %v, %v", exec, err)
 	}
@@ -167,14 +168,14 @@ func TestLockLeaseCoversTheExecution(t *testing.T) {
 		}
 	}
 	t.Setenv("ROCKLAKE_STAGING", f.Env.Staging)
-	t.Setenv(workflow.ExecutionTimeoutEnv, "360000")
-	env, err := workflow.EnvFromEnvironment(ctx)
+	t.Setenv(runstate.ExecutionTimeoutEnv, "360000")
+	env, err := runstate.EnvFromEnvironment(ctx)
 	if err != nil || env.ExecutionTimeout != 100*time.Hour {
-		t.Fatalf("%s=360000: %v, %v", workflow.ExecutionTimeoutEnv, env.ExecutionTimeout, err)
+		t.Fatalf("%s=360000: %v, %v", runstate.ExecutionTimeoutEnv, env.ExecutionTimeout, err)
 	}
-	t.Setenv(workflow.ExecutionTimeoutEnv, "36h")
-	if _, err := workflow.EnvFromEnvironment(ctx); err == nil {
-		t.Fatalf("%s=36h accepted", workflow.ExecutionTimeoutEnv)
+	t.Setenv(runstate.ExecutionTimeoutEnv, "36h")
+	if _, err := runstate.EnvFromEnvironment(ctx); err == nil {
+		t.Fatalf("%s=36h accepted", runstate.ExecutionTimeoutEnv)
 	}
 }
 
@@ -224,8 +225,8 @@ func TestStepsRefuseOnceTheLockIsLost(t *testing.T) {
 		}
 		for name, in := range steps {
 			raw, _ := json.Marshal(in)
-			if _, err := workflow.Run(ctx, f.Env, name, raw); !errors.Is(err, lock.ErrLost) || workflow.ErrorName(err) != "LockLost" {
-				t.Fatalf("lock %+v: %s: %v (%s), want LockLost", lost, name, err, workflow.ErrorName(err))
+			if _, err := workflow.Run(ctx, f.Env, name, raw); !errors.Is(err, lock.ErrLost) || runstate.ErrorName(err) != "LockLost" {
+				t.Fatalf("lock %+v: %s: %v (%s), want LockLost", lost, name, err, runstate.ErrorName(err))
 			}
 		}
 		// Nothing written: no staging object, no target, the pointer
@@ -277,7 +278,7 @@ func TestFlipChecksTheTargetBeforeThePointer(t *testing.T) {
 	}
 	_, err = workflow.Flip(ctx, f.Env, m)
 	if !errors.Is(err, catalog.ErrNoCatalog) {
-		t.Fatalf("flip to a removed target: %v (%s)", err, workflow.ErrorName(err))
+		t.Fatalf("flip to a removed target: %v (%s)", err, runstate.ErrorName(err))
 	}
 	if p, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before || p.Catalog != f.Source {
 		t.Fatalf("the pointer names %s", p.Catalog)

@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -115,7 +116,7 @@ func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 		t.Fatalf("dry run: %v", err)
 	}
 	var state struct {
-		Migration workflow.Migration    `json:"migration"`
+		Migration runstate.Migration    `json:"migration"`
 		Verify    workflow.VerifyOutput `json:"verify"`
 	}
 	json.Unmarshal(out, &state)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
 	"github.com/rocklake/rocklake-migrate/pkg/notify"
@@ -31,8 +32,8 @@ type DriftOutput struct {
 // expects and looks for leftovers of aborted runs, telling them from what the
 // migration holding the lock uses; findings are the output, not an error, so
 // the schedule's execution fails only when it cannot look.
-func Drift(ctx context.Context, env Env, in DriftInput) (DriftOutput, error) {
-	expect, err := resolveVersion(ctx, env, in.Expect)
+func Drift(ctx context.Context, env runstate.Env, in DriftInput) (DriftOutput, error) {
+	expect, err := runstate.ResolveVersion(ctx, env, in.Expect)
 	if err != nil {
 		return DriftOutput{}, err
 	}

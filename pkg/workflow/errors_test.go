@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -37,7 +38,7 @@ func TestErrorNames(t *testing.T) {
 	for _, e := range all {
 		pkgs[e.Package()] = true
 		for _, err := range []error{e, fmt.Errorf("freeze: %w", e)} {
-			if got := workflow.ErrorName(err); got != e.ErrorName() || !errors.Is(err, e) {
+			if got := runstate.ErrorName(err); got != e.ErrorName() || !errors.Is(err, e) {
 				t.Errorf("ErrorName(%v) = %s, want %s", err, got, e.ErrorName())
 			}
 		}
@@ -51,7 +52,7 @@ func TestErrorNames(t *testing.T) {
 		}
 	}
 	for _, err := range []error{nil, errors.New("boom"), blob.ErrNotFound, slatedb.ErrNoDatabase, &slatedb.Error{Code: slatedb.CodeInternal, Op: "get", Msg: "panic"}, fmt.Errorf("x: %w", context.Canceled)} {
-		if got := workflow.ErrorName(err); got != workflow.NameStepFailed {
+		if got := runstate.ErrorName(err); got != runstate.NameStepFailed {
 			t.Errorf("ErrorName(%v) = %s, want StepFailed", err, got)
 		}
 	}
@@ -81,7 +82,7 @@ func TestDetailedErrorsAnswerToTheirSentinel(t *testing.T) {
 		{blob.ErrNoCredentials, awsconfig.ErrNoCredentials},
 	} {
 		for _, err := range []error{c.err, fmt.Errorf("freeze: %w", c.err)} {
-			if got := workflow.ErrorName(err); got != c.sentinel.ErrorName() || !errors.Is(err, c.sentinel) || errname.Retryable(err) != c.sentinel.Retryable() {
+			if got := runstate.ErrorName(err); got != c.sentinel.ErrorName() || !errors.Is(err, c.sentinel) || errname.Retryable(err) != c.sentinel.Retryable() {
 				t.Errorf("%v: named %s (retryable %v), want %s (%v)", err, got, errname.Retryable(err), c.sentinel.ErrorName(), c.sentinel.Retryable())
 			}
 		}
@@ -105,7 +106,7 @@ func TestErrorNameOutermostWins(t *testing.T) {
 		retryable bool
 	}{
 		{fmt.Errorf("%w: cannot read the pointer: %w", workflow.ErrAbortUndecided, pointer.ErrBadPointer), "Transient", true},
-		{fmt.Errorf("%w; freeing the lock failed: %w", fmt.Errorf("%w: 3 objects", workflow.ErrTargetStillWritten), blob.ErrAccessDenied), "Transient", true},
+		{fmt.Errorf("%w; freeing the lock failed: %w", fmt.Errorf("%w: 3 objects", runstate.ErrTargetStillWritten), blob.ErrAccessDenied), "Transient", true},
 		{fmt.Errorf("%w; workflow: in place: %w; both kept", inplace.ErrCatalogMoved, pointer.ErrPointerConflict), "InPlaceCatalogMoved", false},
 		{fmt.Errorf("%w: workflow: in place: %w; nothing was restored", inplace.ErrUndoUndecided, blob.ErrUnreachable), "InPlaceUndoUndecided", false},
 		{fmt.Errorf("%w: the way back: %w", operator.ErrRestoreRefused, pointer.ErrPointerMissing), "RestoreRefused", false},
@@ -116,7 +117,7 @@ func TestErrorNameOutermostWins(t *testing.T) {
 		// A silent endpoint's attempts were its retries.
 		{fmt.Errorf("check: %w", blob.ErrSilent), "S3Unreachable", false},
 	} {
-		if got := workflow.ErrorName(c.err); got != c.name || errname.Retryable(c.err) != c.retryable {
+		if got := runstate.ErrorName(c.err); got != c.name || errname.Retryable(c.err) != c.retryable {
 			t.Errorf("ErrorName(%v) = %s (retryable %v), want %s (%v)", c.err, got, errname.Retryable(c.err), c.name, c.retryable)
 		}
 	}

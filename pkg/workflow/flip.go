@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -21,7 +22,7 @@ import (
 
 // FlipOutput reports the new pointer version.
 type FlipOutput struct {
-	Migration
+	runstate.Migration
 	PointerVersionID string `json:"pointer_version_id"`
 	// CleanupError: the source checkpoint could not be deleted. The
 	// migration has succeeded all the same (the drift check reports the
@@ -45,19 +46,19 @@ type FlipOutput struct {
 // before the decision and the pointer's write (a target removed since
 // Verify is never pointed at). A pointer moved between the check and the
 // write refuses the write, and Flip withdraws its decision (withdrawFlip).
-func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
+func Flip(ctx context.Context, env runstate.Env, m runstate.Migration) (FlipOutput, error) {
 	start := time.Now()
 	out := FlipOutput{Migration: m}
 	p, err := ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return out, err
 	}
-	decided, err := DecisionOf(ctx, env, m)
+	decided, err := runstate.DecisionOf(ctx, env, m)
 	if err != nil {
 		return out, err
 	}
 	if decided == layout.DecisionAbort {
-		return out, fmt.Errorf("%w: migration %s decided to abort first: the pointer is left as it is", ErrDecided, m.MigrationID)
+		return out, fmt.Errorf("%w: migration %s decided to abort first: the pointer is left as it is", runstate.ErrDecided, m.MigrationID)
 	}
 	cur, ref, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
@@ -72,7 +73,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		}
 	}
 	out.PointerVersionID = ref.VersionID
-	if m.online() || m.OfflineBecause != "" {
+	if m.CopiesOnline() || m.OfflineBecause != "" {
 		out.Online = onlineReport(ctx, env, m, p)
 	}
 	var cleanup []string
@@ -94,12 +95,12 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 	}
 	if err := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		cleanup = append(cleanup, err.Error())
-	} else if err := dropReplica(ctx, env, m); err != nil {
+	} else if err := runstate.DropReplica(ctx, env, m); err != nil {
 		cleanup = append(cleanup, err.Error())
 	}
 	out.CleanupError = strings.Join(cleanup, "; ")
-	stats, notes := collectStats(ctx, env, m)
-	stats.seconds[statemachine.StepFlip] = time.Since(start).Seconds()
+	stats, notes := runstate.CollectStats(ctx, env, m)
+	stats.Seconds[statemachine.StepFlip] = time.Since(start).Seconds()
 	if out.CleanupError != "" {
 		notes = append(notes, "cleanup after the flip: "+out.CleanupError)
 	}
@@ -110,7 +111,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 		}
 		notes = append(notes, rollbackNote(m, out.CarriedKeys))
 	}
-	out.HistoryError = finishRecord(ctx, env, m, stats, notes, func(r *history.Record) {
+	out.HistoryError = runstate.FinishRecord(ctx, env, m, stats, notes, func(r *history.Record) {
 		r.Outcome, r.State, r.PointerVersionID = history.Succeeded, statemachine.StepFlip, ref.VersionID
 		r.ErrorName, r.Error = "", ""
 		r.Online = out.Online
@@ -120,7 +121,7 @@ func Flip(ctx context.Context, env Env, m Migration) (FlipOutput, error) {
 
 // flip checks Flip's preconditions against the pointer as read (cur), then
 // takes the decision and writes the pointer.
-func flip(ctx context.Context, env Env, m Migration, p Plan, cur pointer.Ref) (pointer.Ref, error) {
+func flip(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan, cur pointer.Ref) (pointer.Ref, error) {
 	if cur.ETag != m.PointerETag {
 		moved := &pointer.Error{Kind: pointer.ErrPointerConflict, Op: "flip", URL: m.Pointer, ExpectedETag: m.PointerETag, CurrentETag: cur.ETag,
 			Detail: fmt.Sprintf("the pointer was moved since Check read it (a rollback, an operator, another flip): expected ETag %s, found %s; nothing was written", m.PointerETag, cur.ETag)}
@@ -141,7 +142,7 @@ func flip(ctx context.Context, env Env, m Migration, p Plan, cur pointer.Ref) (p
 		return pointer.Ref{}, err
 	}
 	// Last, the decision: once it says flip, no Abort deletes the target.
-	if err := decide(ctx, env, m, layout.DecisionFlip); err != nil {
+	if err := runstate.Decide(ctx, env, m, layout.DecisionFlip); err != nil {
 		return pointer.Ref{}, err
 	}
 	ref, err := pointer.Flip(ctx, env.Store, m.Pointer, next, pointer.Ref{ETag: m.PointerETag})
@@ -153,13 +154,13 @@ func flip(ctx context.Context, env Env, m Migration, p Plan, cur pointer.Ref) (p
 
 // targetMarks runs the target's startup check, as Rollback does with the
 // catalog it restores, and reads the marks the pointer records for it.
-func targetMarks(ctx context.Context, env Env, m Migration) (pointer.Marks, error) {
+func targetMarks(ctx context.Context, env runstate.Env, m runstate.Migration) (pointer.Marks, error) {
 	c, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: m.To, Store: env.SlateDB})
 	if err != nil {
 		return pointer.Marks{}, fmt.Errorf("workflow: flip: check %s: %w", m.Target, err)
 	}
 	defer c.Close()
-	return CatalogMarks(ctx, c)
+	return runstate.CatalogMarks(ctx, c)
 }
 
 // withdrawFlip takes back this migration's decision to flip when the
@@ -168,7 +169,7 @@ func targetMarks(ctx context.Context, env Env, m Migration) (pointer.Marks, erro
 // the pointer ever named this migration (its write landed and was rolled
 // back or flipped over since): that catalog was live and may hold commits,
 // and Abort keeps it. It returns cause, with what it could not do.
-func withdrawFlip(ctx context.Context, env Env, m Migration, cause error) error {
+func withdrawFlip(ctx context.Context, env runstate.Env, m runstate.Migration, cause error) error {
 	url := env.StagingOf(m.MigrationID).Decision()
 	got, info, err := env.Store.Get(ctx, url)
 	switch {
@@ -192,7 +193,7 @@ func withdrawFlip(ctx context.Context, env Env, m Migration, cause error) error 
 
 // pointerNamed tells whether any kept version of the pointer names
 // migration m or its target. A version it cannot read counts as naming it.
-func pointerNamed(ctx context.Context, env Env, m Migration) (bool, error) {
+func pointerNamed(ctx context.Context, env runstate.Env, m runstate.Migration) (bool, error) {
 	vs, err := pointer.History(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return false, err
@@ -212,7 +213,7 @@ func pointerNamed(ctx context.Context, env Env, m Migration) (bool, error) {
 // sourceUnchanged refuses (ErrSourceChanged) a source that took writes
 // since Freeze: RockLake's marks, and the engine's state for any other
 // SlateDB writer.
-func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
+func sourceUnchanged(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan) error {
 	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
 	if err != nil {
 		return fmt.Errorf("workflow: flip: reopen source: %w", err)
@@ -241,7 +242,7 @@ func sourceUnchanged(ctx context.Context, env Env, m Migration, p Plan) error {
 // attempt (with the target's marks): a retried Flip (its response lost, say)
 // sends the very same bytes, which pointer.Flip recognises as already
 // current instead of a conflict.
-func flipIntent(ctx context.Context, env Env, m Migration, marks pointer.Marks) (pointer.Pointer, error) {
+func flipIntent(ctx context.Context, env runstate.Env, m runstate.Migration, marks pointer.Marks) (pointer.Pointer, error) {
 	url := env.StagingOf(m.MigrationID).FlipIntent()
 	var next pointer.Pointer
 	err := env.Store.GetJSON(ctx, url, &next)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -20,7 +21,7 @@ import (
 // Freeze opens the source as its SlateDB writer, which fences the running
 // RockLake writer, records writer-epoch and next_snapshot_id, takes a
 // checkpoint through that writer and writes the shard plan to staging.
-func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
+func Freeze(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
@@ -30,7 +31,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	// The servers' supervisors switch to reader mode before the fence; the
 	// lock is read again after it: a run aborted and replaced meanwhile
 	// must not fence the source the next run is using.
-	if err := awaitAcknowledgements(ctx, env, m); err != nil {
+	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
 		return m, err
 	}
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
@@ -55,7 +56,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 	}
 	// Reads fail from the fence until the servers read the replica: it is
 	// made first.
-	m.Replica = makeReplica(ctx, env, m, cp.ID)
+	m.Replica = runstate.MakeReplica(ctx, env, m, cp.ID)
 	ranges, balance, err := planShards(ctx, w.Catalog, blockSource{m.Source, cp.ID, so}, m.Shards, ByteScanBudget)
 	if err != nil {
 		return m, err
@@ -71,7 +72,7 @@ func Freeze(ctx context.Context, env Env, m Migration) (Migration, error) {
 // to the source, not even a checkpoint. It reads the source as it is (the
 // export steps then read its latest state, WAL included, each once) and
 // says in the migration what a real run would fence.
-func freezeDryRun(ctx context.Context, env Env, m Migration) (Migration, error) {
+func freezeDryRun(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
 	c, err := catalog.Open(ctx, m.Source, catalog.Options{Expect: m.From, Store: env.SlateDB})
 	if err != nil {
 		return m, fmt.Errorf("workflow: freeze (dry run) %s: %w", m.Source, err)
@@ -205,12 +206,12 @@ func watchScan(ctx context.Context, cancel context.CancelCauseFunc, prog *shard.
 }
 
 // writePlan records the source's state and the shard plan in staging.
-func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64, ranges []shard.Range, balance string) error {
+func writePlan(ctx context.Context, env runstate.Env, m runstate.Migration, epoch, nextSnap uint64, ranges []shard.Range, balance string) error {
 	state, err := engineState(ctx, env, m.Source)
 	if err != nil {
 		return err
 	}
-	plan := Plan{
+	plan := runstate.Plan{
 		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: m.Checkpoint,
 		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges, Balance: balance, Replica: m.Replica,
@@ -223,7 +224,7 @@ func writePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64
 // it after Freeze opens first, and opening writes a manifest (it fences
 // Freeze's writer), so a write that moves none of RockLake's own marks
 // still changes this.
-func engineState(ctx context.Context, env Env, url string) (string, error) {
+func engineState(ctx context.Context, env runstate.Env, url string) (string, error) {
 	s, err := inplace.EngineState(ctx, env.Store, url)
 	if err != nil {
 		return "", fmt.Errorf("workflow: %w", err)
@@ -231,8 +232,8 @@ func engineState(ctx context.Context, env Env, url string) (string, error) {
 	return s, nil
 }
 
-func ReadPlan(ctx context.Context, env Env, id string) (Plan, error) {
-	var p Plan
+func ReadPlan(ctx context.Context, env runstate.Env, id string) (runstate.Plan, error) {
+	var p runstate.Plan
 	err := env.Store.GetJSON(ctx, env.StagingOf(id).Plan(), &p)
 	return p, err
 }

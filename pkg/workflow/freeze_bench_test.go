@@ -20,7 +20,7 @@ import (
 // block indexes, what Freeze does), "bytes" the byte scan it did before
 // (planByScan, unchanged). "imbalance" is the largest shard's bytes over
 // the mean, as a full byte scan's profile measures them. "replica" is the
-// read replica's copy at that checkpoint (makeReplica).
+// read replica's copy at that checkpoint (MakeReplica).
 func BenchmarkFreezePlan(b *testing.B) {
 	rows := 200_000
 	if s := os.Getenv("BENCH_ROWS"); s != "" {
@@ -83,7 +83,7 @@ func BenchmarkFreezePlan(b *testing.B) {
 			b.ReportMetric(shard.Imbalance(prof.RangeBytes(rs)), "imbalance")
 		})
 	}
-	// The read replica Freeze makes at its checkpoint (makeReplica: a
+	// The read replica Freeze makes at its checkpoint (MakeReplica: a
 	// server-side copy of the checkpoint's objects), each into a new place.
 	b.Run("replica", func(b *testing.B) {
 		n := 0

@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
@@ -46,7 +47,7 @@ func TestFreezeAfterTheGraceRereadsTheLock(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(300 * time.Millisecond)
-	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
+	if _, err := runstate.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: online(), Pointer: f.Pointer, TargetVersion: 2}); err != nil {
@@ -218,7 +219,7 @@ func TestImportStopsWithinAShardOfLosingTheLock(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		// Taken over: the lease ran out, another run took it.
-		_, _ = workflow.Unlock(ctx, f.Env, f.Pointer, m.MigrationID)
+		_, _ = runstate.Unlock(ctx, f.Env, f.Pointer, m.MigrationID)
 	}()
 	out, err := workflow.Import(ctx, env, m)
 	done := env.Progress.Import.ShardsDone.Load()

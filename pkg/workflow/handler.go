@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
 
@@ -18,10 +19,10 @@ type Request struct {
 	Input json.RawMessage `json:"input"`
 }
 
-type stepFunc func(ctx context.Context, env Env, in json.RawMessage) (any, error)
+type stepFunc func(ctx context.Context, env runstate.Env, in json.RawMessage) (any, error)
 
-func step[I, O any](f func(context.Context, Env, I) (O, error)) stepFunc {
-	return func(ctx context.Context, env Env, raw json.RawMessage) (any, error) {
+func step[I, O any](f func(context.Context, runstate.Env, I) (O, error)) stepFunc {
+	return func(ctx context.Context, env runstate.Env, raw json.RawMessage) (any, error) {
 		var in I
 		if err := json.Unmarshal(raw, &in); err != nil {
 			return nil, fmt.Errorf("workflow: decode input: %w", err)
@@ -102,10 +103,12 @@ func stepNamed(name string) (Step, bool) {
 // Run runs one step by name on a JSON input. Its error keeps its stable
 // name (ErrorName), for Retry and Catch. The steps between Check and Flip
 // leave their time in staging, for the run's record.
-func Run(ctx context.Context, env Env, name string, in json.RawMessage) (json.RawMessage, error) {
+func Run(ctx context.Context, env runstate.Env, name string, in json.RawMessage) (json.RawMessage, error) {
 	start := time.Now()
-	out, err := run(ctx, env, name, in)
-	recordTiming(ctx, env, name, in, start, err)
+	out, err := RunStep(ctx, env, name, in)
+	if st, ok := stepNamed(name); ok && st.Timed {
+		runstate.RecordTiming(ctx, env, name, in, start, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +121,7 @@ type RowCounter interface{ StepRows() uint64 }
 
 // RunStep runs one step by name on a JSON input and returns its output
 // (Run without the timing; the Lambda handler, pkg/function, logs its own).
-func RunStep(ctx context.Context, env Env, name string, in json.RawMessage) (any, error) {
-	return run(ctx, env, name, in)
-}
-
-func run(ctx context.Context, env Env, name string, in json.RawMessage) (any, error) {
+func RunStep(ctx context.Context, env runstate.Env, name string, in json.RawMessage) (any, error) {
 	st, ok := stepNamed(name)
 	if !ok {
 		return nil, fmt.Errorf("workflow: no step %q", name)

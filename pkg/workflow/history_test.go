@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -174,8 +175,8 @@ func TestCheckRefusesAnUnrecordableRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, MigrationID: "m-blocked"})
-	if !errors.Is(err, workflow.ErrHistoryUnwritable) || workflow.ErrorName(err) != workflow.ErrHistoryUnwritable.ErrorName() {
-		t.Fatalf("check that cannot write its record: %v (%s)", err, workflow.ErrorName(err))
+	if !errors.Is(err, runstate.ErrHistoryUnwritable) || runstate.ErrorName(err) != runstate.ErrHistoryUnwritable.ErrorName() {
+		t.Fatalf("check that cannot write its record: %v (%s)", err, runstate.ErrorName(err))
 	}
 	if st, err := operator.Status(ctx, f.Env, f.Pointer); err != nil || st.Running {
 		t.Fatalf("the refused run kept the lock: %+v, %v", st, err)
@@ -275,11 +276,11 @@ func TestUnlockEndsTheDeadRunsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
+	if _, err := runstate.Unlock(ctx, f.Env, f.Pointer, m.MigrationID); err != nil {
 		t.Fatal(err)
 	}
 	runs, err := history.List(ctx, f.Env.Store, f.Pointer, 0)
-	if err != nil || len(runs) != 1 || runs[0].ID != m.MigrationID || runs[0].Outcome != history.Failed || runs[0].ErrorName != workflow.NameUnlocked || runs[0].End.IsZero() {
+	if err != nil || len(runs) != 1 || runs[0].ID != m.MigrationID || runs[0].Outcome != history.Failed || runs[0].ErrorName != runstate.NameUnlocked || runs[0].End.IsZero() {
 		t.Fatalf("the unlocked run: %+v, %v", runs, err)
 	}
 }
@@ -303,7 +304,7 @@ func TestTakeOverEndsTheExpiredRunsRecord(t *testing.T) {
 	}
 	runs, err := history.List(ctx, f.Env.Store, f.Pointer, 0)
 	if err != nil || len(runs) != 2 || runs[0].ID != next.MigrationID || runs[0].Outcome != history.InProgress ||
-		runs[1].ID != dead.MigrationID || runs[1].Outcome != history.Failed || runs[1].ErrorName != workflow.NameLockExpired {
+		runs[1].ID != dead.MigrationID || runs[1].Outcome != history.Failed || runs[1].ErrorName != runstate.NameLockExpired {
 		t.Fatalf("runs: %+v, %v", runs, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -15,7 +16,7 @@ import (
 // ImportOutput says whether Import has every shard in; the state machine
 // calls Import again until Done.
 type ImportOutput struct {
-	Migration
+	runstate.Migration
 	Done        bool `json:"done"`
 	ShardsDone  int  `json:"shards_done"`
 	ShardsTotal int  `json:"shards_total"`
@@ -28,7 +29,7 @@ func (o ImportOutput) StepRows() uint64 { return o.Rows }
 // Import is the one writer of the new catalog. It imports shards until all
 // are in or its deadline nears, keeping its progress in the target itself
 // and its last state in staging.
-func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
+func Import(ctx context.Context, env runstate.Env, m runstate.Migration) (ImportOutput, error) {
 	// Rows come from the shard counter, which the CLI's display shares
 	// when it gives one.
 	prog := env.Progress.Import
@@ -74,7 +75,7 @@ func Import(ctx context.Context, env Env, m Migration) (ImportOutput, error) {
 // migration made. A target location that already holds objects when no claim
 // exists is someone else's: TargetNotEmpty, and Abort leaves it alone (and
 // withdraws the claim Check made beside the pointer).
-func claimTarget(ctx context.Context, env Env, m Migration) error {
+func claimTarget(ctx context.Context, env runstate.Env, m runstate.Migration) error {
 	owned, err := ownsTarget(ctx, env, m)
 	if err != nil {
 		return fmt.Errorf("workflow: read target claim: %w", err)
@@ -89,7 +90,7 @@ func claimTarget(ctx context.Context, env Env, m Migration) error {
 }
 
 // ownsTarget reports whether this migration claimed its target.
-func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
+func ownsTarget(ctx context.Context, env runstate.Env, m runstate.Migration) (bool, error) {
 	_, _, err := env.Store.Get(ctx, env.StagingOf(m.MigrationID).TargetClaim())
 	if errors.Is(err, blob.ErrNotFound) {
 		return false, nil
@@ -99,7 +100,7 @@ func ownsTarget(ctx context.Context, env Env, m Migration) (bool, error) {
 
 // Finalize writes the counter and system keys and the format version in one
 // batch: only now does the new catalog open.
-func Finalize(ctx context.Context, env Env, m Migration) (Migration, error) {
+func Finalize(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -25,7 +26,7 @@ import (
 
 // InPlaceOutput is what MigrateInPlace did.
 type InPlaceOutput struct {
-	Migration
+	runstate.Migration
 	InPlace          inplace.Result `json:"in_place"`
 	PointerVersionID string         `json:"pointer_version_id,omitempty"`
 	// Warning: the pointer write reported an error, yet the pointer, read
@@ -51,7 +52,7 @@ type InPlaceOutput struct {
 // writes nothing but the lock. The lock is released, except when the undo
 // kept both: then nothing else runs on the pointer until an operator
 // finishes by hand and unlocks.
-func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutput, err error) {
+func MigrateInPlace(ctx context.Context, env runstate.Env, m runstate.Migration) (out InPlaceOutput, err error) {
 	out.Migration = m
 	if !m.NeedsMigration {
 		return out, nil
@@ -74,7 +75,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	if err != nil {
 		return out, err
 	}
-	if err := inPlaceMemoryHolds(env, m.InPlaceMaxBytes); err != nil {
+	if err := runstate.InPlaceMemoryHolds(env, m.InPlaceMaxBytes); err != nil {
 		return out, err
 	}
 	policy, err := migration.ParseUnknownTags(m.UnknownTags)
@@ -83,7 +84,7 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 	}
 	// Strategy A fences the source too: once the live supervisors have
 	// acknowledged (each serves reads from a copy).
-	if err := awaitAcknowledgements(ctx, env, m); err != nil {
+	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
 		return out, err
 	}
 	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
@@ -144,15 +145,15 @@ func MigrateInPlace(ctx context.Context, env Env, m Migration) (out InPlaceOutpu
 // the outcome, before the lock is freed, as Flip and Abort end theirs; a
 // catalog kept in doubt (moved, or an undo undecided) keeps the lock, so
 // that cleanup and other runs stay off it.
-func finishInPlace(ctx context.Context, env Env, m Migration, start time.Time, out *InPlaceOutput, err error) {
+func finishInPlace(ctx context.Context, env runstate.Env, m runstate.Migration, start time.Time, out *InPlaceOutput, err error) {
 	fresh, cancel := Afterwards(ctx, time.Minute)
 	defer cancel()
-	stats := runStats{seconds: map[string]float64{statemachine.StepInPlace: time.Since(start).Seconds()}, lastState: statemachine.StepInPlace,
-		rows: out.InPlace.Records, bytes: out.InPlace.Bytes}
-	herr := finishRecord(fresh, env, m, stats, nil, func(r *history.Record) {
+	stats := runstate.RunStats{Seconds: map[string]float64{statemachine.StepInPlace: time.Since(start).Seconds()}, LastState: statemachine.StepInPlace,
+		Rows: out.InPlace.Records, Bytes: out.InPlace.Bytes}
+	herr := runstate.FinishRecord(fresh, env, m, stats, nil, func(r *history.Record) {
 		switch {
 		case err != nil:
-			r.Outcome, r.ErrorName, r.Error = history.Failed, ErrorName(err), err.Error()
+			r.Outcome, r.ErrorName, r.Error = history.Failed, runstate.ErrorName(err), err.Error()
 		case m.DryRun:
 			r.Outcome = history.DryRunOK
 		default:
@@ -176,7 +177,7 @@ func finishInPlace(ctx context.Context, env Env, m Migration, start time.Time, o
 // the undo and restore hold the catalog to), and keeps l on the way back's
 // claim beside the pointer, so that a restore after this run dies can
 // prove the catalog took no commits since the batch.
-func keepBatch(ctx context.Context, env Env, m Migration, wayBack string, l *inplace.Marks) (*pointer.FlipPoint, error) {
+func keepBatch(ctx context.Context, env runstate.Env, m runstate.Migration, wayBack string, l *inplace.Marks) (*pointer.FlipPoint, error) {
 	pins, err := pinFlip(ctx, env, m.MigrationID, wayBack, m.Source)
 	if err != nil {
 		return nil, err
@@ -199,7 +200,7 @@ func keepBatch(ctx context.Context, env Env, m Migration, wayBack string, l *inp
 
 // named keeps on the way back's claim that a pointer version named the
 // migrated catalog, after the version itself expired.
-func named(ctx context.Context, env Env, m Migration, ref pointer.Ref, out *InPlaceOutput) {
+func named(ctx context.Context, env runstate.Env, m runstate.Migration, ref pointer.Ref, out *InPlaceOutput) {
 	fresh, cancel := Afterwards(ctx, time.Minute)
 	defer cancel()
 	if _, err := claim.Update(fresh, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {
@@ -213,7 +214,7 @@ func named(ctx context.Context, env Env, m Migration, ref pointer.Ref, out *InPl
 // the run failed leaving nothing there, or found the place taken (what is
 // there is someone else's): a claim must not stay on what this run did not
 // make. A way back that holds anything keeps its claim.
-func withdraw(ctx context.Context, env Env, m Migration, wayBack string, taken bool) {
+func withdraw(ctx context.Context, env runstate.Env, m runstate.Migration, wayBack string, taken bool) {
 	fresh, cancel := Afterwards(ctx, time.Minute)
 	defer cancel()
 	if !taken {
@@ -264,7 +265,7 @@ func Afterwards(ctx context.Context, d time.Duration) (context.Context, context.
 //   - otherwise the catalog is restored where it lies from its way back
 //     (inplace.Restore, which refuses a catalog that took commits since
 //     the batch: landed are the marks it left), then the way back deleted.
-func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
+func undo(ctx context.Context, env runstate.Env, m runstate.Migration, landed *inplace.Marks, cause error) (pointer.Ref, error) {
 	fresh, cancel := Afterwards(ctx, 10*time.Minute)
 	defer cancel()
 	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)
@@ -315,7 +316,7 @@ func undo(ctx context.Context, env Env, m Migration, landed *inplace.Marks, caus
 // pointer this migration's flip would have written (the batch's marks in
 // it, so that a rollback to the way back still sees commits made since), or
 // one naming the way back; then the lock freed.
-func finishByHand(m Migration, landed *inplace.Marks, wayBack string) string {
+func finishByHand(m runstate.Migration, landed *inplace.Marks, wayBack string) string {
 	marks := ""
 	if landed != nil {
 		marks = fmt.Sprintf(`, "marks": {"writer_epoch": %d, "next_snapshot_id": %d}`, landed.WriterEpoch, landed.NextSnapshotID)
@@ -328,7 +329,7 @@ func finishByHand(m Migration, landed *inplace.Marks, wayBack string) string {
 // same catalog in its new one, with the marks the batch left for Rollback
 // (commits made since are commits a rollback would drop); if they were not
 // recorded, the catalog's marks now.
-func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Marks, pins *pointer.FlipPoint) (pointer.Ref, error) {
+func flipInPlace(ctx context.Context, env runstate.Env, m runstate.Migration, landed *inplace.Marks, pins *pointer.FlipPoint) (pointer.Ref, error) {
 	cur, _, err := pointer.Read(ctx, env.Store, m.Pointer)
 	if err != nil {
 		return pointer.Ref{}, err
@@ -341,7 +342,7 @@ func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Mark
 		if err != nil {
 			return pointer.Ref{}, fmt.Errorf("workflow: in place: read %s: %w", m.Source, err)
 		}
-		next.Marks, err = CatalogMarks(ctx, c)
+		next.Marks, err = runstate.CatalogMarks(ctx, c)
 		c.Close()
 		if err != nil {
 			return pointer.Ref{}, err
@@ -352,7 +353,7 @@ func flipInPlace(ctx context.Context, env Env, m Migration, landed *inplace.Mark
 }
 
 // catalogVersion is the format of the catalog at url, whichever it is.
-func catalogVersion(ctx context.Context, env Env, url string) (format.Version, error) {
+func catalogVersion(ctx context.Context, env runstate.Env, url string) (format.Version, error) {
 	c, err := catalog.Open(ctx, url, catalog.Options{Store: env.SlateDB})
 	if err != nil {
 		return 0, err

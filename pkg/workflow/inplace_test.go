@@ -12,6 +12,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/asl"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -171,7 +172,7 @@ func TestInPlaceKeepsAMarginBeforeItsDeadline(t *testing.T) {
 	env := f.Env
 	env.InPlaceMargin = time.Minute
 	_, err = workflow.MigrateInPlace(short, env, m)
-	if !errors.Is(err, workflow.ErrInPlaceNoTime) || workflow.ErrorName(err) != workflow.ErrInPlaceNoTime.ErrorName() {
+	if !errors.Is(err, workflow.ErrInPlaceNoTime) || runstate.ErrorName(err) != workflow.ErrInPlaceNoTime.ErrorName() {
 		t.Fatalf("in place with 30 s left: %v, want InPlaceNoTime", err)
 	}
 	c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1})

@@ -22,6 +22,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
@@ -205,7 +206,7 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.Source, "prod") + "v1-m-moved"
 	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "restored to format v1") {
-		t.Fatalf("in place, a commit after the batch, the pointer moved: err = %v (%s), want PointerConflict and the catalog restored with the commit", err, workflow.ErrorName(err))
+		t.Fatalf("in place, a commit after the batch, the pointer moved: err = %v (%s), want PointerConflict and the catalog restored with the commit", err, runstate.ErrorName(err))
 	}
 	c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1})
 	if err != nil {
@@ -281,8 +282,8 @@ func TestInPlaceUndoWithAnUnreadablePointerKeepsEverything(t *testing.T) {
 
 	_, err = workflow.MigrateInPlace(ctx, env, m)
 	wayBack := strings.TrimSuffix(f.Source, "prod") + "v1-m-blind"
-	if workflow.ErrorName(err) != inplace.ErrUndoUndecided.ErrorName() || !strings.Contains(err.Error(), wayBack) {
-		t.Fatalf("in place, the pointer unreadable after an ambiguous write: err = %v (%s), want InPlaceUndoUndecided naming %s", err, workflow.ErrorName(err), wayBack)
+	if runstate.ErrorName(err) != inplace.ErrUndoUndecided.ErrorName() || !strings.Contains(err.Error(), wayBack) {
+		t.Fatalf("in place, the pointer unreadable after an ambiguous write: err = %v (%s), want InPlaceUndoUndecided naming %s", err, runstate.ErrorName(err), wayBack)
 	}
 	if c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V2}); err != nil {
 		t.Fatalf("the catalog after the undecided undo: %v, want format 2 as the batch left it", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -38,16 +39,16 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 		{Pointer: f.Pointer, TargetVersion: 2, InPlaceAuto: true, InPlaceMaxBytes: 60 << 20},
 	} {
 		_, err := workflow.Check(ctx, f.Env, in)
-		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || workflow.ErrorName(err) != workflow.ErrInPlaceLimitTooLarge.ErrorName() ||
+		if !errors.Is(err, runstate.ErrInPlaceLimitTooLarge) || runstate.ErrorName(err) != runstate.ErrInPlaceLimitTooLarge.ErrorName() ||
 			!strings.Contains(err.Error(), "38 bytes per byte") {
 			t.Fatalf("Check %+v: err = %v, want InPlaceLimitTooLarge stating the bytes per byte", in, err)
 		}
 		rep, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in})
 		refused := false
 		for _, c := range rep.Checks {
-			refused = refused || (c.Check == "in-place-limit" && !c.OK && c.ErrorName == workflow.ErrInPlaceLimitTooLarge.ErrorName())
+			refused = refused || (c.Check == "in-place-limit" && !c.OK && c.ErrorName == runstate.ErrInPlaceLimitTooLarge.ErrorName())
 		}
-		if !errors.Is(err, workflow.ErrInPlaceLimitTooLarge) || rep.Ready || !refused {
+		if !errors.Is(err, runstate.ErrInPlaceLimitTooLarge) || rep.Ready || !refused {
 			t.Fatalf("plan %+v: ready %v, checks %+v (%v); want the in-place-limit check failed", in, rep.Ready, rep.Checks, err)
 		}
 	}
@@ -67,7 +68,7 @@ func TestInPlaceLimitTheMemoryCannotHoldRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Check with 8 GiB: %v", err)
 	}
-	if _, err := workflow.MigrateInPlace(ctx, f.Env, m); workflow.ErrorName(err) != workflow.ErrInPlaceLimitTooLarge.ErrorName() {
+	if _, err := workflow.MigrateInPlace(ctx, f.Env, m); runstate.ErrorName(err) != runstate.ErrInPlaceLimitTooLarge.ErrorName() {
 		t.Fatalf("InPlace with 2048 MB: err = %v, want InPlaceLimitTooLarge", err)
 	}
 	if c, err := catalog.Open(ctx, f.Source, catalog.Options{Expect: format.V1}); err != nil {
@@ -101,8 +102,8 @@ func sameButHistory(before, after string) bool {
 func TestEnvFromEnvironmentInPlaceMemory(t *testing.T) {
 	ctx := t.Context()
 	t.Setenv("ROCKLAKE_STAGING", "s3://staging/migrations")
-	t.Setenv(workflow.ExpectedVersionParameterEnv, "")
-	t.Setenv(workflow.InPlaceMemoryEnv, "")
+	t.Setenv(runstate.ExpectedVersionParameterEnv, "")
+	t.Setenv(runstate.InPlaceMemoryEnv, "")
 	t.Setenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "2048")
 	if _, err := blob.New(ctx); err != nil {
 		t.Fatal(err)
@@ -116,10 +117,10 @@ func TestEnvFromEnvironmentInPlaceMemory(t *testing.T) {
 		{"3008", 3008 << 20, false},
 		{"lots", 0, true},
 	} {
-		t.Setenv(workflow.InPlaceMemoryEnv, c.inplace)
-		env, err := workflow.EnvFromEnvironment(ctx)
+		t.Setenv(runstate.InPlaceMemoryEnv, c.inplace)
+		env, err := runstate.EnvFromEnvironment(ctx)
 		if (err != nil) != c.bad || env.InPlaceMemory != c.want {
-			t.Fatalf("%s=%q: memory %d (%v), want %d (error %v)", workflow.InPlaceMemoryEnv, c.inplace, env.InPlaceMemory, err, c.want, c.bad)
+			t.Fatalf("%s=%q: memory %d (%v), want %d (error %v)", runstate.InPlaceMemoryEnv, c.inplace, env.InPlaceMemory, err, c.want, c.bad)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -31,8 +32,8 @@ const checkpointLifetime = 7 * 24 * time.Hour
 // Snapshot is an online run's Freeze without the fence: a detached
 // checkpoint of the source (RockLake keeps its writer and commits on), the
 // shard plan from that checkpoint. A run that is not online freezes.
-func Snapshot(ctx context.Context, env Env, m Migration) (Migration, error) {
-	if !m.online() {
+func Snapshot(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
+	if !m.CopiesOnline() {
 		return Freeze(ctx, env, m)
 	}
 	if m.RollbackOf != "" {
@@ -76,12 +77,12 @@ const offlineUnflushed = "the source's catalog lies wholly in RockLake's WAL (Ro
 // under one memtable, so its offline copy is short. The fence is named in
 // the lock first (the supervisors switch to reader mode), then Freeze runs;
 // the report says why (OfflineBecause).
-func snapshotOffline(ctx context.Context, env Env, m Migration, cpID string) (Migration, error) {
+func snapshotOffline(ctx context.Context, env runstate.Env, m runstate.Migration, cpID string) (runstate.Migration, error) {
 	if err := slatedb.DeleteCheckpoint(ctx, m.Source, cpID, env.SlateDB); err != nil {
 		return m, fmt.Errorf("workflow: snapshot %s: %w", m.Source, err)
 	}
 	var err error
-	if m.FenceAt, err = announceFence(ctx, env, m); err != nil {
+	if m.FenceAt, err = runstate.AnnounceFence(ctx, env, m); err != nil {
 		return m, err
 	}
 	m.Online, m.OfflineBecause = false, offlineUnflushed
@@ -107,7 +108,7 @@ type Round struct {
 // round's view (the snapshot's, first) to a new one (the fenced source's,
 // after the fence) carried into the target, the digest kept. It says
 // whether the round was small enough to fence next (CaughtUp).
-func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
+func CatchUp(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
@@ -149,7 +150,7 @@ func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err := env.Store.PutJSON(ctx, st.Round(n), r); err != nil {
 		return m, err
 	}
-	lim := m.CatchUp.withDefaults()
+	lim := m.CatchUp.WithDefaults()
 	m.Round = n
 	m.CaughtUp = res.Keys <= lim.MaxKeys && r.Seconds <= lim.MaxSeconds || n >= lim.MaxRounds
 	return m, nil
@@ -158,7 +159,7 @@ func CatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
 // roundViews returns round n's record with its views: the one a earlier
 // attempt recorded (a retry carries the same change), else from and a new
 // view, recorded before anything is written.
-func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from slatedb.View) (Round, error) {
+func roundViews(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan, n int, from slatedb.View) (Round, error) {
 	st := env.StagingOf(m.MigrationID)
 	var r Round
 	err := env.Store.GetJSON(ctx, st.Round(n), &r)
@@ -182,7 +183,7 @@ func roundViews(ctx context.Context, env Env, m Migration, p Plan, n int, from s
 // servers to reader mode), the source's writer opened (fencing RockLake's),
 // its marks, a view of the fenced source (the last round's end) and its
 // engine state recorded. The write freeze starts here.
-func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
+func Fence(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
@@ -190,10 +191,10 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 	if err != nil {
 		return m, err
 	}
-	if m.FenceAt, err = announceFence(ctx, env, m); err != nil {
+	if m.FenceAt, err = runstate.AnnounceFence(ctx, env, m); err != nil {
 		return m, err
 	}
-	if err := awaitAcknowledgements(ctx, env, m); err != nil {
+	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
 		return m, err
 	}
 	// Read again after the grace: a run aborted and replaced meanwhile
@@ -238,7 +239,7 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 		if err != nil {
 			return m, err
 		}
-		p.Replica = makeReplica(ctx, env, m, cp.ID)
+		p.Replica = runstate.MakeReplica(ctx, env, m, cp.ID)
 	}
 	if err := w.CloseContext(ctx); err != nil {
 		return m, fmt.Errorf("workflow: fence %s: close: %w", m.Source, err)
@@ -257,7 +258,7 @@ func Fence(ctx context.Context, env Env, m Migration) (Migration, error) {
 }
 
 // catchUpOptions are the rounds' and the verification's options for m.
-func catchUpOptions(env Env, m Migration, p Plan) (shard.CatchUpOptions, error) {
+func catchUpOptions(env runstate.Env, m runstate.Migration, p runstate.Plan) (shard.CatchUpOptions, error) {
 	policy, err := migration.ParseUnknownTags(p.UnknownTags)
 	so := env.SlateDB
 	// RockLake's WAL backlog lies in every view: the rounds before the
@@ -270,7 +271,7 @@ func catchUpOptions(env Env, m Migration, p Plan) (shard.CatchUpOptions, error) 
 }
 
 // readRound reads round n's record; it must be done.
-func readRound(ctx context.Context, env Env, m Migration, n int) (Round, error) {
+func readRound(ctx context.Context, env runstate.Env, m runstate.Migration, n int) (Round, error) {
 	var r Round
 	if err := env.Store.GetJSON(ctx, env.StagingOf(m.MigrationID).Round(n), &r); err != nil {
 		return r, err
@@ -288,7 +289,7 @@ func readRound(ctx context.Context, env Env, m Migration, n int) (Round, error) 
 // from its own scan. Both scans run at once. Verify, after the fence, then
 // checks only what changed since (VerifyChanges), so that the write freeze
 // does not grow with the catalog.
-func VerifyCatchUp(ctx context.Context, env Env, m Migration) (Migration, error) {
+func VerifyCatchUp(ctx context.Context, env runstate.Env, m runstate.Migration) (runstate.Migration, error) {
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
@@ -342,7 +343,7 @@ func VerifyCatchUp(ctx context.Context, env Env, m Migration) (Migration, error)
 // source must read in the target as its transform (VerifyChanges), and the
 // verified digest updated by those changes, computed here, must equal the
 // digest the rounds kept.
-func verifyOnline(ctx context.Context, env Env, m Migration, p Plan) (ndjson.Digest, int, error) {
+func verifyOnline(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan) (ndjson.Digest, int, error) {
 	if !m.Verified || !m.Fenced {
 		return ndjson.Digest{}, 0, fmt.Errorf("%w: %s: an online run is verified before its fence and after it; this one was not (verified %v, fenced %v)", shard.ErrMismatch, m.Target, m.Verified, m.Fenced)
 	}
@@ -390,13 +391,13 @@ func verifyOnline(ctx context.Context, env Env, m Migration, p Plan) (ndjson.Dig
 // deleteCheckpoints deletes the checkpoints migration m took of its
 // source: Freeze's, cp ("" when none); an online run's too, by name
 // (layout.OfRun: Snapshot's, the rounds', the Fence's).
-func deleteCheckpoints(ctx context.Context, env Env, m Migration, cp string) error {
+func deleteCheckpoints(ctx context.Context, env runstate.Env, m runstate.Migration, cp string) error {
 	if cp != "" {
 		if err := slatedb.DeleteCheckpoint(ctx, m.Source, cp, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
 			return fmt.Errorf("workflow: delete checkpoint %s: %w", cp, err)
 		}
 	}
-	if !m.online() || m.Source == "" {
+	if !m.CopiesOnline() || m.Source == "" {
 		return nil
 	}
 	cps, err := slatedb.ListCheckpoints(ctx, m.Source, env.SlateDB)
@@ -417,7 +418,7 @@ func deleteCheckpoints(ctx context.Context, env Env, m Migration, cp string) err
 // onlineReport is what online run m's rounds did, and its write freeze
 // until now (the pointer written). A round record that cannot be read is
 // left out of it.
-func onlineReport(ctx context.Context, env Env, m Migration, p Plan) *history.Online {
+func onlineReport(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan) *history.Online {
 	o := &history.Online{Rounds: []history.Round{}, Offline: m.OfflineBecause, Backlog: p.FenceBacklog}
 	fencedAt := p.FencedAt
 	if fencedAt.IsZero() {

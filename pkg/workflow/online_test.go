@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
@@ -171,8 +172,8 @@ func TestOnlineIsTheDefault(t *testing.T) {
 		}
 	}
 	in := workflow.CheckInput{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, Online: online()}
-	if _, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in}); workflow.ErrorName(err) != workflow.ErrBadInput.ErrorName() {
-		t.Fatalf("online in place: %v (%s), want BadInput", err, workflow.ErrorName(err))
+	if _, err := operator.Plan(ctx, f.Env, operator.PlanInput{CheckInput: in}); runstate.ErrorName(err) != workflow.ErrBadInput.ErrorName() {
+		t.Fatalf("online in place: %v (%s), want BadInput", err, runstate.ErrorName(err))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,7 +35,7 @@ import (
 
 // runRollback runs statemachine/rollback.asl.json under pkg/asl, as the
 // console would start it, with the in-process tasks.
-func runRollback(t *testing.T, ctx context.Context, f seeded.Fixture, in workflow.RollbackInput, publish workflow.Publish) (json.RawMessage, []string, error) {
+func runRollback(t *testing.T, ctx context.Context, f seeded.Fixture, in workflow.RollbackInput, publish runstate.Publish) (json.RawMessage, []string, error) {
 	t.Helper()
 	m, err := localrun.LoadDefinition(statemachine.Rollback, "arn:aws:sns:us-east-1:000000000000:rocklake")
 	if err != nil {
@@ -288,10 +289,10 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 	}
 	param = "two"
 	_, err = workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer})
-	if workflow.ErrorName(err) != "BadExpectedVersion" || !strings.Contains(err.Error(), `"two"`) {
+	if runstate.ErrorName(err) != "BadExpectedVersion" || !strings.Contains(err.Error(), `"two"`) {
 		t.Fatalf("parameter %q: %v", param, err)
 	}
-	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer}); workflow.ErrorName(err) != "NoTargetVersion" {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer}); runstate.ErrorName(err) != "NoTargetVersion" {
 		t.Fatalf("no version anywhere: %v", err)
 	}
 	// The refusals took no lock (the dry run's Abort freed its own).
@@ -312,12 +313,12 @@ func TestTargetVersionFromTheExpectedVersion(t *testing.T) {
 
 func TestParseExpectedVersion(t *testing.T) {
 	for in, want := range map[string]format.Version{"2": 2, "v2": 2, " 1\n": 1, "v17": 17} {
-		if got, err := workflow.ParseExpectedVersion(in); err != nil || got != want {
+		if got, err := runstate.ParseExpectedVersion(in); err != nil || got != want {
 			t.Errorf("%q: %v, %v", in, got, err)
 		}
 	}
 	for _, in := range []string{"", "v", "0", "-1", "2.0", "two", "v 2", "99999999999"} {
-		if _, err := workflow.ParseExpectedVersion(in); !errors.Is(err, workflow.ErrBadExpectedVersion) {
+		if _, err := runstate.ParseExpectedVersion(in); !errors.Is(err, runstate.ErrBadExpectedVersion) {
 			t.Errorf("%q: %v, want BadExpectedVersion", in, err)
 		}
 	}
@@ -341,7 +342,7 @@ func TestSSMParameterRoundTrip(t *testing.T) {
 		}
 	}
 	put("2")
-	get, err := workflow.SSMParameter(ctx, "/rocklake/expected-format-version")
+	get, err := runstate.SSMParameter(ctx, "/rocklake/expected-format-version")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +353,7 @@ func TestSSMParameterRoundTrip(t *testing.T) {
 	if v, err := get(ctx); err != nil || v != "v3" {
 		t.Fatalf("after the release set v3: %q, %v", v, err)
 	}
-	missing, _ := workflow.SSMParameter(ctx, "/rocklake/nope")
+	missing, _ := runstate.SSMParameter(ctx, "/rocklake/nope")
 	if _, err := missing(ctx); err == nil || !strings.Contains(err.Error(), "/rocklake/nope") {
 		t.Fatalf("missing parameter: %v", err)
 	}

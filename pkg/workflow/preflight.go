@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
@@ -35,7 +36,7 @@ type Finding struct {
 // (there, and empty), staging (its bucket there, listable) and the lock.
 // Check stops at the first failure (all false); Plan goes on as far as
 // the checks allow (all true). The error is the first failure.
-func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.Time, all bool) (Migration, []Finding, error) {
+func preflight(ctx context.Context, env runstate.Env, in CheckInput, id string, now time.Time, all bool) (runstate.Migration, []Finding, error) {
 	ch := &checks{all: all}
 	m, policy, stop := inputChecks(ctx, env, in, id, now, ch)
 	if stop {
@@ -58,7 +59,7 @@ func preflight(ctx context.Context, env Env, in CheckInput, id string, now time.
 // Preflight runs every check Check makes before a migration, read-only,
 // past a failed one, so that one run names every problem (the operator's
 // plan); the error is the first failure's.
-func Preflight(ctx context.Context, env Env, in CheckInput, id string, now time.Time) (Migration, []Finding, error) {
+func Preflight(ctx context.Context, env runstate.Env, in CheckInput, id string, now time.Time) (runstate.Migration, []Finding, error) {
 	return preflight(ctx, env, in, id, now, true)
 }
 
@@ -72,7 +73,7 @@ type checks struct {
 
 // fail records a failed check; it reports whether to go on.
 func (ch *checks) fail(check string, err error) bool {
-	ch.found = append(ch.found, Finding{Check: check, ErrorName: ErrorName(err), Detail: err.Error(), err: err})
+	ch.found = append(ch.found, Finding{Check: check, ErrorName: runstate.ErrorName(err), Detail: err.Error(), err: err})
 	if ch.first == nil {
 		ch.first = err
 	}
@@ -85,9 +86,9 @@ func (ch *checks) ok(check, detail string) {
 
 // inputChecks checks the input and makes the run's Migration from it (a
 // rollback's wholly: preflightRollback); stop: nothing more to check.
-func inputChecks(ctx context.Context, env Env, in CheckInput, id string, now time.Time, ch *checks) (m Migration, policy migration.UnknownTags, stop bool) {
-	m = Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
-		UnknownTags: in.UnknownTags, Trigger: Trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
+func inputChecks(ctx context.Context, env runstate.Env, in CheckInput, id string, now time.Time, ch *checks) (m runstate.Migration, policy migration.UnknownTags, stop bool) {
+	m = runstate.Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
+		UnknownTags: in.UnknownTags, Trigger: runstate.Trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
 		ReadReplica: readReplica(in), Online: in.online() && !in.DryRun, CatchUp: in.CatchUp}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
@@ -112,7 +113,7 @@ func inputChecks(ctx context.Context, env Env, in CheckInput, id string, now tim
 		ch.fail("input", fmt.Errorf("%w: in place (Strategy A) makes no new catalog, so it takes neither rebuild nor target_prefix", ErrBadInput))
 		return m, policy, true
 	}
-	if m.FreezeGrace, err = freezeGrace(in); err != nil {
+	if m.FreezeGrace, err = runstate.FreezeGraceOf(in.FreezeGrace); err != nil {
 		ch.fail("input", err)
 		return m, policy, true
 	}
@@ -120,7 +121,7 @@ func inputChecks(ctx context.Context, env Env, in CheckInput, id string, now tim
 	// expects (the SSM parameter) is the target; a rebuild's is the
 	// catalog's own, which the pointer names.
 	if !in.Rebuild || in.TargetVersion != 0 {
-		if m.To, err = resolveVersion(ctx, env, in.TargetVersion); err != nil {
+		if m.To, err = runstate.ResolveVersion(ctx, env, in.TargetVersion); err != nil {
 			ch.fail("target-version", err)
 			return m, policy, true
 		}
@@ -131,7 +132,7 @@ func inputChecks(ctx context.Context, env Env, in CheckInput, id string, now tim
 // sourceChecks reads the pointer, checks its bucket's versioning and opens
 // the catalog it names (nil when it does not open); stop: nothing more to
 // check.
-func sourceChecks(ctx context.Context, env Env, in CheckInput, m *Migration, ch *checks) (pointer.Pointer, *catalog.Catalog, bool) {
+func sourceChecks(ctx context.Context, env runstate.Env, in CheckInput, m *runstate.Migration, ch *checks) (pointer.Pointer, *catalog.Catalog, bool) {
 	p, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
 	if err != nil {
 		check := "pointer"
@@ -168,7 +169,7 @@ func sourceChecks(ctx context.Context, env Env, in CheckInput, m *Migration, ch 
 // targetVersionChecks checks the way from the source's format to the
 // target's, and the unknown tags the policy refuses; it reports whether to
 // stop.
-func targetVersionChecks(ctx context.Context, in CheckInput, m *Migration, p pointer.Pointer, c *catalog.Catalog, policy migration.UnknownTags, ch *checks) (stop bool) {
+func targetVersionChecks(ctx context.Context, in CheckInput, m *runstate.Migration, p pointer.Pointer, c *catalog.Catalog, policy migration.UnknownTags, ch *checks) (stop bool) {
 	to := m.To
 	switch {
 	case !format.Supported(to):
@@ -223,7 +224,7 @@ func targetVersionChecks(ctx context.Context, in CheckInput, m *Migration, p poi
 
 // placeChecks checks where the run goes: the strategy (in place or not),
 // the target location, staging and the lock.
-func placeChecks(ctx context.Context, env Env, in CheckInput, m *Migration, p pointer.Pointer, c *catalog.Catalog, policy migration.UnknownTags, id string, now time.Time, ch *checks) {
+func placeChecks(ctx context.Context, env runstate.Env, in CheckInput, m *runstate.Migration, p pointer.Pointer, c *catalog.Catalog, policy migration.UnknownTags, id string, now time.Time, ch *checks) {
 	to := m.To
 	if in.InPlace && c != nil && m.NeedsMigration && to != m.From+1 {
 		// Strategy A's batch and its way back are one step up.
@@ -234,7 +235,7 @@ func placeChecks(ctx context.Context, env Env, in CheckInput, m *Migration, p po
 	if (in.InPlace || in.InPlaceAuto && !in.Rebuild && in.TargetPrefix == "") && m.NeedsMigration {
 		// The batch is held in memory: a limit the InPlace step's memory
 		// cannot hold would fail after the batch landed, or in the undo.
-		if err := inPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
+		if err := runstate.InPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
 			if !ch.fail("in-place-limit", err) {
 				return
 			}
@@ -265,7 +266,7 @@ func placeChecks(ctx context.Context, env Env, in CheckInput, m *Migration, p po
 		}
 	default:
 		m.Target = target
-		if err := targetFree(ctx, env, Migration{MigrationID: id, Target: target}); err != nil {
+		if err := targetFree(ctx, env, runstate.Migration{MigrationID: id, Target: target}); err != nil {
 			if !ch.fail("target", err) {
 				return
 			}
@@ -290,7 +291,7 @@ func placeChecks(ctx context.Context, env Env, in CheckInput, m *Migration, p po
 // targetFree refuses a target location that holds objects already (someone
 // else's catalog, or a previous run's with the same id).
 // A target this migration claimed (a resumed run) is its own.
-func targetFree(ctx context.Context, env Env, m Migration) error {
+func targetFree(ctx context.Context, env runstate.Env, m runstate.Migration) error {
 	if owned, err := ownsTarget(ctx, env, m); err == nil && owned {
 		return nil
 	}
@@ -314,7 +315,7 @@ func targetFree(ctx context.Context, env Env, m Migration) error {
 
 // stagingReadable lists the migration's staging: the bucket is there and
 // listable. It writes nothing (probeStaging writes).
-func stagingReadable(ctx context.Context, env Env, id string) error {
+func stagingReadable(ctx context.Context, env runstate.Env, id string) error {
 	if env.Staging == "" {
 		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
 	}
@@ -326,7 +327,7 @@ func stagingReadable(ctx context.Context, env Env, id string) error {
 
 // lockState says who holds the pointer's lock; a live lock of another
 // migration is MigrationInProgress.
-func lockState(ctx context.Context, env Env, pointerURL, id string, now time.Time) (string, error) {
+func lockState(ctx context.Context, env runstate.Env, pointerURL, id string, now time.Time) (string, error) {
 	held, _, err := lock.Get(ctx, env.Store, layout.Lock(pointerURL))
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
@@ -348,7 +349,7 @@ func lockState(ctx context.Context, env Env, pointerURL, id string, now time.Tim
 // transformed keys and values fit maxBytes (0: inplace.DefaultMaxBytes),
 // measured by a read-only transform pass that stops at the limit; else B.
 // detail says why, for the run's checks.
-func chooseInPlace(ctx context.Context, env Env, url string, from, to format.Version, policy migration.UnknownTags, maxBytes int64) (bool, string, error) {
+func chooseInPlace(ctx context.Context, env runstate.Env, url string, from, to format.Version, policy migration.UnknownTags, maxBytes int64) (bool, string, error) {
 	if maxBytes <= 0 {
 		maxBytes = inplace.DefaultMaxBytes
 	}
@@ -369,15 +370,15 @@ func chooseInPlace(ctx context.Context, env Env, url string, from, to format.Ver
 // ChooseInPlace is the choice an in_place_auto Check makes, for a caller
 // that must know it before the run (the CLI runs A and B differently): the
 // pointer read, its catalog opened, chooseInPlace. It writes nothing.
-func ChooseInPlace(ctx context.Context, env Env, in CheckInput) (bool, string, error) {
+func ChooseInPlace(ctx context.Context, env runstate.Env, in CheckInput) (bool, string, error) {
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
 	if err != nil {
 		return false, "", err
 	}
-	if err := inPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
+	if err := runstate.InPlaceMemoryHolds(env, in.InPlaceMaxBytes); err != nil {
 		return false, "", err
 	}
-	to, err := resolveVersion(ctx, env, in.TargetVersion)
+	to, err := runstate.ResolveVersion(ctx, env, in.TargetVersion)
 	if err != nil {
 		return false, "", err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 
@@ -210,8 +211,8 @@ func TestRebuildGuards(t *testing.T) {
 		{Pointer: f.Pointer, Rebuild: true, InPlace: true},    // in place makes no new catalog
 		{Pointer: f.Pointer, TargetVersion: 2, InPlace: true, TargetPrefix: "s3://other/x"},
 	} {
-		if _, err := workflow.Check(ctx, f.Env, in); workflow.ErrorName(err) != workflow.ErrBadInput.ErrorName() {
-			t.Fatalf("check %+v: %v (%s), want BadInput", in, err, workflow.ErrorName(err))
+		if _, err := workflow.Check(ctx, f.Env, in); runstate.ErrorName(err) != workflow.ErrBadInput.ErrorName() {
+			t.Fatalf("check %+v: %v (%s), want BadInput", in, err, runstate.ErrorName(err))
 		}
 	}
 
@@ -249,7 +250,7 @@ func TestRebuildGuards(t *testing.T) {
 	if err != nil || !m.NeedsMigration || !m.Rebuild {
 		t.Fatalf("check = %+v, %v", m, err)
 	}
-	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, Rebuild: true}); workflow.ErrorName(err) != "MigrationInProgress" {
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, Rebuild: true}); runstate.ErrorName(err) != "MigrationInProgress" {
 		t.Fatalf("a second rebuild while the first holds the lock: %v", err)
 	}
 	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
@@ -273,7 +274,7 @@ func TestRebuildGuards(t *testing.T) {
 	if err := seeded.Commit(ctx, f.Source); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Flip(ctx, f.Env, m); workflow.ErrorName(err) != workflow.ErrSourceChanged.ErrorName() {
+	if _, err := workflow.Flip(ctx, f.Env, m); runstate.ErrorName(err) != workflow.ErrSourceChanged.ErrorName() {
 		t.Fatalf("flip after a source write: %v", err)
 	}
 	if p, _, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); p.Catalog != f.Source {

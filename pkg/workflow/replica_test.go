@@ -8,11 +8,12 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // replicaObjects counts what is under migration m's read replica.
-func replicaObjects(t *testing.T, ctx context.Context, f seeded.Fixture, m workflow.Migration) int {
+func replicaObjects(t *testing.T, ctx context.Context, f seeded.Fixture, m runstate.Migration) int {
 	t.Helper()
 	url, err := layout.Replica(f.Source, m.MigrationID)
 	if err != nil {

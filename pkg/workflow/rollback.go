@@ -10,6 +10,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/statemachine"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -76,10 +77,10 @@ var errCarry = errors.New("the commits since the flip are to be carried back")
 // the lock as a rollback and fences the current catalog, so that what it
 // reports as left behind is exactly what is, and no client is told of a
 // commit after it.
-func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, error) {
+func Rollback(ctx context.Context, env runstate.Env, in RollbackInput) (RollbackOutput, error) {
 	start := time.Now()
-	out := RollbackOutput{RunID: NewRunID("r-")}
-	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: statemachine.StepRollback}
+	out := RollbackOutput{RunID: runstate.NewRunID("r-")}
+	rec := history.Record{ID: out.RunID, Kind: history.KindRollback, Trigger: runstate.Trigger(in.Trigger), Pointer: in.Pointer, Start: start, State: statemachine.StepRollback}
 	out, err := rollback(ctx, env, in, out, &rec)
 	if errors.Is(err, errCarry) {
 		// Nothing done: the rollback run that carries is the record.
@@ -95,11 +96,11 @@ func Rollback(ctx context.Context, env Env, in RollbackInput) (RollbackOutput, e
 	if out.Newer != "" {
 		rec.Notes = append(rec.Notes, "left behind: "+out.Newer)
 	}
-	out.HistoryError = RecordOneStateRun(ctx, env, rec, err, outcome)
+	out.HistoryError = runstate.RecordOneStateRun(ctx, env, rec, err, outcome)
 	return out, err
 }
 
-func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput, rec *history.Record) (_ RollbackOutput, err error) {
+func rollback(ctx context.Context, env runstate.Env, in RollbackInput, out RollbackOutput, rec *history.Record) (_ RollbackOutput, err error) {
 	if in.DiscardNewerCommits && !in.DryRun {
 		release, err := fenceForDiscard(ctx, env, in, out.RunID)
 		if err != nil {
@@ -152,7 +153,7 @@ func rollback(ctx context.Context, env Env, in RollbackInput, out RollbackOutput
 	}
 	if !in.DryRun && pins != nil {
 		// The flip undone: its pins hold old files for nothing now.
-		if err := dropPins(ctx, env, Plan{Source: out.From, Target: p.Catalog, FlipPoint: pins}); err != nil {
+		if err := dropPins(ctx, env, runstate.Plan{Source: out.From, Target: p.Catalog, FlipPoint: pins}); err != nil {
 			rec.Notes = append(rec.Notes, "the rolled-back flip's pins were not deleted (cleanup removes them): "+err.Error())
 		}
 	}
@@ -173,7 +174,7 @@ func relocate(cur, restore pointer.Pointer) string {
 
 // newerCommits says what cur's catalog took since cur was written ("" for
 // nothing), from the writer-epoch and next_snapshot_id recorded in cur.
-func newerCommits(ctx context.Context, env Env, cur pointer.Pointer) (string, error) {
+func newerCommits(ctx context.Context, env runstate.Env, cur pointer.Pointer) (string, error) {
 	if cur.Marks == (pointer.Marks{}) {
 		return "", fmt.Errorf("the pointer recorded no marks of %s at the flip", cur.Catalog)
 	}
@@ -182,7 +183,7 @@ func newerCommits(ctx context.Context, env Env, cur pointer.Pointer) (string, er
 		return "", err
 	}
 	defer c.Close()
-	now, err := CatalogMarks(ctx, c)
+	now, err := runstate.CatalogMarks(ctx, c)
 	if err != nil {
 		return "", err
 	}
@@ -202,22 +203,22 @@ func newerCommits(ctx context.Context, env Env, cur pointer.Pointer) (string, er
 // (the supervisors see the lock and switch their servers to reader mode),
 // so that nothing commits to it while the rollback decides what it leaves
 // behind. It returns the release of the lock.
-func fenceForDiscard(ctx context.Context, env Env, in RollbackInput, id string) (func() error, error) {
+func fenceForDiscard(ctx context.Context, env runstate.Env, in RollbackInput, id string) (func() error, error) {
 	cur, ref, err := pointer.Read(ctx, env.Store, in.Pointer)
 	if err != nil {
 		return nil, err
 	}
-	m := Migration{MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag, Source: cur.Catalog, From: cur.FormatVersion, RollbackOf: cur.MigrationID}
-	if m.FreezeGrace, err = freezeGrace(CheckInput{FreezeGrace: in.FreezeGrace}); err != nil {
+	m := runstate.Migration{MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag, Source: cur.Catalog, From: cur.FormatVersion, RollbackOf: cur.MigrationID}
+	if m.FreezeGrace, err = runstate.FreezeGraceOf(in.FreezeGrace); err != nil {
 		return nil, err
 	}
-	held, err := acquireLock(ctx, env, m, time.Now())
+	held, err := runstate.AcquireLock(ctx, env, m, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	release := func() error { return lock.Release(context.WithoutCancel(ctx), env.Store, m.Pointer, m.MigrationID) }
 	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
-	if err := awaitAcknowledgements(ctx, env, m); err != nil {
+	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
 		return nil, errors.Join(err, release())
 	}
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
@@ -27,16 +27,9 @@ type ShardOutput struct {
 
 func (o ShardOutput) StepRows() uint64 { return o.Records }
 
-type shardResult struct {
-	Records uint64                `json:"records"`
-	Digest  ndjson.Digest         `json:"digest"`
-	Carried map[format.Tag]uint64 `json:"carried,omitempty"`
-	Dropped map[format.Tag]uint64 `json:"dropped,omitempty"`
-}
-
 // ExportShard exports the plan's range Index through a reader pinned to the
 // Freeze checkpoint.
-func ExportShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
+func ExportShard(ctx context.Context, env runstate.Env, in ShardInput) (ShardOutput, error) {
 	return exportShard(ctx, env, in, false)
 }
 
@@ -44,11 +37,11 @@ func ExportShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, erro
 // the source, which is what the definition's Map runs: the same two shard
 // files (the source-format one is the audit copy) and the same results in
 // staging, with the transform on a second core (shard.ExportTransformShard).
-func ExportTransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
+func ExportTransformShard(ctx context.Context, env runstate.Env, in ShardInput) (ShardOutput, error) {
 	return exportShard(ctx, env, in, true)
 }
 
-func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (ShardOutput, error) {
+func exportShard(ctx context.Context, env runstate.Env, in ShardInput, transform bool) (ShardOutput, error) {
 	p, err := ReadPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err
@@ -93,7 +86,7 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 	if err != nil {
 		return ShardOutput{}, err
 	}
-	if err := env.Store.PutJSON(ctx, st.ExportResult(in.Index), shardResult{Records: res.Records, Digest: res.Digest}); err != nil {
+	if err := env.Store.PutJSON(ctx, st.ExportResult(in.Index), runstate.ShardResult{Records: res.Records, Digest: res.Digest}); err != nil {
 		return ShardOutput{}, err
 	}
 	if transform {
@@ -106,7 +99,7 @@ func exportShard(ctx context.Context, env Env, in ShardInput, transform bool) (S
 
 // transformOf is how shard i of plan p is transformed, with the CLI's
 // display counting it.
-func transformOf(env Env, p Plan, i int) (shard.Transformed, error) {
+func transformOf(env runstate.Env, p runstate.Plan, i int) (shard.Transformed, error) {
 	policy, err := migration.ParseUnknownTags(p.UnknownTags)
 	if err != nil {
 		return shard.Transformed{}, err
@@ -122,14 +115,14 @@ func transformOf(env Env, p Plan, i int) (shard.Transformed, error) {
 	}, nil
 }
 
-func putTransformResult(ctx context.Context, env Env, in ShardInput, stats migration.Stats) error {
-	res := shardResult{Records: stats.RecordsOut, Digest: stats.Digest, Carried: stats.Carried, Dropped: stats.Dropped}
+func putTransformResult(ctx context.Context, env runstate.Env, in ShardInput, stats migration.Stats) error {
+	res := runstate.ShardResult{Records: stats.RecordsOut, Digest: stats.Digest, Carried: stats.Carried, Dropped: stats.Dropped}
 	return env.Store.PutJSON(ctx, env.StagingOf(in.MigrationID).TransformResult(in.Index), res)
 }
 
 // TransformShard transforms shard Index from the source format to the
 // target's, reading the shard ExportShard wrote.
-func TransformShard(ctx context.Context, env Env, in ShardInput) (ShardOutput, error) {
+func TransformShard(ctx context.Context, env runstate.Env, in ShardInput) (ShardOutput, error) {
 	p, err := ReadPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -13,7 +14,7 @@ import (
 
 // VerifyOutput is what Verify found.
 type VerifyOutput struct {
-	Migration
+	runstate.Migration
 	Counts map[string]uint64 `json:"counts"`
 	Digest string            `json:"digest"`
 	// Carried and Dropped count the records of unknown tags the transforms
@@ -33,7 +34,7 @@ const resultReads = 16
 // what the transforms wrote, and its version the target. An online run's,
 // verified whole before its fence, is checked in the keys changed since
 // (verifyOnline).
-func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
+func Verify(ctx context.Context, env runstate.Env, m runstate.Migration) (VerifyOutput, error) {
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
@@ -56,7 +57,7 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	err = shard.ForEach(ctx, 2, 2, func(ctx context.Context, part int) error {
 		var err error
 		switch {
-		case part == 1 && m.online():
+		case part == 1 && m.CopiesOnline():
 			changed, _, err = verifyOnline(ctx, env, m, p)
 			return err
 		case part == 1:
@@ -76,7 +77,7 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
-	if m.online() {
+	if m.CopiesOnline() {
 		got, want = changed, changed
 		// The rounds' unknown tags too: a drop is never silent.
 		for n := 1; n <= m.Round; n++ {
@@ -112,9 +113,9 @@ func Verify(ctx context.Context, env Env, m Migration) (VerifyOutput, error) {
 // transformsDigest merges the digests of what the transforms of m's n
 // shards wrote, and counts the records of unknown tags they carried or
 // dropped, by tag.
-func transformsDigest(ctx context.Context, env Env, m Migration, n int) (d ndjson.Digest, carried, dropped map[string]uint64, err error) {
+func transformsDigest(ctx context.Context, env runstate.Env, m runstate.Migration, n int) (d ndjson.Digest, carried, dropped map[string]uint64, err error) {
 	st := env.StagingOf(m.MigrationID)
-	results := make([]shardResult, n)
+	results := make([]runstate.ShardResult, n)
 	err = shard.ForEach(ctx, n, resultReads, func(ctx context.Context, i int) error {
 		return env.Store.GetJSON(ctx, st.TransformResult(i), &results[i])
 	})

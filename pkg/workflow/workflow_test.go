@@ -15,6 +15,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 
@@ -34,7 +35,7 @@ import (
 
 // runUntilVerify runs the steps as the state machine orders them, up to and
 // including Verify.
-func runUntilVerify(t *testing.T, ctx context.Context, f seeded.Fixture, shards int) workflow.Migration {
+func runUntilVerify(t *testing.T, ctx context.Context, f seeded.Fixture, shards int) runstate.Migration {
 	t.Helper()
 	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: seeded.NoGrace()})
 	if err != nil {
@@ -51,7 +52,7 @@ func runUntilVerify(t *testing.T, ctx context.Context, f seeded.Fixture, shards 
 
 // finishToVerify runs frozen migration m's steps after Freeze, up to and
 // including Verify.
-func finishToVerify(t *testing.T, ctx context.Context, f seeded.Fixture, m workflow.Migration) workflow.Migration {
+func finishToVerify(t *testing.T, ctx context.Context, f seeded.Fixture, m runstate.Migration) runstate.Migration {
 	t.Helper()
 	shards := m.Shards
 	var err error
@@ -152,7 +153,7 @@ func TestAbortRefusesTheLiveCatalog(t *testing.T) {
 	if _, err := workflow.Flip(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); !errors.Is(err, workflow.ErrAbortAfterFlip) {
+	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); !errors.Is(err, runstate.ErrAbortAfterFlip) {
 		t.Fatalf("abort after flip: err = %v", err)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
@@ -180,8 +181,8 @@ func TestWriteAfterFreezeBlocksFlip(t *testing.T) {
 	w.Close()
 	_, ptrBefore, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	_, err = workflow.Flip(ctx, f.Env, m)
-	if !errors.Is(err, workflow.ErrSourceChanged) || workflow.ErrorName(err) != "SourceChangedDuringMigration" {
-		t.Fatalf("flip after a source write: err = %v (%s)", err, workflow.ErrorName(err))
+	if !errors.Is(err, workflow.ErrSourceChanged) || runstate.ErrorName(err) != "SourceChangedDuringMigration" {
+		t.Fatalf("flip after a source write: err = %v (%s)", err, runstate.ErrorName(err))
 	}
 	p, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if p.Catalog != f.Source || ref.ETag != ptrBefore.ETag {
@@ -212,8 +213,8 @@ func TestConcurrentPointerChangeIsAConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := workflow.Flip(ctx, f.Env, m)
-	if !errors.Is(err, pointer.ErrPointerConflict) || workflow.ErrorName(err) != "PointerConflict" {
-		t.Fatalf("err = %v (%s), want PointerConflict", err, workflow.ErrorName(err))
+	if !errors.Is(err, pointer.ErrPointerConflict) || runstate.ErrorName(err) != "PointerConflict" {
+		t.Fatalf("err = %v (%s), want PointerConflict", err, runstate.ErrorName(err))
 	}
 	p, _, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	if p.MigrationID != "someone-else" {
@@ -223,8 +224,8 @@ func TestConcurrentPointerChangeIsAConflict(t *testing.T) {
 
 func TestCheckRefusesUnknownVersions(t *testing.T) {
 	ctx, f := seeded.Setup(t, 50)
-	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 99}); workflow.ErrorName(err) != "FormatVersionMismatch" {
-		t.Fatalf("target 99: %v (%s)", err, workflow.ErrorName(err))
+	if _, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 99}); runstate.ErrorName(err) != "FormatVersionMismatch" {
+		t.Fatalf("target 99: %v (%s)", err, runstate.ErrorName(err))
 	}
 	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 1})
 	if err != nil || m.NeedsMigration {
@@ -245,7 +246,7 @@ func TestHandlerNamesErrors(t *testing.T) {
 		}
 		return out, ie.Type
 	}
-	if _, name := call("Freeze", workflow.Migration{}); name != "StepFailed" {
+	if _, name := call("Freeze", runstate.Migration{}); name != "StepFailed" {
 		t.Fatalf("a step the check function does not host: %q", name)
 	}
 	if _, name := call("Check", workflow.CheckInput{Online: seeded.Offline(), Pointer: "s3://rocklake/NOPE", TargetVersion: 2}); name != "PointerMissing" {
@@ -255,7 +256,7 @@ func TestHandlerNamesErrors(t *testing.T) {
 		t.Fatalf("unknown target version: %q", name)
 	}
 	out, name := call("Check", workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2})
-	var m workflow.Migration
+	var m runstate.Migration
 	if name != "" || json.Unmarshal(out, &m) != nil || m.Source != f.Source {
 		t.Fatalf("check through the handler: %s, %q", out, name)
 	}
@@ -275,14 +276,14 @@ func TestAbortLeavesSomeoneElsesTarget(t *testing.T) {
 	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 		t.Fatal(err)
 	}
-	for _, step := range []func(context.Context, workflow.Env, workflow.ShardInput) (workflow.ShardOutput, error){workflow.ExportShard, workflow.TransformShard} {
+	for _, step := range []func(context.Context, runstate.Env, workflow.ShardInput) (workflow.ShardOutput, error){workflow.ExportShard, workflow.TransformShard} {
 		if _, err := step(ctx, f.Env, workflow.ShardInput{MigrationID: m.MigrationID}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_, err = workflow.Import(ctx, f.Env, m)
-	if workflow.ErrorName(err) != "TargetNotEmpty" {
-		t.Fatalf("import onto a filled target: %v (%s)", err, workflow.ErrorName(err))
+	if runstate.ErrorName(err) != "TargetNotEmpty" {
+		t.Fatalf("import onto a filled target: %v (%s)", err, runstate.ErrorName(err))
 	}
 	before := dumpSource(t, ctx, m.Target)
 	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
@@ -315,8 +316,8 @@ func TestAbortRefusesWhenThePointerIsUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
-	if !errors.Is(err, workflow.ErrAbortUndecided) || workflow.ErrorName(err) != errname.Transient {
-		t.Fatalf("abort with a corrupt pointer: %+v, %v (%s)", out, err, workflow.ErrorName(err))
+	if !errors.Is(err, workflow.ErrAbortUndecided) || runstate.ErrorName(err) != errname.Transient {
+		t.Fatalf("abort with a corrupt pointer: %+v, %v (%s)", out, err, runstate.ErrorName(err))
 	}
 	if out.TargetObjects != 0 || out.StagingObjects != 0 {
 		t.Fatalf("abort deleted %+v", out)
@@ -409,7 +410,7 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 	}
 	_, before, _ = pointer.Read(ctx, f.Env.Store, f.Pointer)
 	_, err = workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer})
-	if !errors.Is(err, workflow.ErrRollbackLosesCommits) || workflow.ErrorName(err) != "RollbackLosesCommits" || !strings.Contains(err.Error(), snaps) {
+	if !errors.Is(err, workflow.ErrRollbackLosesCommits) || runstate.ErrorName(err) != "RollbackLosesCommits" || !strings.Contains(err.Error(), snaps) {
 		t.Fatalf("one-step rollback over newer commits, no pins: %v", err)
 	}
 	if _, after, _ := pointer.Read(ctx, f.Env.Store, f.Pointer); after != before {
@@ -466,8 +467,8 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
-	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, workflow.ErrDecided) || workflow.ErrorName(err) != "MigrationDecided" {
-		t.Fatalf("a Flip after Abort decided: %v (%s)", err, workflow.ErrorName(err))
+	if _, err := workflow.Flip(ctx, f.Env, m); !errors.Is(err, runstate.ErrDecided) || runstate.ErrorName(err) != "MigrationDecided" {
+		t.Fatalf("a Flip after Abort decided: %v (%s)", err, runstate.ErrorName(err))
 	}
 	// The Abort goes on (its own decision); a Flip after it still writes nothing.
 	if _, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m}); err != nil {
@@ -492,7 +493,7 @@ func TestFlipAbortDecideOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := workflow.Abort(ctx, f.Env, workflow.AbortInput{Migration: m})
-	if !errors.Is(err, workflow.ErrAbortAfterFlip) || out.TargetObjects != 0 {
+	if !errors.Is(err, runstate.ErrAbortAfterFlip) || out.TargetObjects != 0 {
 		t.Fatalf("Abort after a Flip decided: %+v, %v", out, err)
 	}
 	if _, err := catalog.Open(ctx, m.Target, catalog.Options{Expect: format.V2}); err != nil {
@@ -547,8 +548,8 @@ func TestOneMigrationAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := workflow.Check(ctx, f.Env, in); !errors.Is(err, lock.ErrInProgress) ||
-		workflow.ErrorName(err) != "MigrationInProgress" || !strings.Contains(err.Error(), a.MigrationID) {
-		t.Fatalf("a second migration: %v (%s)", err, workflow.ErrorName(err))
+		runstate.ErrorName(err) != "MigrationInProgress" || !strings.Contains(err.Error(), a.MigrationID) {
+		t.Fatalf("a second migration: %v (%s)", err, runstate.ErrorName(err))
 	}
 	// A retry of the holder's Check is fine.
 	in.MigrationID = a.MigrationID
@@ -573,16 +574,16 @@ func TestOneMigrationAtATime(t *testing.T) {
 		t.Fatalf("over an expired lock: %v", err)
 	}
 	// The operator breaks c's lock by hand.
-	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, "someone-else"); err == nil {
+	if _, err := runstate.Unlock(ctx, f.Env, f.Pointer, "someone-else"); err == nil {
 		t.Fatal("unlock of another migration's lock succeeded")
 	}
-	if held, err := workflow.Unlock(ctx, f.Env, f.Pointer, c.MigrationID); err != nil || held.MigrationID != c.MigrationID {
+	if held, err := runstate.Unlock(ctx, f.Env, f.Pointer, c.MigrationID); err != nil || held.MigrationID != c.MigrationID {
 		t.Fatalf("unlock: %+v, %v", held, err)
 	}
 	if _, err := workflow.Check(ctx, f.Env, in); err != nil {
 		t.Fatalf("after unlock: %v", err)
 	}
-	if name := workflow.ErrorName(fmt.Errorf("freeze: %w", slatedb.ErrFenced)); name != "Fenced" {
+	if name := runstate.ErrorName(fmt.Errorf("freeze: %w", slatedb.ErrFenced)); name != "Fenced" {
 		t.Fatalf("a fenced step is %s", name)
 	}
 }
@@ -599,8 +600,8 @@ func TestSourceAtBucketRootRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: ptr, TargetVersion: 2})
-	if !errors.Is(err, workflow.ErrSourceAtRoot) || workflow.ErrorName(err) != "SourceAtRoot" {
-		t.Fatalf("a catalog at a bucket root: %v (%s)", err, workflow.ErrorName(err))
+	if !errors.Is(err, workflow.ErrSourceAtRoot) || runstate.ErrorName(err) != "SourceAtRoot" {
+		t.Fatalf("a catalog at a bucket root: %v (%s)", err, runstate.ErrorName(err))
 	}
 	if _, _, err := f.Env.Store.Get(ctx, layout.Lock(ptr)); err == nil {
 		t.Fatal("the refused run took the lock")
@@ -615,8 +616,8 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 	env := f.Env
 	env.Staging = "s3://no-such-staging-bucket/migrations"
 	_, err := workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2})
-	if !errors.Is(err, workflow.ErrStagingUnusable) || workflow.ErrorName(err) != "StagingUnusable" {
-		t.Fatalf("check with an unusable staging: %v (%s)", err, workflow.ErrorName(err))
+	if !errors.Is(err, workflow.ErrStagingUnusable) || runstate.ErrorName(err) != "StagingUnusable" {
+		t.Fatalf("check with an unusable staging: %v (%s)", err, runstate.ErrorName(err))
 	}
 	if _, _, err := f.Env.Store.Get(ctx, layout.Lock(f.Pointer)); err == nil {
 		t.Fatal("the refused run took the lock")
@@ -693,9 +694,9 @@ func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 // out of bounds is refused before anything is touched.
 func TestFreezeWaitsItsGrace(t *testing.T) {
 	ctx, f := seeded.Setup(t, 200)
-	for _, g := range []float64{-1, workflow.MaxFreezeGrace.Seconds() + 1} {
+	for _, g := range []float64{-1, runstate.MaxFreezeGrace.Seconds() + 1} {
 		_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, FreezeGrace: &g})
-		if workflow.ErrorName(err) != workflow.ErrBadFreezeGrace.ErrorName() {
+		if runstate.ErrorName(err) != runstate.ErrBadFreezeGrace.ErrorName() {
 			t.Fatalf("freeze_grace %v: %v, want BadFreezeGrace", g, err)
 		}
 	}
@@ -704,13 +705,13 @@ func TestFreezeWaitsItsGrace(t *testing.T) {
 	}
 	// The default grace; a dry run's lock says it fences nothing.
 	dry, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 1, DryRun: true})
-	if err != nil || dry.FreezeGrace != workflow.DefaultFreezeGrace.Seconds() || !dry.FenceAt.IsZero() {
-		t.Fatalf("dry run's check: grace %v s, fence at %v, %v; want the default %v and no fence", dry.FreezeGrace, dry.FenceAt, err, workflow.DefaultFreezeGrace)
+	if err != nil || dry.FreezeGrace != runstate.DefaultFreezeGrace.Seconds() || !dry.FenceAt.IsZero() {
+		t.Fatalf("dry run's check: grace %v s, fence at %v, %v; want the default %v and no fence", dry.FreezeGrace, dry.FenceAt, err, runstate.DefaultFreezeGrace)
 	}
 	if l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, ""); err != nil || !l.DryRun || !l.FenceAt.IsZero() || !l.Held(time.Now()) {
 		t.Fatalf("a dry run's lock: %+v %v", l, err)
 	}
-	if _, err := workflow.Unlock(ctx, f.Env, f.Pointer, dry.MigrationID); err != nil {
+	if _, err := runstate.Unlock(ctx, f.Env, f.Pointer, dry.MigrationID); err != nil {
 		t.Fatal(err)
 	}
 	grace := 20.0

@@ -20,16 +20,16 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
+	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
-	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
 
 // Fixture is a seeded catalog (Source) behind a pointer (Pointer) in the
 // versioned bucket "rocklake", staging in the versioned bucket "staging",
 // on the test's own gateway (Stack).
 type Fixture struct {
-	Env     workflow.Env
+	Env     runstate.Env
 	Pointer string
 	Source  string
 	Stack   *s3server.Server
@@ -43,7 +43,7 @@ func Setup(t *testing.T, rows int) (context.Context, Fixture) {
 	t.Cleanup(cancel)
 	stack := s3server.StartWith(t, map[string]bool{"rocklake": true, "staging": true})
 	f := Fixture{
-		Env:     workflow.Env{Store: testenv.Store(t), Staging: "s3://staging/migrations", CreatedBy: "test"},
+		Env:     runstate.Env{Store: testenv.Store(t), Staging: "s3://staging/migrations", CreatedBy: "test"},
 		Pointer: "s3://rocklake/CURRENT",
 		Source:  "s3://rocklake/catalogs/prod",
 		Stack:   stack,

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -23,25 +23,26 @@ const DefaultFreezeGrace = 30 * time.Second
 // shard plan (whose byte scan alone may take 2 minutes).
 const MaxFreezeGrace = 5 * time.Minute
 
-// freezeGrace is in's grace in seconds, checked.
-func freezeGrace(in CheckInput) (float64, error) {
-	if in.FreezeGrace == nil {
+// FreezeGraceOf is an input's freeze_grace in seconds (nil: the
+// default), checked.
+func FreezeGraceOf(given *float64) (float64, error) {
+	if given == nil {
 		return DefaultFreezeGrace.Seconds(), nil
 	}
-	g := *in.FreezeGrace
+	g := *given
 	if g < 0 || g > MaxFreezeGrace.Seconds() {
 		return 0, fmt.Errorf("%w: freeze_grace %v s: want 0 to %v s", ErrBadFreezeGrace, g, MaxFreezeGrace.Seconds())
 	}
 	return g, nil
 }
 
-// awaitAcknowledgements waits, before a step fences m's source, until every live
+// AwaitAcknowledgements waits, before a step fences m's source, until every live
 // supervisor of the pointer has acknowledged m's fence (its server no
 // writer on the source, nothing opened there until the lock frees), at
 // most until the lock's fence_at (m's grace after the fence was named):
 // past it, presence.ErrNotAcknowledged and nothing fenced. A run with a
 // grace of 0 (no supervisor, says its operator) and a dry run do not wait.
-func awaitAcknowledgements(ctx context.Context, env Env, m Migration) error {
+func AwaitAcknowledgements(ctx context.Context, env Env, m Migration) error {
 	if m.DryRun || m.FreezeGrace <= 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func DecisionOf(ctx context.Context, env Env, m Migration) (string, error) {
 // once; a retry of the winner finds its own decision and goes on. The
 // marker is never deleted (a withdrawn decision is overwritten, on its
 // ETag): a delete marker would defeat If-None-Match on some S3 servers.
-func decide(ctx context.Context, env Env, m Migration, want string) error {
+func Decide(ctx context.Context, env Env, m Migration, want string) error {
 	url := env.StagingOf(m.MigrationID).Decision()
 	_, err := env.Store.PutIfAbsent(ctx, url, []byte(want))
 	for range 3 {

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -14,11 +14,8 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/lock"
 
-	"github.com/rocklake/rocklake-migrate/pkg/errname"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
 // How runs are recorded (pkg/history), and what a failed record write does:
@@ -50,33 +47,33 @@ func Trigger(t string) string {
 }
 
 // kind is what sort of run m is, for its record and its lock.
-func (m Migration) kind() history.Kind {
-	if m.operatorKind != "" {
-		return m.operatorKind
+func (m Migration) Kind() history.Kind {
+	if m.OperatorKind != "" {
+		return m.OperatorKind
 	}
 	if m.RollbackOf != "" {
 		return history.KindRollback
 	}
-	return runKind(m.DryRun)
+	return RunKind(m.DryRun)
 }
 
-func runKind(dryRun bool) history.Kind {
+func RunKind(dryRun bool) history.Kind {
 	if dryRun {
 		return history.KindDryRun
 	}
 	return history.KindMigrate
 }
 
-// recordURL is the record of migration m (Check set StartedAt).
-func recordURL(m Migration) string {
+// RecordURL is the record of migration m (Check set StartedAt).
+func RecordURL(m Migration) string {
 	return layout.HistoryRecord(m.Pointer, m.StartedAt, m.MigrationID)
 }
 
-// startRecord writes migration m's record, in progress; Check's time so far
+// StartRecord writes migration m's record, in progress; Check's time so far
 // is its first state time.
-func startRecord(ctx context.Context, env Env, m Migration, checkSeconds float64) error {
+func StartRecord(ctx context.Context, env Env, m Migration, checkSeconds float64) error {
 	_, err := history.Create(ctx, env.Store, history.Record{
-		ID: m.MigrationID, Kind: m.kind(), Trigger: m.Trigger, Pointer: m.Pointer,
+		ID: m.MigrationID, Kind: m.Kind(), Trigger: m.Trigger, Pointer: m.Pointer,
 		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Start: m.StartedAt,
 		Outcome: history.InProgress, State: statemachine.StepCheck, Shards: m.Shards,
 		StateSeconds: map[string]float64{statemachine.StepCheck: checkSeconds},
@@ -85,42 +82,6 @@ func startRecord(ctx context.Context, env Env, m Migration, checkSeconds float64
 		return fmt.Errorf("%w: %w", ErrHistoryUnwritable, err)
 	}
 	return nil
-}
-
-// recordRefusal records a run that Check refused (or found nothing to do
-// for): a whole record, written once. A transient failure is not recorded,
-// as the state machine retries it, nor a missing pointer, which has no
-// place for a history. The record is best effort: the refusal
-// is the caller's answer either way.
-func recordRefusal(ctx context.Context, env Env, in CheckInput, m Migration, start time.Time, checkErr error) {
-	name := ""
-	if checkErr != nil {
-		name = ErrorName(checkErr)
-		// No pointer, no history beside it; a retryable failure is
-		// retried; a silent endpoint would not take the record either.
-		if errname.Retryable(checkErr) || name == errname.Unreachable || in.Pointer == "" || errors.Is(checkErr, pointer.ErrPointerMissing) {
-			return
-		}
-	}
-	id := m.MigrationID
-	if id == "" {
-		id = in.MigrationID
-	}
-	if id == "" {
-		id = NewMigrationID()
-	}
-	r := history.Record{
-		ID: id, Kind: runKind(in.DryRun), Trigger: Trigger(in.Trigger), Pointer: in.Pointer,
-		Source: m.Source, Target: m.Target, From: m.From, To: format.Version(in.TargetVersion),
-		Start: start, End: time.Now(), Outcome: history.NothingToDo, State: statemachine.StepCheck,
-		StateSeconds: map[string]float64{statemachine.StepCheck: time.Since(start).Seconds()},
-	}
-	if checkErr != nil {
-		r.Outcome, r.ErrorName, r.Error = history.Failed, name, checkErr.Error()
-	}
-	if _, err := history.Create(ctx, env.Store, r); err != nil {
-		slog.WarnContext(ctx, "the run's record was not written", "migration_id", id, "pointer", in.Pointer, "error", err.Error())
-	}
 }
 
 // recordOneStateRun writes the whole record of a run of one state
@@ -151,12 +112,12 @@ type timing struct {
 	ErrorName string    `json:"error_name,omitempty"`
 }
 
-// recordTiming leaves a timed step's time in its migration's staging. Best
+// RecordTiming leaves a timed step's time in its migration's staging. Best
 // effort: a lost timing only makes the record's time per state short.
-func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage, start time.Time, stepErr error) {
+func RecordTiming(ctx context.Context, env Env, step string, in json.RawMessage, start time.Time, stepErr error) {
 	// A step that lost its lock writes nothing, its time neither: its
 	// staging may be another run's cleanup's by now.
-	if st, ok := stepNamed(step); !ok || !st.Timed || env.Staging == "" || errors.Is(stepErr, lock.ErrLost) {
+	if env.Staging == "" || errors.Is(stepErr, lock.ErrLost) {
 		return
 	}
 	var ids struct {
@@ -176,19 +137,19 @@ func recordTiming(ctx context.Context, env Env, step string, in json.RawMessage,
 	}
 }
 
-// runStats is what the record says of a run's work, from its staging.
-type runStats struct {
-	seconds   map[string]float64
-	lastState string // the state that ran last (the failed one, if any failed)
-	rows      uint64
-	bytes     int64
+// RunStats is what the record says of a run's work, from its staging.
+type RunStats struct {
+	Seconds   map[string]float64
+	LastState string // the state that ran last (the failed one, if any failed)
+	Rows      uint64
+	Bytes     int64
 }
 
-// collectStats reads migration m's timings, transform results and shards
+// CollectStats reads migration m's timings, transform results and shards
 // from staging. What cannot be read is left out (a note says so).
-func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string) {
+func CollectStats(ctx context.Context, env Env, m Migration) (RunStats, []string) {
 	st := env.StagingOf(m.MigrationID)
-	s := runStats{seconds: map[string]float64{}}
+	s := RunStats{Seconds: map[string]float64{}}
 	var notes []string
 	infos, err := env.Store.List(ctx, st.Prefix())
 	if err != nil {
@@ -203,59 +164,59 @@ func collectStats(ctx context.Context, env Env, m Migration) (runStats, []string
 				timings = append(timings, t)
 			}
 		case layout.TransformResultObject:
-			var r shardResult
+			var r ShardResult
 			if err := env.Store.GetJSON(ctx, in.URL, &r); err == nil {
-				s.rows += r.Records
+				s.Rows += r.Records
 			} else {
 				notes = append(notes, "a transform result was unreadable: "+err.Error())
 			}
 		case layout.ImportShardObject:
-			s.bytes += in.Size
+			s.Bytes += in.Size
 		}
 	}
 	sort.Slice(timings, func(i, j int) bool { return timings[i].End.Before(timings[j].End) })
 	for _, t := range timings {
-		s.seconds[t.Step] += t.Seconds
-		s.lastState = t.Step
+		s.Seconds[t.Step] += t.Seconds
+		s.LastState = t.Step
 	}
 	for _, t := range timings {
 		if t.ErrorName != "" {
-			s.lastState = t.Step
+			s.LastState = t.Step
 		}
 	}
 	return s, notes
 }
 
-// finishRecord ends migration m's record with what staging says of the run
+// FinishRecord ends migration m's record with what staging says of the run
 // and what fn sets; it returns the error to report ("" if written).
-func finishRecord(ctx context.Context, env Env, m Migration, stats runStats, notes []string, fn func(*history.Record)) string {
+func FinishRecord(ctx context.Context, env Env, m Migration, stats RunStats, notes []string, fn func(*history.Record)) string {
 	if m.StartedAt.IsZero() {
 		return "" // a migration from before runs were recorded
 	}
-	_, err := history.Update(ctx, env.Store, recordURL(m), func(r *history.Record) {
+	_, err := history.Update(ctx, env.Store, RecordURL(m), func(r *history.Record) {
 		if r.StateSeconds == nil {
 			r.StateSeconds = map[string]float64{}
 		}
-		for k, v := range stats.seconds {
+		for k, v := range stats.Seconds {
 			r.StateSeconds[k] = v
 		}
-		if stats.lastState != "" {
-			r.State = stats.lastState
+		if stats.LastState != "" {
+			r.State = stats.LastState
 		}
-		r.Rows, r.Bytes, r.End = stats.rows, stats.bytes, time.Now().UTC()
+		r.Rows, r.Bytes, r.End = stats.Rows, stats.Bytes, time.Now().UTC()
 		r.Notes = append(r.Notes, notes...)
 		fn(r)
 	})
 	if err != nil {
-		slog.ErrorContext(ctx, "the run's record was not finished", "migration_id", m.MigrationID, "pointer", m.Pointer, "record", recordURL(m), "error", err.Error())
+		slog.ErrorContext(ctx, "the run's record was not finished", "migration_id", m.MigrationID, "pointer", m.Pointer, "record", RecordURL(m), "error", err.Error())
 		return err.Error()
 	}
 	return ""
 }
 
-// endRecord ends run id's record with fn if it is still in progress, so
+// EndRecord ends run id's record with fn if it is still in progress, so
 // that no dead run stays "in progress" in the history. Best effort: logged.
-func endRecord(ctx context.Context, env Env, pointerURL, id string, fn func(*history.Record)) {
+func EndRecord(ctx context.Context, env Env, pointerURL, id string, fn func(*history.Record)) {
 	url, rec, err := history.Find(ctx, env.Store, pointerURL, id)
 	if err == nil && !rec.Done() {
 		_, err = history.Update(ctx, env.Store, url, func(r *history.Record) {

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"crypto/rand"
@@ -83,14 +83,14 @@ type Migration struct {
 	// change since the flip into it.
 	RollbackOf string `json:"rollback_of,omitempty"`
 
-	// operatorKind: the lock's holder is not a migration but an
+	// OperatorKind: the lock's holder is not a migration but an
 	// operator's cleanup or restore (holdFor); never in a state payload.
-	operatorKind history.Kind
+	OperatorKind history.Kind `json:"-"`
 }
 
 // online reports whether m copies while the source takes writes: a dry run
 // fences nothing and an in-place migration copies nothing, so neither does.
-func (m Migration) online() bool { return m.Online && !m.DryRun && !m.InPlace }
+func (m Migration) CopiesOnline() bool { return m.Online && !m.DryRun && !m.InPlace }
 
 // CatchUpLimits bound the catch-up: rounds go on while one carries more
 // than MaxKeys keys or takes more than MaxSeconds, at most MaxRounds times
@@ -109,7 +109,7 @@ const (
 	DefaultCatchUpMaxRounds  = 20
 )
 
-func (l CatchUpLimits) withDefaults() CatchUpLimits {
+func (l CatchUpLimits) WithDefaults() CatchUpLimits {
 	if l.MaxKeys <= 0 {
 		l.MaxKeys = DefaultCatchUpMaxKeys
 	}

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestLockKindsAndLeases(t *testing.T) {
 		if c.kind != history.KindMigrate {
 			held, err = HoldLock(ctx, env, ptr, id, c.kind)
 		} else {
-			_, err = acquireLock(ctx, env, held, time.Now())
+			_, err = AcquireLock(ctx, env, held, time.Now())
 		}
 		if err != nil {
 			t.Fatalf("%s: take the lock: %v", c.kind, err)

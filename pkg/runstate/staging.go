@@ -1,10 +1,11 @@
-package workflow
+package runstate
 
 import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
+	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -48,4 +49,19 @@ type Plan struct {
 	Start      *RoundStart        `json:"start,omitempty"`
 	RollbackOf string             `json:"rollback_of,omitempty"`
 	FlipPoint  *pointer.FlipPoint `json:"flip_point,omitempty"`
+}
+
+// RoundStart is where a run's first catch-up round starts when it is not
+// the snapshot's checkpoint and the shards' digest: a rollback's, the
+// source's pin at the flip and the target's digest.
+type RoundStart struct {
+	View   slatedb.View  `json:"view"`
+	Digest ndjson.Digest `json:"digest"`
+}
+
+type ShardResult struct {
+	Records uint64                `json:"records"`
+	Digest  ndjson.Digest         `json:"digest"`
+	Carried map[format.Tag]uint64 `json:"carried,omitempty"`
+	Dropped map[format.Tag]uint64 `json:"dropped,omitempty"`
 }

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"bufio"
@@ -39,10 +39,10 @@ func memoryFromEnvironment() (int64, error) {
 	return 0, nil
 }
 
-// inPlaceMemoryHolds refuses (ErrInPlaceLimitTooLarge) a limit maxBytes (0:
+// InPlaceMemoryHolds refuses (ErrInPlaceLimitTooLarge) a limit maxBytes (0:
 // the default) whose peak does not fit the memory the InPlace step runs in:
 // env.InPlaceMemory, else this machine's (a local run's).
-func inPlaceMemoryHolds(env Env, maxBytes int64) error {
+func InPlaceMemoryHolds(env Env, maxBytes int64) error {
 	if maxBytes <= 0 {
 		maxBytes = inplace.DefaultMaxBytes
 	}

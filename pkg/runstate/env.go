@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
+	"github.com/rocklake/rocklake-migrate/pkg/notify"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
@@ -57,4 +58,29 @@ func (e Env) StagingOf(id string) layout.Staging {
 // import and the verify.
 type Progress struct {
 	Export, Transform, Import, Verify *shard.Progress
+}
+
+// Publish sends an SNS message for the definition's sns:publish tasks.
+type Publish func(ctx context.Context, topic, subject, message string) error
+
+// SNSPublish is Publish through SNS (pkg/notify), configured by the
+// standard AWS environment.
+func SNSPublish(ctx context.Context) (Publish, error) {
+	pub, err := notify.NewPublisher(ctx, notify.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, topic, subject, msg string) error {
+		_, err := pub.PublishOutcome(ctx, topic, subject, msg)
+		return err
+	}, nil
+}
+
+// Publisher is p, else SNS (SNSPublish) when there is a topic to send to;
+// nil when p is nil and there is none.
+func Publisher(ctx context.Context, p Publish, topic string) (Publish, error) {
+	if p != nil || topic == "" {
+		return p, nil
+	}
+	return SNSPublish(ctx)
 }

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -52,11 +52,11 @@ func DefinitionTimeout() (time.Duration, error) {
 	return time.Duration(def.TimeoutSeconds) * time.Second, nil
 }
 
-// leaseOf is the lease of a lock of kind k: an operator's cleanup or
+// LeaseOf is the lease of a lock of kind k: an operator's cleanup or
 // restore holds it for what it needs at most, so that one killed frees the
 // pointer within the hour, not after a migration's whole execution
 // timeout (LockLease).
-func (e Env) leaseOf(k history.Kind) (time.Duration, error) {
+func (e Env) LeaseOf(k history.Kind) (time.Duration, error) {
 	switch k {
 	case history.KindCleanup, history.KindRestore:
 		return operatorLease, nil
@@ -68,29 +68,29 @@ func (e Env) leaseOf(k history.Kind) (time.Duration, error) {
 const operatorLease = time.Hour
 
 // holdFor takes the pointer's lock for an operator's run of kind k (id
-// names it), as acquireLock takes it for a migration.
+// names it), as AcquireLock takes it for a migration.
 func HoldLock(ctx context.Context, env Env, pointerURL, id string, k history.Kind) (Migration, error) {
-	held := Migration{Pointer: pointerURL, MigrationID: id, operatorKind: k}
-	_, err := acquireLock(ctx, env, held, time.Now())
+	held := Migration{Pointer: pointerURL, MigrationID: id, OperatorKind: k}
+	_, err := AcquireLock(ctx, env, held, time.Now())
 	return held, err
 }
 
-// acquireLock takes the pointer's lock for migration m (lock.Acquire), with
+// AcquireLock takes the pointer's lock for migration m (lock.Acquire), with
 // its kind's lease, and ends the record of a dead run it took over. It
 // returns the lock m holds: when m took it (the migration's start, which
 // names its record) and when it may fence the source, m's freeze grace
 // after the lock is written.
-func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock.Lock, error) {
+func AcquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock.Lock, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	lease, err := env.leaseOf(m.kind())
+	lease, err := env.LeaseOf(m.Kind())
 	if err != nil {
 		return lock.Lock{}, err
 	}
-	l := lock.Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.online(), Kind: m.kind()}
-	if !m.DryRun && !l.Online && m.operatorKind == "" {
+	l := lock.Lock{MigrationID: m.MigrationID, Owner: env.CreatedBy, AcquiredAt: now, ExpiresAt: now.Add(lease), DryRun: m.DryRun, Online: m.CopiesOnline(), Kind: m.Kind()}
+	if !m.DryRun && !l.Online && m.OperatorKind == "" {
 		// From the write, not from Check's start: the preflight before it
 		// may take seconds.
-		l.FenceAt = fenceTime(m)
+		l.FenceAt = FenceTime(m)
 	}
 	held, dead, err := lock.Acquire(ctx, env.Store, m.Pointer, l, now)
 	if err != nil {
@@ -99,7 +99,7 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock
 	if dead.MigrationID != "" {
 		// A run whose every step died: its record ends here, not "in
 		// progress" forever.
-		endRecord(ctx, env, m.Pointer, dead.MigrationID, func(r *history.Record) {
+		EndRecord(ctx, env, m.Pointer, dead.MigrationID, func(r *history.Record) {
 			r.Outcome, r.ErrorName = history.Failed, NameLockExpired
 			r.Error = fmt.Sprintf("the run's lock expired at %s and migration %s took it over", dead.ExpiresAt.Format(time.RFC3339), m.MigrationID)
 		})
@@ -107,16 +107,16 @@ func acquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock
 	return held, nil
 }
 
-// fenceTime is when m may fence its source: its freeze grace from now.
-func fenceTime(m Migration) time.Time {
+// FenceTime is when m may fence its source: its freeze grace from now.
+func FenceTime(m Migration) time.Time {
 	return time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
 }
 
-// announceFence names the fence time in the lock online migration m
+// AnnounceFence names the fence time in the lock online migration m
 // holds: its freeze grace from now, for the supervisors to switch the
 // servers to reader mode first. A retry finds it named and keeps it.
-func announceFence(ctx context.Context, env Env, m Migration) (time.Time, error) {
-	return lock.NameFence(ctx, env.Store, m.Pointer, m.MigrationID, fenceTime(m))
+func AnnounceFence(ctx context.Context, env Env, m Migration) (time.Time, error) {
+	return lock.NameFence(ctx, env.Store, m.Pointer, m.MigrationID, FenceTime(m))
 }
 
 // Unlock breaks the lock of the pointer at pointerURL, which migration id
@@ -127,7 +127,7 @@ func Unlock(ctx context.Context, env Env, pointerURL, id string) (lock.Lock, err
 	if err != nil {
 		return held, err
 	}
-	endRecord(ctx, env, pointerURL, held.MigrationID, func(r *history.Record) {
+	EndRecord(ctx, env, pointerURL, held.MigrationID, func(r *history.Record) {
 		r.Outcome, r.ErrorName = history.Failed, NameUnlocked
 		r.Error = fmt.Sprintf("the run's lock was broken by %s: the run had died, or was given up", env.CreatedBy)
 	})

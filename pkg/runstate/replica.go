@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const (
 // still on it.
 const replicaLeave = 30 * time.Second
 
-// makeReplica copies checkpoint cp of the frozen source into the
+// MakeReplica copies checkpoint cp of the frozen source into the
 // migration's replica (layout.Replica, a name the servers' supervisors
 // derive from the pointer and the lock's holder: Freeze's role writes
 // neither the lock nor deletes anything), for them to serve reads from
@@ -38,7 +38,7 @@ const replicaLeave = 30 * time.Second
 // reason logged; what a failed copy left, never a database, Abort or Flip
 // removes. A retried Freeze finds the earlier attempt's copy (of the same
 // frozen state) and keeps it. It returns the replica's URL, "" when none.
-func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
+func MakeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 	if !m.ReadReplica {
 		return ""
 	}
@@ -72,9 +72,9 @@ func makeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 	return url
 }
 
-// claimReplica claims the read replica migration m may make (Check, which
+// ClaimReplica claims the read replica migration m may make (Check, which
 // holds the pointer's rights; Freeze's role has none).
-func claimReplica(ctx context.Context, env Env, m Migration) error {
+func ClaimReplica(ctx context.Context, env Env, m Migration) error {
 	url, err := layout.Replica(m.Source, m.MigrationID)
 	if err != nil {
 		return nil // no place for one: Freeze makes none
@@ -93,12 +93,12 @@ func replicaWhole(ctx context.Context, env Env, url string) bool {
 	return err == nil && len(objs) > 0
 }
 
-// dropReplica removes migration m's read replica, if any, once the lock
+// DropReplica removes migration m's read replica, if any, once the lock
 // is free: once the live supervisors left it (at most replicaLeave),
-// fencing a server still on it (deleteTarget), within half of what the step has
+// fencing a server still on it (DeleteTarget), within half of what the step has
 // left. The name is the migration's own (layout.Replica), so a Freeze
 // that died before returning is covered.
-func dropReplica(ctx context.Context, env Env, m Migration) error {
+func DropReplica(ctx context.Context, env Env, m Migration) error {
 	if m.Source == "" || m.InPlace || m.DryRun {
 		return nil
 	}
@@ -147,7 +147,7 @@ func dropReplica(ctx context.Context, env Env, m Migration) error {
 			}
 		}
 	}
-	if _, err := deleteTarget(ctx, env, url); err != nil {
+	if _, err := DeleteTarget(ctx, env, url); err != nil {
 		return fmt.Errorf("workflow: remove the read replica: %w", err)
 	}
 	return claim.Delete(ctx, env.Store, m.Pointer, claim.ReplicaID(m.MigrationID))

@@ -1,4 +1,4 @@
-package workflow
+package runstate
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 // parameter at run time when their input names no version.
 const ExpectedVersionParameterEnv = "ROCKLAKE_EXPECTED_VERSION_PARAMETER"
 
-// resolveVersion is the version a step works towards: the input's when it
+// ResolveVersion is the version a step works towards: the input's when it
 // names one, else the expected-version parameter's value at this moment.
-func resolveVersion(ctx context.Context, env Env, given uint64) (format.Version, error) {
+func ResolveVersion(ctx context.Context, env Env, given uint64) (format.Version, error) {
 	if given != 0 {
 		return format.Version(given), nil
 	}
