@@ -1,4 +1,4 @@
-package workflow
+package shard
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
-	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
 // Freeze cuts shards from the SSTs' block indexes; a profile too coarse for
@@ -28,22 +27,22 @@ func TestPlanShardsFallsBackWithinItsBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	src := blockSource{url: url}
-	rs, balance, err := planShards(ctx, c, src, 4, ByteScanBudget)
+	src := BlockSource{URL: url}
+	rs, balance, err := PlanBalanced(ctx, c, src, 4, ByteScanBudget)
 	if err != nil || balance != "blocks" || len(rs) != 4 {
 		t.Fatalf("by blocks: %d ranges, %q, %v", len(rs), balance, err)
 	}
-	rs, balance, err = planShards(ctx, c, src, 1000, ByteScanBudget)
+	rs, balance, err = PlanBalanced(ctx, c, src, 1000, ByteScanBudget)
 	if err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") || !strings.Contains(balance, "a shard") || len(rs) != 1000 {
 		t.Fatalf("too few blocks a shard: %d ranges, %q, %v", len(rs), balance, err)
 	}
-	rs, balance, err = planShards(ctx, c, src, 1000, time.Nanosecond)
-	if err != nil || !strings.HasPrefix(balance, "key ranges") || !strings.Contains(balance, "blocks unusable") || shard.CheckRanges(rs) != nil || len(rs) != 1000 {
+	rs, balance, err = PlanBalanced(ctx, c, src, 1000, time.Nanosecond)
+	if err != nil || !strings.HasPrefix(balance, "key ranges") || !strings.Contains(balance, "blocks unusable") || CheckRanges(rs) != nil || len(rs) != 1000 {
 		t.Fatalf("past the budget: %d ranges, %q, %v", len(rs), balance, err)
 	}
 	// The engine cannot profile (no checkpoint of that id): the scan.
-	bad := blockSource{url: url, checkpoint: "6f1d7c44-0000-4000-8000-000000000000"}
-	if _, balance, err = planShards(ctx, c, bad, 4, ByteScanBudget); err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") {
+	bad := BlockSource{URL: url, Checkpoint: "6f1d7c44-0000-4000-8000-000000000000"}
+	if _, balance, err = PlanBalanced(ctx, c, bad, 4, ByteScanBudget); err != nil || !strings.HasPrefix(balance, "bytes (blocks unusable: ") {
 		t.Fatalf("no such checkpoint: %q, %v", balance, err)
 	}
 }
@@ -60,7 +59,7 @@ func TestWatchScanStopsAScanThatWouldNotEndInTime(t *testing.T) {
 		{"in time", 1500, false},    // 500 keys to go at 5 000 keys/s
 	} {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		var prog shard.Progress
+		var prog Progress
 		prog.Records.Store(1000)
 		done := make(chan struct{})
 		go func() {
