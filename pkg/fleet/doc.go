@@ -11,9 +11,10 @@
 //	failures.go  MayStart and CountFailure: the failure limit each item keeps (the Map tolerates every failure, so that none stops a running migration)
 //	record.go    Run, Line, State: the record beside the fleet's first source (layout.FleetRun), its writes and reads (FindRun)
 //	status.go    StatusOf: every pointer now (its format, its lock) beside its line in the latest fleet run
+//	drift.go     CheckDrift: a drift check of every pointer, a few at a time within the step's time, and the one alert's text
 //	errors.go    the fleet's named errors
 //
 // What runs a fleet run is elsewhere: the definition on AWS (infra/), or
-// here under pkg/asl (pkg/localrun.RunFleet); a fleet's plan and drift
-// check are pkg/operator's.
+// here under pkg/asl (pkg/localrun.RunFleet); a fleet's plan is
+// pkg/operator's.
 package fleet

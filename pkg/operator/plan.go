@@ -67,7 +67,7 @@ type PlanReport struct {
 	Cannot  []string        `json:"cannot_check_without_writing"`
 	Catalog *CatalogSize    `json:"catalog,omitempty"`
 	Shards  []ShardEstimate `json:"shards,omitempty"`
-	// Balance is how Freeze would cut the shards (planShards): "blocks"
+	// Balance is how Freeze would cut the shards (shard.PlanBalanced): "blocks"
 	// when the SSTs' block indexes can be trusted, else "bytes (why)", or
 	// by the counters' estimate.
 	Balance string `json:"balance,omitempty"`
@@ -138,8 +138,8 @@ func measure(ctx context.Context, env runstate.Env, m runstate.Migration, concur
 		return err
 	}
 	rep.Balance = "bytes"
-	if took := time.Since(began); took > workflow.ByteScanBudget {
-		rep.Balance = fmt.Sprintf("key ranges estimated from the counters: this scan took %s, past Freeze's budget of %s", took.Round(time.Second), workflow.ByteScanBudget)
+	if took := time.Since(began); took > shard.ByteScanBudget {
+		rep.Balance = fmt.Sprintf("key ranges estimated from the counters: this scan took %s, past Freeze's budget of %s", took.Round(time.Second), shard.ByteScanBudget)
 	}
 	// Freeze tries the block indexes first, of its checkpoint; here, of
 	// the latest manifest.

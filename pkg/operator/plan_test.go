@@ -170,7 +170,7 @@ func TestPreflightNamesProblems(t *testing.T) {
 	env.Staging = "s3://no-such-staging/migrations"
 	rep, err = plan(env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, MigrationID: "m-taken"})
 	if runstate.ErrorName(err) != catalog.ErrTargetNotEmpty.ErrorName() || finding(rep, "target").ErrorName != catalog.ErrTargetNotEmpty.ErrorName() ||
-		finding(rep, "staging").ErrorName != workflow.ErrStagingUnusable.ErrorName() || rep.Ready {
+		finding(rep, "staging").ErrorName != runstate.ErrStagingUnusable.ErrorName() || rep.Ready {
 		t.Fatalf("an occupied target and no staging: %v, %+v", err, rep.Checks)
 	}
 

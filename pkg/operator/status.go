@@ -147,7 +147,7 @@ func progress(ctx context.Context, env runstate.Env, m runstate.Migration, st *R
 		st.Decision = d
 	}
 	if havePlan {
-		p, err := workflow.ReadPlan(ctx, env, m.MigrationID)
+		p, err := runstate.ReadPlan(ctx, env, m.MigrationID)
 		if err != nil {
 			return err
 		}

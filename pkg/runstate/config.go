@@ -25,7 +25,7 @@ const ExecutionTimeoutEnv = "ROCKLAKE_EXECUTION_TIMEOUT_SECONDS"
 func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	staging := os.Getenv("ROCKLAKE_STAGING")
 	if staging == "" {
-		return Env{}, fmt.Errorf("workflow: ROCKLAKE_STAGING is not set (the staging s3:// prefix)")
+		return Env{}, fmt.Errorf("runstate: ROCKLAKE_STAGING is not set (the staging s3:// prefix)")
 	}
 	store, err := blob.New(ctx)
 	if err != nil {
@@ -39,7 +39,7 @@ func EnvFromEnvironment(ctx context.Context) (Env, error) {
 	if v := os.Getenv(ExecutionTimeoutEnv); v != "" {
 		s, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || s <= 0 {
-			return Env{}, fmt.Errorf("workflow: %s=%q: want a positive number of seconds", ExecutionTimeoutEnv, v)
+			return Env{}, fmt.Errorf("runstate: %s=%q: want a positive number of seconds", ExecutionTimeoutEnv, v)
 		}
 		env.ExecutionTimeout = time.Duration(s) * time.Second
 	}

@@ -17,7 +17,7 @@ func DecisionOf(ctx context.Context, env Env, m Migration) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("workflow: read the decision of %s: %w", m.MigrationID, err)
+		return "", fmt.Errorf("runstate: read the decision of %s: %w", m.MigrationID, err)
 	}
 	if string(got) == layout.DecisionWithdrawn {
 		return "", nil
@@ -38,11 +38,11 @@ func Decide(ctx context.Context, env Env, m Migration, want string) error {
 			return nil
 		}
 		if !errors.Is(err, blob.ErrPreconditionFailed) {
-			return fmt.Errorf("workflow: decide %s: %w", want, err)
+			return fmt.Errorf("runstate: decide %s: %w", want, err)
 		}
 		got, info, gerr := env.Store.Get(ctx, url)
 		if gerr != nil {
-			return fmt.Errorf("workflow: decide %s: read the decision: %w", want, gerr)
+			return fmt.Errorf("runstate: decide %s: read the decision: %w", want, gerr)
 		}
 		switch string(got) {
 		case want:
@@ -57,5 +57,5 @@ func Decide(ctx context.Context, env Env, m Migration, want string) error {
 		}
 		return fmt.Errorf("%w: migration %s holds an unknown decision %q in %s; nothing was changed", ErrDecided, m.MigrationID, got, url)
 	}
-	return fmt.Errorf("workflow: decide %s: the decision of %s kept changing: %w", want, m.MigrationID, err)
+	return fmt.Errorf("runstate: decide %s: the decision of %s kept changing: %w", want, m.MigrationID, err)
 }

@@ -8,6 +8,14 @@ import (
 // state machine's Retry and Catch, the history records and the CLI's JSON
 // give them as the steps' own (pkg/workflow).
 var (
+	// ErrStagingUnusable: staging does not take writes (a typo in its URL,
+	// a missing bucket, no permission); Check refuses before anything is
+	// touched.
+	ErrStagingUnusable = errname.New("runstate", "StagingUnusable", "")
+	// ErrStagingTaken: the run's staging directory belongs to another
+	// pointer's run of the same migration id (staging shared by pointers,
+	// an id given twice); Check refuses before anything is touched.
+	ErrStagingTaken = errname.New("runstate", "StagingTaken", "")
 	// ErrBadFreezeGrace: the input's freeze_grace is negative or longer
 	// than MaxFreezeGrace; Check refuses before anything is touched.
 	ErrBadFreezeGrace = errname.New("runstate", "BadFreezeGrace", "")

@@ -31,7 +31,7 @@ func ResolveVersion(ctx context.Context, env Env, given uint64) (format.Version,
 	}
 	s, err := env.ExpectedVersion(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("workflow: read the expected version: %w", err)
+		return 0, fmt.Errorf("runstate: read the expected version: %w", err)
 	}
 	return ParseExpectedVersion(s)
 }
@@ -55,16 +55,16 @@ func ParseExpectedVersion(s string) (format.Version, error) {
 func SSMParameter(ctx context.Context, name string) (func(context.Context) (string, error), error) {
 	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("workflow: load AWS configuration for SSM: %w", err)
+		return nil, fmt.Errorf("runstate: load AWS configuration for SSM: %w", err)
 	}
 	client := ssm.NewFromConfig(cfg.AWS)
 	return func(ctx context.Context) (string, error) {
 		out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(name)})
 		if err != nil {
-			return "", fmt.Errorf("workflow: get SSM parameter %s: %w", name, err)
+			return "", fmt.Errorf("runstate: get SSM parameter %s: %w", name, err)
 		}
 		if out.Parameter == nil || out.Parameter.Value == nil {
-			return "", fmt.Errorf("workflow: SSM parameter %s has no value", name)
+			return "", fmt.Errorf("runstate: SSM parameter %s has no value", name)
 		}
 		return *out.Parameter.Value, nil
 	}, nil

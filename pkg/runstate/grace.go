@@ -56,8 +56,8 @@ func AwaitAcknowledgements(ctx context.Context, env Env, m Migration) error {
 	waited, err := presence.Await(ctx, env.Store, m.Pointer, max(bound, 0), "acknowledge the fence of "+m.MigrationID,
 		func(r presence.Record) bool { return r.Acked != m.MigrationID })
 	if err != nil {
-		return fmt.Errorf("workflow: %s: %w", m.Source, err)
+		return fmt.Errorf("runstate: %s: %w", m.Source, err)
 	}
-	slog.InfoContext(ctx, "workflow: the servers acknowledged the fence", "migration_id", m.MigrationID, "seconds", waited.Seconds())
+	slog.InfoContext(ctx, "runstate: the servers acknowledged the fence", "migration_id", m.MigrationID, "seconds", waited.Seconds())
 	return nil
 }

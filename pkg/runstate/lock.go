@@ -33,7 +33,7 @@ func (e Env) LockLease() (time.Duration, error) {
 		}
 	}
 	if t < 0 {
-		return 0, fmt.Errorf("workflow: execution timeout %v: want a positive duration", t)
+		return 0, fmt.Errorf("runstate: execution timeout %v: want a positive duration", t)
 	}
 	return t + leaseMargin, nil
 }
@@ -44,10 +44,10 @@ func (e Env) LockLease() (time.Duration, error) {
 func DefinitionTimeout() (time.Duration, error) {
 	var def struct{ TimeoutSeconds int64 }
 	if err := json.Unmarshal(statemachine.Migration, &def); err != nil {
-		return 0, fmt.Errorf("workflow: the migration definition: %w", err)
+		return 0, fmt.Errorf("runstate: the migration definition: %w", err)
 	}
 	if def.TimeoutSeconds <= 0 {
-		return 0, errors.New("workflow: the migration definition has no top-level TimeoutSeconds")
+		return 0, errors.New("runstate: the migration definition has no top-level TimeoutSeconds")
 	}
 	return time.Duration(def.TimeoutSeconds) * time.Second, nil
 }

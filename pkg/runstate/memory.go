@@ -32,7 +32,7 @@ func memoryFromEnvironment() (int64, error) {
 		}
 		mb, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || mb <= 0 {
-			return 0, fmt.Errorf("workflow: %s=%q is not a memory size in MB", name, v)
+			return 0, fmt.Errorf("runstate: %s=%q is not a memory size in MB", name, v)
 		}
 		return mb << 20, nil
 	}

@@ -228,3 +228,25 @@ func EndRecord(ctx context.Context, env Env, pointerURL, id string, fn func(*his
 		slog.WarnContext(ctx, "the run's record was not ended", "migration_id", id, "pointer", pointerURL, "error", err.Error())
 	}
 }
+
+// OnlineReport is what online run m's rounds did, and its write freeze
+// until now (the pointer written). A round record that cannot be read is
+// left out of it.
+func OnlineReport(ctx context.Context, env Env, m Migration, p Plan) *history.Online {
+	o := &history.Online{Rounds: []history.Round{}, Offline: m.OfflineBecause, Backlog: p.FenceBacklog}
+	fencedAt := p.FencedAt
+	if fencedAt.IsZero() {
+		fencedAt = m.FencedAt
+	}
+	if !fencedAt.IsZero() {
+		o.FreezeSeconds = time.Since(fencedAt).Seconds()
+	}
+	for n := 1; n <= m.Round; n++ {
+		var r Round
+		if err := env.Store.GetJSON(ctx, env.StagingOf(m.MigrationID).Round(n), &r); err != nil {
+			continue
+		}
+		o.Rounds = append(o.Rounds, history.Round{Round: n, Keys: r.Result.Keys, Candidates: r.Result.Changes.Candidates, Method: r.Result.Changes.Method, Reason: r.Result.Changes.Reason, Seconds: r.Seconds, Last: r.Last})
+	}
+	return o
+}

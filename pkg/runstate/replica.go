@@ -43,7 +43,7 @@ func MakeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 		return ""
 	}
 	skip := func(why string, err error) string {
-		slog.WarnContext(ctx, "workflow: freeze: no read replica: "+why, "migration_id", m.MigrationID, "source", m.Source, "error", err)
+		slog.WarnContext(ctx, "runstate: freeze: no read replica: "+why, "migration_id", m.MigrationID, "source", m.Source, "error", err)
 		return ""
 	}
 	url, err := layout.Replica(m.Source, m.MigrationID)
@@ -67,7 +67,7 @@ func MakeReplica(ctx context.Context, env Env, m Migration, cp string) string {
 	if err != nil {
 		return skip(fmt.Sprintf("the copy to %s failed within its %s budget", url, budget.Round(time.Second)), err)
 	}
-	slog.InfoContext(ctx, "workflow: freeze: read replica made", "migration_id", m.MigrationID, "replica", url,
+	slog.InfoContext(ctx, "runstate: freeze: read replica made", "migration_id", m.MigrationID, "replica", url,
 		"objects", copied.Objects, "bytes", copied.Bytes, "seconds", time.Since(start).Seconds())
 	return url
 }
@@ -82,7 +82,7 @@ func ClaimReplica(ctx context.Context, env Env, m Migration) error {
 	_, err = claim.Create(ctx, env.Store, claim.Claim{Pointer: m.Pointer, Catalog: url, Kind: claim.KindReplica, Source: m.Source,
 		MigrationID: claim.ReplicaID(m.MigrationID), Created: time.Now(), CreatedBy: env.CreatedBy})
 	if err != nil {
-		return fmt.Errorf("workflow: claim the read replica %s: %w", url, err)
+		return fmt.Errorf("runstate: claim the read replica %s: %w", url, err)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func DropReplica(ctx context.Context, env Env, m Migration) error {
 	}
 	left, err := env.Store.List(ctx, url+"/")
 	if err != nil && !errors.Is(err, blob.ErrNotFound) && !errors.Is(err, blob.ErrNoSuchBucket) {
-		return fmt.Errorf("workflow: look for the read replica %s: %w", url, err)
+		return fmt.Errorf("runstate: look for the read replica %s: %w", url, err)
 	}
 	if len(left) == 0 {
 		// None made (or removed already): its claim, if any, goes.
@@ -118,7 +118,7 @@ func DropReplica(ctx context.Context, env Env, m Migration) error {
 		// Fail closed: a directory by that name this run did not claim
 		// (a run from before claims, another pointer's) stays; drift
 		// and cleanup find it.
-		slog.WarnContext(ctx, "workflow: the read replica is not removed: no claim of this run's", "replica", url, "error", err)
+		slog.WarnContext(ctx, "runstate: the read replica is not removed: no claim of this run's", "replica", url, "error", err)
 		return nil
 	}
 	if dl, ok := ctx.Deadline(); ok {
@@ -133,9 +133,9 @@ func DropReplica(ctx context.Context, env Env, m Migration) error {
 		waited, err := presence.Await(ctx, env.Store, m.Pointer, replicaLeave, "leave the read replica "+url,
 			func(r presence.Record) bool { return r.Catalog == url })
 		if err != nil && !errors.Is(err, presence.ErrNotAcknowledged) {
-			return fmt.Errorf("workflow: remove the read replica %s: %w", url, err)
+			return fmt.Errorf("runstate: remove the read replica %s: %w", url, err)
 		}
-		slog.InfoContext(ctx, "workflow: the servers left the read replica", "replica", url, "seconds", waited.Seconds(), "error", err)
+		slog.InfoContext(ctx, "runstate: the servers left the read replica", "replica", url, "seconds", waited.Seconds(), "error", err)
 		if err == nil {
 			// No live server on it, and a gone supervisor's RockLake died
 			// with it (Pdeathsig): nothing writes there; a delete that
@@ -148,7 +148,7 @@ func DropReplica(ctx context.Context, env Env, m Migration) error {
 		}
 	}
 	if _, err := DeleteTarget(ctx, env, url); err != nil {
-		return fmt.Errorf("workflow: remove the read replica: %w", err)
+		return fmt.Errorf("runstate: remove the read replica: %w", err)
 	}
 	return claim.Delete(ctx, env.Store, m.Pointer, claim.ReplicaID(m.MigrationID))
 }

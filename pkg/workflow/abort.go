@@ -85,14 +85,14 @@ func Abort(ctx context.Context, env runstate.Env, in AbortInput) (out AbortOutpu
 		// Only once Snapshot proved the target reads as its pin (its plan
 		// written) can anything in it be this run's: before, a change
 		// there is someone else's and stays.
-		if _, err := ReadPlan(ctx, env, m.MigrationID); err == nil {
+		if _, err := runstate.ReadPlan(ctx, env, m.MigrationID); err == nil {
 			if out.RevertedKeys, err = revertTarget(ctx, env, m); err != nil {
 				return out, err // the lock stays this run's: abort again
 			}
 		} else if !errors.Is(err, blob.ErrNotFound) {
 			return out, fmt.Errorf("%w: whether rollback %s wrote to %s cannot be told: %w", ErrAbortUndecided, m.MigrationID, m.Target, err)
 		}
-	} else if err := dropFlipPin(ctx, env, m.Source, m.MigrationID); err != nil {
+	} else if err := runstate.DropFlipPin(ctx, env, m.Source, m.MigrationID); err != nil {
 		return out, fmt.Errorf("workflow: abort: %w", err)
 	}
 	owned, err := ownsTarget(ctx, env, m)
@@ -116,11 +116,11 @@ func Abort(ctx context.Context, env runstate.Env, in AbortInput) (out AbortOutpu
 	}
 	cp := m.Checkpoint
 	if cp == "" { // Freeze wrote the plan but did not return
-		if p, err := ReadPlan(ctx, env, m.MigrationID); err == nil {
+		if p, err := runstate.ReadPlan(ctx, env, m.MigrationID); err == nil {
 			cp = p.Checkpoint
 		}
 	}
-	if err := deleteCheckpoints(ctx, env, m, cp); err != nil {
+	if err := runstate.DeleteCheckpoints(ctx, env, m, cp); err != nil {
 		return out, fmt.Errorf("workflow: abort: %w", err)
 	}
 	n, err := env.Store.DeletePrefix(ctx, env.StagingOf(m.MigrationID).Prefix())

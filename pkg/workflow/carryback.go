@@ -131,22 +131,14 @@ func rollbackStart(ctx context.Context, env runstate.Env, m runstate.Migration) 
 	if err != nil {
 		return m, err
 	}
-	state, err := engineState(ctx, env, m.Source)
+	state, err := runstate.EngineState(ctx, env, m.Source)
 	if err != nil {
 		return m, err
 	}
 	p := runstate.Plan{MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag, Source: m.Source, Target: m.Target,
 		From: m.From, To: m.To, WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags,
-		Start: &runstate.RoundStart{View: viewOf(fp.Current), Digest: digest}, RollbackOf: m.RollbackOf, FlipPoint: &fp}
+		Start: &runstate.RoundStart{View: runstate.ViewOf(fp.Current), Digest: digest}, RollbackOf: m.RollbackOf, FlipPoint: &fp}
 	return m, env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).Plan(), p)
-}
-
-func viewOf(p pointer.Pin) slatedb.View {
-	return slatedb.View{Checkpoint: p.Checkpoint, WALEnd: p.WALEnd}
-}
-
-func pinOf(v slatedb.View) pointer.Pin {
-	return pointer.Pin{Checkpoint: v.Checkpoint, WALEnd: v.WALEnd}
 }
 
 // targetAsPinned proves a rollback's target reads as its pin: no key
@@ -158,7 +150,7 @@ func targetAsPinned(ctx context.Context, env runstate.Env, m runstate.Migration,
 		return fmt.Errorf("workflow: rollback: a view of %s: %w", m.Target, err)
 	}
 	defer slatedb.DeleteCheckpoint(context.WithoutCancel(ctx), m.Target, now.Checkpoint, env.SlateDB)
-	n, first, err := countChanges(ctx, env, m.Target, viewOf(pin), now)
+	n, first, err := countChanges(ctx, env, m.Target, runstate.ViewOf(pin), now)
 	switch {
 	case errors.Is(err, slatedb.ErrCheckpointMissing):
 		return fmt.Errorf("%w: %s's pin at the flip (checkpoint %s) is gone (cleanup removed it?), so it cannot be proven to read as it did; %s",
@@ -191,65 +183,6 @@ func countChanges(ctx context.Context, env runstate.Env, url string, from, to sl
 	return n, first, ch.Err()
 }
 
-// pinFlip takes migration id's flip's pins, a view of each catalog, named
-// for it (layout.FlipCheckpoint), before the pointer names the current one:
-// nothing but the run has written either since its fence. previous is the
-// catalog a rollback goes back to (the source, or an in-place run's way
-// back), current the one the pointer is about to name.
-func pinFlip(ctx context.Context, env runstate.Env, id, previous, current string) (*pointer.FlipPoint, error) {
-	var fp pointer.FlipPoint
-	for _, c := range []struct {
-		url string
-		pin *pointer.Pin
-	}{{previous, &fp.Previous}, {current, &fp.Current}} {
-		v, err := slatedb.TakeView(ctx, c.url, slatedb.CheckpointOptions{Name: layout.FlipCheckpoint(id)}, env.SlateDB)
-		if err != nil {
-			return nil, fmt.Errorf("workflow: flip: pin %s: %w", c.url, err)
-		}
-		*c.pin = pinOf(v)
-	}
-	return &fp, nil
-}
-
-// dropPins deletes a flip's pins once the pointer moved past that flip
-// (the rollback of it succeeded).
-func dropPins(ctx context.Context, env runstate.Env, p runstate.Plan) error {
-	if p.FlipPoint == nil {
-		return nil
-	}
-	var errs []error
-	for url, pin := range map[string]pointer.Pin{p.Source: p.FlipPoint.Current, p.Target: p.FlipPoint.Previous} {
-		if err := slatedb.DeleteCheckpoint(ctx, url, pin.Checkpoint, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-			errs = append(errs, fmt.Errorf("workflow: delete the flip's pin %s of %s: %w", pin.Checkpoint, url, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// dropFlipPin deletes the pin a migration's Flip took of the catalog at url
-// (a Flip that pinned, then refused), if there is one.
-func dropFlipPin(ctx context.Context, env runstate.Env, url, id string) error {
-	if url == "" {
-		return nil
-	}
-	cps, err := slatedb.ListCheckpoints(ctx, url, env.SlateDB)
-	if errors.Is(err, slatedb.ErrNoDatabase) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("list the checkpoints of %s: %w", url, err)
-	}
-	for _, cp := range cps {
-		if cp.Name != layout.FlipCheckpoint(id) {
-			continue
-		}
-		if err := slatedb.DeleteCheckpoint(ctx, url, cp.ID, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-			return fmt.Errorf("delete the flip's pin %s of %s: %w", cp.ID, url, err)
-		}
-	}
-	return nil
-}
-
 // rollbackIntent is the pointer a rollback's Flip writes: the previous
 // version (pointer.Rollback's choice) with the next generation and what was
 // carried. Its marks and flip point stay those of the flip that version
@@ -278,7 +211,7 @@ func rollbackIntent(ctx context.Context, env runstate.Env, m runstate.Migration,
 func carriedKeys(ctx context.Context, env runstate.Env, m runstate.Migration) int {
 	n := 0
 	for i := 1; i <= m.Round; i++ {
-		if r, err := readRound(ctx, env, m, i); err == nil {
+		if r, err := runstate.ReadRound(ctx, env, m, i); err == nil {
 			n += r.Result.Keys
 		}
 	}
@@ -299,7 +232,7 @@ func revertTarget(ctx context.Context, env runstate.Env, m runstate.Migration) (
 	if cur.FlipPoint == nil || cur.MigrationID != m.RollbackOf {
 		return 0, fmt.Errorf("workflow: abort: the pointer no longer names migration %s's flip, so %s's pin is unknown; it was left as it is", m.RollbackOf, m.Target)
 	}
-	pin := viewOf(cur.FlipPoint.Previous)
+	pin := runstate.ViewOf(cur.FlipPoint.Previous)
 	now, err := slatedb.TakeView(ctx, m.Target, slatedb.CheckpointOptions{Lifetime: time.Hour, Name: layout.FreezeCheckpoint(m.MigrationID) + "-revert"}, env.SlateDB)
 	if err != nil {
 		return 0, fmt.Errorf("workflow: abort: a view of %s: %w", m.Target, err)

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,7 +116,7 @@ func begin(ctx context.Context, env runstate.Env, m runstate.Migration, start ti
 	// Staging must take writes before the source is touched: Freeze's
 	// checkpoint would otherwise be left behind by a run that cannot
 	// write its plan.
-	if err := probeStaging(ctx, env, m); err != nil {
+	if err := runstate.ProbeStaging(ctx, env, m); err != nil {
 		return m, err
 	}
 	// One migration at a time, decided before anything is touched.
@@ -171,60 +170,6 @@ func begin(ctx context.Context, env runstate.Env, m runstate.Migration, start ti
 		return m, err
 	}
 	return m, nil
-}
-
-// stagingOwner is what Staging.Owner holds.
-type stagingOwner struct {
-	Pointer     string `json:"pointer"`
-	MigrationID string `json:"migration_id"`
-}
-
-// ownStaging writes the staging's owner with If-None-Match; a staging
-// another pointer's run owns is ErrStagingTaken.
-func ownStaging(ctx context.Context, env runstate.Env, st layout.Staging, m runstate.Migration) error {
-	own, err := json.Marshal(stagingOwner{Pointer: m.Pointer, MigrationID: m.MigrationID})
-	if err != nil {
-		return err
-	}
-	_, err = env.Store.PutIfAbsent(ctx, st.Owner(), own)
-	if !errors.Is(err, blob.ErrPreconditionFailed) {
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
-		}
-		return nil
-	}
-	var had stagingOwner
-	if gerr := env.Store.GetJSON(ctx, st.Owner(), &had); gerr != nil {
-		return fmt.Errorf("%w: %s: %w", ErrStagingTaken, st.Prefix(), gerr)
-	}
-	if had.Pointer != m.Pointer {
-		return fmt.Errorf("%w: %s is the staging of migration %s of pointer %s; give this run another --migration-id; nothing was touched", ErrStagingTaken, st.Prefix(), had.MigrationID, had.Pointer)
-	}
-	return nil
-}
-
-// probeStaging makes the migration's staging this pointer's (Owner, an
-// If-None-Match write; a retried Check finds its own) and writes and
-// deletes an object there.
-func probeStaging(ctx context.Context, env runstate.Env, m runstate.Migration) error {
-	if env.Staging == "" {
-		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
-	}
-	st := env.StagingOf(m.MigrationID)
-	// Strategy A stages nothing but the probe: no owner.
-	if !m.InPlace {
-		if err := ownStaging(ctx, env, st, m); err != nil {
-			return err
-		}
-	}
-	url := st.Probe()
-	if _, err := env.Store.Put(ctx, url, []byte(m.MigrationID)); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
-	}
-	if err := env.Store.Delete(ctx, url); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
-	}
-	return nil
 }
 
 // targetURL puts the new catalog beside the source: .../prod → .../v2-<id>

@@ -17,14 +17,6 @@ var (
 	// place beside it for the new catalog; Check refuses before anything is
 	// touched.
 	ErrSourceAtRoot = errname.New("workflow", "SourceAtRoot", "")
-	// ErrStagingUnusable: staging does not take writes (a typo in its URL,
-	// a missing bucket, no permission); Check refuses before anything is
-	// touched.
-	ErrStagingUnusable = errname.New("workflow", "StagingUnusable", "")
-	// ErrStagingTaken: the run's staging directory belongs to another
-	// pointer's run of the same migration id (staging shared by pointers,
-	// an id given twice); Check refuses before anything is touched.
-	ErrStagingTaken = errname.New("workflow", "StagingTaken", "")
 	// ErrInPlaceNoTime: the in-place step was given less time than its
 	// margin; it refused before touching anything.
 	ErrInPlaceNoTime = errname.New("workflow", "InPlaceNoTime", "")

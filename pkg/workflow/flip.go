@@ -49,7 +49,7 @@ type FlipOutput struct {
 func Flip(ctx context.Context, env runstate.Env, m runstate.Migration) (FlipOutput, error) {
 	start := time.Now()
 	out := FlipOutput{Migration: m}
-	p, err := ReadPlan(ctx, env, m.MigrationID)
+	p, err := runstate.ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return out, err
 	}
@@ -74,7 +74,7 @@ func Flip(ctx context.Context, env runstate.Env, m runstate.Migration) (FlipOutp
 	}
 	out.PointerVersionID = ref.VersionID
 	if m.CopiesOnline() || m.OfflineBecause != "" {
-		out.Online = onlineReport(ctx, env, m, p)
+		out.Online = runstate.OnlineReport(ctx, env, m, p)
 	}
 	var cleanup []string
 	// The target was live: its claim keeps that beyond the pointer's
@@ -87,10 +87,10 @@ func Flip(ctx context.Context, env runstate.Env, m runstate.Migration) (FlipOutp
 	}); err != nil && !errors.Is(err, claim.ErrNoClaim) {
 		cleanup = append(cleanup, err.Error())
 	}
-	if err := deleteCheckpoints(ctx, env, m, p.Checkpoint); err != nil {
+	if err := runstate.DeleteCheckpoints(ctx, env, m, p.Checkpoint); err != nil {
 		cleanup = append(cleanup, err.Error())
 	}
-	if err := dropPins(ctx, env, p); err != nil {
+	if err := runstate.DropPins(ctx, env, p); err != nil {
 		cleanup = append(cleanup, err.Error())
 	}
 	if err := lock.Release(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
@@ -227,7 +227,7 @@ func sourceUnchanged(ctx context.Context, env runstate.Env, m runstate.Migration
 		return fmt.Errorf("%w: writer-epoch %d → %d, next_snapshot_id %d → %d since Freeze",
 			ErrSourceChanged, p.WriterEpoch, epoch, p.NextSnapshotID, nextSnap)
 	}
-	state, err := engineState(ctx, env, m.Source)
+	state, err := runstate.EngineState(ctx, env, m.Source)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func flipIntent(ctx context.Context, env runstate.Env, m runstate.Migration, mar
 	next.Marks = marks
 	// Pinned before the pointer names the target, so before any server
 	// writes to it: a rollback carries back what changed since.
-	if next.FlipPoint, err = pinFlip(ctx, env, m.MigrationID, m.Source, m.Target); err != nil {
+	if next.FlipPoint, err = runstate.PinFlip(ctx, env, m.MigrationID, m.Source, m.Target); err != nil {
 		return next, err
 	}
 	return next, env.Store.PutJSON(ctx, url, next)

@@ -16,9 +16,9 @@ import (
 
 // BenchmarkFreezePlan times Freeze's shard plan of a seeded catalog on local
 // S3 (BENCH_ROWS rows, default 200 000; 16 shards) at Freeze's own
-// checkpoint, through its passive writer: "blocks" is planShards (the SSTs'
+// checkpoint, through its passive writer: "blocks" is shard.PlanBalanced (the SSTs'
 // block indexes, what Freeze does), "bytes" the byte scan it did before
-// (planByScan, unchanged). "imbalance" is the largest shard's bytes over
+// (shard.PlanByScan, unchanged). "imbalance" is the largest shard's bytes over
 // the mean, as a full byte scan's profile measures them. "replica" is the
 // read replica's copy at that checkpoint (MakeReplica).
 func BenchmarkFreezePlan(b *testing.B) {
@@ -65,10 +65,10 @@ func BenchmarkFreezePlan(b *testing.B) {
 		plan          func() ([]shard.Range, string, error)
 	}{
 		{"blocks", "blocks", func() ([]shard.Range, string, error) {
-			return planShards(ctx, w.Catalog, blockSource{url, cp.ID, so}, shards, ByteScanBudget)
+			return shard.PlanBalanced(ctx, w.Catalog, shard.BlockSource{URL: url, Checkpoint: cp.ID, Options: so}, shards, shard.ByteScanBudget)
 		}},
 		{"bytes", "bytes", func() ([]shard.Range, string, error) {
-			return planByScan(ctx, w.Catalog, shards, ByteScanBudget)
+			return shard.PlanByScan(ctx, w.Catalog, shards, shard.ByteScanBudget)
 		}},
 	}
 	for _, p := range plans {

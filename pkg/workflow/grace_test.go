@@ -129,7 +129,7 @@ func TestStagingBelongsToOnePointer(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, MigrationID: id})
-	if !errors.Is(err, workflow.ErrStagingTaken) || !strings.Contains(err.Error(), "s3://rocklake/other/CURRENT") {
+	if !errors.Is(err, runstate.ErrStagingTaken) || !strings.Contains(err.Error(), "s3://rocklake/other/CURRENT") {
 		t.Fatalf("Check with another pointer's staging: %v, want StagingTaken naming it", err)
 	}
 	if l, _, err := lock.Read(ctx, f.Env.Store, f.Pointer, ""); err != nil || l.Held(time.Now()) {

@@ -178,13 +178,13 @@ func finishInPlace(ctx context.Context, env runstate.Env, m runstate.Migration, 
 // claim beside the pointer, so that a restore after this run dies can
 // prove the catalog took no commits since the batch.
 func keepBatch(ctx context.Context, env runstate.Env, m runstate.Migration, wayBack string, l *inplace.Marks) (*pointer.FlipPoint, error) {
-	pins, err := pinFlip(ctx, env, m.MigrationID, wayBack, m.Source)
+	pins, err := runstate.PinFlip(ctx, env, m.MigrationID, wayBack, m.Source)
 	if err != nil {
 		return nil, err
 	}
-	pin := viewOf(pins.Current)
+	pin := runstate.ViewOf(pins.Current)
 	l.Pin = &pin
-	if l.Engine, err = engineState(ctx, env, m.Source); err != nil {
+	if l.Engine, err = runstate.EngineState(ctx, env, m.Source); err != nil {
 		return nil, err
 	}
 	if _, err := claim.Update(ctx, env.Store, m.Pointer, m.MigrationID, func(c *claim.Claim) {

@@ -59,12 +59,12 @@ func Snapshot(ctx context.Context, env runstate.Env, m runstate.Migration) (runs
 	if err != nil {
 		return m, err
 	}
-	ranges, balance, err := planShards(ctx, c, blockSource{m.Source, cp.ID, env.SlateDB}, m.Shards, ByteScanBudget)
+	ranges, balance, err := shard.PlanBalanced(ctx, c, shard.BlockSource{URL: m.Source, Checkpoint: cp.ID, Options: env.SlateDB}, m.Shards, shard.ByteScanBudget)
 	if err != nil {
 		return m, err
 	}
 	m.Checkpoint = cp.ID
-	return m, writePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
+	return m, runstate.WritePlan(ctx, env, m, epoch, nextSnap, ranges, balance)
 }
 
 // offlineUnflushed is why an online run migrates a source offline whose
@@ -90,20 +90,6 @@ func snapshotOffline(ctx context.Context, env runstate.Env, m runstate.Migration
 	return Freeze(ctx, env, m)
 }
 
-// Round is catch-up round n's record in staging: written with its views
-// before the round writes to the target (a retry reruns the same views),
-// and again with what it found once done.
-type Round struct {
-	Round int          `json:"round"`
-	From  slatedb.View `json:"from"`
-	To    slatedb.View `json:"to"`
-	// Last: the round after the fence, to the fenced source.
-	Last    bool                `json:"last,omitempty"`
-	Done    bool                `json:"done"`
-	Result  shard.CatchUpResult `json:"result"`
-	Seconds float64             `json:"seconds"`
-}
-
 // CatchUp runs the next catch-up round: the source's changes from the last
 // round's view (the snapshot's, first) to a new one (the fenced source's,
 // after the fence) carried into the target, the digest kept. It says
@@ -112,7 +98,7 @@ func CatchUp(ctx context.Context, env runstate.Env, m runstate.Migration) (runst
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
-	p, err := ReadPlan(ctx, env, m.MigrationID)
+	p, err := runstate.ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return m, err
 	}
@@ -126,7 +112,7 @@ func CatchUp(ctx context.Context, env runstate.Env, m runstate.Migration) (runst
 			return m, err
 		}
 	default:
-		var prev Round
+		var prev runstate.Round
 		if err := env.Store.GetJSON(ctx, st.Round(m.Round), &prev); err != nil {
 			return m, err
 		}
@@ -159,9 +145,9 @@ func CatchUp(ctx context.Context, env runstate.Env, m runstate.Migration) (runst
 // roundViews returns round n's record with its views: the one a earlier
 // attempt recorded (a retry carries the same change), else from and a new
 // view, recorded before anything is written.
-func roundViews(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan, n int, from slatedb.View) (Round, error) {
+func roundViews(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan, n int, from slatedb.View) (runstate.Round, error) {
 	st := env.StagingOf(m.MigrationID)
-	var r Round
+	var r runstate.Round
 	err := env.Store.GetJSON(ctx, st.Round(n), &r)
 	switch {
 	case err == nil:
@@ -169,7 +155,7 @@ func roundViews(ctx context.Context, env runstate.Env, m runstate.Migration, p r
 	case !errors.Is(err, blob.ErrNotFound):
 		return r, err
 	}
-	r = Round{Round: n, From: from, Last: m.Fenced}
+	r = runstate.Round{Round: n, From: from, Last: m.Fenced}
 	if m.Fenced {
 		r.To = p.FenceView
 	} else if r.To, err = slatedb.TakeView(ctx, m.Source, slatedb.CheckpointOptions{Lifetime: checkpointLifetime, Name: layout.RoundCheckpoint(m.MigrationID, n)}, env.SlateDB); err != nil {
@@ -187,7 +173,7 @@ func Fence(ctx context.Context, env runstate.Env, m runstate.Migration) (runstat
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
-	p, err := ReadPlan(ctx, env, m.MigrationID)
+	p, err := runstate.ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return m, err
 	}
@@ -244,7 +230,7 @@ func Fence(ctx context.Context, env runstate.Env, m runstate.Migration) (runstat
 	if err := w.CloseContext(ctx); err != nil {
 		return m, fmt.Errorf("workflow: fence %s: close: %w", m.Source, err)
 	}
-	state, err := engineState(ctx, env, m.Source)
+	state, err := runstate.EngineState(ctx, env, m.Source)
 	if err != nil {
 		return m, err
 	}
@@ -270,18 +256,6 @@ func catchUpOptions(env runstate.Env, m runstate.Migration, p runstate.Plan) (sh
 	return shard.CatchUpOptions{From: m.From, To: m.To, UnknownTags: policy, Store: so}, err
 }
 
-// readRound reads round n's record; it must be done.
-func readRound(ctx context.Context, env runstate.Env, m runstate.Migration, n int) (Round, error) {
-	var r Round
-	if err := env.Store.GetJSON(ctx, env.StagingOf(m.MigrationID).Round(n), &r); err != nil {
-		return r, err
-	}
-	if !r.Done {
-		return r, fmt.Errorf("%w: %s: catch-up round %d did not finish", shard.ErrMismatch, m.Target, n)
-	}
-	return r, nil
-}
-
 // VerifyCatchUp is the whole of an online run's verification that can run
 // while writes go on, before the fence: the target (an unfinished import)
 // must hold what the rounds wrote (their digest), and that digest must
@@ -293,11 +267,11 @@ func VerifyCatchUp(ctx context.Context, env runstate.Env, m runstate.Migration) 
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return m, err
 	}
-	p, err := ReadPlan(ctx, env, m.MigrationID)
+	p, err := runstate.ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return m, err
 	}
-	last, err := readRound(ctx, env, m, m.Round)
+	last, err := runstate.ReadRound(ctx, env, m, m.Round)
 	if err != nil {
 		return m, err
 	}
@@ -347,11 +321,11 @@ func verifyOnline(ctx context.Context, env runstate.Env, m runstate.Migration, p
 	if !m.Verified || !m.Fenced {
 		return ndjson.Digest{}, 0, fmt.Errorf("%w: %s: an online run is verified before its fence and after it; this one was not (verified %v, fenced %v)", shard.ErrMismatch, m.Target, m.Verified, m.Fenced)
 	}
-	verified, err := readRound(ctx, env, m, m.VerifiedRound)
+	verified, err := runstate.ReadRound(ctx, env, m, m.VerifiedRound)
 	if err != nil {
 		return ndjson.Digest{}, 0, err
 	}
-	last, err := readRound(ctx, env, m, m.Round)
+	last, err := runstate.ReadRound(ctx, env, m, m.Round)
 	if err != nil {
 		return ndjson.Digest{}, 0, err
 	}
@@ -369,7 +343,7 @@ func verifyOnline(ctx context.Context, env runstate.Env, m runstate.Migration, p
 	// What the rounds since dropped, net, against the change counted again.
 	rounds := map[string]int64{}
 	for n := m.VerifiedRound + 1; n <= m.Round; n++ {
-		r, err := readRound(ctx, env, m, n)
+		r, err := runstate.ReadRound(ctx, env, m, n)
 		if err != nil {
 			return d, keys, err
 		}
@@ -386,53 +360,4 @@ func verifyOnline(ctx context.Context, env runstate.Env, m runstate.Migration, p
 		return d, keys, fmt.Errorf("%w: the catch-up rounds' digest of %s is not the verified one updated by the %d source keys changed since round %d: %v", shard.ErrMismatch, m.Target, keys, m.VerifiedRound, cmp.Diff)
 	}
 	return d, keys, nil
-}
-
-// deleteCheckpoints deletes the checkpoints migration m took of its
-// source: Freeze's, cp ("" when none); an online run's too, by name
-// (layout.OfRun: Snapshot's, the rounds', the Fence's).
-func deleteCheckpoints(ctx context.Context, env runstate.Env, m runstate.Migration, cp string) error {
-	if cp != "" {
-		if err := slatedb.DeleteCheckpoint(ctx, m.Source, cp, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-			return fmt.Errorf("workflow: delete checkpoint %s: %w", cp, err)
-		}
-	}
-	if !m.CopiesOnline() || m.Source == "" {
-		return nil
-	}
-	cps, err := slatedb.ListCheckpoints(ctx, m.Source, env.SlateDB)
-	if err != nil {
-		return fmt.Errorf("workflow: list the checkpoints of %s: %w", m.Source, err)
-	}
-	for _, cp := range cps {
-		if !layout.OfRun(cp.Name, m.MigrationID) {
-			continue
-		}
-		if err := slatedb.DeleteCheckpoint(ctx, m.Source, cp.ID, env.SlateDB); err != nil && !errors.Is(err, slatedb.ErrCheckpointMissing) {
-			return fmt.Errorf("workflow: delete checkpoint %s (%s): %w", cp.ID, cp.Name, err)
-		}
-	}
-	return nil
-}
-
-// onlineReport is what online run m's rounds did, and its write freeze
-// until now (the pointer written). A round record that cannot be read is
-// left out of it.
-func onlineReport(ctx context.Context, env runstate.Env, m runstate.Migration, p runstate.Plan) *history.Online {
-	o := &history.Online{Rounds: []history.Round{}, Offline: m.OfflineBecause, Backlog: p.FenceBacklog}
-	fencedAt := p.FencedAt
-	if fencedAt.IsZero() {
-		fencedAt = m.FencedAt
-	}
-	if !fencedAt.IsZero() {
-		o.FreezeSeconds = time.Since(fencedAt).Seconds()
-	}
-	for n := 1; n <= m.Round; n++ {
-		var r Round
-		if err := env.Store.GetJSON(ctx, env.StagingOf(m.MigrationID).Round(n), &r); err != nil {
-			continue
-		}
-		o.Rounds = append(o.Rounds, history.Round{Round: n, Keys: r.Result.Keys, Candidates: r.Result.Changes.Candidates, Method: r.Result.Changes.Method, Reason: r.Result.Changes.Reason, Seconds: r.Seconds, Last: r.Last})
-	}
-	return o
 }

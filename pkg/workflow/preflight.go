@@ -314,13 +314,13 @@ func targetFree(ctx context.Context, env runstate.Env, m runstate.Migration) err
 }
 
 // stagingReadable lists the migration's staging: the bucket is there and
-// listable. It writes nothing (probeStaging writes).
+// listable. It writes nothing (runstate.ProbeStaging writes).
 func stagingReadable(ctx context.Context, env runstate.Env, id string) error {
 	if env.Staging == "" {
-		return fmt.Errorf("%w: no staging location configured", ErrStagingUnusable)
+		return fmt.Errorf("%w: no staging location configured", runstate.ErrStagingUnusable)
 	}
 	if _, err := env.Store.List(ctx, env.StagingOf(id).Prefix()); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrStagingUnusable, env.Staging, err)
+		return fmt.Errorf("%w: %s: %w", runstate.ErrStagingUnusable, env.Staging, err)
 	}
 	return nil
 }

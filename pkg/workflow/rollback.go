@@ -153,7 +153,7 @@ func rollback(ctx context.Context, env runstate.Env, in RollbackInput, out Rollb
 	}
 	if !in.DryRun && pins != nil {
 		// The flip undone: its pins hold old files for nothing now.
-		if err := dropPins(ctx, env, runstate.Plan{Source: out.From, Target: p.Catalog, FlipPoint: pins}); err != nil {
+		if err := runstate.DropPins(ctx, env, runstate.Plan{Source: out.From, Target: p.Catalog, FlipPoint: pins}); err != nil {
 			rec.Notes = append(rec.Notes, "the rolled-back flip's pins were not deleted (cleanup removes them): "+err.Error())
 		}
 	}

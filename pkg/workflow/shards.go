@@ -42,7 +42,7 @@ func ExportTransformShard(ctx context.Context, env runstate.Env, in ShardInput) 
 }
 
 func exportShard(ctx context.Context, env runstate.Env, in ShardInput, transform bool) (ShardOutput, error) {
-	p, err := ReadPlan(ctx, env, in.MigrationID)
+	p, err := runstate.ReadPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err
 	}
@@ -123,7 +123,7 @@ func putTransformResult(ctx context.Context, env runstate.Env, in ShardInput, st
 // TransformShard transforms shard Index from the source format to the
 // target's, reading the shard ExportShard wrote.
 func TransformShard(ctx context.Context, env runstate.Env, in ShardInput) (ShardOutput, error) {
-	p, err := ReadPlan(ctx, env, in.MigrationID)
+	p, err := runstate.ReadPlan(ctx, env, in.MigrationID)
 	if err != nil {
 		return ShardOutput{}, err
 	}

@@ -38,7 +38,7 @@ func Verify(ctx context.Context, env runstate.Env, m runstate.Migration) (Verify
 	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
-	p, err := ReadPlan(ctx, env, m.MigrationID)
+	p, err := runstate.ReadPlan(ctx, env, m.MigrationID)
 	if err != nil {
 		return VerifyOutput{Migration: m}, err
 	}
@@ -81,7 +81,7 @@ func Verify(ctx context.Context, env runstate.Env, m runstate.Migration) (Verify
 		got, want = changed, changed
 		// The rounds' unknown tags too: a drop is never silent.
 		for n := 1; n <= m.Round; n++ {
-			r, err := readRound(ctx, env, m, n)
+			r, err := runstate.ReadRound(ctx, env, m, n)
 			if err != nil {
 				return VerifyOutput{Migration: m}, err
 			}

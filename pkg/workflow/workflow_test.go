@@ -616,7 +616,7 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 	env := f.Env
 	env.Staging = "s3://no-such-staging-bucket/migrations"
 	_, err := workflow.Check(ctx, env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2})
-	if !errors.Is(err, workflow.ErrStagingUnusable) || runstate.ErrorName(err) != "StagingUnusable" {
+	if !errors.Is(err, runstate.ErrStagingUnusable) || runstate.ErrorName(err) != "StagingUnusable" {
 		t.Fatalf("check with an unusable staging: %v (%s)", err, runstate.ErrorName(err))
 	}
 	if _, _, err := f.Env.Store.Get(ctx, layout.Lock(f.Pointer)); err == nil {
