@@ -13,6 +13,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/drift"
@@ -79,15 +80,7 @@ func (c cleanupSetup) crash(t *testing.T, id string) runstate.Migration {
 // objects is every object in the bucket by URL, with its ETag.
 func (c cleanupSetup) objects(t *testing.T) map[string]string {
 	t.Helper()
-	infos, err := c.store.List(c.ctx, "s3://rocklake/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
-	for _, in := range infos {
-		m[in.URL] = in.ETag
-	}
-	return m
+	return seeded.Objects(t, c.ctx, c.store, "s3://rocklake/")
 }
 
 // checkpoints names the checkpoints of a catalog.

@@ -99,17 +99,7 @@ func TestDefinitionMigratesBehindThePointer(t *testing.T) {
 func TestDefinitionDryRunLeavesThePointer(t *testing.T) {
 	ctx, f := seeded.Setup(t, 500)
 	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
-	objects := func() map[string]string {
-		infos, err := f.Env.Store.List(ctx, f.Source+"/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, in := range infos {
-			m[in.URL] = in.ETag
-		}
-		return m
-	}
+	objects := func() map[string]string { return seeded.Objects(t, ctx, f.Env.Store, f.Source+"/") }
 	sourceBefore := objects()
 	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, DryRun: true}, nil)
 	if err != nil {

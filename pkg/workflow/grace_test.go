@@ -200,13 +200,7 @@ func TestCleanupRemovesADeadSupervisorsCopy(t *testing.T) {
 func TestImportStopsWithinAShardOfLosingTheLock(t *testing.T) {
 	ctx, f := seeded.Setup(t, 4000)
 	const shards = 16
-	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: seeded.NoGrace()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
-		t.Fatal(err)
-	}
+	m := frozen(t, ctx, f, shards)
 	for i := range shards {
 		if _, err := workflow.ExportTransformShard(ctx, f.Env, workflow.ShardInput{MigrationID: m.MigrationID, Index: i}); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package workflow_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -24,26 +23,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	"github.com/rocklake/rocklake-migrate/pkg/workflow"
 )
-
-// writeToSource commits a snapshot to the source, as RockLake would after
-// Freeze fenced it.
-func writeToSource(t *testing.T, ctx context.Context, url string) {
-	t.Helper()
-	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	next, err := w.Counter(ctx, format.NameNextSnapshotID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, next+1))
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // Every run is recorded beside the pointer, through the definition as the
 // CLI and AWS run it: a dry run, a run Check refuses (an occupied target), a
@@ -73,7 +52,9 @@ func TestRunsAreRecorded(t *testing.T) {
 	_, _, err := runDefinition(t, ctx, f, in, func(ev asl.StateEvent) {
 		if ev.Name == "Verify" && !wrote {
 			wrote = true
-			writeToSource(t, ctx, f.Source)
+			if err := seeded.Commit(ctx, f.Source); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	var ee *asl.ExecutionError

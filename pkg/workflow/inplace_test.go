@@ -88,13 +88,7 @@ func TestInPlacePointerConflictUndoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Flip(ctx, f.Env.Store, f.Pointer, cur.Next(f.Source, format.V1, "someone-else"), ref); err != nil {
-		t.Fatal(err)
-	}
+	seeded.MovePointer(t, ctx, f, "someone-else")
 	_, err = workflow.MigrateInPlace(ctx, f.Env, m)
 	if !errors.Is(err, pointer.ErrPointerConflict) || !strings.Contains(err.Error(), "restored to format v1") {
 		t.Fatalf("in place with a moved pointer: err = %v, want PointerConflict and the catalog restored", err)

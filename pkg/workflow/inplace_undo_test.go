@@ -190,13 +190,7 @@ func TestInPlaceUndoKeepsCommitsMadeAfterTheBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, ref, err := pointer.Read(ctx, f.Env.Store, f.Pointer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Flip(ctx, f.Env.Store, f.Pointer, cur.Next(f.Source, format.V1, "someone-else"), ref); err != nil {
-		t.Fatal(err)
-	}
+	seeded.MovePointer(t, ctx, f, "someone-else")
 	p := &pointerProxy{key: "/rocklake/CURRENT"}
 	env := f.Env
 	env.Store = proxiedStore(t, ctx, f, p)

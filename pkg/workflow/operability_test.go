@@ -191,13 +191,7 @@ func TestEveryFailureNamesItsState(t *testing.T) {
 // embedded metric format.
 func TestHandlerLogsCarryIDsAndMetrics(t *testing.T) {
 	ctx, f := seeded.Setup(t, 400)
-	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: 2, FreezeGrace: seeded.NoGrace()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
-		t.Fatal(err)
-	}
+	m := frozen(t, ctx, f, 2)
 	var buf bytes.Buffer
 	h := function.Handler(f.Env, "export", function.NewLambdaLogger(&buf))
 	lctx := lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{AwsRequestID: "req-1234"})

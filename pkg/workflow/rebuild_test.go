@@ -218,17 +218,7 @@ func TestRebuildGuards(t *testing.T) {
 
 	// A dry run: the pointer, the source's objects and the target bucket
 	// as they were.
-	objects := func(prefix string) map[string]string {
-		infos, err := f.Env.Store.List(ctx, prefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]string{}
-		for _, in := range infos {
-			m[in.URL] = in.ETag
-		}
-		return m
-	}
+	objects := func(prefix string) map[string]string { return seeded.Objects(t, ctx, f.Env.Store, prefix) }
 	_, ptrBefore, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	sourceBefore := objects(f.Source + "/")
 	out, _, err := runDefinition(t, ctx, f, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, Rebuild: true, TargetPrefix: "s3://other/catalogs", Shards: 2, DryRun: true}, nil)

@@ -37,6 +37,13 @@ import (
 // including Verify.
 func runUntilVerify(t *testing.T, ctx context.Context, f seeded.Fixture, shards int) runstate.Migration {
 	t.Helper()
+	return finishToVerify(t, ctx, f, frozen(t, ctx, f, shards))
+}
+
+// frozen runs an offline migration of the fixture to v2 in shards through
+// Check (no grace) and Freeze.
+func frozen(t *testing.T, ctx context.Context, f seeded.Fixture, shards int) runstate.Migration {
+	t.Helper()
 	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: seeded.NoGrace()})
 	if err != nil {
 		t.Fatalf("check: %v", err)
@@ -47,7 +54,7 @@ func runUntilVerify(t *testing.T, ctx context.Context, f seeded.Fixture, shards 
 	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
 		t.Fatalf("freeze: %v", err)
 	}
-	return finishToVerify(t, ctx, f, m)
+	return m
 }
 
 // finishToVerify runs frozen migration m's steps after Freeze, up to and
@@ -165,22 +172,11 @@ func TestWriteAfterFreezeBlocksFlip(t *testing.T) {
 	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 2)
 	// RockLake comes back and commits a snapshot.
-	w, err := catalog.OpenWriter(ctx, f.Source, catalog.Options{Expect: format.V1})
-	if err != nil {
+	if err := seeded.Commit(ctx, f.Source); err != nil {
 		t.Fatal(err)
 	}
-	next, err := w.Counter(ctx, format.NameNextSnapshotID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, next+1))
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
 	_, ptrBefore, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
-	_, err = workflow.Flip(ctx, f.Env, m)
+	_, err := workflow.Flip(ctx, f.Env, m)
 	if !errors.Is(err, workflow.ErrSourceChanged) || runstate.ErrorName(err) != "SourceChangedDuringMigration" {
 		t.Fatalf("flip after a source write: err = %v (%s)", err, runstate.ErrorName(err))
 	}
@@ -208,10 +204,7 @@ func TestConcurrentPointerChangeIsAConflict(t *testing.T) {
 	ctx, f := seeded.Setup(t, 300)
 	m := runUntilVerify(t, ctx, f, 1)
 	// Someone else moves the pointer during the run.
-	cur, ref, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
-	if _, err := pointer.Flip(ctx, f.Env.Store, f.Pointer, cur.Next(f.Source, format.V1, "someone-else"), ref); err != nil {
-		t.Fatal(err)
-	}
+	seeded.MovePointer(t, ctx, f, "someone-else")
 	_, err := workflow.Flip(ctx, f.Env, m)
 	if !errors.Is(err, pointer.ErrPointerConflict) || runstate.ErrorName(err) != "PointerConflict" {
 		t.Fatalf("err = %v (%s), want PointerConflict", err, runstate.ErrorName(err))
@@ -374,20 +367,10 @@ func TestRollbackRefusesToDropNewerCommits(t *testing.T) {
 		t.Fatalf("dry run: %+v, %v", out, err)
 	}
 	// RockLake (format 2, once it exists) commits two snapshots to the new catalog.
-	w, err := catalog.OpenWriter(ctx, m.Target, catalog.Options{Expect: format.V2})
+	next, err := seeded.CommitIn(ctx, m.Target, format.V2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := w.Counter(ctx, format.NameNextSnapshotID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put(format.CounterKey(format.V2, format.NameNextSnapshotID), format.EncodeCounter(format.V2, next+2))
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
 	_, before, _ := pointer.Read(ctx, f.Env.Store, f.Pointer)
 	snaps := fmt.Sprintf("snapshots %d to %d", next, next+1)
 	out, err = workflow.Rollback(ctx, f.Env, workflow.RollbackInput{Pointer: f.Pointer, DryRun: true})
@@ -636,13 +619,7 @@ func TestUnusableStagingRefusedBeforeTouchingTheSource(t *testing.T) {
 func TestExportTransformShardIsExportThenTransform(t *testing.T) {
 	ctx, f := seeded.Setup(t, 1500)
 	const shards = 3
-	m, err := workflow.Check(ctx, f.Env, workflow.CheckInput{Online: seeded.Offline(), Pointer: f.Pointer, TargetVersion: 2, Shards: shards, FreezeGrace: seeded.NoGrace()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, err = workflow.Freeze(ctx, f.Env, m); err != nil {
-		t.Fatal(err)
-	}
+	m := frozen(t, ctx, f, shards)
 	st := layout.Staging{Root: f.Env.Staging, MigrationID: m.MigrationID}
 	objects := func(i int) [][]byte {
 		var got [][]byte

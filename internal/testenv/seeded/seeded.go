@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
@@ -107,17 +108,39 @@ func MovePointer(t *testing.T, ctx context.Context, f Fixture, by string) {
 // makes one: its next_snapshot_id moves by one (so a run that froze it
 // before sees the source changed).
 func Commit(ctx context.Context, url string) error {
-	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: format.V1})
+	_, err := CommitIn(ctx, url, format.V1, 1)
+	return err
+}
+
+// CommitIn is Commit of n snapshots to a catalog in format v; it returns
+// the next_snapshot_id before them.
+func CommitIn(ctx context.Context, url string, v format.Version, n uint64) (uint64, error) {
+	w, err := catalog.OpenWriter(ctx, url, catalog.Options{Expect: v})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	n, err := w.Counter(ctx, format.NameNextSnapshotID)
+	next, err := w.Counter(ctx, format.NameNextSnapshotID)
 	if err == nil {
 		var b slatedb.Batch
-		b.Put(format.CounterKey(format.V1, format.NameNextSnapshotID), format.EncodeCounter(format.V1, n+1))
+		b.Put(format.CounterKey(v, format.NameNextSnapshotID), format.EncodeCounter(v, next+n))
 		err = w.Write(ctx, &b)
 	}
-	return errors.Join(err, w.Close())
+	return next, errors.Join(err, w.Close())
+}
+
+// Objects is every object under prefix, by URL, with its ETag: what a test
+// compares before and after to prove that nothing was written.
+func Objects(t *testing.T, ctx context.Context, store *blob.Store, prefix string) map[string]string {
+	t.Helper()
+	infos, err := store.List(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, in := range infos {
+		m[in.URL] = in.ETag
+	}
+	return m
 }
 
 // LockHolder is the lock of the fixture's pointer (MigrationID "" when
