@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/lock"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 )
 
@@ -36,13 +37,22 @@ func FreezeGraceOf(given *float64) (float64, error) {
 	return g, nil
 }
 
-// AwaitAcknowledgements waits, before a step fences m's source, until every live
-// supervisor of the pointer has acknowledged m's fence (its server no
-// writer on the source, nothing opened there until the lock frees), at
-// most until the lock's fence_at (m's grace after the fence was named):
-// past it, presence.ErrNotAcknowledged and nothing fenced. A run with a
-// grace of 0 (no supervisor, says its operator) and a dry run do not wait.
-func AwaitAcknowledgements(ctx context.Context, env Env, m Migration) error {
+// AwaitFence is what a step does before it fences m's source: it waits
+// until every live supervisor of the pointer has acknowledged m's fence
+// (its server no writer on the source, nothing opened there until the lock
+// frees), at most until the lock's fence_at (m's grace after the fence was
+// named): past it, presence.ErrNotAcknowledged and nothing fenced. A run
+// with a grace of 0 (no supervisor, says its operator) and a dry run do
+// not wait. Then it reads the lock again (lock.Confirm): a run aborted and
+// replaced during the wait must not fence the source the next run is using.
+func AwaitFence(ctx context.Context, env Env, m Migration) error {
+	if err := awaitAcknowledgements(ctx, env, m); err != nil {
+		return err
+	}
+	return lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID)
+}
+
+func awaitAcknowledgements(ctx context.Context, env Env, m Migration) error {
 	if m.DryRun || m.FreezeGrace <= 0 {
 		return nil
 	}

@@ -28,10 +28,7 @@ func Freeze(ctx context.Context, env runstate.Env, m runstate.Migration) (runsta
 	// The servers' supervisors switch to reader mode before the fence; the
 	// lock is read again after it: a run aborted and replaced meanwhile
 	// must not fence the source the next run is using.
-	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
-		return m, err
-	}
-	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
+	if err := runstate.AwaitFence(ctx, env, m); err != nil {
 		return m, err
 	}
 	// Passive: fencing and the checkpoint are all Freeze may change in the

@@ -84,7 +84,7 @@ func MigrateInPlace(ctx context.Context, env runstate.Env, m runstate.Migration)
 	}
 	// Strategy A fences the source too: once the live supervisors have
 	// acknowledged (each serves reads from a copy).
-	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
+	if err := runstate.AwaitFence(ctx, env, m); err != nil {
 		return out, err
 	}
 	wayBack, err := wayBackURL(m.Source, m.From, m.MigrationID)

@@ -180,12 +180,7 @@ func Fence(ctx context.Context, env runstate.Env, m runstate.Migration) (runstat
 	if m.FenceAt, err = runstate.AnnounceFence(ctx, env, m); err != nil {
 		return m, err
 	}
-	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
-		return m, err
-	}
-	// Read again after the grace: a run aborted and replaced meanwhile
-	// must not fence the source the next run is using.
-	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
+	if err := runstate.AwaitFence(ctx, env, m); err != nil {
 		return m, err
 	}
 	// The writer's open fences RockLake's and replays RockLake's WAL

@@ -218,11 +218,9 @@ func fenceForDiscard(ctx context.Context, env runstate.Env, in RollbackInput, id
 	}
 	release := func() error { return lock.Release(context.WithoutCancel(ctx), env.Store, m.Pointer, m.MigrationID) }
 	m.StartedAt, m.FenceAt = held.AcquiredAt, held.FenceAt
-	if err := runstate.AwaitAcknowledgements(ctx, env, m); err != nil {
+	if err := runstate.AwaitFence(ctx, env, m); err != nil {
+		// A lock lost meanwhile is another run's: release leaves it.
 		return nil, errors.Join(err, release())
-	}
-	if err := lock.Confirm(ctx, env.Store, m.Pointer, m.MigrationID); err != nil {
-		return nil, err
 	}
 	so := env.SlateDB
 	so.Passive = true
