@@ -583,47 +583,48 @@ func days(n int) awscdk.Duration { return awscdk.Duration_Days(jsii.Number(float
 
 // newCatalogBucket holds the pointer (versioned: rollback) and the catalogs.
 func newCatalogBucket(stack awscdk.Stack, cfg Config) awss3.Bucket {
-	return awss3.NewBucket(stack, jsii.String("CatalogBucket"), &awss3.BucketProps{
-		BucketName:        optName(cfg.CatalogBucketName),
-		Versioned:         jsii.Bool(true),
+	props := privateBucket(cfg.CatalogBucketName)
+	props.Versioned = jsii.Bool(true)
+	props.LifecycleRules = &[]*awss3.LifecycleRule{
+		{
+			Id:                          jsii.String("pointer-noncurrent-versions"),
+			Prefix:                      jsii.String(cfg.PointerKey),
+			NoncurrentVersionExpiration: days(cfg.PointerNoncurrentDays),
+			NoncurrentVersionsToRetain:  jsii.Number(float64(cfg.PointerVersionsKept)),
+		},
+		{
+			Id:                                  jsii.String("catalog-noncurrent-versions"),
+			Prefix:                              jsii.String(cfg.CatalogPrefix),
+			NoncurrentVersionExpiration:         days(cfg.CatalogNoncurrentDays),
+			ExpiredObjectDeleteMarker:           jsii.Bool(true),
+			AbortIncompleteMultipartUploadAfter: days(1),
+		},
+	}
+	return awss3.NewBucket(stack, jsii.String("CatalogBucket"), props)
+}
+
+// privateBucket is what every bucket of the stack is: private, reached by
+// TLS 1.2 or newer only, encrypted (SSE-S3), its objects the bucket
+// owner's, and kept when the stack is deleted.
+func privateBucket(name string) *awss3.BucketProps {
+	return &awss3.BucketProps{
+		BucketName:        optName(name),
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		EnforceSSL:        jsii.Bool(true),
 		MinimumTLSVersion: jsii.Number(1.2),
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
-		LifecycleRules: &[]*awss3.LifecycleRule{
-			{
-				Id:                          jsii.String("pointer-noncurrent-versions"),
-				Prefix:                      jsii.String(cfg.PointerKey),
-				NoncurrentVersionExpiration: days(cfg.PointerNoncurrentDays),
-				NoncurrentVersionsToRetain:  jsii.Number(float64(cfg.PointerVersionsKept)),
-			},
-			{
-				Id:                                  jsii.String("catalog-noncurrent-versions"),
-				Prefix:                              jsii.String(cfg.CatalogPrefix),
-				NoncurrentVersionExpiration:         days(cfg.CatalogNoncurrentDays),
-				ExpiredObjectDeleteMarker:           jsii.Bool(true),
-				AbortIncompleteMultipartUploadAfter: days(1),
-			},
-		},
-	})
+	}
 }
 
 // newStagingBucket holds shards, plans and step outputs, all expiring.
 func newStagingBucket(stack awscdk.Stack, cfg Config) awss3.Bucket {
-	return awss3.NewBucket(stack, jsii.String("StagingBucket"), &awss3.BucketProps{
-		BucketName:        optName(cfg.StagingBucketName),
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		EnforceSSL:        jsii.Bool(true),
-		MinimumTLSVersion: jsii.Number(1.2),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
-		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:                                  jsii.String("expire-staging"),
-			Expiration:                          days(cfg.StagingExpireDays),
-			AbortIncompleteMultipartUploadAfter: days(1),
-		}},
-	})
+	props := privateBucket(cfg.StagingBucketName)
+	props.LifecycleRules = &[]*awss3.LifecycleRule{{
+		Id:                                  jsii.String("expire-staging"),
+		Expiration:                          days(cfg.StagingExpireDays),
+		AbortIncompleteMultipartUploadAfter: days(1),
+	}}
+	return awss3.NewBucket(stack, jsii.String("StagingBucket"), props)
 }

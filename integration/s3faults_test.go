@@ -92,16 +92,7 @@ func TestS3FaultsMigrationCompletes(t *testing.T) {
 	if proxy.failed.Load() == 0 {
 		t.Fatal("no fault was injected: the test proves nothing")
 	}
-	p, _, err := pointer.Read(ctx, h.Store, f.Pointer)
-	if err != nil || p.FormatVersion != format.V2 {
-		t.Fatalf("pointer = %+v, %v", p, err)
-	}
-	got := catalogState(t, ctx, p.Catalog, format.V2)
-	for table, n := range src.Counts {
-		if got.Counts[table] != n {
-			t.Fatalf("%s: %d rows after the faulty run, %d in the source", table, got.Counts[table], n)
-		}
-	}
+	requireMigrated(t, ctx, h, f.Pointer, src, "faulty")
 }
 
 // S3 whose responses stop half-way: the first read of every SST and of the
@@ -139,14 +130,22 @@ func TestS3StallsMigrationCompletes(t *testing.T) {
 	if proxy.Stalled() == 0 {
 		t.Fatal("no response stalled: the test proves nothing")
 	}
-	p, _, err := pointer.Read(ctx, h.Store, f.Pointer)
+	requireMigrated(t, ctx, h, f.Pointer, src, "stalling")
+}
+
+// requireMigrated fails the test unless the pointer names a catalog in
+// format 2 with as many rows in each table as the source had (src), after
+// a run through a faulty S3 (how: "faulty", "stalling").
+func requireMigrated(t *testing.T, ctx context.Context, h *Harness, pointerURL string, src CatalogState, how string) {
+	t.Helper()
+	p, _, err := pointer.Read(ctx, h.Store, pointerURL)
 	if err != nil || p.FormatVersion != format.V2 {
 		t.Fatalf("pointer = %+v, %v", p, err)
 	}
 	got := catalogState(t, ctx, p.Catalog, format.V2)
 	for table, n := range src.Counts {
 		if got.Counts[table] != n {
-			t.Fatalf("%s: %d rows after the stalling run, %d in the source", table, got.Counts[table], n)
+			t.Fatalf("%s: %d rows after the %s run, %d in the source", table, got.Counts[table], how, n)
 		}
 	}
 }

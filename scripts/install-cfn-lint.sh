@@ -7,7 +7,6 @@ VENV=$CACHE/cfn-lint
 if [ -x "$VENV/bin/cfn-lint" ] && [ "$("$VENV/bin/cfn-lint" --version 2>/dev/null | awk '{print $2}')" = "$VERSION" ]; then
 	exit 0
 fi
-rm -rf "$VENV"
-python3 -m venv "$VENV"
-"$VENV/bin/pip" install --quiet --disable-pip-version-check "cfn-lint==$VERSION"
+. "$(dirname "$0")/lib.sh"
+venv_install install-cfn-lint "$VENV" "cfn-lint==$VERSION"
 "$VENV/bin/cfn-lint" --version

@@ -23,15 +23,8 @@ exec \"$VENV/bin/python\" \"\$@\""
 if [ -f "$DONE" ] && [ "$(cat "$BIN/duckdb-python" 2>/dev/null)" = "$WRAPPER" ]; then
 	exit 0
 fi
-if ! python3 -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
-	echo "install-duckdb: needs Python 3.9 or newer with venv and ensurepip (apt-get install python3-venv)" >&2
-	exit 2
-fi
-echo "installing duckdb $VERSION and its ducklake, postgres_scanner and parquet extensions into $VENV" >&2
-rm -rf "$VENV"
-python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-	"duckdb==$VERSION" "duckdb-extension-ducklake==$VERSION" \
+. "$(dirname "$0")/lib.sh"
+venv_install install-duckdb "$VENV" "duckdb==$VERSION" "duckdb-extension-ducklake==$VERSION" \
 	"duckdb-extension-postgres-scanner==$VERSION" "duckdb-extension-parquet==$VERSION"
 mkdir -p "$BIN"
 rm -f "$BIN/duckdb-python"

@@ -8,11 +8,5 @@ if [ -x /usr/bin/time ]; then
 	exit 0
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-	sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-echo "installing GNU time with apt-get" >&2
-$sudo apt-get update
-$sudo apt-get install -y --no-install-recommends time
+. "$(dirname "$0")/lib.sh"
+apt_install time

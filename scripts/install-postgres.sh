@@ -19,12 +19,6 @@ if have && id -u postgres >/dev/null 2>&1; then
 	exit 0
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-	sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-echo "installing postgresql (server) with apt-get" >&2
-$sudo apt-get update
-$sudo apt-get install -y --no-install-recommends postgresql
+. "$(dirname "$0")/lib.sh"
+apt_install postgresql
 have || { echo "install-postgres: no initdb/pg_ctl/pg_dump/pg_restore under /usr/lib/postgresql/*/bin after installing" >&2; exit 1; }

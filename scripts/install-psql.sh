@@ -9,11 +9,5 @@ if command -v psql >/dev/null 2>&1; then
 	exit 0
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-	sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-echo "installing postgresql-client (psql) with apt-get" >&2
-$sudo apt-get update
-$sudo apt-get install -y --no-install-recommends postgresql-client
+. "$(dirname "$0")/lib.sh"
+apt_install postgresql-client

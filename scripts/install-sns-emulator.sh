@@ -21,23 +21,8 @@ if [ -f "$DONE" ] && [ -x "$VENV/bin/moto_server" ] &&
 	exit 0
 fi
 
-python=""
-for p in python3 python; do
-	if command -v "$p" >/dev/null 2>&1 &&
-		"$p" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
-		python=$p
-		break
-	fi
-done
-if [ -z "$python" ]; then
-	echo "install-sns-emulator: needs Python 3.9 or newer with venv and ensurepip (apt-get install python3-venv)" >&2
-	exit 2
-fi
-
-echo "installing moto[server] $VERSION (the SNS emulator) into $VENV" >&2
-rm -rf "$VENV"
-"$python" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "moto[server]==$VERSION"
+. "$(dirname "$0")/lib.sh"
+venv_install install-sns-emulator "$VENV" "moto[server]==$VERSION"
 "$VENV/bin/moto_server" --help >/dev/null
 mkdir -p "$BIN"
 ln -sfn "$VENV/bin/moto_server" "$BIN/moto_server"
