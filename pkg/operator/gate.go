@@ -178,7 +178,7 @@ func claimGate(ctx context.Context, env runstate.Env, id, action string, opts Ga
 	rec, info, err := gate.Read(ctx, env, id)
 	if err != nil {
 		// Abort's cleanup removes the record; its decision stays.
-		if d, derr := runstate.DecisionOf(ctx, env, runstate.Migration{MigrationID: id}); errors.Is(err, gate.ErrNotAtGate) && derr == nil && d != "" {
+		if d, derr := runstate.DecisionOf(ctx, env, runstate.Migration{Run: runstate.Run{MigrationID: id}}); errors.Is(err, gate.ErrNotAtGate) && derr == nil && d != "" {
 			return rec, decidedError(id, d)
 		}
 		return rec, err

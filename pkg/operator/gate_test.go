@@ -230,7 +230,7 @@ func TestGateAbortCleansUp(t *testing.T) {
 		}
 	}
 	// The Gate step refuses a migration without its lock.
-	if _, err := workflow.Gate(ctx, f.Env, workflow.GateInput{Migration: runstate.Migration{MigrationID: "m-lockless", Pointer: f.Pointer}, TaskToken: "t"}); !errors.Is(err, lock.ErrLost) || runstate.ErrorName(err) != "LockLost" {
+	if _, err := workflow.Gate(ctx, f.Env, workflow.GateInput{Migration: runstate.Migration{Run: runstate.Run{MigrationID: "m-lockless", Pointer: f.Pointer}}, TaskToken: "t"}); !errors.Is(err, lock.ErrLost) || runstate.ErrorName(err) != "LockLost" {
 		t.Fatalf("a gate without the lock: %v", err)
 	}
 }

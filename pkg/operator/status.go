@@ -102,7 +102,7 @@ func Status(ctx context.Context, env runstate.Env, pointerURL string) (RunStatus
 		return st, nil
 	}
 	st.Running = true
-	m := runstate.Migration{MigrationID: l.MigrationID, Pointer: pointerURL}
+	m := runstate.Migration{Run: runstate.Run{MigrationID: l.MigrationID, Pointer: pointerURL}}
 	if _, rec, err := history.Find(ctx, env.Store, pointerURL, l.MigrationID); err == nil {
 		st.Record = &rec
 		m.To, m.StartedAt = rec.To, rec.Start

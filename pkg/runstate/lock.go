@@ -70,7 +70,7 @@ const operatorLease = time.Hour
 // holdFor takes the pointer's lock for an operator's run of kind k (id
 // names it), as AcquireLock takes it for a migration.
 func HoldLock(ctx context.Context, env Env, pointerURL, id string, k history.Kind) (Migration, error) {
-	held := Migration{Pointer: pointerURL, MigrationID: id, OperatorKind: k}
+	held := Migration{Run: Run{Pointer: pointerURL, MigrationID: id}, OperatorKind: k}
 	_, err := AcquireLock(ctx, env, held, time.Now())
 	return held, err
 }

@@ -36,7 +36,7 @@ func TestLockKindsAndLeases(t *testing.T) {
 		{history.KindMigrate, migrationLease, false},
 	} {
 		id := "run-" + string(c.kind)
-		held := Migration{Pointer: ptr, MigrationID: id}
+		held := Migration{Run: Run{Pointer: ptr, MigrationID: id}}
 		if c.kind != history.KindMigrate {
 			held, err = HoldLock(ctx, env, ptr, id, c.kind)
 		} else {

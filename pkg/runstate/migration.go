@@ -9,18 +9,26 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 )
 
+// Run names a run and the two catalogs it goes between: its id, its
+// pointer (and the version of it Check read), the source and the target
+// and their formats. The state payload (Migration) and the plan (Plan)
+// carry it, its fields flattened in their JSON.
+type Run struct {
+	MigrationID string         `json:"migration_id"`
+	Pointer     string         `json:"pointer"`
+	PointerETag string         `json:"pointer_etag"`
+	Source      string         `json:"source"`
+	Target      string         `json:"target"`
+	From        format.Version `json:"from"`
+	To          format.Version `json:"to"`
+}
+
 // Migration is the state payload every step after Check takes and returns:
 // a few hundred bytes, whatever the shard count.
 type Migration struct {
-	MigrationID    string         `json:"migration_id"`
-	Pointer        string         `json:"pointer"`
-	PointerETag    string         `json:"pointer_etag"`
-	Source         string         `json:"source"`
-	Target         string         `json:"target"`
-	From           format.Version `json:"from"`
-	To             format.Version `json:"to"`
-	NeedsMigration bool           `json:"needs_migration"`
-	DryRun         bool           `json:"dry_run"`
+	Run
+	NeedsMigration bool `json:"needs_migration"`
+	DryRun         bool `json:"dry_run"`
 	// PostponeFlip: wait at the gate after Verify for approve or abort.
 	PostponeFlip bool   `json:"postpone_flip"`
 	Shards       int    `json:"shards"`

@@ -20,16 +20,10 @@ import (
 
 // Plan is what Freeze decides and every later step reads from staging.
 type Plan struct {
-	MigrationID    string         `json:"migration_id"`
-	Pointer        string         `json:"pointer"`
-	PointerETag    string         `json:"pointer_etag"`
-	Source         string         `json:"source"`
-	Target         string         `json:"target"`
-	From           format.Version `json:"from"`
-	To             format.Version `json:"to"`
-	Checkpoint     string         `json:"checkpoint"`
-	WriterEpoch    uint64         `json:"writer_epoch"`
-	NextSnapshotID uint64         `json:"next_snapshot_id"`
+	Run
+	Checkpoint     string `json:"checkpoint"`
+	WriterEpoch    uint64 `json:"writer_epoch"`
+	NextSnapshotID uint64 `json:"next_snapshot_id"`
 	// EngineState is the source's newest SlateDB manifest and WAL objects
 	// once Freeze's writer closed (see EngineState).
 	EngineState string        `json:"engine_state"`
@@ -83,8 +77,7 @@ func WritePlan(ctx context.Context, env Env, m Migration, epoch, nextSnap uint64
 		return err
 	}
 	plan := Plan{
-		MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag,
-		Source: m.Source, Target: m.Target, From: m.From, To: m.To, Checkpoint: m.Checkpoint,
+		Run: m.Run, Checkpoint: m.Checkpoint,
 		WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags, Ranges: ranges, Balance: balance, Replica: m.Replica,
 	}
 	return env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).Plan(), plan)

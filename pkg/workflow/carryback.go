@@ -135,8 +135,7 @@ func rollbackStart(ctx context.Context, env runstate.Env, m runstate.Migration) 
 	if err != nil {
 		return m, err
 	}
-	p := runstate.Plan{MigrationID: m.MigrationID, Pointer: m.Pointer, PointerETag: m.PointerETag, Source: m.Source, Target: m.Target,
-		From: m.From, To: m.To, WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags,
+	p := runstate.Plan{Run: m.Run, WriterEpoch: epoch, NextSnapshotID: nextSnap, EngineState: state, UnknownTags: m.UnknownTags,
 		Start: &runstate.RoundStart{View: runstate.ViewOf(fp.Current), Digest: digest}, RollbackOf: m.RollbackOf, FlipPoint: &fp}
 	return m, env.Store.PutJSON(ctx, env.StagingOf(m.MigrationID).Plan(), p)
 }

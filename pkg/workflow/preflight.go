@@ -87,7 +87,7 @@ func (ch *checks) ok(check, detail string) {
 // inputChecks checks the input and makes the run's Migration from it (a
 // rollback's wholly: preflightRollback); stop: nothing more to check.
 func inputChecks(ctx context.Context, env runstate.Env, in CheckInput, id string, now time.Time, ch *checks) (m runstate.Migration, policy migration.UnknownTags, stop bool) {
-	m = runstate.Migration{MigrationID: id, Pointer: in.Pointer, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
+	m = runstate.Migration{Run: runstate.Run{MigrationID: id, Pointer: in.Pointer}, DryRun: in.DryRun, PostponeFlip: in.PostponeFlip, Shards: max(in.Shards, 1),
 		UnknownTags: in.UnknownTags, Trigger: runstate.Trigger(in.Trigger), InPlace: in.InPlace, InPlaceMaxBytes: in.InPlaceMaxBytes, Rebuild: in.Rebuild,
 		ReadReplica: readReplica(in), Online: in.online() && !in.DryRun, CatchUp: in.CatchUp}
 	policy, err := migration.ParseUnknownTags(in.UnknownTags)
@@ -266,7 +266,7 @@ func placeChecks(ctx context.Context, env runstate.Env, in CheckInput, m *runsta
 		}
 	default:
 		m.Target = target
-		if err := targetFree(ctx, env, runstate.Migration{MigrationID: id, Target: target}); err != nil {
+		if err := targetFree(ctx, env, runstate.Migration{Run: runstate.Run{MigrationID: id, Target: target}}); err != nil {
 			if !ch.fail("target", err) {
 				return
 			}

@@ -153,7 +153,7 @@ func rollback(ctx context.Context, env runstate.Env, in RollbackInput, out Rollb
 	}
 	if !in.DryRun && pins != nil {
 		// The flip undone: its pins hold old files for nothing now.
-		if err := runstate.DropPins(ctx, env, runstate.Plan{Source: out.From, Target: p.Catalog, FlipPoint: pins}); err != nil {
+		if err := runstate.DropPins(ctx, env, runstate.Plan{Run: runstate.Run{Source: out.From, Target: p.Catalog}, FlipPoint: pins}); err != nil {
 			rec.Notes = append(rec.Notes, "the rolled-back flip's pins were not deleted (cleanup removes them): "+err.Error())
 		}
 	}
@@ -208,7 +208,7 @@ func fenceForDiscard(ctx context.Context, env runstate.Env, in RollbackInput, id
 	if err != nil {
 		return nil, err
 	}
-	m := runstate.Migration{MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag, Source: cur.Catalog, From: cur.FormatVersion, RollbackOf: cur.MigrationID}
+	m := runstate.Migration{Run: runstate.Run{MigrationID: id, Pointer: in.Pointer, PointerETag: ref.ETag, Source: cur.Catalog, From: cur.FormatVersion}, RollbackOf: cur.MigrationID}
 	if m.FreezeGrace, err = runstate.FreezeGraceOf(in.FreezeGrace); err != nil {
 		return nil, err
 	}
