@@ -230,21 +230,7 @@ func (w *sampleWriter) bootstrap(ctx context.Context) error {
 }
 
 func (w *sampleWriter) readSchemas(ctx context.Context) error {
-	rows, err := w.srv.Query(ctx, "SELECT schema_id, schema_name FROM ducklake_schema")
-	if err != nil {
-		return err
-	}
-	for _, r := range rows {
-		id, err := parseID(r, "schema_id")
-		if err != nil {
-			return err
-		}
-		w.exp.SchemaIDs[r["schema_name"]] = id
-	}
-	if len(rows) != w.exp.LiveSchemas {
-		return fmt.Errorf("ducklake_schema: %d rows, want %d: %v", len(rows), w.exp.LiveSchemas, rows)
-	}
-	return nil
+	return w.readIDs(ctx, "SELECT schema_id, schema_name FROM ducklake_schema", "schema_id", "schema_name", w.exp.SchemaIDs, w.exp.LiveSchemas)
 }
 
 func (w *sampleWriter) createSchema(ctx context.Context) error {
@@ -296,19 +282,8 @@ func (w *sampleWriter) createTables(ctx context.Context) error {
 	w.exp.Tables += 2
 	w.exp.LiveTables += 2
 	w.exp.SnapshotChanges++
-	rows, err := w.srv.Query(ctx, fmt.Sprintf("SELECT table_id, table_name FROM ducklake_table WHERE schema_id = %d", schemaID))
-	if err != nil {
+	if err := w.readIDs(ctx, fmt.Sprintf("SELECT table_id, table_name FROM ducklake_table WHERE schema_id = %d", schemaID), "table_id", "table_name", w.exp.TableIDs, 2); err != nil {
 		return err
-	}
-	for _, r := range rows {
-		id, err := parseID(r, "table_id")
-		if err != nil {
-			return err
-		}
-		w.exp.TableIDs[r["table_name"]] = id
-	}
-	if len(rows) != 2 {
-		return fmt.Errorf("ducklake_table: %d rows, want 2: %v", len(rows), rows)
 	}
 
 	// The columns, in the next snapshot: RockLake allocates table ids
@@ -355,19 +330,26 @@ func (w *sampleWriter) insertData(ctx context.Context) error {
 	w.exp.TableStats += 2
 	w.exp.LiveDataFiles += len(SampleDataFiles)
 	w.exp.SnapshotChanges++
-	rows, err := w.srv.Query(ctx, "SELECT data_file_id, table_id, path FROM ducklake_data_file")
+	return w.readIDs(ctx, "SELECT data_file_id, table_id, path FROM ducklake_data_file", "data_file_id", "path", w.exp.DataFileIDs, len(SampleDataFiles))
+}
+
+// readIDs runs query, which must answer want rows, and keeps each row's id
+// (column idCol) in into by its name (column nameCol): the ids RockLake
+// allocated, known only once it answered.
+func (w *sampleWriter) readIDs(ctx context.Context, query, idCol, nameCol string, into map[string]uint64, want int) error {
+	rows, err := w.srv.Query(ctx, query)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		id, err := parseID(r, "data_file_id")
+		id, err := parseID(r, idCol)
 		if err != nil {
 			return err
 		}
-		w.exp.DataFileIDs[r["path"]] = id
+		into[r[nameCol]] = id
 	}
-	if len(rows) != len(SampleDataFiles) {
-		return fmt.Errorf("ducklake_data_file: %d rows, want %d: %v", len(rows), len(SampleDataFiles), rows)
+	if len(rows) != want {
+		return fmt.Errorf("%s: %d rows, want %d: %v", query, len(rows), want, rows)
 	}
 	return nil
 }

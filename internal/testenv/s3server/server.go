@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -117,7 +116,7 @@ func launch(ctx context.Context, bin, dir string, tempDir bool) (*Server, error)
 		Env:          []string{"HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()},
 		LogFile:      logPath,
 		LogTail:      logTail,
-		Ready:        answersHTTP,
+		Ready:        proc.HTTPReady("/", nil), // any response (an unsigned request gets 403): the gateway serves
 		ReadyTimeout: readyTimeout,
 		StopGrace:    stopGrace,
 	})
@@ -125,22 +124,6 @@ func launch(ctx context.Context, bin, dir string, tempDir bool) (*Server, error)
 		return nil, fmt.Errorf("s3server: %w", err)
 	}
 	return &Server{endpoint: "http://" + p.Addr(), dir: dir, tempDir: tempDir, proc: p}, nil
-}
-
-// answersHTTP: any HTTP response (an unsigned request gets 403) says the
-// gateway is serving.
-func answersHTTP(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	return resp.Body.Close()
 }
 
 // Endpoint is the gateway's base URL, http://127.0.0.1:PORT.

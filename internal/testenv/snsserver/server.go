@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -72,7 +71,7 @@ func Start(t testing.TB) *Server {
 		Dir:          dir,
 		LogFile:      filepath.Join(dir, "moto_server.log"),
 		LogTail:      logTail,
-		Ready:        servesState,
+		Ready:        proc.HTTPReady("/moto-api/data.json", func(status int) bool { return status == http.StatusOK }), // moto answers its state API once it has imported its services
 		ReadyTimeout: readyTimeout,
 	})
 	if err != nil {
@@ -95,26 +94,6 @@ func Start(t testing.TB) *Server {
 
 func findBinary() (string, error) {
 	return proc.FindTool("moto_server", "ROCKLAKE_MOTO_SERVER", "scripts/install-sns-emulator.sh")
-}
-
-// servesState: moto answers its state API once it has imported its
-// services.
-func servesState(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/moto-api/data.json", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("moto-api: %s", resp.Status)
-	}
-	return nil
 }
 
 // Endpoint is the emulator's base URL, http://127.0.0.1:PORT.
