@@ -9,7 +9,6 @@
 //	restore.go      Restore: a catalog an in-place run left in its new format, brought back from its way back
 //	rollback.go     Rollback: the rollback run that carries commits back (pkg/localrun) when the flip pinned both catalogs, else the one-step rollback
 //	initpointer.go  InitPointer: the first pointer to a catalog
-//	fleetplan.go    PlanFleet: Plan on every pointer of a fleet, and the fleet run's time at a concurrency
-//	fleetdrift.go   FleetDrift: the drift check of every pointer of a fleet, one alert
+//	fleet.go        PlanFleet: Plan on every pointer of a fleet, and the fleet run's time at a concurrency; FleetDrift: the drift check of every pointer of a fleet, one alert
 //	errors.go       the operations' named refusals
 package operator

@@ -20,8 +20,7 @@
 //	carryback.go    the rollback run (CheckInput.Rollback): the online migration in reverse, its preflight, Snapshot's start, Flip's intent, Abort's revert
 //	inplace.go      MigrateInPlace (Strategy A) and its undo
 //	drift.go        Drift, the scheduled check (pkg/drift finds, pkg/notify sends)
-//	fleet.go        FleetList, FleetGo, FleetFailed and FleetReport, a fleet run's steps (statemachine/fleet.asl.json; pkg/fleet)
-//	fleetdrift.go   FleetDrift: Drift on every pointer of a fleet, one alert
+//	fleet.go        FleetList, FleetGo, FleetFailed and FleetReport, a fleet run's steps (statemachine/fleet.asl.json; pkg/fleet), and FleetDrift: Drift on every pointer of a fleet, one alert
 //
 // What the steps share (the state payload, Env, the plan and what else a
 // run keeps in staging, the lock as a run takes it, the record, the
