@@ -27,15 +27,11 @@ type result struct {
 // s3Stack starts versitygw for the test with a versioned bucket "rocklake"
 // and points the process's S3 settings at it; the context ends after
 // timeout, or with the test.
-func s3Stack(t *testing.T, timeout time.Duration) (context.Context, *s3server.Server) {
-	t.Helper()
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
+func s3Stack(tb testing.TB, timeout time.Duration) (context.Context, *s3server.Server) {
+	tb.Helper()
+	s := s3server.StartWith(tb, map[string]bool{"rocklake": true})
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	tb.Cleanup(cancel)
 	return ctx, s
 }
 
@@ -78,13 +74,7 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 		f(t, func() string { n++; return fmt.Sprintf("file://%s/catalog-%d", dir, n) })
 	})
 	t.Run("s3", func(t *testing.T) {
-		s := s3server.Start(t)
-		s3server.SetEnv(t, s)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.CreateBucket(ctx, "catalogs", true); err != nil {
-			t.Fatal(err)
-		}
+		s3server.StartWith(t, map[string]bool{"catalogs": true})
 		n := 0
 		f(t, func() string { n++; return fmt.Sprintf("s3://catalogs/catalog-%d", n) })
 	})

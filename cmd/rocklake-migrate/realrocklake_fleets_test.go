@@ -58,17 +58,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 		if out, err := exec.CommandContext(ctx, "cp", "-r", base, cat).CombinedOutput(); err != nil {
 			t.Fatalf("cp: %v: %s", err, out)
 		}
-		srv, err := rocklake.Serve(ctx, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = rocklake.AddSchema(ctx, srv, fmt.Sprintf("tenant_%d", i)) // each tenant's own commit
-		if serr := srv.Stop(); err == nil {
-			err = serr
-		}
-		if err != nil {
-			t.Fatalf("tenant %d's commit: %v", i, err)
-		}
+		addSchema(t, ctx, cat, fmt.Sprintf("tenant_%d", i)) // each tenant's own commit
 		cli(t, "init-pointer", "--pointer", ptrOf(i), "--catalog", "file://"+cat).want(t, exitOK)
 		reads[ptrOf(i)] = readOf(cat)
 	}

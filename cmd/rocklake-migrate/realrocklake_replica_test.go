@@ -42,10 +42,6 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	}
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	src := filepath.Join(t.TempDir(), "catalogs", "prod")
-	srv, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// DuckDB, RockLake's real client, writes a lake (DuckLake over
 	// RockLake's PostgreSQL protocol); its answers must be the same from the
 	// replica at the gate and from the new catalog after the flip.
@@ -58,21 +54,18 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 		b, err := json.Marshal(res)
 		return string(b), err
 	}
-	before, err := lake(srv, rocklake.DuckDBWorkload)
-	if err == nil && !strings.Contains(before, "with a note") {
-		err = fmt.Errorf("DuckDB did not read back what it wrote: %s", before)
-	}
-	if err == nil {
-		err = writeSchema(ctx, srv, "first_src")
-	}
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	var before string
+	withRockLake(t, ctx, src, func(srv *rocklake.Server) (err error) {
+		before, err = lake(srv, rocklake.DuckDBWorkload)
+		if err == nil && !strings.Contains(before, "with a note") {
+			err = fmt.Errorf("DuckDB did not read back what it wrote: %s", before)
+		}
+		if err == nil {
+			err = writeSchema(ctx, srv, "first_src")
+		}
+		return err
+	})
+	ptr := pointAt(t, src)
 	sv := superviseRockLake(t, ctx, ptr, bin, 32, "--interval", "200ms")
 	port, errOut := sv.port, &sv.errOut
 	cl := rocklake.Client(port)

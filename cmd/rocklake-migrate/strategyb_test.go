@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -80,13 +78,7 @@ func TestTransformRefusesUnknownTagsBeforeWriting(t *testing.T) {
 // catalog (its wal/ prefix) or that holds one (a parent prefix, the bucket
 // root), and writes nothing there.
 func TestImportRefusesParentAndInsideTargets(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "lake-b", false); err != nil {
-		t.Fatal(err)
-	}
+	s3server.StartWith(t, map[string]bool{"lake-b": false})
 	src := "s3://lake-b/catalogs/prod"
 	cli(t, "seed", "--catalog", src, "--rows", "200").want(t, exitOK)
 	shards := filepath.Join(t.TempDir(), "v1")
