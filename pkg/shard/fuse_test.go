@@ -20,8 +20,9 @@ import (
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 )
 
-// putRaw writes key, value into the catalog at url.
-func putRaw(t *testing.T, url string, key, value []byte) {
+// putRaw writes keys and values (key, value, key, value, …) into the
+// catalog at url in one batch.
+func putRaw(t *testing.T, url string, kv ...[]byte) {
 	t.Helper()
 	w, err := slatedb.OpenWriter(testenv.Context(t), url, slatedb.Options{})
 	if err != nil {
@@ -29,18 +30,24 @@ func putRaw(t *testing.T, url string, key, value []byte) {
 	}
 	defer w.Close()
 	var b slatedb.Batch
-	b.Put(key, value)
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.Put(kv[i], kv[i+1])
+	}
 	if err := w.Write(testenv.Context(t), &b); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// fuseSource is a seeded catalog with what a transform treats specially: a
-// row with an unknown field (carried) and a key of an unknown tag.
-func fuseSource(t *testing.T) string {
+// A key of a tag no binary knows yet, and its value.
+var (
+	unknownTagKey   = []byte{0x30, 1, 2, 3}
+	unknownTagValue = []byte("a table from the future")
+)
+
+// futureRow is a row a newer binary wrote, with a field this one does not
+// know: its key, the row, and the key and value it is stored as in format 1.
+func futureRow(t *testing.T) (format.Key, *rocklakev1.TableStats, []byte, []byte) {
 	t.Helper()
-	src := fileURL(t, "src")
-	seeded(t, src, rows)
 	row := &rocklakev1.TableStats{TableId: 777}
 	row.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "future"))
 	k := format.Key{Tag: format.TagTableStats, Parts: []uint64{777}}
@@ -49,8 +56,18 @@ func fuseSource(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k, row, key, value
+}
+
+// fuseSource is a seeded catalog with what a transform treats specially: a
+// row with an unknown field (carried) and a key of an unknown tag.
+func fuseSource(t *testing.T) string {
+	t.Helper()
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	_, _, key, value := futureRow(t)
 	putRaw(t, src, key, value)
-	putRaw(t, src, []byte{0x30, 1, 2, 3}, []byte("a table from the future"))
+	putRaw(t, src, unknownTagKey, unknownTagValue)
 	return src
 }
 
