@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,8 +32,6 @@ func TestMain(m *testing.M) {
 	os.Exit(s3server.Main(m, map[string]bool{bucket: true}))
 }
 
-var seq atomic.Int64
-
 // places are where a catalog can live; most tests run on each.
 var places = []struct {
 	name string
@@ -42,7 +39,7 @@ var places = []struct {
 }{
 	{"file", func(t testing.TB) string { return "file://" + filepath.Join(t.TempDir(), "catalog") }},
 	{"s3", func(t testing.TB) string {
-		return fmt.Sprintf("s3://%s/%s-%d/catalog", bucket, strings.ReplaceAll(t.Name(), "/", "-"), seq.Add(1))
+		return s3server.NewURL(t, bucket, "/catalog")
 	}},
 }
 
