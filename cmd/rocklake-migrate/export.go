@@ -7,8 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
@@ -29,22 +27,12 @@ func newExportCmd(e *env) *cobra.Command {
 	concurrency := fs.Int("concurrency", 2, "shards exported at once")
 	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
-		if err := needCatalog(*url); err != nil {
-			return err
-		}
-		if *output == "" || *fv == "" {
-			return usagef("--output and --format are required")
-		}
-		v, err := format.ParseVersion(*fv)
+		v, store, err := shardStart(ctx, *url, *output, "--output", *fv)
 		if err != nil {
-			return usagef("--format: %v", err)
+			return err
 		}
 		if *compression == "none" {
 			*compression = ""
-		}
-		store, err := blob.New(ctx)
-		if err != nil {
-			return err
 		}
 		var p shard.Progress
 		stop := e.stage("export", *asJSON, &p)
