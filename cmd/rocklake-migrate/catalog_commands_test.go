@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 type result struct {
@@ -80,27 +80,6 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 	})
 }
 
-// writeRaw writes keys and values straight through SlateDB.
-func writeRaw(t *testing.T, url string, kv ...[]byte) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	for i := 0; i+1 < len(kv); i += 2 {
-		b.Put(kv[i], kv[i+1])
-	}
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // rawDump lists every key and value, bypassing the startup check.
 func rawDump(t *testing.T, url string) string {
 	t.Helper()
@@ -119,7 +98,7 @@ var (
 func TestEveryCommandRefusesVersion99(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
 		url := newURL()
-		writeRaw(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+		kvscan.Put(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
 		before := rawDump(t, url)
 		for _, args := range [][]string{
 			{"check", "--catalog", url},
@@ -162,7 +141,7 @@ func TestEveryCommandRefusesVersion99(t *testing.T) {
 func TestEveryCommandRefusesMissingVersion(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
 		url := newURL()
-		writeRaw(t, url, snapshotKey, format.EncodeEnvelope(format.V1, nil))
+		kvscan.Put(t, url, snapshotKey, format.EncodeEnvelope(format.V1, nil))
 		for _, args := range [][]string{
 			{"check", "--catalog", url},
 			{"inspect", "--catalog", url},

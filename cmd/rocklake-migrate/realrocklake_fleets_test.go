@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -65,7 +66,7 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 	firstAnswers := duckdbAnswers(t, ctx, filepath.Join(dir, "t1"), data, nil)
 	// The sixth: a catalog in format 99, behind a pointer that says 1.
 	unknown := "file://" + filepath.Join(dir, "t6")
-	writeRaw(t, unknown, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+	kvscan.Put(t, unknown, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
 	if _, err := pointer.Create(ctx, store, ptrOf(6), pointer.Pointer{Catalog: unknown, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -40,7 +41,7 @@ func TestStrategyBByHand(t *testing.T) {
 func TestStrategyBRefusesVersion99(t *testing.T) {
 	dir := t.TempDir()
 	url := "file://" + dir + "/cat"
-	writeRaw(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+	kvscan.Put(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
 	before := rawDump(t, url)
 	cli(t, "export", "--catalog", url, "--format", "v1", "--output", filepath.Join(dir, "x.ndjson")).
 		want(t, exitMismatch, "FormatVersionMismatch (SQLSTATE 0A000)", "found catalog format version 99", "expected 1")

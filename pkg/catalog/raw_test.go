@@ -5,6 +5,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -98,7 +99,7 @@ func TestScanPrefix(t *testing.T) {
 	if err := catalog.Create(ctx, url, format.V1, slatedb.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	writeRaw(t, url, []byte{0x2f, 0xff}, nil, []byte{0x30, 0x01}, nil, []byte{0x30, 0xff}, nil, []byte{0x30, 0xff, 0x02}, nil)
+	kvscan.Put(t, url, []byte{0x2f, 0xff}, nil, []byte{0x30, 0x01}, nil, []byte{0x30, 0xff}, nil, []byte{0x30, 0xff, 0x02}, nil)
 	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)

@@ -10,33 +10,15 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 )
-
-// putRaw writes keys and values (key, value, key, value, …) into the
-// catalog at url in one batch.
-func putRaw(t *testing.T, url string, kv ...[]byte) {
-	t.Helper()
-	w, err := slatedb.OpenWriter(testenv.Context(t), url, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	var b slatedb.Batch
-	for i := 0; i+1 < len(kv); i += 2 {
-		b.Put(kv[i], kv[i+1])
-	}
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // A key of a tag no binary knows yet, and its value.
 var (
@@ -66,8 +48,8 @@ func fuseSource(t *testing.T) string {
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
 	_, _, key, value := futureRow(t)
-	putRaw(t, src, key, value)
-	putRaw(t, src, unknownTagKey, unknownTagValue)
+	kvscan.Put(t, src, key, value)
+	kvscan.Put(t, src, unknownTagKey, unknownTagValue)
 	return src
 }
 
@@ -208,7 +190,7 @@ func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
 		// A value the export cannot read, in the middle of the range.
 		{"bad-value", keys[mid], []byte("not a row"), migration.UnknownCarry, nil},
 	} {
-		putRaw(t, src, tc.key, tc.value)
+		kvscan.Put(t, src, tc.key, tc.value)
 		c := openV1(t, src)
 		out1, out2 := filepath.Join(dir, tc.name+"-v1.ndjson.zst"), filepath.Join(dir, tc.name+"-v2.ndjson.zst")
 		_, _, err := shard.ExportTransformShard(testenv.Context(t), store, c, header(c, shard.Range{}, 1), out1, fused(t, out2, migration.Options{UnknownTags: tc.policy}), nil)

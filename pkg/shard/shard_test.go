@@ -89,7 +89,7 @@ func TestExportImportV1IsIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	putRaw(t, src, key, value, packedKey, packedValue)
+	kvscan.Put(t, src, key, value, packedKey, packedValue)
 	out := filepath.Join(t.TempDir(), "catalog-v1.ndjson")
 	exp := exportTo(t, store, src, out, 1, "")
 	if exp.Records < rows {
@@ -329,7 +329,7 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	exportTo(t, store, src, out, 1, "")
 	importFrom(t, store, out, dst, format.V1)
 	key, _ := format.EncodeKey(format.V1, format.Key{Tag: format.TagTableStats, Parts: []uint64{999999}})
-	putRaw(t, dst, key, format.EncodeEnvelope(format.V1, nil))
+	kvscan.Put(t, dst, key, format.EncodeEnvelope(format.V1, nil))
 	res, err := shard.Verify(testenv.Context(t), store, dst, out, shard.VerifyOptions{})
 	if !errors.Is(err, shard.ErrMismatch) || res.Match || len(res.Diff) != 1 || !strings.Contains(res.Diff[0], "ducklake_table_stats") {
 		t.Fatalf("verify after tampering: %+v, %v", res, err)
@@ -340,7 +340,7 @@ func TestUnknownTagsThroughThePipeline(t *testing.T) {
 	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, 200)
-	putRaw(t, src, unknownTagKey, unknownTagValue)
+	kvscan.Put(t, src, unknownTagKey, unknownTagValue)
 	v1 := filepath.Join(t.TempDir(), "c.ndjson")
 	exportTo(t, store, src, v1, 1, "")
 	v2 := filepath.Join(t.TempDir(), "c2.ndjson")
@@ -734,7 +734,7 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
-	putRaw(t, src, unknownTagKey, unknownTagValue)
+	kvscan.Put(t, src, unknownTagKey, unknownTagValue)
 	c, err := catalog.Open(testenv.Context(t), src, catalog.Options{Expect: format.V1})
 	if err != nil {
 		t.Fatal(err)
