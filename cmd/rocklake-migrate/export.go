@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
+	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
@@ -54,6 +56,28 @@ func newExportCmd(e *env) *cobra.Command {
 		fmt.Fprintf(e.stdout, "digest %s\n", res.Digest.Sum())
 		return nil
 	})
+}
+
+// shardStart is how export and import start: it checks the flags they
+// share, --catalog, the shard files' place (location, given as the flag
+// named placeFlag: --output or --input) and --format, which it returns
+// parsed, and opens the blob store.
+func shardStart(ctx context.Context, url, location, placeFlag, fv string) (format.Version, *blob.Store, error) {
+	if err := needCatalog(url); err != nil {
+		return 0, nil, err
+	}
+	if location == "" || fv == "" {
+		return 0, nil, usagef("%s and --format are required", placeFlag)
+	}
+	v, err := format.ParseVersion(fv)
+	if err != nil {
+		return 0, nil, usagef("--format: %v", err)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, store, nil
 }
 
 func createdBy() string { return "rocklake-migrate" }
