@@ -92,11 +92,7 @@ func TestGoldenCatalogV1(t *testing.T) {
 func inspectAll(t *testing.T, url string) []byte {
 	t.Helper()
 	ctx := testenv.Context(t)
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openV1(t, url)
 	var out bytes.Buffer
 	if err := c.InspectJSON(ctx, &out, format.KnownTags()...); err != nil {
 		t.Fatal(err)
@@ -159,10 +155,7 @@ func generateGolden(t *testing.T) {
 	if _, err := seed.Seed(ctx, url, seed.Options{Rows: 60, Seed: 20250110}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openV1(t, url)
 	have := map[shapeID]bool{}
 	var file catalog.Entry
 	for row, err := range c.ScanRange(ctx, nil, nil) {
@@ -223,11 +216,7 @@ type shapeID struct {
 func checkGoldenCoverage(t *testing.T, url string) {
 	t.Helper()
 	ctx := testenv.Context(t)
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openV1(t, url)
 	have := map[shapeID]bool{}
 	rawCounter, rawSystem, unknownField := false, false, false
 	for row, err := range c.ScanRange(ctx, nil, nil) {

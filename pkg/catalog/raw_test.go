@@ -100,11 +100,7 @@ func TestScanPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	kvscan.Put(t, url, []byte{0x2f, 0xff}, nil, []byte{0x30, 0x01}, nil, []byte{0x30, 0xff}, nil, []byte{0x30, 0xff, 0x02}, nil)
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openV1(t, url)
 	count := func(prefix []byte) (n int) {
 		t.Helper()
 		for e, err := range c.ScanPrefix(ctx, prefix) {
