@@ -365,30 +365,28 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 		}
 		sameListing(t, "a refusal for unknown tags", list, listing(t, url))
 	})
-	t.Run("carry", func(t *testing.T) {
+	// under migrates a fresh catalog under policy (run id): its result,
+	// what the catalog holds then, and Strategy B's digest of it before.
+	under := func(t *testing.T, policy migration.UnknownTags, id string) (Result, map[string]string, ndjson.Digest) {
+		t.Helper()
 		url := mk(t)
-		want := strategyB(t, url, migration.UnknownCarry)
-		o := opts(t, url, "m-c")
-		o.UnknownTags = migration.UnknownCarry
+		want := strategyB(t, url, policy)
+		o := opts(t, url, id)
+		o.UnknownTags = policy
 		res, err := Migrate(ctx, url, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kv := kvscan.Dump(t, url)
+		return res, kvscan.Dump(t, url), want
+	}
+	t.Run("carry", func(t *testing.T) {
+		res, kv, want := under(t, migration.UnknownCarry, "m-c")
 		if kv[string(future)] != "a table from the future" || kv[string(flag)] != "on, in words" || res.Carried[0x30] != 1 || res.Digest != want {
 			t.Fatalf("carry: future %q, flag %q, carried %v, digest equal to Strategy B's: %v", kv[string(future)], kv[string(flag)], res.Carried, res.Digest == want)
 		}
 	})
 	t.Run("drop", func(t *testing.T) {
-		url := mk(t)
-		want := strategyB(t, url, migration.UnknownDrop)
-		o := opts(t, url, "m-d")
-		o.UnknownTags = migration.UnknownDrop
-		res, err := Migrate(ctx, url, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kv := kvscan.Dump(t, url)
+		res, kv, want := under(t, migration.UnknownDrop, "m-d")
 		if _, ok := kv[string(future)]; ok || kv[string(flag)] != "on, in words" || res.Dropped[0x30] != 1 || res.Digest != want {
 			t.Fatalf("drop: future present %v, flag %q, dropped %v, digest equal to Strategy B's: %v", ok, kv[string(flag)], res.Dropped, res.Digest == want)
 		}
