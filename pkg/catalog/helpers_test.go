@@ -9,7 +9,6 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
-	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
 
@@ -29,18 +28,6 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 		n := 0
 		f(t, func() string { n++; return fmt.Sprintf("s3://catalogs/catalog-%d", n) })
 	})
-}
-
-// openV1 opens the format-1 catalog at url for the test, closed when it
-// ends.
-func openV1(t testing.TB, url string) *catalog.Catalog {
-	t.Helper()
-	c, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // versionValue is the catalog-format-version value n as RockLake writes it

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -100,7 +101,7 @@ func TestScanPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	kvscan.Put(t, url, []byte{0x2f, 0xff}, nil, []byte{0x30, 0x01}, nil, []byte{0x30, 0xff}, nil, []byte{0x30, 0xff, 0x02}, nil)
-	c := openV1(t, url)
+	c := testcatalog.OpenV1(t, url)
 	count := func(prefix []byte) (n int) {
 		t.Helper()
 		for e, err := range c.ScanPrefix(ctx, prefix) {

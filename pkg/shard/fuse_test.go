@@ -11,6 +11,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
@@ -53,16 +54,6 @@ func fuseSource(t *testing.T) string {
 	return src
 }
 
-func openV1(t *testing.T, url string) *catalog.Catalog {
-	t.Helper()
-	c, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func header(c *catalog.Catalog, r shard.Range, n int) ndjson.Header {
 	return ndjson.Header{CatalogFormat: format.V1, ShardIndex: r.Index, ShardCount: n, KeyStart: r.Start, KeyEnd: r.End,
 		CheckpointID: "cp", Source: c.URL(), CreatedBy: "test"}
@@ -91,7 +82,7 @@ func readAll(t *testing.T, path string) []byte {
 // every shard of a plan, compressed or not, unknown tags carried or dropped.
 func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
 	store := testenv.Store(t)
-	c := openV1(t, fuseSource(t))
+	c := testcatalog.OpenV1(t, fuseSource(t))
 	const n = 3
 	ranges, err := shard.PlanByBytes(testenv.Context(t), c, n, nil)
 	if err != nil {
@@ -162,7 +153,7 @@ func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
 	var keys, values [][]byte
 	snap := -1
 	func() {
-		c := openV1(t, src)
+		c := testcatalog.OpenV1(t, src)
 		for e, err := range c.ScanRaw(testenv.Context(t), nil, nil) {
 			if err != nil {
 				t.Fatal(err)
@@ -191,7 +182,7 @@ func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
 		{"bad-value", keys[mid], []byte("not a row"), migration.UnknownCarry, nil},
 	} {
 		kvscan.Put(t, src, tc.key, tc.value)
-		c := openV1(t, src)
+		c := testcatalog.OpenV1(t, src)
 		out1, out2 := filepath.Join(dir, tc.name+"-v1.ndjson.zst"), filepath.Join(dir, tc.name+"-v2.ndjson.zst")
 		_, _, err := shard.ExportTransformShard(testenv.Context(t), store, c, header(c, shard.Range{}, 1), out1, fused(t, out2, migration.Options{UnknownTags: tc.policy}), nil)
 		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {

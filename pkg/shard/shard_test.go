@@ -29,6 +29,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -268,12 +269,7 @@ func TestBadInputsWriteNothing(t *testing.T) {
 	exportTo(t, store, src, good, 3, "")
 	for _, how := range []string{"line", "truncated", "no-trailer", "wrong-version"} {
 		t.Run(how, func(t *testing.T) {
-			dir := t.TempDir()
-			urls, _ := shard.List(testenv.Context(t), store, good)
-			for _, u := range urls {
-				b, _ := os.ReadFile(u)
-				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
-			}
+			dir := copyShards(t, store, good)
 			corrupt(t, filepath.Join(dir, layout.ShardFile(2, 3, "")), how)
 			dst := fileURL(t, "dst")
 			_, err := shard.Import(testenv.Context(t), store, dir, dst, shard.ImportOptions{Format: format.V1})
@@ -400,6 +396,18 @@ func (f interrupted) resumes(t *testing.T, dst string) shard.ImportResult {
 	}
 	kvscan.Same(t, "resumed vs uninterrupted import", kvscan.Dump(t, f.clean), kvscan.Dump(t, dst))
 	return got
+}
+
+// copyShards copies the shard files at good into a directory of the test's.
+func copyShards(t *testing.T, store *blob.Store, good string) string {
+	t.Helper()
+	dir := t.TempDir()
+	urls, _ := shard.List(testenv.Context(t), store, good)
+	for _, u := range urls {
+		b, _ := os.ReadFile(u)
+		os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
+	}
+	return dir
 }
 
 // TestImportKilledMidwayResumes kills an import process with SIGKILL after
@@ -686,12 +694,7 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 		}, ndjson.ErrTrailerMismatch},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			urls, _ := shard.List(testenv.Context(t), store, good)
-			for _, u := range urls {
-				b, _ := os.ReadFile(u)
-				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
-			}
+			dir := copyShards(t, store, good)
 			damaged := filepath.Join(dir, filepath.Base(bad))
 			reseal(t, damaged, c.edit)
 			if _, _, err := ndjson.SkimFile(testenv.Context(t), store, damaged); err != nil {
@@ -735,11 +738,7 @@ func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
 	kvscan.Put(t, src, unknownTagKey, unknownTagValue)
-	c, err := catalog.Open(testenv.Context(t), src, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := testcatalog.OpenV1(t, src)
 	var want ndjson.Digest
 	for e, err := range c.ScanRaw(testenv.Context(t), nil, nil) {
 		if err != nil {
