@@ -6,8 +6,12 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
@@ -142,4 +146,70 @@ func flipTo(tb testing.TB, ctx context.Context, ptr, catalog string, v format.Ve
 		tb.Fatal(err)
 	}
 	return store
+}
+
+// stmt is one statement a client sent (the event), the schema a write
+// named and the error.
+type stmt struct {
+	event
+	name string
+	err  error
+}
+
+// client sends statements through cl until stopped: read every readEvery
+// and a write (writeSchema of w0, w1, …) every writeEvery, each on its own
+// connection with 5 s to answer, and records every one.
+type client struct {
+	mu    sync.Mutex
+	stmts []stmt
+	stop  func() // ends the client and waits for it; again, does nothing
+}
+
+func startClient(ctx context.Context, cl *rocklake.Server, read func(context.Context) error, readEvery, writeEvery time.Duration) *client {
+	c := &client{}
+	clientCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	loop := func(write bool, every time.Duration) {
+		defer wg.Done()
+		for n := 0; clientCtx.Err() == nil; n++ {
+			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
+			name := fmt.Sprintf("w%d", n)
+			var err error
+			if write {
+				err = writeSchema(sctx, cl, name)
+			} else {
+				err = read(sctx)
+			}
+			cancel()
+			if clientCtx.Err() != nil {
+				return
+			}
+			c.mu.Lock()
+			c.stmts = append(c.stmts, stmt{event{time.Now(), write, err == nil}, name, err})
+			c.mu.Unlock()
+			time.Sleep(every)
+		}
+	}
+	wg.Add(2)
+	go loop(false, readEvery)
+	go loop(true, writeEvery)
+	var once sync.Once
+	c.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	return c
+}
+
+// sent is every statement sent so far.
+func (c *client) sent() []stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.stmts)
+}
+
+// events are the statements' events (for gaps).
+func events(stmts []stmt) []event {
+	evs := make([]event, len(stmts))
+	for i, s := range stmts {
+		evs[i] = s.event
+	}
+	return evs
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -81,46 +80,14 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
 
 	// The client: a read every 50 ms, a write every 200 ms.
-	type stmt struct {
-		event
-		name string
-		err  error
-	}
-	var mu sync.Mutex
-	var evs []stmt
-	clientCtx, stopClient := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	client := func(write bool, every time.Duration) {
-		defer wg.Done()
-		for n := 0; clientCtx.Err() == nil; n++ {
-			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
-			name := fmt.Sprintf("w%d", n)
-			var err error
-			if write {
-				err = writeSchema(sctx, cl, name)
-			} else {
-				var names string
-				if names, err = schemas(sctx, cl); err == nil && !strings.Contains(names, "before_migration") {
-					err = fmt.Errorf("a read without the commits before the migration: %q", names)
-				}
-			}
-			cancel()
-			if clientCtx.Err() != nil {
-				return
-			}
-			mu.Lock()
-			evs = append(evs, stmt{event{time.Now(), write, err == nil}, name, err})
-			mu.Unlock()
-			time.Sleep(every)
+	c := startClient(ctx, cl, func(ctx context.Context) error {
+		names, err := schemas(ctx, cl)
+		if err == nil && !strings.Contains(names, "before_migration") {
+			err = fmt.Errorf("a read without the commits before the migration: %q", names)
 		}
-	}
-	wg.Add(2)
-	go client(false, 50*time.Millisecond)
-	go client(true, 200*time.Millisecond)
-	defer func() {
-		stopClient()
-		wg.Wait()
-	}()
+		return err
+	}, 50*time.Millisecond, 200*time.Millisecond)
+	defer c.stop()
 
 	started := time.Now()
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "20s", "--postpone-flip", "--offline", "--json")
@@ -153,11 +120,9 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	flipped := cur.UpdatedAt
 	eventually(t, "a write on the new catalog", func() error { return writeSchema(ctx, cl, "after_flip") })
 	eventually(t, "DuckDB reads the lake from the new catalog", sameLake("after the flip"))
-	stopClient()
-	wg.Wait()
+	c.stop()
+	evs := c.sent()
 
-	mu.Lock()
-	defer mu.Unlock()
 	var firstRefused time.Time
 	var committed []string
 	refused57P04 := 0
@@ -178,13 +143,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 		}
 	}
 	frozen := flipped.Sub(firstRefused)
-	reads := gaps(func() []event {
-		var r []event
-		for _, e := range evs {
-			r = append(r, e.event)
-		}
-		return r
-	}(), false)
+	reads := gaps(events(evs), false)
 	var worst time.Duration
 	for _, g := range reads {
 		worst = max(worst, g)

@@ -298,33 +298,11 @@ func BenchmarkServeSwitch(b *testing.B) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var mu sync.Mutex
-	var evs []event
-	clientCtx, stopClient := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	client := func(write bool, every time.Duration) {
-		defer wg.Done()
-		for n := 0; clientCtx.Err() == nil; n++ {
-			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
-			var err error
-			if write {
-				err = writeSchema(sctx, cl, fmt.Sprintf("w%d", n))
-			} else {
-				_, err = rocklake.LatestSnapshotID(sctx, cl)
-			}
-			cancel()
-			if clientCtx.Err() != nil {
-				return
-			}
-			mu.Lock()
-			evs = append(evs, event{at: time.Now(), write: write, ok: err == nil})
-			mu.Unlock()
-			time.Sleep(every)
-		}
-	}
-	wg.Add(2)
-	go client(false, 20*time.Millisecond)
-	go client(true, 100*time.Millisecond)
+	c := startClient(ctx, cl, func(ctx context.Context) error {
+		_, err := rocklake.LatestSnapshotID(ctx, cl)
+		return err
+	}, 20*time.Millisecond, 100*time.Millisecond)
+	defer c.stop()
 	b.ResetTimer()
 	var mo, me bytes.Buffer
 	if code := run(ctx, &env{stdout: &mo, stderr: &me}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "4", "--offline"}); code != exitOK {
@@ -337,14 +315,12 @@ func BenchmarkServeSwitch(b *testing.B) {
 	mustRun("rollback", "--pointer", ptr)
 	rolledBack := time.Now()
 	for {
-		mu.Lock()
 		var ok bool
-		for _, e := range evs {
+		for _, e := range c.sent() {
 			if e.write && e.ok && e.at.After(rolledBack) {
 				ok = true
 			}
 		}
-		mu.Unlock()
 		if ok || time.Since(rolledBack) > time.Minute {
 			break
 		}
@@ -352,8 +328,8 @@ func BenchmarkServeSwitch(b *testing.B) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	b.StopTimer()
-	stopClient()
-	wg.Wait()
+	c.stop()
+	evs := c.sent()
 	var firstRefused, firstAfter time.Time
 	for _, e := range evs {
 		if e.write && !e.ok && firstRefused.IsZero() {
@@ -363,7 +339,7 @@ func BenchmarkServeSwitch(b *testing.B) {
 			firstAfter = e.at
 		}
 	}
-	reads := gaps(evs, false)
+	reads := gaps(events(evs), false)
 	var worst time.Duration
 	for _, g := range reads {
 		worst = max(worst, g)
