@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 type result struct {
@@ -27,15 +27,11 @@ type result struct {
 // s3Stack starts versitygw for the test with a versioned bucket "rocklake"
 // and points the process's S3 settings at it; the context ends after
 // timeout, or with the test.
-func s3Stack(t *testing.T, timeout time.Duration) (context.Context, *s3server.Server) {
-	t.Helper()
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
+func s3Stack(tb testing.TB, timeout time.Duration) (context.Context, *s3server.Server) {
+	tb.Helper()
+	s := s3server.StartWith(tb, map[string]bool{"rocklake": true})
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	tb.Cleanup(cancel)
 	return ctx, s
 }
 
@@ -78,37 +74,10 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 		f(t, func() string { n++; return fmt.Sprintf("file://%s/catalog-%d", dir, n) })
 	})
 	t.Run("s3", func(t *testing.T) {
-		s := s3server.Start(t)
-		s3server.SetEnv(t, s)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.CreateBucket(ctx, "catalogs", true); err != nil {
-			t.Fatal(err)
-		}
+		s3server.StartWith(t, map[string]bool{"catalogs": true})
 		n := 0
 		f(t, func() string { n++; return fmt.Sprintf("s3://catalogs/catalog-%d", n) })
 	})
-}
-
-// writeRaw writes keys and values straight through SlateDB.
-func writeRaw(t *testing.T, url string, kv ...[]byte) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	for i := 0; i+1 < len(kv); i += 2 {
-		b.Put(kv[i], kv[i+1])
-	}
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // rawDump lists every key and value, bypassing the startup check.
@@ -129,7 +98,7 @@ var (
 func TestEveryCommandRefusesVersion99(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
 		url := newURL()
-		writeRaw(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+		kvscan.Put(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
 		before := rawDump(t, url)
 		for _, args := range [][]string{
 			{"check", "--catalog", url},
@@ -172,7 +141,7 @@ func TestEveryCommandRefusesVersion99(t *testing.T) {
 func TestEveryCommandRefusesMissingVersion(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newURL func() string) {
 		url := newURL()
-		writeRaw(t, url, snapshotKey, format.EncodeEnvelope(format.V1, nil))
+		kvscan.Put(t, url, snapshotKey, format.EncodeEnvelope(format.V1, nil))
 		for _, args := range [][]string{
 			{"check", "--catalog", url},
 			{"inspect", "--catalog", url},

@@ -12,7 +12,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/operator"
 	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/seeded"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -35,13 +34,7 @@ type cleanupSetup struct {
 }
 
 func newCleanupSetup(t *testing.T) cleanupSetup {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	ctx, _ := s3Stack(t, 4*time.Minute)
 	store, err := blob.New(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -161,13 +160,7 @@ func BenchmarkSilentEndpoint(b *testing.B) {
 // fails naming the store and the limit, instead of running on to its
 // 4-hour deadline.
 func TestStalledExportFails(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "catalogs", true); err != nil {
-		t.Fatal(err)
-	}
+	s := s3server.StartWith(t, map[string]bool{"catalogs": true})
 	url := "s3://catalogs/stalls"
 	cli(t, "seed", "--catalog", url, "--rows", "2000").want(t, exitOK)
 	proxy := s3server.StartStallProxy(t, s.Endpoint(), func(r *http.Request) bool {

@@ -29,22 +29,12 @@ func newExportCmd(e *env) *cobra.Command {
 	concurrency := fs.Int("concurrency", 2, "shards exported at once")
 	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
-		if err := needCatalog(*url); err != nil {
-			return err
-		}
-		if *output == "" || *fv == "" {
-			return usagef("--output and --format are required")
-		}
-		v, err := format.ParseVersion(*fv)
+		v, store, err := shardStart(ctx, *url, *output, "--output", *fv)
 		if err != nil {
-			return usagef("--format: %v", err)
+			return err
 		}
 		if *compression == "none" {
 			*compression = ""
-		}
-		store, err := blob.New(ctx)
-		if err != nil {
-			return err
 		}
 		var p shard.Progress
 		stop := e.stage("export", *asJSON, &p)
@@ -66,6 +56,28 @@ func newExportCmd(e *env) *cobra.Command {
 		fmt.Fprintf(e.stdout, "digest %s\n", res.Digest.Sum())
 		return nil
 	})
+}
+
+// shardStart is how export and import start: it checks the flags they
+// share, --catalog, the shard files' place (location, given as the flag
+// named placeFlag: --output or --input) and --format, which it returns
+// parsed, and opens the blob store.
+func shardStart(ctx context.Context, url, location, placeFlag, fv string) (format.Version, *blob.Store, error) {
+	if err := needCatalog(url); err != nil {
+		return 0, nil, err
+	}
+	if location == "" || fv == "" {
+		return 0, nil, usagef("%s and --format are required", placeFlag)
+	}
+	v, err := format.ParseVersion(fv)
+	if err != nil {
+		return 0, nil, usagef("--format: %v", err)
+	}
+	store, err := blob.New(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, store, nil
 }
 
 func createdBy() string { return "rocklake-migrate" }

@@ -20,9 +20,7 @@ func TestPostponedFlipApproveAndAbort(t *testing.T) {
 	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	topic := sns.CreateTopic(t, "rocklake-alerts")
-	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
-	cli(t, "seed", "--catalog", src, "--rows", "500").want(t, exitOK)
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	src, ptr := seededS3Pointer(t, 500)
 
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--dry-run", "--postpone-flip").want(t, exitUsage, "exclude each other")
 	postpone := func() localrun.Report {

@@ -7,8 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
 )
 
@@ -24,17 +22,7 @@ func newImportCmd(e *env) *cobra.Command {
 	input := fs.String("input", "", "a shard file, or a directory or s3:// prefix of shard files")
 	asJSON := jsonFlag(fs, "print the report as JSON on stdout, and progress as JSON events on stderr")
 	return setup(e, c, 4*time.Hour, 0, func(ctx context.Context, args []string) error {
-		if err := needCatalog(*url); err != nil {
-			return err
-		}
-		if *input == "" || *fv == "" {
-			return usagef("--input and --format are required")
-		}
-		v, err := format.ParseVersion(*fv)
-		if err != nil {
-			return usagef("--format: %v", err)
-		}
-		store, err := blob.New(ctx)
+		v, store, err := shardStart(ctx, *url, *input, "--input", *fv)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
 // objects lists every object under prefix with its ETag; only the object
@@ -78,9 +77,7 @@ func strategyBDigest(t *testing.T, src string) string {
 // pointer names, and the next migration goes through from there.
 func TestMigrateInPlace(t *testing.T) {
 	ctx, _ := s3Stack(t, 3*time.Minute)
-	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
-	cli(t, "seed", "--catalog", src, "--rows", "1500").want(t, exitOK)
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	src, ptr := seededS3Pointer(t, 1500)
 	wantDigest := strategyBDigest(t, src)
 	catalogObjects, pointerObjects := objects(t, ctx, src+"/"), objects(t, ctx, ptr, true)
 
@@ -158,8 +155,7 @@ func TestRealRockLakeInPlace(t *testing.T) {
 	src, data := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "data")+"/"
 	baseline := duckdbAnswers(t, ctx, src, data, rocklake.DuckDBWorkload)
 	wantDigest := strategyBDigest(t, "file://"+src)
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr := pointAt(t, src)
 
 	var rep localrun.Report
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--in-place", "--json")
@@ -182,20 +178,8 @@ func TestRealRockLakeInPlace(t *testing.T) {
 	if got := duckdbAnswers(t, ctx, wayBack, data, nil); got != baseline {
 		t.Fatalf("DuckDB answers differ after the rollback:\nbefore: %s\nafter:  %s", baseline, got)
 	}
-	srv, err := rocklake.Serve(ctx, wayBack)
-	if err != nil {
-		t.Fatalf("rocklake serve after the rollback: %v", err)
-	}
-	_, err = rocklake.AddSchema(ctx, srv, "after_rollback")
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatalf("write after the rollback: %v\n%s", err, srv.Logs())
-	}
-	if out, err := rocklake.Verify(ctx, wayBack); err != nil {
-		t.Fatalf("rocklake verify catalog after the rollback: %v\n%s", err, out)
-	}
+	addSchema(t, ctx, wayBack, "after_rollback")
+	rocklakeVerify(t, ctx, wayBack)
 }
 
 // migrate --in-place-auto: a catalog within the limit goes in place, one
@@ -252,17 +236,7 @@ func TestWayBackReleaseAndRestoreRefusals(t *testing.T) {
 	cli(t, "cleanup", "--pointer", ptr, "--apply", "--release-way-back", rep.MigrationID).want(t, exitError, "ReleaseRefused", "rolls back to it")
 
 	// The pointer moves on to another catalog: the way back may go.
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, ref, err := pointer.Read(ctx, store, ptr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Flip(ctx, store, ptr, cur.Next(other, format.V1, "m-next"), ref); err != nil {
-		t.Fatal(err)
-	}
+	store := flipTo(t, ctx, ptr, other, format.V1, "m-next")
 	r = cli(t, "cleanup", "--pointer", ptr, "--release-way-back", rep.MigrationID)
 	r.want(t, exitOK)
 	if !strings.Contains(r.stdout, "would record the way back "+wayBack+" as no longer needed") {

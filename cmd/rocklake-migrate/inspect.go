@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -115,23 +114,9 @@ func printSummary(e *env, s *catalog.Summary) {
 	fmt.Fprintf(e.stdout, "\ncounters:\n")
 	printValues(e, s.Counters)
 	fmt.Fprintf(e.stdout, "\nsystem keys:\n")
-	names := make([]string, 0, len(s.System))
-	for n := range s.System {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(e.stdout, "  %-40s %s\n", n, s.System[n])
-	}
+	printSorted(e.stdout, "  %-40s %s\n", s.System)
 }
 
 func printValues(e *env, m map[string]uint64) {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(e.stdout, "  %-40s %10d\n", n, m[n])
-	}
+	printSorted(e.stdout, "  %-40s %10d\n", m)
 }

@@ -97,15 +97,25 @@ func newKVGetCmd(e *env) *cobra.Command {
 	})
 }
 
-func kvGet(ctx context.Context, e *env, kf kvFlags, pos []string) error {
-	if err := needCatalog(*kf.url); err != nil {
-		return err
+// open checks --catalog and the hex argument of get and scan (what names
+// it in an error), then opens the catalog to read it.
+func (f kvFlags) open(ctx context.Context, e *env, what, arg string) (*catalog.Catalog, []byte, error) {
+	if err := needCatalog(*f.url); err != nil {
+		return nil, nil, err
 	}
-	key, err := hexArg("KEY", pos[0])
+	b, err := hexArg(what, arg)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	c, err := catalog.Open(ctx, *kf.url, kf.options(e))
+	c, err := catalog.Open(ctx, *f.url, f.options(e))
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, b, nil
+}
+
+func kvGet(ctx context.Context, e *env, kf kvFlags, pos []string) error {
+	c, key, err := kf.open(ctx, e, "KEY", pos[0])
 	if err != nil {
 		return err
 	}
@@ -132,14 +142,7 @@ func newKVScanCmd(e *env) *cobra.Command {
 }
 
 func kvScan(ctx context.Context, e *env, kf kvFlags, prefixArg string) error {
-	if err := needCatalog(*kf.url); err != nil {
-		return err
-	}
-	prefix, err := hexArg("--prefix", prefixArg)
-	if err != nil {
-		return err
-	}
-	c, err := catalog.Open(ctx, *kf.url, kf.options(e))
+	c, prefix, err := kf.open(ctx, e, "--prefix", prefixArg)
 	if err != nil {
 		return err
 	}

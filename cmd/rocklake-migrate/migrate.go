@@ -50,10 +50,7 @@ func newMigrateCmd(e *env) *cobra.Command {
 	graceFlag := freezeGraceFlag(fs)
 	rb := newRebuildFlags(fs)
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
-		if err := needPointer(*ptr); err != nil {
-			return err
-		}
-		grace, err := freezeGrace(*graceFlag)
+		grace, err := needPointerAndGrace(*ptr, *graceFlag)
 		if err != nil {
 			return err
 		}

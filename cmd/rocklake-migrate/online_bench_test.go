@@ -63,19 +63,13 @@ func BenchmarkOnlineMigration(b *testing.B) {
 // s3://rocklake/CURRENT at it.
 func seededPointer(b *testing.B, ctx context.Context, n int) (dir, src, ptr string) {
 	b.Helper()
-	s := s3server.Start(b)
-	s3server.SetEnv(b, s)
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		b.Fatal(err)
-	}
+	s3server.StartWith(b, map[string]bool{"rocklake": true})
 	dir = b.TempDir()
 	src = filepath.Join(dir, "catalogs", "prod")
 	if _, err := seed.Seed(ctx, "file://"+src, seed.Options{Rows: n, Seed: 26}); err != nil {
 		b.Fatal(err)
 	}
-	ptr = "s3://rocklake/CURRENT"
-	cli(b, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(b, exitOK)
-	return dir, src, ptr
+	return dir, src, pointAt(b, src)
 }
 
 type committedRun struct {

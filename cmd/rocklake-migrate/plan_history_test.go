@@ -16,9 +16,7 @@ import (
 // and status with nothing in progress.
 func TestPlanHistoryStatus(t *testing.T) {
 	ctx, s := s3Stack(t, 2*time.Minute)
-	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
-	cli(t, "seed", "--catalog", src, "--rows", "2000").want(t, exitOK)
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	_, ptr := seededS3Pointer(t, 2000)
 
 	before, err := s.Objects(ctx)
 	if err != nil {

@@ -48,6 +48,16 @@ func needPointer(url string) error {
 	return nil
 }
 
+// needPointerAndGrace checks the flags migrate and rollback both start
+// from, --pointer and --freeze-grace, and returns the grace for the
+// workflow's input (freezeGrace).
+func needPointerAndGrace(url string, d time.Duration) (*float64, error) {
+	if err := needPointer(url); err != nil {
+		return nil, err
+	}
+	return freezeGrace(d)
+}
+
 // freezeGraceFlag adds --freeze-grace, the wait between the lock and the
 // fence (workflow.CheckInput.FreezeGrace).
 func freezeGraceFlag(fs *pflag.FlagSet) *time.Duration {

@@ -53,19 +53,11 @@ func TestRealRockLakeDuckDBThroughTwoOnlineMigrations(t *testing.T) {
 	}
 	// A lake DuckDB itself wrote through RockLake.
 	src, data := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "data")+"/"
-	srv, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = rocklake.DuckDB(ctx, srv, data, rocklake.DuckDBWorkload, nil)
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	withRockLake(t, ctx, src, func(srv *rocklake.Server) error {
+		_, err := rocklake.DuckDB(ctx, srv, data, rocklake.DuckDBWorkload, nil)
+		return err
+	})
+	ptr := pointAt(t, src)
 	sv := superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
 	var sess *rocklake.Session
 	eventually(t, "DuckDB attaches through the supervisor", func() error {

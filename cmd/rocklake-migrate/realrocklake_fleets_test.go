@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -57,24 +58,14 @@ func TestRealRockLakeFleetMigrateRollback(t *testing.T) {
 		if out, err := exec.CommandContext(ctx, "cp", "-r", base, cat).CombinedOutput(); err != nil {
 			t.Fatalf("cp: %v: %s", err, out)
 		}
-		srv, err := rocklake.Serve(ctx, cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = rocklake.AddSchema(ctx, srv, fmt.Sprintf("tenant_%d", i)) // each tenant's own commit
-		if serr := srv.Stop(); err == nil {
-			err = serr
-		}
-		if err != nil {
-			t.Fatalf("tenant %d's commit: %v", i, err)
-		}
+		addSchema(t, ctx, cat, fmt.Sprintf("tenant_%d", i)) // each tenant's own commit
 		cli(t, "init-pointer", "--pointer", ptrOf(i), "--catalog", "file://"+cat).want(t, exitOK)
 		reads[ptrOf(i)] = readOf(cat)
 	}
 	firstAnswers := duckdbAnswers(t, ctx, filepath.Join(dir, "t1"), data, nil)
 	// The sixth: a catalog in format 99, behind a pointer that says 1.
 	unknown := "file://" + filepath.Join(dir, "t6")
-	writeRaw(t, unknown, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+	kvscan.Put(t, unknown, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
 	if _, err := pointer.Create(ctx, store, ptrOf(6), pointer.Pointer{Catalog: unknown, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
 		t.Fatal(err)
 	}

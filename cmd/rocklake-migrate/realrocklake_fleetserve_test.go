@@ -21,10 +21,6 @@ import (
 // catalog its pointer names at the end, which RockLake serves.
 func TestRealRockLakeFleetUnderServe(t *testing.T) {
 	ctx, _ := s3Stack(t, 6*time.Minute)
-	bin, err := rocklake.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	type tenant struct {
 		ptr, src string
 		cl       *rocklake.Server
@@ -38,9 +34,7 @@ func TestRealRockLakeFleetUnderServe(t *testing.T) {
 			t.Fatal(err)
 		}
 		cli(t, "init-pointer", "--pointer", tn.ptr, "--catalog", "file://"+tn.src).want(t, exitOK)
-		sv := superviseRockLake(t, ctx, tn.ptr, bin, 16, "--interval", "200ms")
-		tn.cl = rocklake.Client(sv.port)
-		eventually(t, "the writer of "+name+" takes a write", func() error { return writeSchema(ctx, tn.cl, "before_fleet") })
+		_, tn.cl = servedWriter(t, ctx, tn.ptr, "before_fleet")
 		tn.w = commitEvery(ctx, tn.cl, 200*time.Millisecond)
 		tenants = append(tenants, tn)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/history"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
@@ -39,13 +38,7 @@ func TestRealRockLakeKilledDuringACopyIsHealed(t *testing.T) {
 	ctx, _ := s3Stack(t, 6*time.Minute)
 	dir := t.TempDir()
 	ptr, _ := pointedCatalogOfRows(t, ctx, dir, 300000)
-	bin, err := rocklake.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv := superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
-	cl := rocklake.Client(sv.port)
-	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_runs") })
+	sv, cl := servedWriter(t, ctx, ptr, "before_runs")
 	w := commitEvery(ctx, cl, 200*time.Millisecond)
 	store, err := blob.New(ctx)
 	if err != nil {
@@ -119,9 +112,7 @@ func pointedCatalogOfRows(t *testing.T, ctx context.Context, dir string, rows in
 	t.Helper()
 	src = dir + "/catalogs/prod"
 	cli(t, "seed", "--catalog", "file://"+src, "--rows", strconv.Itoa(rows), "--seed", "7").want(t, exitOK)
-	ptr = "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
-	return ptr, src
+	return pointAt(t, src), src
 }
 
 // Issue 37 item 3: a cleanup's lock lets the writer go on. `cleanup
@@ -132,8 +123,7 @@ func pointedCatalogOfRows(t *testing.T, ctx context.Context, dir string, rows in
 func TestRealRockLakeCleanupWhileServing(t *testing.T) {
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
-	ptr, _, sv := servedPointer(t, ctx, dir)
-	cl := rocklake.Client(sv.port)
+	ptr, _, sv, cl := servedPointer(t, ctx, dir)
 	w := commitEvery(ctx, cl, 100*time.Millisecond)
 	time.Sleep(time.Second)
 	cli(t, "cleanup", "--pointer", ptr, "--apply").want(t, exitOK)

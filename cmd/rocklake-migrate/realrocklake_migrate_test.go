@@ -27,23 +27,10 @@ func TestRealRockLakeMigrateRollback(t *testing.T) {
 	// servesAndWrites: RockLake opens dir, serves it and commits a schema.
 	servesAndWrites := func(dir, schema string) {
 		t.Helper()
-		srv, err := rocklake.Serve(ctx, dir)
-		if err != nil {
-			t.Fatalf("rocklake serve %s: %v", dir, err)
-		}
-		_, err = rocklake.AddSchema(ctx, srv, schema)
-		if stopErr := srv.Stop(); err == nil {
-			err = stopErr
-		}
-		if err != nil {
-			t.Fatalf("write to %s: %v\n%s", dir, err, srv.Logs())
-		}
-		if out, err := rocklake.Verify(ctx, dir); err != nil {
-			t.Fatalf("rocklake verify catalog %s: %v\n%s", dir, err, out)
-		}
+		addSchema(t, ctx, dir, schema)
+		rocklakeVerify(t, ctx, dir)
 	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr := pointAt(t, src)
 
 	// A dry run (which fences nothing) verifies, and leaves the source a
 	// catalog RockLake opens and writes.

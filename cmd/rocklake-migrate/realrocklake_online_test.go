@@ -108,18 +108,13 @@ func allCommitted(ctx context.Context, srv *rocklake.Server, names []string) err
 // servedPointer makes a catalog the real RockLake wrote in
 // <dir>/catalogs/prod (servedCatalog), the pointer s3://rocklake/CURRENT at
 // it, and `serve` on that pointer (interval 200 ms), whose writer has taken
-// a first commit, "before_migration".
-func servedPointer(t *testing.T, ctx context.Context, dir string) (ptr, src string, sv *supervisor) {
+// a first commit, "before_migration"; cl is a client of the RockLake it
+// supervises.
+func servedPointer(t *testing.T, ctx context.Context, dir string) (ptr, src string, sv *supervisor, cl *rocklake.Server) {
 	t.Helper()
-	bin, err := rocklake.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ptr, src = pointedCatalog(t, ctx, dir)
-	sv = superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
-	cl := rocklake.Client(sv.port)
-	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
-	return ptr, src, sv
+	sv, cl = servedWriter(t, ctx, ptr, "before_migration")
+	return ptr, src, sv, cl
 }
 
 // pointedCatalog makes a catalog the real RockLake wrote in
@@ -131,9 +126,7 @@ func pointedCatalog(t *testing.T, ctx context.Context, dir string) (ptr, src str
 	if err := servedCatalog(t, ctx, src).Stop(); err != nil {
 		t.Fatal(err)
 	}
-	ptr = "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
-	return ptr, src
+	return pointAt(t, src), src
 }
 
 // servedCatalog makes a catalog in dir with the real RockLake (its sample
@@ -143,17 +136,7 @@ func pointedCatalog(t *testing.T, ctx context.Context, dir string) (ptr, src str
 // puts it there at once), its next commits in its WAL.
 func servedCatalog(t *testing.T, ctx context.Context, dir string) *rocklake.Server {
 	t.Helper()
-	srv, err := rocklake.Serve(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
-		_ = srv.Stop()
-		t.Fatalf("%v\n%s", err, srv.Logs())
-	}
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	sampleCatalog(t, ctx, dir)
 	w, err := slatedb.OpenWriter(ctx, "file://"+dir, slatedb.Options{Passive: true})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +147,8 @@ func servedCatalog(t *testing.T, ctx context.Context, dir string) *rocklake.Serv
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if srv, err = rocklake.Serve(ctx, dir); err != nil {
+	srv, err := rocklake.Serve(ctx, dir)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return srv
@@ -183,8 +167,7 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	src := filepath.Join(dir, "catalogs", "prod")
 	srv := servedCatalog(t, ctx, src)
 	defer srv.Stop()
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr := pointAt(t, src)
 
 	w := commitEvery(ctx, srv, 100*time.Millisecond)
 	time.Sleep(500 * time.Millisecond) // commits before the snapshot too
@@ -234,17 +217,8 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	kvscan.Same(t, "online against offline migration of the frozen source", kvscan.Dump(t, offRep.Target), kvscan.Dump(t, rep.Target))
 
 	target := strings.TrimPrefix(rep.Target, "file://")
-	if out, err := rocklake.Verify(ctx, target); err != nil {
-		t.Fatalf("rocklake verify catalog %s: %v\n%s", target, err, out)
-	}
-	served, err := rocklake.Serve(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer served.Stop()
-	if err := allCommitted(ctx, served, acked); err != nil {
-		t.Fatalf("the new catalog %s: %v", rep.Target, err)
-	}
+	rocklakeVerify(t, ctx, target)
+	served := servesEveryCommit(t, ctx, target, "the new catalog "+rep.Target, acked)
 	// A commit on the new catalog after the flip: rollback carries it back
 	// into the source, which RockLake then serves with every commit.
 	if _, err := rocklake.AddSchema(ctx, served, "after_the_flip"); err != nil {
@@ -259,17 +233,8 @@ func TestRealRockLakeOnlineMigration(t *testing.T) {
 	if err := json.Unmarshal([]byte(back.stdout), &rb); err != nil || rb.Outcome != "rolled back" || rb.Target != "file://"+src || rb.CarriedKeys == 0 {
 		t.Fatalf("rollback report %q: %v", back.stdout, err)
 	}
-	if out, err := rocklake.Verify(ctx, src); err != nil {
-		t.Fatalf("rocklake verify catalog %s after the rollback: %v\n%s", src, err, out)
-	}
-	again, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Stop()
-	if err := allCommitted(ctx, again, append(acked, "after_the_flip")); err != nil {
-		t.Fatalf("the source after the rollback: %v", err)
-	}
+	rocklakeVerify(t, ctx, src)
+	servesEveryCommit(t, ctx, src, "the source after the rollback", append(acked, "after_the_flip"))
 }
 
 // A catalog the real RockLake made and has served since without flushing
@@ -288,8 +253,7 @@ func TestRealRockLakeOnlineMigratesAnUnflushedCatalogOffline(t *testing.T) {
 	if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
 		t.Fatalf("%v\n%s", err, srv.Logs())
 	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr := pointAt(t, src)
 	w := commitEvery(ctx, srv, 100*time.Millisecond)
 	time.Sleep(300 * time.Millisecond)
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/",
@@ -312,15 +276,7 @@ func TestRealRockLakeOnlineMigratesAnUnflushedCatalogOffline(t *testing.T) {
 	if len(acked) == 0 {
 		t.Fatalf("RockLake acknowledged no commit before the run (%d refused)", refused)
 	}
-	target := strings.TrimPrefix(rep.Target, "file://")
-	served, err := rocklake.Serve(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer served.Stop()
-	if err := allCommitted(ctx, served, acked); err != nil {
-		t.Fatalf("the new catalog %s: %v", rep.Target, err)
-	}
+	servesEveryCommit(t, ctx, strings.TrimPrefix(rep.Target, "file://"), "the new catalog "+rep.Target, acked)
 }
 
 // An online run interrupted before its fence (in Fence's grace) cleans up
@@ -332,8 +288,7 @@ func TestRealRockLakeOnlineInterruptedBeforeTheFence(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "catalogs", "prod")
 	srv := servedCatalog(t, ctx, src)
 	defer srv.Stop()
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr := pointAt(t, src)
 	w := commitEvery(ctx, srv, 100*time.Millisecond)
 	// A live supervisor that does not acknowledge holds Fence in its
 	// grace, where the interruption comes.
@@ -384,8 +339,8 @@ func TestRealRockLakeOnlineInterruptedBeforeTheFence(t *testing.T) {
 func TestRealRockLakeServeFollowsOnlineMigration(t *testing.T) {
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
-	ptr, _, sv := servedPointer(t, ctx, dir)
-	errOut, cl := &sv.errOut, rocklake.Client(sv.port)
+	ptr, _, sv, cl := servedPointer(t, ctx, dir)
+	errOut := &sv.errOut
 
 	w := commitEvery(ctx, cl, 100*time.Millisecond)
 	time.Sleep(500 * time.Millisecond)

@@ -41,13 +41,11 @@ type readObs struct {
 // pointer names.
 func readersThroughMigration(tb testing.TB, ctx context.Context, ptr, targetDir string, readers int, refresh, quiet time.Duration) readersRun {
 	tb.Helper()
+	_, wc := servedWriter(tb, ctx, ptr, "fleet_first")
 	bin, err := rocklake.Binary()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w := superviseRockLake(tb, ctx, ptr, bin, 16, "--interval", "200ms")
-	wc := rocklake.Client(w.port)
-	eventually(tb, "the writer takes a write", func() error { return writeSchema(ctx, wc, "fleet_first") })
 	var rs []*supervisor
 	for range readers {
 		rs = append(rs, superviseRockLake(tb, ctx, ptr, bin, 16, "--interval", "200ms", "--refresh", refresh.String(), "--", "--mode", "reader"))

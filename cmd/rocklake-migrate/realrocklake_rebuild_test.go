@@ -68,24 +68,13 @@ func TestRealRockLakeRebuild(t *testing.T) {
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src := filepath.Join(dir, "catalogs", "prod")
-	srv, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := rocklake.WriteSampleCatalog(ctx, srv)
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := sampleCatalog(t, ctx, src)
 	before := readEveryCommit(t, ctx, src, want.LatestSnapshotID)
 	if before[0] == before[len(before)-1] {
 		t.Fatalf("the reads do not tell snapshots apart: %s", before[0])
 	}
 
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr := pointAt(t, src)
 	relocated := filepath.Join(dir, "relocated")
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+relocated+"/", "--shards", "2", "--json")
 	r.want(t, exitOK)
@@ -103,26 +92,14 @@ func TestRealRockLakeRebuild(t *testing.T) {
 		t.Fatalf("status does not name the new catalog %s:\n%s", rep.Target, status.stdout)
 	}
 
-	if out, err := rocklake.Verify(ctx, target); err != nil {
-		t.Fatalf("rocklake verify catalog %s: %v\n%s", target, err, out)
-	}
+	rocklakeVerify(t, ctx, target)
 	after := readEveryCommit(t, ctx, target, want.LatestSnapshotID)
 	for id := range before {
 		if after[id] != before[id] {
 			t.Fatalf("snapshot %d reads differently from the rebuilt catalog:\nsource:  %s\nrebuilt: %s", id, before[id], after[id])
 		}
 	}
-	srv, err = rocklake.Serve(ctx, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = rocklake.AddSchema(ctx, srv, "after_rebuild")
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatalf("write to the rebuilt catalog: %v\n%s", err, srv.Logs())
-	}
+	addSchema(t, ctx, target, "after_rebuild")
 
 	if r := cli(t, "rollback", "--pointer", ptr, "--dry-run"); r.code != exitOK || !strings.Contains(r.stdout, "carried back by rollback") {
 		t.Fatalf("rollback --dry-run: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,10 +41,6 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	}
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	src := filepath.Join(t.TempDir(), "catalogs", "prod")
-	srv, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// DuckDB, RockLake's real client, writes a lake (DuckLake over
 	// RockLake's PostgreSQL protocol); its answers must be the same from the
 	// replica at the gate and from the new catalog after the flip.
@@ -58,21 +53,18 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 		b, err := json.Marshal(res)
 		return string(b), err
 	}
-	before, err := lake(srv, rocklake.DuckDBWorkload)
-	if err == nil && !strings.Contains(before, "with a note") {
-		err = fmt.Errorf("DuckDB did not read back what it wrote: %s", before)
-	}
-	if err == nil {
-		err = writeSchema(ctx, srv, "first_src")
-	}
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	var before string
+	withRockLake(t, ctx, src, func(srv *rocklake.Server) (err error) {
+		before, err = lake(srv, rocklake.DuckDBWorkload)
+		if err == nil && !strings.Contains(before, "with a note") {
+			err = fmt.Errorf("DuckDB did not read back what it wrote: %s", before)
+		}
+		if err == nil {
+			err = writeSchema(ctx, srv, "first_src")
+		}
+		return err
+	})
+	ptr := pointAt(t, src)
 	sv := superviseRockLake(t, ctx, ptr, bin, 32, "--interval", "200ms")
 	port, errOut := sv.port, &sv.errOut
 	cl := rocklake.Client(port)
@@ -88,46 +80,14 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
 
 	// The client: a read every 50 ms, a write every 200 ms.
-	type stmt struct {
-		event
-		name string
-		err  error
-	}
-	var mu sync.Mutex
-	var evs []stmt
-	clientCtx, stopClient := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	client := func(write bool, every time.Duration) {
-		defer wg.Done()
-		for n := 0; clientCtx.Err() == nil; n++ {
-			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
-			name := fmt.Sprintf("w%d", n)
-			var err error
-			if write {
-				err = writeSchema(sctx, cl, name)
-			} else {
-				var names string
-				if names, err = schemas(sctx, cl); err == nil && !strings.Contains(names, "before_migration") {
-					err = fmt.Errorf("a read without the commits before the migration: %q", names)
-				}
-			}
-			cancel()
-			if clientCtx.Err() != nil {
-				return
-			}
-			mu.Lock()
-			evs = append(evs, stmt{event{time.Now(), write, err == nil}, name, err})
-			mu.Unlock()
-			time.Sleep(every)
+	c := startClient(ctx, cl, func(ctx context.Context) error {
+		names, err := schemas(ctx, cl)
+		if err == nil && !strings.Contains(names, "before_migration") {
+			err = fmt.Errorf("a read without the commits before the migration: %q", names)
 		}
-	}
-	wg.Add(2)
-	go client(false, 50*time.Millisecond)
-	go client(true, 200*time.Millisecond)
-	defer func() {
-		stopClient()
-		wg.Wait()
-	}()
+		return err
+	}, 50*time.Millisecond, 200*time.Millisecond)
+	defer c.stop()
 
 	started := time.Now()
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--shards", "2", "--freeze-grace", "20s", "--postpone-flip", "--offline", "--json")
@@ -160,11 +120,9 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 	flipped := cur.UpdatedAt
 	eventually(t, "a write on the new catalog", func() error { return writeSchema(ctx, cl, "after_flip") })
 	eventually(t, "DuckDB reads the lake from the new catalog", sameLake("after the flip"))
-	stopClient()
-	wg.Wait()
+	c.stop()
+	evs := c.sent()
 
-	mu.Lock()
-	defer mu.Unlock()
 	var firstRefused time.Time
 	var committed []string
 	refused57P04 := 0
@@ -185,13 +143,7 @@ func TestRealRockLakeServeReadsThroughMigration(t *testing.T) {
 		}
 	}
 	frozen := flipped.Sub(firstRefused)
-	reads := gaps(func() []event {
-		var r []event
-		for _, e := range evs {
-			r = append(r, e.event)
-		}
-		return r
-	}(), false)
+	reads := gaps(events(evs), false)
 	var worst time.Duration
 	for _, g := range reads {
 		worst = max(worst, g)

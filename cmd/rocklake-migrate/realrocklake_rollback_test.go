@@ -33,8 +33,7 @@ import (
 func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
-	ptr, src, sv := servedPointer(t, ctx, dir)
-	cl := rocklake.Client(sv.port)
+	ptr, src, sv, cl := servedPointer(t, ctx, dir)
 
 	w := commitEvery(ctx, cl, 200*time.Millisecond)
 	r := cli(t, "migrate", "--pointer", ptr, "--rebuild", "--target-dir", "file://"+filepath.Join(dir, "new")+"/",
@@ -79,9 +78,7 @@ func TestRealRockLakeServeRollbackKeepsEveryCommit(t *testing.T) {
 	if code := sv.stop(); code != exitOK {
 		t.Logf("serve stopped: %d", code)
 	}
-	if out, err := rocklake.Verify(ctx, src); err != nil {
-		t.Fatalf("rocklake verify catalog %s after the rollback: %v\n%s", src, err, out)
-	}
+	rocklakeVerify(t, ctx, src)
 }
 
 // The rollback of a format change: a catalog the real RockLake wrote,
@@ -107,16 +104,7 @@ func TestRealRockLakeRollbackOfAFormatChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := kvscan.Dump(t, "file://"+clone)
-	srv, err := rocklake.Serve(ctx, clone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rocklake.AddSchema(ctx, srv, "written_as_v2"); err != nil {
-		t.Fatalf("%v\n%s", err, srv.Logs())
-	}
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	addSchema(t, ctx, clone, "written_as_v2")
 	after := kvscan.Dump(t, "file://"+clone)
 	writeAsV2(t, ctx, fwd.Target, before, after)
 
@@ -135,17 +123,8 @@ func TestRealRockLakeRollbackOfAFormatChange(t *testing.T) {
 			t.Fatalf("key %x: the previous catalog holds %x, RockLake wrote %x", k, got[k], v)
 		}
 	}
-	if out, err := rocklake.Verify(ctx, src); err != nil {
-		t.Fatalf("rocklake verify catalog %s after the rollback: %v\n%s", src, err, out)
-	}
-	served, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer served.Stop()
-	if err := allCommitted(ctx, served, []string{"written_as_v2"}); err != nil {
-		t.Fatalf("the previous catalog after the rollback: %v", err)
-	}
+	rocklakeVerify(t, ctx, src)
+	servesEveryCommit(t, ctx, src, "the previous catalog after the rollback", []string{"written_as_v2"})
 }
 
 // writeAsV2 writes into the format-2 catalog at url the change between two
@@ -232,9 +211,7 @@ func TestRealRockLakeMigrateDown(t *testing.T) {
 	}
 	t.Logf("%d keys, %d snapshot rows whose time had digits below a microsecond", len(orig), times)
 	target := strings.TrimPrefix(rep.Target, "file://")
-	if out, err := rocklake.Verify(ctx, target); err != nil {
-		t.Fatalf("rocklake verify catalog %s: %v\n%s", target, err, out)
-	}
+	rocklakeVerify(t, ctx, target)
 	want := servedSchemas(t, ctx, src)
 	if got := servedSchemas(t, ctx, target); got != want {
 		t.Fatalf("schemas served from the catalog migrated down: %s, want %s", got, want)

@@ -15,10 +15,7 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
-	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 )
 
 // syncBuffer is a bytes.Buffer for several writers (RockLake's output and
@@ -140,35 +137,21 @@ func eventually(t testing.TB, what string, f func() error) {
 // every commit before the migration there. A flip to another format-1
 // catalog (as rebuild will make) starts the writer there.
 func TestRealRockLakeServeFollowsMigration(t *testing.T) {
-	bin, err := rocklake.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, _ := s3Stack(t, 4*time.Minute)
 	dir := t.TempDir()
 	src, other := filepath.Join(dir, "catalogs", "prod"), filepath.Join(dir, "catalogs", "prod-next")
 	for c, name := range map[string]string{src: "first_src", other: "first_next"} {
-		srv, err := rocklake.Serve(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err = rocklake.WriteSampleCatalog(ctx, srv); err == nil {
-			err = writeSchema(ctx, srv, name)
-		}
-		if stopErr := srv.Stop(); err == nil {
-			err = stopErr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		withRockLake(t, ctx, c, func(srv *rocklake.Server) error {
+			if _, err := rocklake.WriteSampleCatalog(ctx, srv); err != nil {
+				return err
+			}
+			return writeSchema(ctx, srv, name)
+		})
 	}
-	ptr := "s3://rocklake/CURRENT"
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	ptr := pointAt(t, src)
 
-	sv := superviseRockLake(t, ctx, ptr, bin, 16, "--interval", "200ms")
-	stop, port, out, errOut := sv.stop, sv.port, &sv.out, &sv.errOut
-	cl := rocklake.Client(port)
-	eventually(t, "the writer takes a write", func() error { return writeSchema(ctx, cl, "before_migration") })
+	sv, cl := servedWriter(t, ctx, ptr, "before_migration")
+	stop, out, errOut := sv.stop, &sv.out, &sv.errOut
 
 	// migrate --to v2, its lock watched: reads go on, writes are refused.
 	migrated := make(chan result, 1)
@@ -219,17 +202,7 @@ func TestRealRockLakeServeFollowsMigration(t *testing.T) {
 
 	// A flip to another format-1 catalog: the writer there once the lock
 	// is free (taken and freed as a migration would).
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, ref, err := pointer.Read(ctx, store, ptr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Flip(ctx, store, ptr, cur.Next("file://"+other, format.V1, "m-next"), ref); err != nil {
-		t.Fatal(err)
-	}
+	flipTo(t, ctx, ptr, "file://"+other, format.V1, "m-next")
 	eventually(t, "the writer on the new catalog", func() error {
 		names, err := schemas(ctx, cl)
 		if err != nil {
@@ -303,13 +276,7 @@ func BenchmarkServeSwitch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := s3server.Start(b)
-	s3server.SetEnv(b, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		b.Fatal(err)
-	}
+	ctx, _ := s3Stack(b, 20*time.Minute)
 	src := filepath.Join(b.TempDir(), "catalogs", "prod")
 	mustRun := func(args ...string) {
 		b.Helper()
@@ -331,33 +298,11 @@ func BenchmarkServeSwitch(b *testing.B) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	var mu sync.Mutex
-	var evs []event
-	clientCtx, stopClient := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	client := func(write bool, every time.Duration) {
-		defer wg.Done()
-		for n := 0; clientCtx.Err() == nil; n++ {
-			sctx, cancel := context.WithTimeout(clientCtx, 5*time.Second)
-			var err error
-			if write {
-				err = writeSchema(sctx, cl, fmt.Sprintf("w%d", n))
-			} else {
-				_, err = rocklake.LatestSnapshotID(sctx, cl)
-			}
-			cancel()
-			if clientCtx.Err() != nil {
-				return
-			}
-			mu.Lock()
-			evs = append(evs, event{at: time.Now(), write: write, ok: err == nil})
-			mu.Unlock()
-			time.Sleep(every)
-		}
-	}
-	wg.Add(2)
-	go client(false, 20*time.Millisecond)
-	go client(true, 100*time.Millisecond)
+	c := startClient(ctx, cl, func(ctx context.Context) error {
+		_, err := rocklake.LatestSnapshotID(ctx, cl)
+		return err
+	}, 20*time.Millisecond, 100*time.Millisecond)
+	defer c.stop()
 	b.ResetTimer()
 	var mo, me bytes.Buffer
 	if code := run(ctx, &env{stdout: &mo, stderr: &me}, []string{"migrate", "--pointer", ptr, "--to", "v2", "--shards", "4", "--offline"}); code != exitOK {
@@ -365,26 +310,17 @@ func BenchmarkServeSwitch(b *testing.B) {
 	}
 	// The flip is the pointer's write (Flip then frees the lock and
 	// removes the read replica).
-	store, err := blob.New(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cur, _, err := pointer.Read(ctx, store, ptr)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, cur, _ := readPointer(b, ctx, ptr)
 	flipped := cur.UpdatedAt
 	mustRun("rollback", "--pointer", ptr)
 	rolledBack := time.Now()
 	for {
-		mu.Lock()
 		var ok bool
-		for _, e := range evs {
+		for _, e := range c.sent() {
 			if e.write && e.ok && e.at.After(rolledBack) {
 				ok = true
 			}
 		}
-		mu.Unlock()
 		if ok || time.Since(rolledBack) > time.Minute {
 			break
 		}
@@ -392,8 +328,8 @@ func BenchmarkServeSwitch(b *testing.B) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	b.StopTimer()
-	stopClient()
-	wg.Wait()
+	c.stop()
+	evs := c.sent()
 	var firstRefused, firstAfter time.Time
 	for _, e := range evs {
 		if e.write && !e.ok && firstRefused.IsZero() {
@@ -403,7 +339,7 @@ func BenchmarkServeSwitch(b *testing.B) {
 			firstAfter = e.at
 		}
 	}
-	reads := gaps(evs, false)
+	reads := gaps(events(evs), false)
 	var worst time.Duration
 	for _, g := range reads {
 		worst = max(worst, g)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"strconv"
@@ -27,17 +28,7 @@ func TestRealRockLakeCatalogRoundTrip(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
-	srv, err := rocklake.Serve(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := rocklake.WriteSampleCatalog(ctx, srv)
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := sampleCatalog(t, ctx, src)
 	srcURL := "file://" + src
 	cli(t, "check", "--catalog", srcURL, "--expect", "v1").want(t, exitOK)
 	r := cli(t, "inspect", "--catalog", srcURL)
@@ -60,9 +51,7 @@ func TestRealRockLakeCatalogRoundTrip(t *testing.T) {
 	}
 
 	for _, d := range []string{src, dst} {
-		if out, err := rocklake.Verify(ctx, d); err != nil {
-			t.Fatalf("rocklake verify catalog %s: %v\n%s", d, err, out)
-		}
+		rocklakeVerify(t, ctx, d)
 	}
 	a, err := rocklake.InspectSnapshot(ctx, src)
 	if err != nil {
@@ -84,7 +73,7 @@ func TestRealRockLakeCatalogRoundTrip(t *testing.T) {
 	}
 
 	// The copy is served, and accepts writes.
-	srv, err = rocklake.Serve(ctx, dst)
+	srv, err := rocklake.Serve(ctx, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +97,7 @@ func TestSeededCatalogPassesRockLakeVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := rocklake.Verify(ctx, dir)
-	if err != nil {
-		t.Fatalf("rocklake verify catalog: %v\n%s", err, out)
-	}
+	out := rocklakeVerify(t, ctx, dir)
 	f := rocklake.Fields(out)
 	if got := f["Rows checked"]; got != itoa(res.VerifiedRows()) {
 		t.Fatalf("rocklake verify checked %q rows, we seeded %d counters+schemas+tables+columns+snapshots\n%s", got, res.VerifiedRows(), out)
@@ -124,17 +110,13 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 // rocklake.DuckDBQueries, after running stmts.
 func duckdbAnswers(t *testing.T, ctx context.Context, dir, data string, stmts []string) string {
 	t.Helper()
-	srv, err := rocklake.Serve(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := rocklake.DuckDB(ctx, srv, data, stmts, rocklake.DuckDBQueries)
-	if stopErr := srv.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		t.Fatalf("duckdb on %s: %v\n%s", dir, err, srv.Logs())
-	}
+	var res [][][]*string
+	withRockLake(t, ctx, dir, func(srv *rocklake.Server) (err error) {
+		if res, err = rocklake.DuckDB(ctx, srv, data, stmts, rocklake.DuckDBQueries); err != nil {
+			return fmt.Errorf("duckdb: %w", err)
+		}
+		return nil
+	})
 	b, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
@@ -210,14 +192,7 @@ func TestRealRockLakeServesABulkLoad(t *testing.T) {
 		t.Fatalf("the load left %d L0 SSTs and %d sorted runs: not the shape this test is for", len(l0), len(runs))
 	}
 	cli(t, "verify", "--catalog", "file://"+dst, "--input", shards).want(t, exitOK)
-	want, err := rocklake.Verify(ctx, src)
-	if err != nil {
-		t.Fatalf("rocklake verify catalog (source): %v\n%s", err, want)
-	}
-	got, err := rocklake.Verify(ctx, dst)
-	if err != nil {
-		t.Fatalf("rocklake verify catalog (bulk load): %v\n%s", err, got)
-	}
+	want, got := rocklakeVerify(t, ctx, src), rocklakeVerify(t, ctx, dst)
 	if w, g := rocklake.Fields(want)["Rows checked"], rocklake.Fields(got)["Rows checked"]; w == "" || w != g {
 		t.Fatalf("rocklake verify checked %q rows of the bulk load, %q of its source", g, w)
 	}

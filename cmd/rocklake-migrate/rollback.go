@@ -47,10 +47,7 @@ back (the catalog as it was) in one step.`,
 	staging := fs.String("staging", "", "staging prefix of the rollback run (default: beside the pointer, …/migrations)")
 	graceFlag := freezeGraceFlag(fs)
 	return setup(e, c, 12*time.Hour, 0, func(ctx context.Context, args []string) error {
-		if err := needPointer(*ptr); err != nil {
-			return err
-		}
-		grace, err := freezeGrace(*graceFlag)
+		grace, err := needPointerAndGrace(*ptr, *graceFlag)
 		if err != nil {
 			return err
 		}

@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv/snsserver"
-	"github.com/rocklake/rocklake-migrate/pkg/blob"
-	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 )
 
@@ -24,7 +21,7 @@ func TestResolve(t *testing.T) {
 	cli(t, "resolve", "--pointer", ptr).want(t, exitError, "PointerMissing")
 	src := filepath.Join(t.TempDir(), "prod")
 	cli(t, "seed", "--catalog", "file://"+src, "--rows", "10").want(t, exitOK)
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+src).want(t, exitOK)
+	pointAt(t, src)
 	for field, want := range map[string]string{"catalog": src, "url": "file://" + src, "format": "v1"} {
 		r := cli(t, "resolve", "--pointer", ptr, "--field", field)
 		r.want(t, exitOK)
@@ -40,7 +37,7 @@ func TestResolve(t *testing.T) {
 	}
 	cli(t, "resolve", "--pointer", ptr, "--field", "nope").want(t, exitUsage)
 	// A pointer naming no catalog.
-	flipFormat(t, ctx, ptr, "file://"+src+"-gone", 1)
+	flipTo(t, ctx, ptr, "file://"+src+"-gone", 1, "m-test")
 	cli(t, "resolve", "--pointer", ptr).want(t, exitError, "PointerDangling")
 }
 
@@ -65,7 +62,7 @@ func TestServeFlagsAndDegradedExit(t *testing.T) {
 	cli(t, "seed", "--catalog", "file://"+v2, "--rows", "10").want(t, exitOK)
 	// A format-2 pointer, as a flip to v2 leaves it.
 	cli(t, "init-pointer", "--pointer", ptr, "--catalog", "file://"+v2).want(t, exitOK)
-	flipFormat(t, ctx, ptr, "file://"+v2, 2)
+	flipTo(t, ctx, ptr, "file://"+v2, 2, "m-test")
 	runCtx, stop := context.WithCancel(ctx)
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
@@ -91,22 +88,5 @@ func TestServeFlagsAndDegradedExit(t *testing.T) {
 	msgs := sns.Messages(t, topic)
 	if len(msgs) != 1 || !strings.Contains(msgs[0].Subject, "degraded") || !strings.Contains(msgs[0].Subject, ptr) {
 		t.Fatalf("SNS messages %+v, want one saying the supervisor of %s degraded", msgs, ptr)
-	}
-}
-
-// flipFormat flips the pointer to catalog in format v, as a migration's
-// Flip would.
-func flipFormat(t *testing.T, ctx context.Context, ptr, catalog string, v format.Version) {
-	t.Helper()
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur, ref, err := pointer.Read(ctx, store, ptr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pointer.Flip(ctx, store, ptr, cur.Next(catalog, v, "m-test"), ref); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -42,7 +41,7 @@ func TestStrategyBByHand(t *testing.T) {
 func TestStrategyBRefusesVersion99(t *testing.T) {
 	dir := t.TempDir()
 	url := "file://" + dir + "/cat"
-	writeRaw(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
+	kvscan.Put(t, url, format.FormatVersionKey(), format.EncodeFormatVersion(99), snapshotKey, format.EncodeEnvelope(format.V1, nil))
 	before := rawDump(t, url)
 	cli(t, "export", "--catalog", url, "--format", "v1", "--output", filepath.Join(dir, "x.ndjson")).
 		want(t, exitMismatch, "FormatVersionMismatch (SQLSTATE 0A000)", "found catalog format version 99", "expected 1")
@@ -80,13 +79,7 @@ func TestTransformRefusesUnknownTagsBeforeWriting(t *testing.T) {
 // catalog (its wal/ prefix) or that holds one (a parent prefix, the bucket
 // root), and writes nothing there.
 func TestImportRefusesParentAndInsideTargets(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := s.CreateBucket(ctx, "lake-b", false); err != nil {
-		t.Fatal(err)
-	}
+	s3server.StartWith(t, map[string]bool{"lake-b": false})
 	src := "s3://lake-b/catalogs/prod"
 	cli(t, "seed", "--catalog", src, "--rows", "200").want(t, exitOK)
 	shards := filepath.Join(t.TempDir(), "v1")

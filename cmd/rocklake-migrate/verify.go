@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,12 +60,13 @@ func newVerifyCmd(e *env) *cobra.Command {
 
 // printCounts prints per-table counts, sorted by table.
 func printCounts(e *env, counts map[string]uint64) {
-	names := make([]string, 0, len(counts))
-	for n := range counts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(e.stdout, "  %-32s %d\n", n, counts[n])
+	printSorted(e.stdout, "  %-32s %d\n", counts)
+}
+
+// printSorted prints a line for each key of m and its value, in the order
+// of the keys; layout formats the two.
+func printSorted[V any](w io.Writer, layout string, m map[string]V) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(w, layout, k, m[k])
 	}
 }

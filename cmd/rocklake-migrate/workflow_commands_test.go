@@ -25,15 +25,7 @@ import (
 // The operator's loop: migrate behind a pointer, status, rollback, drift with
 // one SNS alert.
 func TestMigrateRollbackDrift(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, b := range []string{"rocklake", "plain"} {
-		if err := s.CreateBucket(ctx, b, b == "rocklake"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s3server.StartWith(t, map[string]bool{"rocklake": true, "plain": false})
 	sns := snsserver.Start(t)
 	sns.SetEnv(t)
 	topic := sns.CreateTopic(t, "rocklake-alerts")
@@ -123,9 +115,7 @@ func TestOutcomeIsThePointers(t *testing.T) {
 	s3Stack(t, time.Minute)
 	sns := snsserver.Start(t)
 	sns.SetEnv(t)
-	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
-	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	src, ptr := seededS3Pointer(t, 300)
 
 	missing := "arn:aws:sns:us-east-1:123456789012:no-such-topic"
 	r := cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2", "--sns-topic", missing, "--json")
@@ -206,16 +196,8 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // its context) runs Abort on a fresh context: no checkpoint on the source,
 // no staging, no target, and the lock is free for the next run.
 func TestInterruptedMigrateCleansUp(t *testing.T) {
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	ctx, cancelAll := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancelAll()
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
-	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
-	cli(t, "seed", "--catalog", src, "--rows", "3000").want(t, exitOK)
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	ctx, _ := s3Stack(t, 2*time.Minute)
+	src, ptr := seededS3Pointer(t, 3000)
 	before := rawDump(t, src)
 
 	runCtx, interrupt := context.WithCancel(ctx)
@@ -249,9 +231,7 @@ func TestInterruptedMigrateCleansUp(t *testing.T) {
 // a rollback moved the pointer and then failed opening the catalog.
 func TestProfileOnlyRollbackAndExport(t *testing.T) {
 	_, s := s3Stack(t, time.Minute)
-	src, ptr := "s3://rocklake/catalogs/prod", "s3://rocklake/CURRENT"
-	cli(t, "seed", "--catalog", src, "--rows", "300").want(t, exitOK)
-	cli(t, "init-pointer", "--pointer", ptr, "--catalog", src).want(t, exitOK)
+	src, ptr := seededS3Pointer(t, 300)
 	cli(t, "migrate", "--pointer", ptr, "--to", "v2", "--shards", "2").want(t, exitOK)
 
 	dir := t.TempDir()

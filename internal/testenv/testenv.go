@@ -2,9 +2,10 @@
 // context for a test's I/O (Context) and a blob store configured from the
 // environment, as production configures it (Store). The rigs the tests run
 // are its subpackages: proc (child processes), s3server (versitygw),
-// snsserver (moto), rocklake (the real RockLake binary) and catalogfixture
-// (catalog entries of every shape). Product packages import none of it
-// (`make lint` checks).
+// snsserver (moto), rocklake (the real RockLake binary), catalogfixture
+// (catalog entries of every shape), kvscan (raw reads and writes of a
+// database) and testcatalog (a catalog open for a test). Product packages
+// import none of it (`make lint` checks).
 package testenv
 
 import (

@@ -509,24 +509,50 @@ func (l *loader) errorEquals(n *node, at string) []string {
 	return errs
 }
 
-func (l *loader) compileRetry(n *node, at string) []retrier {
+// compileHandlers compiles Retry or Catch (field): an array of objects,
+// each a what ("retrier", "catcher"). newHandler makes one, its ErrorEquals
+// (which compileHandlers reads) and the reader of its other fields, false
+// for a field it does not take. Each must hold the required fields, and
+// one matching States.ALL must be the last.
+func compileHandlers[T any](l *loader, n *node, at, field, what string, required []string, newHandler func() (*T, *[]string, func(k string, v *node, kat string) bool)) []T {
 	if n.kind != 'a' {
-		l.problem(at, fmt.Sprintf("Retry is an array of retriers, not %s", n.kindName()))
+		l.problem(at, fmt.Sprintf("%s is an array of %ss, not %s", field, what, n.kindName()))
 		return nil
 	}
-	var rs []retrier
-	for i, rn := range n.vals {
-		rat := fmt.Sprintf("%s[%d]", at, i)
-		if rn.kind != 'o' {
-			l.problem(rat, fmt.Sprintf("a retrier is an object, not %s", rn.kindName()))
+	var hs []T
+	for i, hn := range n.vals {
+		hat := fmt.Sprintf("%s[%d]", at, i)
+		if hn.kind != 'o' {
+			l.problem(hat, fmt.Sprintf("a %s is an object, not %s", what, hn.kindName()))
 			continue
 		}
-		r := retrier{interval: 1, maxAttempts: 3, backoff: 2}
-		for j, k := range rn.keys {
-			v, kat := rn.vals[j], rat+fieldSeg(k)
+		h, errs, read := newHandler()
+		for j, k := range hn.keys {
+			v, kat := hn.vals[j], hat+fieldSeg(k)
+			if k == "ErrorEquals" {
+				*errs = l.errorEquals(v, kat)
+			} else if !read(k, v, kat) {
+				l.problem(kat, fmt.Sprintf("unsupported field %q", k))
+			}
+		}
+		for _, f := range required {
+			if hn.get(f) == nil {
+				l.problem(hat, "missing "+f)
+			}
+		}
+		if slices.Contains(*errs, ErrAll) && i != len(n.vals)-1 {
+			l.problem(hat, fmt.Sprintf(`a %s matching "States.ALL" must be the last one`, what))
+		}
+		hs = append(hs, *h)
+	}
+	return hs
+}
+
+func (l *loader) compileRetry(n *node, at string) []retrier {
+	return compileHandlers(l, n, at, "Retry", "retrier", []string{"ErrorEquals"}, func() (*retrier, *[]string, func(string, *node, string) bool) {
+		r := &retrier{interval: 1, maxAttempts: 3, backoff: 2}
+		return r, &r.errs, func(k string, v *node, kat string) bool {
 			switch k {
-			case "ErrorEquals":
-				r.errs = l.errorEquals(v, kat)
 			case "IntervalSeconds":
 				if s, ok := l.wantInt(v, kat, 1, maxIntField); ok {
 					r.interval = float64(s)
@@ -560,58 +586,28 @@ func (l *loader) compileRetry(n *node, at string) []retrier {
 					}
 				}
 			default:
-				l.problem(kat, fmt.Sprintf("unsupported field %q", k))
+				return false
 			}
+			return true
 		}
-		if rn.get("ErrorEquals") == nil {
-			l.problem(rat, "missing ErrorEquals")
-		}
-		if slices.Contains(r.errs, ErrAll) && i != len(n.vals)-1 {
-			l.problem(rat, `a retrier matching "States.ALL" must be the last one`)
-		}
-		rs = append(rs, r)
-	}
-	return rs
+	})
 }
 
 func (l *loader) compileCatch(n *node, at string) []catcher {
-	if n.kind != 'a' {
-		l.problem(at, fmt.Sprintf("Catch is an array of catchers, not %s", n.kindName()))
-		return nil
-	}
-	var cs []catcher
-	for i, cn := range n.vals {
-		cat := fmt.Sprintf("%s[%d]", at, i)
-		if cn.kind != 'o' {
-			l.problem(cat, fmt.Sprintf("a catcher is an object, not %s", cn.kindName()))
-			continue
-		}
-		var c catcher
-		for j, k := range cn.keys {
-			v, kat := cn.vals[j], cat+fieldSeg(k)
+	return compileHandlers(l, n, at, "Catch", "catcher", []string{"ErrorEquals", "Next"}, func() (*catcher, *[]string, func(string, *node, string) bool) {
+		c := &catcher{}
+		return c, &c.errs, func(k string, v *node, kat string) bool {
 			switch k {
-			case "ErrorEquals":
-				c.errs = l.errorEquals(v, kat)
 			case "Next":
 				c.next, _ = l.wantString(v, kat)
 			case "ResultPath":
 				c.resultPath = l.optPathField(v, kat, true)
 			default:
-				l.problem(kat, fmt.Sprintf("unsupported field %q", k))
+				return false
 			}
+			return true
 		}
-		if cn.get("ErrorEquals") == nil {
-			l.problem(cat, "missing ErrorEquals")
-		}
-		if cn.get("Next") == nil {
-			l.problem(cat, "missing Next")
-		}
-		if slices.Contains(c.errs, ErrAll) && i != len(n.vals)-1 {
-			l.problem(cat, `a catcher matching "States.ALL" must be the last one`)
-		}
-		cs = append(cs, c)
-	}
-	return cs
+	})
 }
 
 func (l *loader) compileTask(n *node, at string, st *state) {

@@ -272,14 +272,31 @@ func (s *s3Store) create(ctx context.Context, l Location) (*Writer, error) {
 	}, nil
 }
 
-func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
-	var infos []Info
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &prefix.Bucket, Prefix: &prefix.Key})
+// pager is a listing's paginator (ListObjectsV2, ListObjectVersions).
+type pager[T any] interface {
+	HasMorePages() bool
+	NextPage(context.Context, ...func(*s3.Options)) (T, error)
+}
+
+// eachPage calls f on every page of p in turn; an error of a request, as
+// the store's error, or of f ends it.
+func eachPage[T any](ctx context.Context, s *s3Store, p pager[T], f func(T) error) error {
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, s.error(err)
+			return s.error(err)
 		}
+		if err := f(page); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
+	var infos []Info
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &prefix.Bucket, Prefix: &prefix.Key})
+	err := eachPage(ctx, s, p, func(page *s3.ListObjectsV2Output) error {
 		for _, o := range page.Contents {
 			infos = append(infos, Info{
 				URL:          prefix.child(aws.ToString(o.Key)),
@@ -288,6 +305,10 @@ func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
 				LastModified: aws.ToTime(o.LastModified),
 			})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return infos, nil
 }
@@ -295,14 +316,14 @@ func (s *s3Store) list(ctx context.Context, prefix Location) ([]Info, error) {
 func (s *s3Store) listDirs(ctx context.Context, prefix Location) ([]string, error) {
 	var dirs []string
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: &prefix.Bucket, Prefix: &prefix.Key, Delimiter: aws.String("/")})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, s.error(err)
-		}
+	err := eachPage(ctx, s, p, func(page *s3.ListObjectsV2Output) error {
 		for _, cp := range page.CommonPrefixes {
 			dirs = append(dirs, prefix.child(aws.ToString(cp.Prefix)))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(dirs)
 	return dirs, nil
@@ -318,13 +339,9 @@ func (s *s3Store) deletePrefix(ctx context.Context, prefix Location) (int, error
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
 		Bucket: &prefix.Bucket, Prefix: &prefix.Key, MaxKeys: aws.Int32(deleteBatch),
 	})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return deleted, s.error(err)
-		}
+	err := eachPage(ctx, s, p, func(page *s3.ListObjectsV2Output) error {
 		if len(page.Contents) == 0 {
-			continue
+			return nil
 		}
 		ids := make([]types.ObjectIdentifier, len(page.Contents))
 		for i, o := range page.Contents {
@@ -335,16 +352,17 @@ func (s *s3Store) deletePrefix(ctx context.Context, prefix Location) (int, error
 			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
 		})
 		if err != nil {
-			return deleted, s.error(err)
+			return s.error(err)
 		}
 		deleted += len(ids) - len(out.Errors)
 		if len(out.Errors) > 0 {
 			e := out.Errors[0]
-			return deleted, fmt.Errorf("%d keys not deleted, first %s: %s %s",
+			return fmt.Errorf("%d keys not deleted, first %s: %s %s",
 				len(out.Errors), aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
 		}
-	}
-	return deleted, nil
+		return nil
+	})
+	return deleted, err
 }
 
 func (s *s3Store) versioning(ctx context.Context, l Location) (bool, error) {
@@ -366,38 +384,24 @@ func (s *s3Store) listVersions(ctx context.Context, l Location) ([]Version, erro
 	var vs []Version
 	// The listing is by prefix: skip other keys that share it.
 	p := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: &l.Bucket, Prefix: &l.Key})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, s.error(err)
+	err = eachPage(ctx, s, p, func(page *s3.ListObjectVersionsOutput) error {
+		// Both kinds: the key's, its version, time and whether latest.
+		add := func(key, id *string, at *time.Time, latest *bool, v Version) {
+			if aws.ToString(key) == l.Key {
+				v.URL, v.VersionID, v.LastModified, v.IsLatest = l.String(), aws.ToString(id), aws.ToTime(at), aws.ToBool(latest)
+				vs = append(vs, v)
+			}
 		}
 		for _, v := range page.Versions {
-			if aws.ToString(v.Key) == l.Key {
-				vs = append(vs, Version{
-					Info: Info{
-						URL:          l.String(),
-						Size:         aws.ToInt64(v.Size),
-						ETag:         aws.ToString(v.ETag),
-						VersionID:    aws.ToString(v.VersionId),
-						LastModified: aws.ToTime(v.LastModified),
-					},
-					IsLatest: aws.ToBool(v.IsLatest),
-				})
-			}
+			add(v.Key, v.VersionId, v.LastModified, v.IsLatest, Version{Info: Info{Size: aws.ToInt64(v.Size), ETag: aws.ToString(v.ETag)}})
 		}
 		for _, m := range page.DeleteMarkers {
-			if aws.ToString(m.Key) == l.Key {
-				vs = append(vs, Version{
-					Info: Info{
-						URL:          l.String(),
-						VersionID:    aws.ToString(m.VersionId),
-						LastModified: aws.ToTime(m.LastModified),
-					},
-					IsLatest:     aws.ToBool(m.IsLatest),
-					DeleteMarker: true,
-				})
-			}
+			add(m.Key, m.VersionId, m.LastModified, m.IsLatest, Version{DeleteMarker: true})
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	// S3 lists versions and delete markers separately, each newest first;
 	// merge them by time, keeping each list's own order among equal times

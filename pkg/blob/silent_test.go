@@ -2,6 +2,7 @@ package blob_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -17,19 +18,24 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/errname"
 )
 
+// storeWith sets the environment's settings (name, value, name, value, …)
+// for the test and returns a context for its I/O and a store configured
+// from the environment, as production configures it.
+func storeWith(t *testing.T, env ...string) (context.Context, *blob.Store) {
+	t.Helper()
+	for i := 0; i+1 < len(env); i += 2 {
+		t.Setenv(env[i], env[i+1])
+	}
+	return testenv.Context(t), testenv.Store(t)
+}
+
 // An endpoint that accepts connections and never answers is named, with
 // the limit it ran into, after Attempts attempts (not the 5 an answered
 // retryable error gets, nor the caller's deadline).
 func TestSilentEndpointIsNamed(t *testing.T) {
 	hole := s3server.StartBlackHole(t)
 	hole.SetEnv(t)
-	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
-	t.Setenv(awsconfig.EnvAttempts, "2")
-	ctx := testenv.Context(t)
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, store := storeWith(t, awsconfig.EnvFirstByteTimeout, "1s", awsconfig.EnvAttempts, "2")
 	for _, op := range []struct {
 		name string
 		call func() error
@@ -65,17 +71,10 @@ func TestSilentEndpointIsNamed(t *testing.T) {
 func TestStalledUploadIsNamed(t *testing.T) {
 	hole := s3server.StartBlackHole(t)
 	hole.SetEnv(t)
-	t.Setenv(awsconfig.EnvFirstByteTimeout, "1s")
-	t.Setenv(awsconfig.EnvStallTimeout, "1s")
-	t.Setenv(awsconfig.EnvAttempts, "2")
-	ctx := testenv.Context(t)
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, store := storeWith(t, awsconfig.EnvFirstByteTimeout, "1s", awsconfig.EnvStallTimeout, "1s", awsconfig.EnvAttempts, "2")
 	body := bytes.Repeat([]byte("0123456789abcdef"), 4<<20) // 64 MiB: more than loopback's buffers
 	start := time.Now()
-	_, err = store.Put(ctx, "s3://b/big", body)
+	_, err := store.Put(ctx, "s3://b/big", body)
 	took := time.Since(start)
 	t.Logf("put: %s: %v", took.Round(time.Millisecond), err)
 	if ctx.Err() != nil || took > 30*time.Second {
@@ -98,14 +97,7 @@ func TestStalledPartIsNamed(t *testing.T) {
 	proxy := s3server.StartUnreadProxy(t, os.Getenv("AWS_ENDPOINT_URL"), func(r *http.Request) bool {
 		return r.Method == http.MethodPut && r.URL.Query().Has("partNumber")
 	})
-	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
-	t.Setenv(awsconfig.EnvStallTimeout, "1s")
-	t.Setenv(awsconfig.EnvAttempts, "2")
-	ctx := testenv.Context(t)
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, store := storeWith(t, "AWS_ENDPOINT_URL", proxy.URL, awsconfig.EnvStallTimeout, "1s", awsconfig.EnvAttempts, "2")
 	start := time.Now()
 	w, err := store.Create(ctx, "s3://"+plainBucket+"/streamed")
 	if err == nil {
@@ -146,13 +138,7 @@ func TestStalledBodyIsNamed(t *testing.T) {
 	proxy := s3server.StartStallProxy(t, os.Getenv("AWS_ENDPOINT_URL"), func(r *http.Request) bool {
 		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/stalls")
 	})
-	t.Setenv("AWS_ENDPOINT_URL", proxy.URL)
-	t.Setenv(awsconfig.EnvStallTimeout, "1s")
-	t.Setenv(awsconfig.EnvAttempts, "2")
-	store, err := blob.New(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, store := storeWith(t, "AWS_ENDPOINT_URL", proxy.URL, awsconfig.EnvStallTimeout, "1s", awsconfig.EnvAttempts, "2")
 	check := func(what string, err error) {
 		t.Helper()
 		if ctx.Err() != nil {

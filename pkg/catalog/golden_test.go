@@ -15,6 +15,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -92,11 +93,7 @@ func TestGoldenCatalogV1(t *testing.T) {
 func inspectAll(t *testing.T, url string) []byte {
 	t.Helper()
 	ctx := testenv.Context(t)
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := testcatalog.OpenV1(t, url)
 	var out bytes.Buffer
 	if err := c.InspectJSON(ctx, &out, format.KnownTags()...); err != nil {
 		t.Fatal(err)
@@ -159,10 +156,7 @@ func generateGolden(t *testing.T) {
 	if _, err := seed.Seed(ctx, url, seed.Options{Rows: 60, Seed: 20250110}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testcatalog.OpenV1(t, url)
 	have := map[shapeID]bool{}
 	var file catalog.Entry
 	for row, err := range c.ScanRange(ctx, nil, nil) {
@@ -223,11 +217,7 @@ type shapeID struct {
 func checkGoldenCoverage(t *testing.T, url string) {
 	t.Helper()
 	ctx := testenv.Context(t)
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := testcatalog.OpenV1(t, url)
 	have := map[shapeID]bool{}
 	rawCounter, rawSystem, unknownField := false, false, false
 	for row, err := range c.ScanRange(ctx, nil, nil) {

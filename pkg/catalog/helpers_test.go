@@ -10,7 +10,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 )
 
 // eachBackend runs f on file:// and on s3:// (a versitygw on loopback,
@@ -29,28 +28,6 @@ func eachBackend(t *testing.T, f func(t *testing.T, newURL func() string)) {
 		n := 0
 		f(t, func() string { n++; return fmt.Sprintf("s3://catalogs/catalog-%d", n) })
 	})
-}
-
-// writeRaw writes key/value pairs (alternating) straight through SlateDB, as
-// any other client could: the way to build catalogs that pkg/catalog itself
-// refuses to make.
-func writeRaw(t testing.TB, url string, kv ...[]byte) {
-	t.Helper()
-	ctx := testenv.Context(t)
-	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	for i := 0; i+1 < len(kv); i += 2 {
-		b.Put(kv[i], kv[i+1])
-	}
-	if err := w.Write(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // versionValue is the catalog-format-version value n as RockLake writes it

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -99,13 +100,13 @@ func TestCreateRefusesNonEmpty(t *testing.T) {
 		}
 		// Any key at all, without a version.
 		url = newURL()
-		writeRaw(t, url, []byte{0x1D, 1}, []byte("x"))
+		kvscan.Put(t, url, []byte{0x1D, 1}, []byte("x"))
 		if err := catalog.Create(ctx, url, format.V2, slatedb.Options{}); !errors.Is(err, catalog.ErrTargetNotEmpty) {
 			t.Fatalf("create over a stray key: %v, want ErrTargetNotEmpty", err)
 		}
 		// A catalog of a format this binary does not know: the startup check's refusal.
 		url = newURL()
-		writeRaw(t, url, format.FormatVersionKey(), versionValue(99))
+		kvscan.Put(t, url, format.FormatVersionKey(), versionValue(99))
 		err := catalog.Create(ctx, url, format.V1, slatedb.Options{})
 		mismatch(t, err, 99, 1, false)
 

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -34,7 +35,7 @@ func TestOpenRefusesVersion99(t *testing.T) {
 		ctx := testenv.Context(t)
 		url := newURL()
 		snap := format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}
-		writeRaw(t, url, format.FormatVersionKey(), versionValue(99), mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
+		kvscan.Put(t, url, format.FormatVersionKey(), versionValue(99), mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
 
 		for _, tc := range []struct {
 			expect   format.Version
@@ -57,7 +58,7 @@ func TestOpenRefusesMissingVersion(t *testing.T) {
 		url := newURL()
 		// Rows but no version key: an import or seed that never finished.
 		snap := format.Key{Tag: format.TagSnapshot, Parts: []uint64{1}}
-		writeRaw(t, url, mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
+		kvscan.Put(t, url, mustKey(t, format.V1, snap), mustValue(t, format.V1, snap, sampleRow(t, format.V1, snap, 1)))
 		_, err := catalog.Open(ctx, url, catalog.Options{})
 		mismatch(t, err, 0, uint64(catalog.Newest), true)
 		_, err = catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
@@ -200,7 +201,7 @@ func TestCheck(t *testing.T) {
 func TestSkipVersionCheck(t *testing.T) {
 	ctx := testenv.Context(t)
 	url := "file://" + t.TempDir() + "/c"
-	writeRaw(t, url, format.FormatVersionKey(), versionValue(99))
+	kvscan.Put(t, url, format.FormatVersionKey(), versionValue(99))
 	c, err := catalog.Open(ctx, url, catalog.Options{SkipVersionCheck: true})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"testing"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
@@ -98,12 +100,8 @@ func TestScanPrefix(t *testing.T) {
 	if err := catalog.Create(ctx, url, format.V1, slatedb.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	writeRaw(t, url, []byte{0x2f, 0xff}, nil, []byte{0x30, 0x01}, nil, []byte{0x30, 0xff}, nil, []byte{0x30, 0xff, 0x02}, nil)
-	c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	kvscan.Put(t, url, []byte{0x2f, 0xff}, nil, []byte{0x30, 0x01}, nil, []byte{0x30, 0xff}, nil, []byte{0x30, 0xff, 0x02}, nil)
+	c := testcatalog.OpenV1(t, url)
 	count := func(prefix []byte) (n int) {
 		t.Helper()
 		for e, err := range c.ScanPrefix(ctx, prefix) {

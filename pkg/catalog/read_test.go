@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 )
@@ -68,7 +69,7 @@ func writeRows(t *testing.T, url string, v format.Version, rows []written, extra
 	for _, r := range rows {
 		kv = append(kv, r.raw.Key, r.raw.Value)
 	}
-	writeRaw(t, url, append(kv, extra...)...)
+	kvscan.Put(t, url, append(kv, extra...)...)
 }
 
 func TestRoundTripEveryRowType(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/claim"
@@ -223,18 +224,7 @@ func TestDanglingPointer(t *testing.T) {
 func TestMissingVersionKey(t *testing.T) {
 	e := newEnv(t)
 	cat := e.base + "/half-imported"
-	w, err := slatedb.OpenWriter(testenv.Context(t), cat, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put([]byte{0x02, 1}, []byte("row"))
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	kvscan.Put(t, cat, []byte{0x02, 1}, []byte("row"))
 	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2})
 	r := e.check(drift.Options{Expect: format.V2})
 	wantKinds(t, r, drift.KindMissingVersionKey)
@@ -248,22 +238,11 @@ func TestMissingVersionKey(t *testing.T) {
 func TestBadVersionKey(t *testing.T) {
 	e := newEnv(t)
 	cat := e.base + "/documented-form"
-	w, err := slatedb.OpenWriter(testenv.Context(t), cat, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	documented, err := proto.Marshal(wrapperspb.UInt64(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b slatedb.Batch
-	b.Put(format.FormatVersionKey(), format.EncodeEnvelope(format.V1, documented))
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	kvscan.Put(t, cat, format.FormatVersionKey(), format.EncodeEnvelope(format.V1, documented))
 	e.point(pointer.Pointer{Catalog: cat, FormatVersion: format.V2})
 	r := e.check(drift.Options{Expect: format.V2})
 	wantKinds(t, r, drift.KindBadVersionKey)

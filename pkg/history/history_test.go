@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +19,6 @@ func TestMain(m *testing.M) {
 	os.Exit(s3server.Main(m, map[string]bool{"rocklake": true}))
 }
 
-var seq atomic.Int64
-
 func setup(t *testing.T) (context.Context, *blob.Store, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -30,7 +27,7 @@ func setup(t *testing.T) (context.Context, *blob.Store, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, store, fmt.Sprintf("s3://rocklake/%s-%d/CURRENT", t.Name(), seq.Add(1))
+	return ctx, store, s3server.NewURL(t, "rocklake", "/CURRENT")
 }
 
 func record(ptr, id string, start time.Time) history.Record {

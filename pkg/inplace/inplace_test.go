@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,8 +32,6 @@ func TestMain(m *testing.M) {
 	os.Exit(s3server.Main(m, map[string]bool{bucket: true}))
 }
 
-var seq atomic.Int64
-
 // places are where a catalog can live; most tests run on each.
 var places = []struct {
 	name string
@@ -42,7 +39,7 @@ var places = []struct {
 }{
 	{"file", func(t testing.TB) string { return "file://" + filepath.Join(t.TempDir(), "catalog") }},
 	{"s3", func(t testing.TB) string {
-		return fmt.Sprintf("s3://%s/%s-%d/catalog", bucket, strings.ReplaceAll(t.Name(), "/", "-"), seq.Add(1))
+		return s3server.NewURL(t, bucket, "/catalog")
 	}},
 }
 
@@ -368,30 +365,28 @@ func TestUnknownTagsAndSystemKeys(t *testing.T) {
 		}
 		sameListing(t, "a refusal for unknown tags", list, listing(t, url))
 	})
-	t.Run("carry", func(t *testing.T) {
+	// under migrates a fresh catalog under policy (run id): its result,
+	// what the catalog holds then, and Strategy B's digest of it before.
+	under := func(t *testing.T, policy migration.UnknownTags, id string) (Result, map[string]string, ndjson.Digest) {
+		t.Helper()
 		url := mk(t)
-		want := strategyB(t, url, migration.UnknownCarry)
-		o := opts(t, url, "m-c")
-		o.UnknownTags = migration.UnknownCarry
+		want := strategyB(t, url, policy)
+		o := opts(t, url, id)
+		o.UnknownTags = policy
 		res, err := Migrate(ctx, url, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		kv := kvscan.Dump(t, url)
+		return res, kvscan.Dump(t, url), want
+	}
+	t.Run("carry", func(t *testing.T) {
+		res, kv, want := under(t, migration.UnknownCarry, "m-c")
 		if kv[string(future)] != "a table from the future" || kv[string(flag)] != "on, in words" || res.Carried[0x30] != 1 || res.Digest != want {
 			t.Fatalf("carry: future %q, flag %q, carried %v, digest equal to Strategy B's: %v", kv[string(future)], kv[string(flag)], res.Carried, res.Digest == want)
 		}
 	})
 	t.Run("drop", func(t *testing.T) {
-		url := mk(t)
-		want := strategyB(t, url, migration.UnknownDrop)
-		o := opts(t, url, "m-d")
-		o.UnknownTags = migration.UnknownDrop
-		res, err := Migrate(ctx, url, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kv := kvscan.Dump(t, url)
+		res, kv, want := under(t, migration.UnknownDrop, "m-d")
 		if _, ok := kv[string(future)]; ok || kv[string(flag)] != "on, in words" || res.Dropped[0x30] != 1 || res.Digest != want {
 			t.Fatalf("drop: future present %v, flag %q, dropped %v, digest equal to Strategy B's: %v", ok, kv[string(flag)], res.Dropped, res.Digest == want)
 		}

@@ -23,7 +23,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 	rocklakev2 "github.com/rocklake/rocklake-migrate/proto/rocklake/v2"
 )
@@ -273,19 +272,7 @@ func TestTagKeysAreRehashed(t *testing.T) {
 			&rocklakev1.ColumnTag{TableId: 12, ColumnId: 2, TagKey: "é", BeginSnapshot: 3},
 			[]uint64{12, 2, sha("é"), 3}},
 	} {
-		key, _ := format.EncodeKey(format.V1, tc.key)
-		value, _ := format.EncodeValue(format.V1, tc.key, tc.row)
-		rec, err := ndjson.NewRecord(format.V1, key, value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := v1ToV2(t, rec)
-		if got := out.Key().Parts; !slices.Equal(got, tc.want) {
-			t.Fatalf("%s %v: v2 key parts %x, want %x", tc.key.Tag, tc.row, got, tc.want)
-		}
-		if !sameWire(t, out.Row(), tc.row) {
-			t.Fatalf("row %v became %v", tc.row, out.Row())
-		}
+		wantRekeyed(t, v1ToV2(t, rowRecord(t, format.V1, tc.key, tc.row)), tc.key, tc.row, tc.want)
 	}
 }
 
@@ -294,13 +281,7 @@ func TestTagKeysAreRehashed(t *testing.T) {
 func TestKeysBecomeCompact(t *testing.T) {
 	k := format.Key{Tag: format.TagDataFile, Parts: []uint64{9, 0x1234}}
 	row := &rocklakev1.DataFile{DataFileId: 0x1234, TableId: 9, Path: "f.parquet"}
-	key, _ := format.EncodeKey(format.V1, k)
-	value, _ := format.EncodeValue(format.V1, k, row)
-	rec, err := ndjson.NewRecord(format.V1, key, value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := v1ToV2(t, rec)
+	out := v1ToV2(t, rowRecord(t, format.V1, k, row))
 	got, _ := out.Raw()
 	if want := []byte{0x0B, 0x01, 0x09, 0x02, 0x12, 0x34}; !bytes.Equal(got, want) {
 		t.Fatalf("v2 data file key %x, want %x", got, want)
@@ -311,13 +292,7 @@ func TestKeysBecomeCompact(t *testing.T) {
 	}
 	// Strings and u8 scopes keep their encoding.
 	k = format.Key{Tag: format.TagMetadata, Parts: []uint64{2, 300}, Strs: []string{"data_path"}}
-	key, _ = format.EncodeKey(format.V1, k)
-	value, _ = format.EncodeValue(format.V1, k, &rocklakev1.Metadata{Key: "data_path", Value: "s3://x/"})
-	rec, err = ndjson.NewRecord(format.V1, key, value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ = v1ToV2(t, rec).Raw()
+	got, _ = v1ToV2(t, rowRecord(t, format.V1, k, &rocklakev1.Metadata{Key: "data_path", Value: "s3://x/"})).Raw()
 	if want := append([]byte{0x01, 0x02, 0x02, 0x01, 0x2C, 0x00, 0x09}, "data_path"...); !bytes.Equal(got, want) {
 		t.Fatalf("v2 metadata key %x, want %x", got, want)
 	}
@@ -327,13 +302,7 @@ func snapshotRecord(t *testing.T, id uint64, text string) ndjson.Record {
 	t.Helper()
 	k := format.Key{Tag: format.TagSnapshot, Parts: []uint64{id}}
 	row := &rocklakev1.Snapshot{SnapshotId: id, SchemaVersion: 3, SnapshotTime: text, NextFileId: proto.Uint64(8)}
-	key, _ := format.EncodeKey(format.V1, k)
-	value, _ := format.EncodeValue(format.V1, k, row)
-	rec, err := ndjson.NewRecord(format.V1, key, value)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return rowRecord(t, format.V1, k, row)
 }
 
 func TestSnapshotTimeBecomesMicros(t *testing.T) {
@@ -364,15 +333,7 @@ func TestSnapshotTimeBecomesMicros(t *testing.T) {
 		if len(out.Unknown()) != 0 {
 			t.Fatalf("%q: the v1 text survived as unknown field %x", text, out.Unknown())
 		}
-		_, value := out.Raw()
-		payload, _ := format.DecodeEnvelope(format.V2, value)
-		for b := payload; len(b) > 0; {
-			num, typ, n := protowire.ConsumeTag(b)
-			if num == 3 {
-				t.Fatalf("%q: format-2 snapshot %x holds field 3", text, payload)
-			}
-			b = b[n+protowire.ConsumeFieldValue(num, typ, b[n:]):]
-		}
+		wantWithoutField(t, out, 3, fmt.Sprintf("%q", text))
 	}
 	// No time in format 1, none in format 2: nothing is invented.
 	if s2 := v1ToV2(t, snapshotRecord(t, 6, "")).Row().(*rocklakev2.Snapshot); s2.SnapshotTimeMicros != nil {
@@ -667,23 +628,8 @@ func TestSeededCatalogToV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c1.Close()
-	in, err := catalog.NewInitializer(ctx, dst, format.V2, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	path, _ := migration.Path(format.V1, format.V2)
 	snapshots := map[uint64]int64{} // v1 time, in micros, by snapshot id
-	var b slatedb.Batch
-	n := 0
-	for e, err := range c1.ScanRaw(ctx, nil, nil) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := ndjson.NewRecord(format.V1, e.Key, e.Value)
-		if err != nil {
-			t.Fatal(err)
-		}
+	n := copyAlong(t, ctx, c1, dst, format.V1, format.V2, migration.Options{}, res.Counters, func(rec ndjson.Record) {
 		if s, ok := rec.Row().(*rocklakev1.Snapshot); ok {
 			tm, err := time.Parse(time.RFC3339Nano, s.GetSnapshotTime())
 			if err != nil {
@@ -691,28 +637,7 @@ func TestSeededCatalogToV2(t *testing.T) {
 			}
 			snapshots[s.SnapshotId] = tm.UnixMicro()
 		}
-		out, err := migration.Records(rec, path, migration.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range out {
-			k, v := o.Raw()
-			if bytes.Equal(k, format.FormatVersionKey()) {
-				continue // Finalize writes it
-			}
-			b.Put(k, v)
-			n++
-		}
-	}
-	if err := in.WriteAsync(ctx, &b); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Finalize(ctx, res.Counters); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.Close(); err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	c2, err := catalog.Open(ctx, dst, catalog.Options{Expect: format.V2})
 	if err != nil {
@@ -756,6 +681,45 @@ func TestSeededCatalogToV2(t *testing.T) {
 	}
 	if len(snapshots) == 0 || tags == 0 || uint64(n+1) != sum(s2.Tables) {
 		t.Fatalf("%d snapshots, %d tags, %d records + the version for %d keys", len(snapshots), tags, n, sum(s2.Tables))
+	}
+}
+
+// rowRecord is the record of row under k in format v.
+func rowRecord(t testing.TB, v format.Version, k format.Key, row proto.Message) ndjson.Record {
+	t.Helper()
+	key, _ := format.EncodeKey(v, k)
+	value, _ := format.EncodeValue(v, k, row)
+	rec, err := ndjson.NewRecord(v, key, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// wantRekeyed checks that out, what a conversion made of row under key,
+// has the key parts want and row's fields on the wire.
+func wantRekeyed(t *testing.T, out ndjson.Record, key format.Key, row proto.Message, want []uint64) {
+	t.Helper()
+	if got := out.Key().Parts; !slices.Equal(got, want) {
+		t.Fatalf("%s %v: %s key parts %x, want %x", key.Tag, row, out.Version(), got, want)
+	}
+	if !sameWire(t, out.Row(), row) {
+		t.Fatalf("row %v became %v", row, out.Row())
+	}
+}
+
+// wantWithoutField fails unless the row of out, a snapshot, lacks field
+// num on the wire (what names the record in the failure).
+func wantWithoutField(t *testing.T, out ndjson.Record, num protowire.Number, what string) {
+	t.Helper()
+	_, value := out.Raw()
+	payload, _ := format.DecodeEnvelope(out.Version(), value)
+	for b := payload; len(b) > 0; {
+		n, typ, l := protowire.ConsumeTag(b)
+		if n == num {
+			t.Fatalf("%s: format-%d snapshot %x holds field %d", what, out.Version(), payload, num)
+		}
+		b = b[l+protowire.ConsumeFieldValue(n, typ, b[l:]):]
 	}
 }
 

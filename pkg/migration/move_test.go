@@ -190,6 +190,33 @@ func reversedFields(t *testing.T, payload []byte) []byte {
 // A seeded catalog (RockLake's mix of tables) and the catalogs the real
 // RockLake v0.47.11 wrote (pkg/catalog/testdata).
 func TestMovedRecordsAreTheDecodedOnesCatalogs(t *testing.T) {
+	eachV1Catalog(t, map[string]string{
+		"rocklake-v0.47.11":        filepath.Join("..", "catalog", "testdata", "rocklake-v0.47.11", "catalog"),
+		"rocklake-v0.47.11/duckdb": filepath.Join("..", "catalog", "testdata", "rocklake-v0.47.11", "duckdb", "catalog"),
+	}, func(t *testing.T, ctx context.Context, c *catalog.Catalog) {
+		keys := 0
+		n := movedAgainstDecoded(t, func(yield func(key, value []byte) bool) {
+			for e, err := range c.ScanRaw(ctx, nil, nil) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys++
+				if !yield(e.Key, e.Value) {
+					return
+				}
+			}
+		})
+		// Each key as exported, as read back, and without its line.
+		if keys < 40 || n != 3*keys {
+			t.Fatalf("compared %d records of %d keys", n, keys)
+		}
+	})
+}
+
+// eachV1Catalog runs f as a subtest on each of the format-1 catalogs: a
+// seeded one (3000 rows) and a copy of each fixture's (name → directory),
+// open, with a context for its I/O.
+func eachV1Catalog(t *testing.T, fixtures map[string]string, f func(t *testing.T, ctx context.Context, c *catalog.Catalog)) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	seeded := "file://" + filepath.Join(t.TempDir(), "seeded")
@@ -197,12 +224,12 @@ func TestMovedRecordsAreTheDecodedOnesCatalogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	urls := map[string]string{"seeded": seeded}
-	for _, fx := range []string{"rocklake-v0.47.11", "rocklake-v0.47.11/duckdb"} {
-		dir := filepath.Join(t.TempDir(), "catalog")
-		if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "catalog", "testdata", fx, "catalog"))); err != nil {
+	for name, dir := range fixtures {
+		tmp := filepath.Join(t.TempDir(), "catalog")
+		if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
 			t.Fatal(err)
 		}
-		urls[fx] = "file://" + dir
+		urls[name] = "file://" + tmp
 	}
 	for name, url := range urls {
 		t.Run(name, func(t *testing.T) {
@@ -211,22 +238,7 @@ func TestMovedRecordsAreTheDecodedOnesCatalogs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			keys := 0
-			n := movedAgainstDecoded(t, func(yield func(key, value []byte) bool) {
-				for e, err := range c.ScanRaw(ctx, nil, nil) {
-					if err != nil {
-						t.Fatal(err)
-					}
-					keys++
-					if !yield(e.Key, e.Value) {
-						return
-					}
-				}
-			})
-			// Each key as exported, as read back, and without its line.
-			if keys < 40 || n != 3*keys {
-				t.Fatalf("compared %d records of %d keys", n, keys)
-			}
+			f(t, ctx, c)
 		})
 	}
 }

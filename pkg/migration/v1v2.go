@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -44,30 +43,9 @@ func v1ToV2(rec ndjson.Record) ([]ndjson.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
 	}
-	var out ndjson.Record
-	switch format.ValueKindOf(key) {
-	case format.ValueVersion:
-		out, err = recordOf(key, format.EncodeFormatVersion(uint32(format.V2)))
-	case format.ValueRaw:
-		out, err = recordOf(key, value)
-	case format.ValueCounter, format.ValueEnveloped:
-		var payload []byte
-		if payload, err = format.DecodeEnvelope(format.V1, value); err == nil {
-			out, err = recordOf(key, format.EncodeEnvelope(format.V2, payload))
-		}
-	default:
-		if key.Tag == format.TagSnapshot {
-			out, err = v2SnapshotRecord(rec, key)
-			break
-		}
-		// Every other row has the same wire encoding in both formats: move
-		// the payload as it is (unknown fields and all, nested ones too)
-		// into the new envelope, without decoding it again.
-		var payload []byte
-		if payload, err = format.DecodeEnvelope(format.V1, value); err == nil {
-			out, err = rec.Move(format.V2, key, format.EncodeEnvelope(format.V2, payload))
-		}
-	}
+	// Every row but the snapshot has the same wire encoding in both
+	// formats: its payload moves as it is.
+	out, err := converted(rec, key, format.V1, format.V2, v2SnapshotRecord)
 	if err != nil {
 		return nil, fmt.Errorf("migration v1→v2: key %x: %w", rawKey, err)
 	}
@@ -87,26 +65,7 @@ func rebuildable(rec ndjson.Record) error {
 
 // v2SnapshotRecord rebuilds a snapshot row, the one row format 2 changes.
 func v2SnapshotRecord(rec ndjson.Record, key format.Key) (ndjson.Record, error) {
-	if err := rebuildable(rec); err != nil {
-		return ndjson.Record{}, err
-	}
-	snap, ok := rec.Row().(*rocklakev1.Snapshot)
-	if !ok {
-		return ndjson.Record{}, fmt.Errorf("a %s row is a %T", rec.Tag(), rec.Row())
-	}
-	row, err := v2Snapshot(snap)
-	if err != nil {
-		return ndjson.Record{}, err
-	}
-	return ndjson.NewRowRecord(format.V2, key, row)
-}
-
-func recordOf(k format.Key, value []byte) (ndjson.Record, error) {
-	raw, err := format.EncodeKey(format.V2, k)
-	if err != nil {
-		return ndjson.Record{}, err
-	}
-	return ndjson.NewRecord(format.V2, raw, value)
+	return snapshotRecord(rec, key, format.V2, v2Snapshot)
 }
 
 // v2Key is the same key, but for the tag-key hash of tags and column tags,
@@ -116,14 +75,9 @@ func v2Key(rec ndjson.Record) (format.Key, error) {
 	if k.Tag != format.TagTag && k.Tag != format.TagColumnTag {
 		return k, nil // decoding the row costs more than the rest of its move
 	}
-	var tagKey string
-	switch row := rec.Row().(type) {
-	case *rocklakev1.Tag:
-		tagKey = row.GetTagKey()
-	case *rocklakev1.ColumnTag:
-		tagKey = row.GetTagKey()
-	default:
-		return k, fmt.Errorf("a %s row is a %T", k.Tag, row)
+	tagKey, err := rowTagKey(rec)
+	if err != nil {
+		return k, err
 	}
 	parts := slices.Clone(k.Parts)
 	for i, f := range format.Fields(k.Tag, k.Name) {
@@ -158,16 +112,8 @@ func checkCollisions(rec ndjson.Record, to format.Version) error {
 		return err
 	}
 	source := src.ProtoReflect().Descriptor()
-	for b := unknown; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("migration: key %x: malformed unknown fields: %w", rawKeyOf(rec), protowire.ParseError(n))
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return fmt.Errorf("migration: key %x: malformed unknown fields: %w", rawKeyOf(rec), protowire.ParseError(m))
-		}
-		b = b[n+m:]
+	var collision *FieldCollisionError
+	err = eachUnknownField(unknown, func(num protowire.Number) error {
 		name := ""
 		if fd := desc.Fields().ByNumber(num); fd != nil {
 			name = string(fd.Name())
@@ -175,10 +121,15 @@ func checkCollisions(rec ndjson.Record, to format.Version) error {
 			name = "(reserved)"
 		}
 		if name != "" {
-			return &FieldCollisionError{Key: rawKeyOf(rec), Table: rec.Tag().String(), Number: int32(num), Field: name, To: to}
+			collision = &FieldCollisionError{Key: rawKeyOf(rec), Table: rec.Tag().String(), Number: int32(num), Field: name, To: to}
+			return collision
 		}
+		return nil
+	})
+	if err != nil && collision == nil {
+		return fmt.Errorf("migration: key %x: %w", rawKeyOf(rec), err)
 	}
-	return nil
+	return err
 }
 
 func rawKeyOf(rec ndjson.Record) []byte {
@@ -190,24 +141,9 @@ func rawKeyOf(rec ndjson.Record) []byte {
 // formats gain later is carried too), and converts the time.
 func v2Snapshot(s *rocklakev1.Snapshot) (*rocklakev2.Snapshot, error) {
 	out := &rocklakev2.Snapshot{}
-	src, dst := s.ProtoReflect(), out.ProtoReflect()
-	var copyErr error
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Name() == "snapshot_time" {
-			return true
-		}
-		dfd := dst.Descriptor().Fields().ByNumber(fd.Number())
-		if dfd == nil || dfd.Kind() != fd.Kind() || dfd.Cardinality() != fd.Cardinality() {
-			copyErr = fmt.Errorf("field %s has no like-typed counterpart in format 2", fd.Name())
-			return false
-		}
-		dst.Set(dfd, v)
-		return true
-	})
-	if copyErr != nil {
-		return nil, copyErr
+	if err := copyFields(s.ProtoReflect(), out.ProtoReflect(), "snapshot_time", format.V2); err != nil {
+		return nil, err
 	}
-	dst.SetUnknown(src.GetUnknown())
 	if s.SnapshotTime != "" {
 		t, err := ParseSnapshotTime(s.SnapshotTime)
 		if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
@@ -85,37 +84,19 @@ func v2ToV1(rec ndjson.Record) ([]ndjson.Record, error) {
 	if err != nil {
 		return nil, noV1Form(rec, err)
 	}
-	var out ndjson.Record
-	switch format.ValueKindOf(key) {
-	case format.ValueVersion:
+	if format.ValueKindOf(key) == format.ValueVersion {
 		// v1→v2 writes 2 whatever it read; another number here is not a
 		// catalog v1→v2 made, and writing 1 over it would hide that.
-		var n uint32
-		if n, err = format.DecodeFormatVersion(value); err == nil && n != uint32(format.V2) {
+		n, err := format.DecodeFormatVersion(value)
+		if err == nil && n != uint32(format.V2) {
 			err = fmt.Errorf("catalog-format-version %d in a format-2 record", n)
 		}
-		if err == nil {
-			out, err = v1RecordOf(key, format.EncodeFormatVersion(uint32(format.V1)))
-		}
-	case format.ValueRaw:
-		out, err = v1RecordOf(key, value)
-	case format.ValueCounter, format.ValueEnveloped:
-		var payload []byte
-		if payload, err = format.DecodeEnvelope(format.V2, value); err == nil {
-			out, err = v1RecordOf(key, format.EncodeEnvelope(format.V1, payload))
-		}
-	default:
-		if key.Tag == format.TagSnapshot {
-			out, err = v1SnapshotRecord(rec, key)
-			break
-		}
-		// As on the way up: the payload moves as it is, unknown fields and
-		// all, into the other envelope.
-		var payload []byte
-		if payload, err = format.DecodeEnvelope(format.V2, value); err == nil {
-			out, err = rec.Move(format.V1, key, format.EncodeEnvelope(format.V1, payload))
+		if err != nil {
+			return nil, noV1Form(rec, err)
 		}
 	}
+	// As on the way up: a row's payload moves as it is, but the snapshot's.
+	out, err := converted(rec, key, format.V2, format.V1, v1SnapshotRecord)
 	if errors.Is(err, ErrNestedUnknownFields) {
 		return nil, err // already says what and where
 	}
@@ -123,14 +104,6 @@ func v2ToV1(rec ndjson.Record) ([]ndjson.Record, error) {
 		return nil, noV1Form(rec, err)
 	}
 	return []ndjson.Record{out}, nil
-}
-
-func v1RecordOf(k format.Key, value []byte) (ndjson.Record, error) {
-	raw, err := format.EncodeKey(format.V1, k)
-	if err != nil {
-		return ndjson.Record{}, err
-	}
-	return ndjson.NewRecord(format.V1, raw, value)
 }
 
 // v1Key is the same key, but for the tag-key hash of tags and column tags:
@@ -141,14 +114,9 @@ func v1Key(rec ndjson.Record) (format.Key, error) {
 	if k.Tag != format.TagTag && k.Tag != format.TagColumnTag {
 		return k, nil
 	}
-	var tagKey string
-	switch row := rec.Row().(type) {
-	case *rocklakev2.Tag:
-		tagKey = row.GetTagKey()
-	case *rocklakev2.ColumnTag:
-		tagKey = row.GetTagKey()
-	default:
-		return k, fmt.Errorf("a %s row is a %T", k.Tag, row)
+	tagKey, err := rowTagKey(rec)
+	if err != nil {
+		return k, err
 	}
 	parts := slices.Clone(k.Parts)
 	for i, f := range format.Fields(k.Tag, k.Name) {
@@ -182,37 +150,17 @@ func checkMistyped(rec ndjson.Record) error {
 		return err
 	}
 	fields := src.ProtoReflect().Descriptor().Fields()
-	for b := unknown; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("malformed unknown fields: %w", protowire.ParseError(n))
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if m < 0 {
-			return fmt.Errorf("malformed unknown fields: %w", protowire.ParseError(m))
-		}
-		b = b[n+m:]
+	return eachUnknownField(unknown, func(num protowire.Number) error {
 		if fd := fields.ByNumber(num); fd != nil {
 			return fmt.Errorf("unknown field %d has the number of format %s's %s but another wire type", num, rec.Version(), fd.Name())
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // v1SnapshotRecord rebuilds a snapshot row, the one row format 2 changes.
 func v1SnapshotRecord(rec ndjson.Record, key format.Key) (ndjson.Record, error) {
-	if err := rebuildable(rec); err != nil {
-		return ndjson.Record{}, err
-	}
-	snap, ok := rec.Row().(*rocklakev2.Snapshot)
-	if !ok {
-		return ndjson.Record{}, fmt.Errorf("a %s row is a %T", rec.Tag(), rec.Row())
-	}
-	row, err := v1Snapshot(snap)
-	if err != nil {
-		return ndjson.Record{}, err
-	}
-	return ndjson.NewRowRecord(format.V1, key, row)
+	return snapshotRecord(rec, key, format.V1, v1Snapshot)
 }
 
 // v1Snapshot copies every field but the time, by number, as v2Snapshot
@@ -220,24 +168,9 @@ func v1SnapshotRecord(rec ndjson.Record, key format.Key) (ndjson.Record, error) 
 // in format 1: nothing is invented.
 func v1Snapshot(s *rocklakev2.Snapshot) (*rocklakev1.Snapshot, error) {
 	out := &rocklakev1.Snapshot{}
-	src, dst := s.ProtoReflect(), out.ProtoReflect()
-	var copyErr error
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Name() == "snapshot_time_micros" {
-			return true
-		}
-		dfd := dst.Descriptor().Fields().ByNumber(fd.Number())
-		if dfd == nil || dfd.Kind() != fd.Kind() || dfd.Cardinality() != fd.Cardinality() {
-			copyErr = fmt.Errorf("field %s has no like-typed counterpart in format 1", fd.Name())
-			return false
-		}
-		dst.Set(dfd, v)
-		return true
-	})
-	if copyErr != nil {
-		return nil, copyErr
+	if err := copyFields(s.ProtoReflect(), out.ProtoReflect(), "snapshot_time_micros", format.V1); err != nil {
+		return nil, err
 	}
-	dst.SetUnknown(src.GetUnknown())
 	if s.SnapshotTimeMicros != nil {
 		text, err := FormatSnapshotTime(*s.SnapshotTimeMicros)
 		if err != nil {

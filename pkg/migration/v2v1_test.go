@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -397,60 +396,39 @@ func transformAlong(t *testing.T, in *bytes.Buffer, from, to format.Version) ([]
 // come back in that form, truncated: RockLake's own times carry
 // nanoseconds.
 func TestV1V2V1Catalogs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	seeded := "file://" + filepath.Join(t.TempDir(), "seeded")
-	if _, err := seed.Seed(ctx, seeded, seed.Options{Rows: 3000, Seed: 5}); err != nil {
-		t.Fatal(err)
-	}
-	urls := map[string]string{"seeded": seeded}
-	for name, dir := range map[string]string{
+	eachV1Catalog(t, map[string]string{
 		"golden":                   filepath.Join("..", "catalog", "testdata", "catalog-v1"),
 		"rocklake-v0.47.11":        filepath.Join("..", "catalog", "testdata", "rocklake-v0.47.11", "catalog"),
 		"rocklake-v0.47.11/duckdb": filepath.Join("..", "catalog", "testdata", "rocklake-v0.47.11", "duckdb", "catalog"),
-	} {
-		tmp := filepath.Join(t.TempDir(), "catalog")
-		if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
-			t.Fatal(err)
-		}
-		urls[name] = "file://" + tmp
-	}
-	for name, url := range urls {
-		t.Run(name, func(t *testing.T) {
-			c, err := catalog.Open(ctx, url, catalog.Options{Expect: format.V1})
+	}, func(t *testing.T, ctx context.Context, c *catalog.Catalog) {
+		keys, same, snapshots, example := 0, 0, 0, ""
+		for e, err := range c.ScanRaw(ctx, nil, nil) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer c.Close()
-			keys, same, snapshots, example := 0, 0, 0, ""
-			for e, err := range c.ScanRaw(ctx, nil, nil) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				in, err := ndjson.NewRecord(format.V1, e.Key, e.Value)
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys++
-				if in.Tag() == format.TagSnapshot {
-					snapshots++
-					if text := in.Row().(*rocklakev1.Snapshot).SnapshotTime; example == "" && text != "" {
-						up := step(t, in, format.V1, format.V2)
-						example = fmt.Sprintf("%q comes back as %q", text, down(t, up).Row().(*rocklakev1.Snapshot).SnapshotTime)
-					}
-				}
-				if roundTrip(t, in) {
-					same++
-				} else if in.Tag() != format.TagSnapshot {
-					t.Fatalf("key %x changed", e.Key)
+			in, err := ndjson.NewRecord(format.V1, e.Key, e.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys++
+			if in.Tag() == format.TagSnapshot {
+				snapshots++
+				if text := in.Row().(*rocklakev1.Snapshot).SnapshotTime; example == "" && text != "" {
+					up := step(t, in, format.V1, format.V2)
+					example = fmt.Sprintf("%q comes back as %q", text, down(t, up).Row().(*rocklakev1.Snapshot).SnapshotTime)
 				}
 			}
-			t.Logf("%d keys, %d snapshots, %d keys byte for byte; %s", keys, snapshots, same, example)
-			if keys < 40 || snapshots == 0 || same < keys-snapshots {
-				t.Fatalf("%d keys, %d snapshots, %d the same", keys, snapshots, same)
+			if roundTrip(t, in) {
+				same++
+			} else if in.Tag() != format.TagSnapshot {
+				t.Fatalf("key %x changed", e.Key)
 			}
-		})
-	}
+		}
+		t.Logf("%d keys, %d snapshots, %d keys byte for byte; %s", keys, snapshots, same, example)
+		if keys < 40 || snapshots == 0 || same < keys-snapshots {
+			t.Fatalf("%d keys, %d snapshots, %d the same", keys, snapshots, same)
+		}
+	})
 }
 
 // `migrate --to v1` in small: a seeded format-1 catalog migrated up into a
@@ -467,53 +445,17 @@ func TestSeededCatalogDownIntoFreshV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// copyAlong writes every record of the catalog at from (format v)
-	// along the path into a new catalog at to (format w), the version key
-	// aside: Finalize writes it.
-	copyAlong := func(from, to string, v, w format.Version) {
+	along := func(from, to string, v, w format.Version) {
 		t.Helper()
 		c, err := catalog.Open(ctx, from, catalog.Options{Expect: v})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		in, err := catalog.NewInitializer(ctx, to, w, slatedb.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer in.Close()
-		p := pathOf(t, v, w)
-		var b slatedb.Batch
-		for e, err := range c.ScanRaw(ctx, nil, nil) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := ndjson.NewRecord(v, e.Key, e.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := migration.Records(rec, p, carryOpts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range out {
-				if k, val := o.Raw(); !bytes.Equal(k, format.FormatVersionKey()) {
-					b.Put(k, val)
-				}
-			}
-		}
-		if err := in.WriteAsync(ctx, &b); err != nil {
-			t.Fatal(err)
-		}
-		if err := in.Finalize(ctx, res.Counters); err != nil {
-			t.Fatal(err)
-		}
-		if err := in.Close(); err != nil {
-			t.Fatal(err)
-		}
+		copyAlong(t, ctx, c, to, v, w, carryOpts, res.Counters, nil)
 	}
-	copyAlong(src, mid, format.V1, format.V2)
-	copyAlong(mid, dst, format.V2, format.V1)
+	along(src, mid, format.V1, format.V2)
+	along(mid, dst, format.V2, format.V1)
 
 	c, err := catalog.Open(ctx, dst, catalog.Options{Expect: format.V1})
 	if err != nil {
@@ -595,15 +537,7 @@ func TestSnapshotMicrosBecomeText(t *testing.T) {
 			if !bytes.Equal(out.Unknown(), unk) {
 				t.Fatalf("%d: unknown fields %x, want %x", micros, out.Unknown(), unk)
 			}
-			_, value := out.Raw()
-			payload, _ := format.DecodeEnvelope(format.V1, value)
-			for b := payload; len(b) > 0; {
-				num, typ, n := protowire.ConsumeTag(b)
-				if num == 100 {
-					t.Fatalf("%d: format-1 snapshot %x holds field 100", micros, payload)
-				}
-				b = b[n+protowire.ConsumeFieldValue(num, typ, b[n:]):]
-			}
+			wantWithoutField(t, out, 100, fmt.Sprint(micros))
 			if got := step(t, out, format.V1, format.V2).Row().(*rocklakev2.Snapshot); got.GetSnapshotTimeMicros() != micros {
 				t.Fatalf("%q went back up as %d micros, want %d", want, got.GetSnapshotTimeMicros(), micros)
 			}
@@ -633,32 +567,70 @@ func TestTagKeysBackToRockLakeHash(t *testing.T) {
 			&rocklakev2.Tag{ObjectId: 1},
 			[]uint64{1, format.TagKeyHash(format.V1, ""), 0}},
 	} {
-		key, _ := format.EncodeKey(format.V2, tc.key)
-		value, _ := format.EncodeValue(format.V2, tc.key, tc.row)
-		rec, err := ndjson.NewRecord(format.V2, key, value)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := down(t, rec)
-		if got := out.Key().Parts; !reflect.DeepEqual(got, tc.want) {
-			t.Fatalf("%s %v: v1 key parts %x, want %x", tc.key.Tag, tc.row, got, tc.want)
-		}
-		if !sameWire(t, out.Row(), tc.row) {
-			t.Fatalf("row %v became %v", tc.row, out.Row())
-		}
+		rec := rowRecord(t, format.V2, tc.key, tc.row)
+		wantRekeyed(t, down(t, rec), tc.key, tc.row, tc.want)
+		_, value := rec.Raw()
 
 		// The same row under another hash: not a key v1→v2 makes.
 		bad := tc.key
 		bad.Parts = append([]uint64(nil), tc.key.Parts...)
 		bad.Parts[len(bad.Parts)-2] ^= 1
 		badKey, _ := format.EncodeKey(format.V2, bad)
-		rec, err = ndjson.NewRecord(format.V2, badKey, value)
+		rec, err := ndjson.NewRecord(format.V2, badKey, value)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = migration.Records(rec, pathOf(t, format.V2, format.V1), carryOpts)
 		wantRefusal(t, err, badKey, "tag_key_hash")
 	}
+}
+
+// copyAlong writes every record of c (format v) along the path to format
+// w, with opts, into a new catalog at to, the version key aside: Finalize
+// writes it, with counters. each, if not nil, sees every record read. It
+// returns how many records it wrote.
+func copyAlong(t *testing.T, ctx context.Context, c *catalog.Catalog, to string, v, w format.Version, opts migration.Options, counters catalog.Counters, each func(ndjson.Record)) int {
+	t.Helper()
+	in, err := catalog.NewInitializer(ctx, to, w, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	p := pathOf(t, v, w)
+	var b slatedb.Batch
+	n := 0
+	for e, err := range c.ScanRaw(ctx, nil, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := ndjson.NewRecord(v, e.Key, e.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if each != nil {
+			each(rec)
+		}
+		out, err := migration.Records(rec, p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out {
+			if k, val := o.Raw(); !bytes.Equal(k, format.FormatVersionKey()) {
+				b.Put(k, val)
+				n++
+			}
+		}
+	}
+	if err := in.WriteAsync(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Finalize(ctx, counters); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // wantRefusal holds err to a NoTargetFormError naming key and cause.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 )
@@ -33,79 +34,78 @@ func perSecond(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
 
-func BenchmarkEncode(b *testing.B) {
+// benchShards runs f as a sub-benchmark for each format and shard suffix,
+// with the entries it codes (their bytes per line set), the place of a
+// shard file of that suffix, and a context and store for it; it reports
+// records per second.
+func benchShards(b *testing.B, f func(b *testing.B, ctx context.Context, store *blob.Store, v format.Version, url string, es []entry)) {
 	ctx := context.Background()
 	store := testenv.Store(b)
 	for _, v := range versions {
 		for _, sfx := range suffixes {
 			b.Run(v.String()+"/"+sfx.name, func(b *testing.B) {
 				es, lineBytes := benchEntries(b, v)
-				fw, err := ndjson.Create(ctx, store, filepath.Join(b.TempDir(), "shard"+sfx.name), header(v))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer fw.Abort()
 				b.SetBytes(lineBytes)
 				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					e := es[i%benchPool]
-					i++
-					r, err := ndjson.NewRecord(v, e.key, e.value)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := fw.Write(r); err != nil {
-						b.Fatal(err)
-					}
-				}
-				if err := fw.Close(); err != nil {
-					b.Fatal(err)
-				}
+				f(b, ctx, store, v, filepath.Join(b.TempDir(), "shard"+sfx.name), es)
 				perSecond(b)
 			})
 		}
 	}
 }
 
-func BenchmarkDecode(b *testing.B) {
-	ctx := context.Background()
-	store := testenv.Store(b)
-	for _, v := range versions {
-		for _, sfx := range suffixes {
-			b.Run(v.String()+"/"+sfx.name, func(b *testing.B) {
-				es, lineBytes := benchEntries(b, v)
-				url := filepath.Join(b.TempDir(), "shard"+sfx.name)
-				writeFile(b, store, url, header(v), records(b, v, es))
-				open := func() *ndjson.FileReader {
-					fr, err := ndjson.Open(ctx, store, url)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return fr
-				}
-				fr := open()
-				defer func() { fr.Close() }()
-				b.SetBytes(lineBytes)
-				b.ReportAllocs()
-				for b.Loop() {
-					r, err := fr.Next()
-					if errors.Is(err, io.EOF) {
-						fr.Close()
-						fr = open()
-						r, err = fr.Next()
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					if k, _ := r.Raw(); len(k) == 0 {
-						b.Fatal("empty key")
-					}
-				}
-				perSecond(b)
-			})
+func BenchmarkEncode(b *testing.B) {
+	benchShards(b, func(b *testing.B, ctx context.Context, store *blob.Store, v format.Version, url string, es []entry) {
+		fw, err := ndjson.Create(ctx, store, url, header(v))
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
+		defer fw.Abort()
+		i := 0
+		for b.Loop() {
+			e := es[i%benchPool]
+			i++
+			r, err := ndjson.NewRecord(v, e.key, e.value)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := fw.Write(r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := fw.Close(); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	benchShards(b, func(b *testing.B, ctx context.Context, store *blob.Store, v format.Version, url string, es []entry) {
+		writeFile(b, store, url, header(v), records(b, v, es))
+		open := func() *ndjson.FileReader {
+			fr, err := ndjson.Open(ctx, store, url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fr
+		}
+		fr := open()
+		defer func() { fr.Close() }()
+		for b.Loop() {
+			r, err := fr.Next()
+			if errors.Is(err, io.EOF) {
+				fr.Close()
+				fr = open()
+				r, err = fr.Next()
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if k, _ := r.Raw(); len(k) == 0 {
+				b.Fatal("empty key")
+			}
+		}
+	})
 }
 
 // shardRecords is the size of the shard the memory check streams.

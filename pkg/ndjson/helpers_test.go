@@ -208,6 +208,13 @@ func header(v format.Version) ndjson.Header {
 // encode writes rs as a plain shard file with header h.
 func encode(t testing.TB, h ndjson.Header, rs []ndjson.Record) []byte {
 	t.Helper()
+	b, _ := encodeWith(t, h, rs)
+	return b
+}
+
+// encodeWith is encode, and the writer that wrote the file (its Trailer).
+func encodeWith(t testing.TB, h ndjson.Header, rs []ndjson.Record) ([]byte, *ndjson.Writer) {
+	t.Helper()
 	var buf bytes.Buffer
 	w, err := ndjson.NewWriter(&buf, h)
 	if err != nil {
@@ -221,7 +228,7 @@ func encode(t testing.TB, h ndjson.Header, rs []ndjson.Record) []byte {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return buf.Bytes(), w
 }
 
 // readAll reads a whole shard; the error is the first one Next returned.

@@ -318,27 +318,15 @@ func TestWriterRefusesOverlongLine(t *testing.T) {
 func TestTrailer(t *testing.T) {
 	es := allEntries(t, format.V1)
 	rs := records(t, format.V1, es)
-	var buf bytes.Buffer
-	w, err := ndjson.NewWriter(&buf, header(format.V1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rs {
-		if err := w.Write(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	h, tr, err := ndjson.Verify(bytes.NewReader(buf.Bytes()))
+	data, w := encodeWith(t, header(format.V1), rs)
+	h, tr, err := ndjson.Verify(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(h, header(format.V1)) || !reflect.DeepEqual(tr, w.Trailer()) {
 		t.Errorf("Verify: %+v %+v, want %+v %+v", h, tr, header(format.V1), w.Trailer())
 	}
-	lines := strings.SplitAfter(buf.String(), "\n")
+	lines := strings.SplitAfter(string(data), "\n")
 	if want := sha256Hex(strings.Join(lines[1:len(lines)-2], "")); tr.SHA256 != want || tr.Records != uint64(len(rs)) {
 		t.Errorf("trailer %d records sha256 %s, want %d %s", tr.Records, tr.SHA256, len(rs), want)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -15,16 +16,6 @@ import (
 )
 
 func fileURL(t testing.TB) string { return "file://" + t.TempDir() + "/catalog" }
-
-func open(t testing.TB, url string) *catalog.Catalog {
-	t.Helper()
-	c, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // digest hashes every key and value of the catalog.
 func digest(t *testing.T, c *catalog.Catalog) string {
@@ -48,7 +39,7 @@ func TestCountsAndMix(t *testing.T) {
 		if err != nil {
 			t.Fatalf("rows %d: %v", n, err)
 		}
-		c := open(t, url)
+		c := testcatalog.OpenV1(t, url)
 		counts, err := c.Counts(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +82,7 @@ func TestDeterministic(t *testing.T) {
 		if _, err := seed.Seed(ctx, url, seed.Options{Rows: 3000, Seed: s}); err != nil {
 			t.Fatal(err)
 		}
-		return digest(t, open(t, url))
+		return digest(t, testcatalog.OpenV1(t, url))
 	}
 	a, b, other := seedOnce(42), seedOnce(42), seedOnce(43)
 	if a != b {
@@ -112,7 +103,7 @@ func TestConsistent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := open(t, url)
+	c := testcatalog.OpenV1(t, url)
 	tables := map[uint64]bool{}
 	var lastSnap uint64
 	for row, err := range c.ScanRange(ctx, nil, nil) {
@@ -175,7 +166,7 @@ func TestSeedOnS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a, b := digest(t, open(t, "s3://seed/catalogs/one")), digest(t, open(t, file)); a != b {
+	if a, b := digest(t, testcatalog.OpenV1(t, "s3://seed/catalogs/one")), digest(t, testcatalog.OpenV1(t, file)); a != b {
 		t.Fatal("the same seed gave different catalogs on S3 and file")
 	}
 }

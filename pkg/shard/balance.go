@@ -206,6 +206,12 @@ func Imbalance(sizes []int64) float64 {
 // if not nil, counts the keys scanned).
 func PlanByBytes(ctx context.Context, c *catalog.Catalog, n int, prog *Progress) ([]Range, error) {
 	p, err := Measure(ctx, c, prog)
+	return planOf(p, err, n)
+}
+
+// planOf is n ranges of profile p, checked (CheckRanges), or err if there
+// is no profile.
+func planOf(p *Profile, err error, n int) ([]Range, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -80,12 +80,5 @@ func PlanByBlocks(ctx context.Context, url, checkpointID string, opts slatedb.Op
 		return nil, fmt.Errorf("shard: plan by blocks %s: %w", url, err)
 	}
 	p, err := FromBlocks(b, n)
-	if err != nil {
-		return nil, err
-	}
-	rs, err := p.Ranges(n)
-	if err != nil {
-		return nil, err
-	}
-	return rs, CheckRanges(rs)
+	return planOf(p, err, n)
 }

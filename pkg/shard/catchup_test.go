@@ -197,17 +197,24 @@ func TestCatchUpEqualsAnOfflineMigration(t *testing.T) {
 	}
 }
 
-// In a finalized target, counter and system keys are written in place.
-func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
-	ctx := testenv.Context(t)
-	store := testenv.Store(t)
-	src, dst := fileURL(t, "src"), fileURL(t, "dst")
+// seededWriter seeds a source of rows rows and opens its writer for the
+// test; dst is a target's URL.
+func seededWriter(t *testing.T) (src, dst string, w *slatedb.Writer) {
+	t.Helper()
+	src, dst = fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, rows)
-	w, err := slatedb.OpenWriter(ctx, src, slatedb.Options{})
+	w, err := slatedb.OpenWriter(testenv.Context(t), src, slatedb.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(func() { w.Close() })
+	return src, dst, w
+}
+
+// In a finalized target, counter and system keys are written in place.
+func TestCatchUpIntoAFinalizedCatalog(t *testing.T) {
+	ctx, store := testenv.Context(t), testenv.Store(t)
+	src, dst, w := seededWriter(t)
 	a, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -307,15 +314,8 @@ func TestOnlineVerification(t *testing.T) {
 // the net of the dropped ones, which VerifyChanges counts again over the
 // same change: with --unknown-tags=drop, no round drops silently.
 func TestCatchUpCountsUnknownTags(t *testing.T) {
-	ctx := testenv.Context(t)
-	store := testenv.Store(t)
-	src, dst := fileURL(t, "src"), fileURL(t, "dst")
-	seeded(t, src, rows)
-	w, err := slatedb.OpenWriter(ctx, src, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	ctx, store := testenv.Context(t), testenv.Store(t)
+	src, dst, w := seededWriter(t)
 	checkpoint := func() string {
 		cp, err := w.Checkpoint(ctx, slatedb.CheckpointOptions{Lifetime: time.Hour})
 		if err != nil {

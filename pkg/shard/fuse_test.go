@@ -10,37 +10,27 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 	"github.com/rocklake/rocklake-migrate/pkg/migration"
 	"github.com/rocklake/rocklake-migrate/pkg/ndjson"
 	"github.com/rocklake/rocklake-migrate/pkg/shard"
-	"github.com/rocklake/rocklake-migrate/pkg/slatedb"
 	rocklakev1 "github.com/rocklake/rocklake-migrate/proto/rocklake/v1"
 )
 
-// putRaw writes key, value into the catalog at url.
-func putRaw(t *testing.T, url string, key, value []byte) {
-	t.Helper()
-	w, err := slatedb.OpenWriter(testenv.Context(t), url, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	var b slatedb.Batch
-	b.Put(key, value)
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-}
+// A key of a tag no binary knows yet, and its value.
+var (
+	unknownTagKey   = []byte{0x30, 1, 2, 3}
+	unknownTagValue = []byte("a table from the future")
+)
 
-// fuseSource is a seeded catalog with what a transform treats specially: a
-// row with an unknown field (carried) and a key of an unknown tag.
-func fuseSource(t *testing.T) string {
+// futureRow is a row a newer binary wrote, with a field this one does not
+// know: its key, the row, and the key and value it is stored as in format 1.
+func futureRow(t *testing.T) (format.Key, *rocklakev1.TableStats, []byte, []byte) {
 	t.Helper()
-	src := fileURL(t, "src")
-	seeded(t, src, rows)
 	row := &rocklakev1.TableStats{TableId: 777}
 	row.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "future"))
 	k := format.Key{Tag: format.TagTableStats, Parts: []uint64{777}}
@@ -49,19 +39,19 @@ func fuseSource(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	putRaw(t, src, key, value)
-	putRaw(t, src, []byte{0x30, 1, 2, 3}, []byte("a table from the future"))
-	return src
+	return k, row, key, value
 }
 
-func openV1(t *testing.T, url string) *catalog.Catalog {
+// fuseSource is a seeded catalog with what a transform treats specially: a
+// row with an unknown field (carried) and a key of an unknown tag.
+func fuseSource(t *testing.T) string {
 	t.Helper()
-	c, err := catalog.Open(testenv.Context(t), url, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	_, _, key, value := futureRow(t)
+	kvscan.Put(t, src, key, value)
+	kvscan.Put(t, src, unknownTagKey, unknownTagValue)
+	return src
 }
 
 func header(c *catalog.Catalog, r shard.Range, n int) ndjson.Header {
@@ -92,7 +82,7 @@ func readAll(t *testing.T, path string) []byte {
 // every shard of a plan, compressed or not, unknown tags carried or dropped.
 func TestExportTransformShardEqualsTheSeparateSteps(t *testing.T) {
 	store := testenv.Store(t)
-	c := openV1(t, fuseSource(t))
+	c := testcatalog.OpenV1(t, fuseSource(t))
 	const n = 3
 	ranges, err := shard.PlanByBytes(testenv.Context(t), c, n, nil)
 	if err != nil {
@@ -163,7 +153,7 @@ func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
 	var keys, values [][]byte
 	snap := -1
 	func() {
-		c := openV1(t, src)
+		c := testcatalog.OpenV1(t, src)
 		for e, err := range c.ScanRaw(testenv.Context(t), nil, nil) {
 			if err != nil {
 				t.Fatal(err)
@@ -191,8 +181,8 @@ func TestExportTransformShardFailingLeavesNoShard(t *testing.T) {
 		// A value the export cannot read, in the middle of the range.
 		{"bad-value", keys[mid], []byte("not a row"), migration.UnknownCarry, nil},
 	} {
-		putRaw(t, src, tc.key, tc.value)
-		c := openV1(t, src)
+		kvscan.Put(t, src, tc.key, tc.value)
+		c := testcatalog.OpenV1(t, src)
 		out1, out2 := filepath.Join(dir, tc.name+"-v1.ndjson.zst"), filepath.Join(dir, tc.name+"-v2.ndjson.zst")
 		_, _, err := shard.ExportTransformShard(testenv.Context(t), store, c, header(c, shard.Range{}, 1), out1, fused(t, out2, migration.Options{UnknownTags: tc.policy}), nil)
 		if err == nil || tc.want != nil && !errors.Is(err, tc.want) {

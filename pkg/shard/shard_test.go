@@ -29,6 +29,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/kvscan"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
+	"github.com/rocklake/rocklake-migrate/internal/testenv/testcatalog"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -78,18 +79,7 @@ func TestExportImportV1IsIdentical(t *testing.T) {
 	src, dst := fileURL(t, "src"), fileURL(t, "dst")
 	seeded(t, src, rows)
 	// A row that a newer binary wrote, with a field this one does not know.
-	w, err := slatedb.OpenWriter(testenv.Context(t), src, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := &rocklakev1.TableStats{TableId: 777}
-	row.ProtoReflect().SetUnknown(protowire.AppendString(protowire.AppendTag(nil, 99, protowire.BytesType), "future"))
-	k := format.Key{Tag: format.TagTableStats, Parts: []uint64{777}}
-	key, _ := format.EncodeKey(format.V1, k)
-	value, err := format.EncodeValue(format.V1, k, row)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k, row, key, value := futureRow(t)
 	// And one with a field unknown to a nested message, which has no place
 	// in a record line: it travels as its stored bytes.
 	packed := &rocklakev1.PackedTableMetadata{TableId: 777, Columns: []*rocklakev1.Column{{ColumnId: 1, ColumnName: "a"}}}
@@ -100,13 +90,7 @@ func TestExportImportV1IsIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b slatedb.Batch
-	b.Put(key, value)
-	b.Put(packedKey, packedValue)
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	kvscan.Put(t, src, key, value, packedKey, packedValue)
 	out := filepath.Join(t.TempDir(), "catalog-v1.ndjson")
 	exp := exportTo(t, store, src, out, 1, "")
 	if exp.Records < rows {
@@ -285,12 +269,7 @@ func TestBadInputsWriteNothing(t *testing.T) {
 	exportTo(t, store, src, good, 3, "")
 	for _, how := range []string{"line", "truncated", "no-trailer", "wrong-version"} {
 		t.Run(how, func(t *testing.T) {
-			dir := t.TempDir()
-			urls, _ := shard.List(testenv.Context(t), store, good)
-			for _, u := range urls {
-				b, _ := os.ReadFile(u)
-				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
-			}
+			dir := copyShards(t, store, good)
 			corrupt(t, filepath.Join(dir, layout.ShardFile(2, 3, "")), how)
 			dst := fileURL(t, "dst")
 			_, err := shard.Import(testenv.Context(t), store, dir, dst, shard.ImportOptions{Format: format.V1})
@@ -345,17 +324,8 @@ func TestVerifyFindsDifferences(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "c.ndjson")
 	exportTo(t, store, src, out, 1, "")
 	importFrom(t, store, out, dst, format.V1)
-	w, err := slatedb.OpenWriter(testenv.Context(t), dst, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
 	key, _ := format.EncodeKey(format.V1, format.Key{Tag: format.TagTableStats, Parts: []uint64{999999}})
-	b.Put(key, format.EncodeEnvelope(format.V1, nil))
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	kvscan.Put(t, dst, key, format.EncodeEnvelope(format.V1, nil))
 	res, err := shard.Verify(testenv.Context(t), store, dst, out, shard.VerifyOptions{})
 	if !errors.Is(err, shard.ErrMismatch) || res.Match || len(res.Diff) != 1 || !strings.Contains(res.Diff[0], "ducklake_table_stats") {
 		t.Fatalf("verify after tampering: %+v, %v", res, err)
@@ -366,20 +336,11 @@ func TestUnknownTagsThroughThePipeline(t *testing.T) {
 	store := testenv.Store(t)
 	src := fileURL(t, "src")
 	seeded(t, src, 200)
-	w, err := slatedb.OpenWriter(testenv.Context(t), src, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put([]byte{0x30, 1, 2, 3}, []byte("a table from the future"))
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
+	kvscan.Put(t, src, unknownTagKey, unknownTagValue)
 	v1 := filepath.Join(t.TempDir(), "c.ndjson")
 	exportTo(t, store, src, v1, 1, "")
 	v2 := filepath.Join(t.TempDir(), "c2.ndjson")
-	_, err = migration.TransformFile(testenv.Context(t), store, v1, v2, format.V2, "test", migration.Options{})
+	_, err := migration.TransformFile(testenv.Context(t), store, v1, v2, format.V2, "test", migration.Options{})
 	if !errors.Is(err, migration.ErrUnknownTags) || !strings.Contains(err.Error(), "0x30: 1") {
 		t.Fatalf("default policy: err = %v", err)
 	}
@@ -396,21 +357,66 @@ func TestUnknownTagsThroughThePipeline(t *testing.T) {
 	}
 }
 
+// interrupted is what the tests of an interrupted import share: a seeded
+// catalog of rows rows exported in shards, and the catalog an
+// uninterrupted import of them made, which a resumed import must equal.
+type interrupted struct {
+	store *blob.Store
+	dir   string // the shard files
+	exp   shard.ExportResult
+	clean string
+	want  shard.ImportResult
+}
+
+func newInterrupted(t *testing.T, shards int, compression string) interrupted {
+	t.Helper()
+	f := interrupted{store: testenv.Store(t), dir: t.TempDir(), clean: fileURL(t, "clean")}
+	src := fileURL(t, "src")
+	seeded(t, src, rows)
+	f.exp = exportTo(t, f.store, src, f.dir, shards, compression)
+	f.want = importFrom(t, f.store, f.dir, f.clean, format.V1)
+	return f
+}
+
+// helper is the import TestImportHelperProcess runs of the shards into
+// dst, in a process of its own, with the environment's settings added.
+func (f interrupted) helper(dst string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestImportHelperProcess$")
+	cmd.Env = append(append(os.Environ(), "SHARD_HELPER_INPUT="+f.dir, "SHARD_HELPER_TARGET="+dst), env...)
+	return cmd
+}
+
+// resumes imports the shards into dst again: the import must resume,
+// finish every shard and leave what the uninterrupted import left.
+func (f interrupted) resumes(t *testing.T, dst string) shard.ImportResult {
+	t.Helper()
+	got := importFrom(t, f.store, f.dir, dst, format.V1)
+	if !got.Resumed || got.ShardsDone != len(f.exp.Shards) {
+		t.Fatalf("rerun did not resume: %+v", got)
+	}
+	kvscan.Same(t, "resumed vs uninterrupted import", kvscan.Dump(t, f.clean), kvscan.Dump(t, dst))
+	return got
+}
+
+// copyShards copies the shard files at good into a directory of the test's.
+func copyShards(t *testing.T, store *blob.Store, good string) string {
+	t.Helper()
+	dir := t.TempDir()
+	urls, _ := shard.List(testenv.Context(t), store, good)
+	for _, u := range urls {
+		b, _ := os.ReadFile(u)
+		os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
+	}
+	return dir
+}
+
 // TestImportKilledMidwayResumes kills an import process with SIGKILL after
 // it made some shards durable, runs the import again, and compares the end
 // result with an uninterrupted import.
 func TestImportKilledMidwayResumes(t *testing.T) {
-	store := testenv.Store(t)
-	src := fileURL(t, "src")
-	seeded(t, src, rows)
-	dir := t.TempDir()
-	exportTo(t, store, src, dir, 8, "gz")
-	clean := fileURL(t, "clean")
-	importFrom(t, store, dir, clean, format.V1)
-
+	f := newInterrupted(t, 8, "gz")
 	dst := fileURL(t, "dst")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestImportHelperProcess$")
-	cmd.Env = append(os.Environ(), "SHARD_HELPER_INPUT="+dir, "SHARD_HELPER_TARGET="+dst)
+	cmd := f.helper(dst)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -436,11 +442,7 @@ func TestImportKilledMidwayResumes(t *testing.T) {
 	if _, err := catalog.Open(testenv.Context(t), dst, catalog.Options{}); err == nil {
 		t.Fatal("a half-imported target opened as a catalog")
 	}
-	res := importFrom(t, store, dir, dst, format.V1)
-	if !res.Resumed || res.ShardsDone != 8 {
-		t.Fatalf("rerun did not resume: %+v", res)
-	}
-	kvscan.Same(t, "resumed vs uninterrupted import", kvscan.Dump(t, clean), kvscan.Dump(t, dst))
+	f.resumes(t, dst)
 }
 
 // TestImportKilledMidShardResumes kills an import process (SIGKILL) right
@@ -448,18 +450,10 @@ func TestImportKilledMidwayResumes(t *testing.T) {
 // durable and its progress record is not. The rerun must resume to the
 // catalog, and digest, of an uninterrupted import.
 func TestImportKilledMidShardResumes(t *testing.T) {
-	store := testenv.Store(t)
-	src := fileURL(t, "src")
-	seeded(t, src, rows)
-	dir := t.TempDir()
-	exp := exportTo(t, store, src, dir, 2, "gz")
-	clean := fileURL(t, "clean")
-	want := importFrom(t, store, dir, clean, format.V1)
-
+	f := newInterrupted(t, 2, "gz")
+	exp, want := f.exp, f.want
 	dst := fileURL(t, "dst")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestImportHelperProcess$")
-	cmd.Env = append(os.Environ(), "SHARD_HELPER_INPUT="+dir, "SHARD_HELPER_TARGET="+dst, "SHARD_HELPER_KILL_IN=1")
-	err := cmd.Run()
+	err := f.helper(dst, "SHARD_HELPER_KILL_IN=1").Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("helper import was not killed mid-shard: %v", err)
@@ -467,17 +461,13 @@ func TestImportKilledMidShardResumes(t *testing.T) {
 	// Shard 0 and at least one batch of shard 1 are durable (the helper
 	// moves every batch to L0), with the progress record saying shard 0.
 	partial := kvscan.Dump(t, dst)
-	if n := len(partial); n <= int(exp.Shards[0].Records)+1 || n >= len(kvscan.Dump(t, clean)) {
+	if n := len(partial); n <= int(exp.Shards[0].Records)+1 || n >= len(kvscan.Dump(t, f.clean)) {
 		t.Fatalf("killed target holds %d keys: want more than shard 0's %d records and its progress record, and fewer than the catalog's", n, exp.Shards[0].Records)
 	}
-	got := importFrom(t, store, dir, dst, format.V1)
-	if !got.Resumed || got.ShardsDone != 2 {
-		t.Fatalf("rerun did not resume: %+v", got)
-	}
+	got := f.resumes(t, dst)
 	if got.Digest != want.Digest || got.Records != want.Records {
 		t.Fatalf("resumed import: %d records, digest %v; uninterrupted: %d, %v", got.Records, got.Digest, want.Records, want.Digest)
 	}
-	kvscan.Same(t, "resumed vs uninterrupted import", kvscan.Dump(t, clean), kvscan.Dump(t, dst))
 }
 
 // TestImportHelperProcess is the import that TestImportKilledMidwayResumes
@@ -561,14 +551,7 @@ func TestFinalizeAsItsOwnStep(t *testing.T) {
 // An import stopped inside its very first shard resumes on the rerun instead
 // of finding a target that is "not empty".
 func TestImportStoppedInFirstShardResumes(t *testing.T) {
-	store := testenv.Store(t)
-	src := fileURL(t, "src")
-	seeded(t, src, rows)
-	dir := t.TempDir()
-	exportTo(t, store, src, dir, 2, "")
-	clean := fileURL(t, "clean")
-	importFrom(t, store, dir, clean, format.V1)
-
+	f := newInterrupted(t, 2, "")
 	dst := fileURL(t, "dst")
 	ctx, cancel := context.WithCancel(testenv.Context(t))
 	var p shard.Progress
@@ -578,16 +561,12 @@ func TestImportStoppedInFirstShardResumes(t *testing.T) {
 		}
 		cancel()
 	}()
-	res, err := shard.Import(ctx, store, dir, dst, shard.ImportOptions{Format: format.V1, Progress: &p})
+	res, err := shard.Import(ctx, f.store, f.dir, dst, shard.ImportOptions{Format: format.V1, Progress: &p})
 	cancel()
 	if err == nil || res.ShardsDone != 0 {
 		t.Fatalf("the stopped import: %+v, %v", res, err)
 	}
-	again := importFrom(t, store, dir, dst, format.V1)
-	if !again.Resumed {
-		t.Fatalf("rerun did not resume: %+v", again)
-	}
-	kvscan.Same(t, "resumed vs clean", kvscan.Dump(t, clean), kvscan.Dump(t, dst))
+	f.resumes(t, dst)
 }
 
 // More shards than the catalog has room for: the plan's estimates collide,
@@ -715,12 +694,7 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 		}, ndjson.ErrTrailerMismatch},
 	} {
 		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			urls, _ := shard.List(testenv.Context(t), store, good)
-			for _, u := range urls {
-				b, _ := os.ReadFile(u)
-				os.WriteFile(filepath.Join(dir, filepath.Base(u)), b, 0o644)
-			}
+			dir := copyShards(t, store, good)
 			damaged := filepath.Join(dir, filepath.Base(bad))
 			reseal(t, damaged, c.edit)
 			if _, _, err := ndjson.SkimFile(testenv.Context(t), store, damaged); err != nil {
@@ -763,21 +737,8 @@ func TestShardFailingWhileWrittenLeavesNothingOfItself(t *testing.T) {
 func TestDigestCatalogIsTheRecordDigest(t *testing.T) {
 	src := fileURL(t, "src")
 	seeded(t, src, rows)
-	w, err := slatedb.OpenWriter(testenv.Context(t), src, slatedb.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b slatedb.Batch
-	b.Put([]byte{0x30, 1, 2, 3}, []byte("a table from the future"))
-	if err := w.Write(testenv.Context(t), &b); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	c, err := catalog.Open(testenv.Context(t), src, catalog.Options{Expect: format.V1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	kvscan.Put(t, src, unknownTagKey, unknownTagValue)
+	c := testcatalog.OpenV1(t, src)
 	var want ndjson.Digest
 	for e, err := range c.ScanRaw(testenv.Context(t), nil, nil) {
 		if err != nil {

@@ -38,10 +38,16 @@ type VerifyResult struct {
 // and hashed in parts on every CPU (scanParts), whose digests add up to the
 // whole's in any order.
 func DigestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson.Digest, error) {
-	var d ndjson.Digest
 	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
 		return digestRange(ctx, c, r, p)
 	})
+	return merged(parts, err)
+}
+
+// merged is the digest of the whole whose parts' digests are parts, or
+// err if the parts were not all read.
+func merged(parts []ndjson.Digest, err error) (ndjson.Digest, error) {
+	var d ndjson.Digest
 	if err != nil {
 		return d, err
 	}
@@ -54,22 +60,35 @@ func DigestCatalog(ctx context.Context, c *catalog.Catalog, p *Progress) (ndjson
 // digestRange digests the keys of one range.
 func digestRange(ctx context.Context, c *catalog.Catalog, r Range, p *Progress) (ndjson.Digest, error) {
 	var d ndjson.Digest
-	var n uint64
-	defer func() { p.addRecords(n % progressStep) }()
+	n := recordCounter{p: p}
+	defer n.flush()
 	for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
 		if err != nil {
 			return d, fmt.Errorf("shard: digest %s: %w", c.URL(), err)
 		}
 		d.AddRaw(e.Key, e.Value)
-		if n++; n%progressStep == 0 {
-			p.addRecords(progressStep)
-		}
+		n.add()
 	}
 	return d, nil
 }
 
 // progressStep is how many records a digest counts in its Progress at once.
 const progressStep = 4096
+
+// recordCounter counts a digest's records in its Progress (nil counts
+// nothing), progressStep at a time; flush counts the rest.
+type recordCounter struct {
+	p *Progress
+	n uint64
+}
+
+func (c *recordCounter) add() {
+	if c.n++; c.n%progressStep == 0 {
+		c.p.addRecords(progressStep)
+	}
+}
+
+func (c *recordCounter) flush() { c.p.addRecords(c.n % progressStep) }
 
 // DigestShards reads every record of the shard set at input into a Digest,
 // decoding the shards on one goroutine per CPU, largest first.
@@ -106,7 +125,6 @@ func listShards(ctx context.Context, store *blob.Store, input string) ([]ndjson.
 
 // digestFiles digests the shard files, one per CPU at once, largest first.
 func digestFiles(ctx context.Context, store *blob.Store, files []blob.Info, p *Progress) (ndjson.Digest, error) {
-	var d ndjson.Digest
 	order := LargestFirst(files)
 	digests := make([]ndjson.Digest, len(files))
 	err := ForEach(ctx, len(files), runtime.GOMAXPROCS(0), func(ctx context.Context, i int) error {
@@ -114,19 +132,13 @@ func digestFiles(ctx context.Context, store *blob.Store, files []blob.Info, p *P
 		digests[i], err = digestShard(ctx, store, files[order[i]].URL, p)
 		return err
 	})
-	if err != nil {
-		return d, err
-	}
-	for _, x := range digests {
-		d.Merge(x)
-	}
-	return d, nil
+	return merged(digests, err)
 }
 
 func digestShard(ctx context.Context, store *blob.Store, url string, p *Progress) (ndjson.Digest, error) {
 	var d ndjson.Digest
-	var n uint64
-	defer func() { p.addRecords(n % progressStep) }()
+	n := recordCounter{p: p}
+	defer n.flush()
 	fr, err := ndjson.Open(ctx, store, url)
 	if err != nil {
 		return d, err
@@ -141,9 +153,7 @@ func digestShard(ctx context.Context, store *blob.Store, url string, p *Progress
 			return d, fmt.Errorf("shard: digest %s: %w", url, err)
 		}
 		d.Add(rec)
-		if n++; n%progressStep == 0 {
-			p.addRecords(progressStep)
-		}
+		n.add()
 	}
 }
 
@@ -312,7 +322,6 @@ func DigestTransformed(ctx context.Context, c *catalog.Catalog, to format.Versio
 // digestMapped digests the records f makes of each of c's entries, scanned
 // in parts on every CPU; what names the digest in errors.
 func digestMapped(ctx context.Context, c *catalog.Catalog, what string, f func(key, value []byte) ([]ndjson.Record, error)) (ndjson.Digest, error) {
-	var d ndjson.Digest
 	parts, err := scanParts(ctx, c, func(ctx context.Context, r Range) (ndjson.Digest, error) {
 		var d ndjson.Digest
 		for e, err := range c.ScanRaw(ctx, r.Start, r.End) {
@@ -329,11 +338,5 @@ func digestMapped(ctx context.Context, c *catalog.Catalog, what string, f func(k
 		}
 		return d, nil
 	})
-	if err != nil {
-		return d, err
-	}
-	for _, x := range parts {
-		d.Merge(x)
-	}
-	return d, nil
+	return merged(parts, err)
 }

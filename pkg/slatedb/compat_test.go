@@ -110,6 +110,19 @@ func sampleCatalog(t *testing.T, ctx context.Context, srv *rocklake.Server) {
 	}
 }
 
+// servedSample is the real RockLake serving the sample catalog it wrote in
+// a directory name of the test's: a context for the test, the directory
+// and the server.
+func servedSample(t *testing.T, name string) (context.Context, string, *rocklake.Server) {
+	t.Helper()
+	needRockLake(t)
+	ctx := testenv.Context(t)
+	dir := filepath.Join(t.TempDir(), name)
+	srv := serve(t, ctx, dir)
+	sampleCatalog(t, ctx, srv)
+	return ctx, dir, srv
+}
+
 // RockLake's key shapes (crates/rocklake-core/src/{tags,keys,values}.rs).
 var (
 	rlFormatKey   = append([]byte{0xFF}, "catalog-format-version"...)
@@ -173,12 +186,8 @@ func checkpointIDs(t *testing.T, ctx context.Context, url string) map[string]sla
 // as fenced; started again, RockLake opens the catalog, writes and verifies
 // it, and the manifest it writes keeps Freeze's checkpoint.
 func TestRockLakeServesCatalogAfterFreeze(t *testing.T) {
-	needRockLake(t)
-	ctx := testenv.Context(t)
-	dir := filepath.Join(t.TempDir(), "catalog")
+	ctx, dir, srv := servedSample(t, "catalog")
 	url := "file://" + dir
-	srv := serve(t, ctx, dir)
-	sampleCatalog(t, ctx, srv)
 	createSchema(t, ctx, srv, "before_freeze")
 
 	before := readAll(t, ctx, url, slatedb.ReaderOptions{})
@@ -286,11 +295,7 @@ func sortedRunWritten(t *testing.T, dir string) {
 // is a catalog RockLake opens, verifies, compacts, serves and writes; a
 // detached checkpoint of ours in its manifest stays there.
 func TestRockLakeServesCatalogWeWrote(t *testing.T) {
-	needRockLake(t)
-	ctx := testenv.Context(t)
-	srcDir := filepath.Join(t.TempDir(), "source")
-	srv := serve(t, ctx, srcDir)
-	sampleCatalog(t, ctx, srv)
+	ctx, srcDir, srv := servedSample(t, "source")
 	createSchema(t, ctx, srv, "imported")
 	stop(t, srv)
 	src := readAll(t, ctx, "file://"+srcDir, slatedb.ReaderOptions{})
@@ -396,12 +401,8 @@ func TestRockLakeServesCatalogWeWrote(t *testing.T) {
 // and its marker stays. With the pinned 0.13.1 RockLake serves the catalog,
 // accepts a write and verifies it, and the checkpoints stay in the manifest.
 func TestRockLakeServesCatalogAfterIdleFreeze(t *testing.T) {
-	needRockLake(t)
-	ctx := testenv.Context(t)
-	dir := filepath.Join(t.TempDir(), "catalog")
+	ctx, dir, srv := servedSample(t, "catalog")
 	url := "file://" + dir
-	srv := serve(t, ctx, dir)
-	sampleCatalog(t, ctx, srv)
 	stop(t, srv)
 	before := readAll(t, ctx, url, slatedb.ReaderOptions{})
 

@@ -1,7 +1,6 @@
 package slatedb_test
 
 import (
-	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -27,18 +26,8 @@ type backend struct {
 var backends = []backend{
 	{"file", func(t testing.TB) string { return "file://" + t.TempDir() + "/db" }},
 	{"s3", func(t testing.TB) string {
-		return fmt.Sprintf("s3://%s/%s-%d", bucket, sanitize(t.Name()), seq.Add(1))
+		return s3server.NewURL(t, bucket, "")
 	}},
-}
-
-func sanitize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			b[i] = '-'
-		}
-	}
-	return string(b)
 }
 
 func eachBackend(t *testing.T, f func(t *testing.T, url string)) {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 )
 
@@ -94,10 +93,7 @@ func copiesBeside(t *testing.T, catalog string) []string {
 func TestFrontHandsConnectionsToTheServerThatServes(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1", "v2")
-	src, v2 := f.catalog(t, "prod"), f.catalog(t, "v2-m-1")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	src, v2 := f.pointed(t), f.catalog(t, "v2-m-1")
 	front := freeAddr(t)
 	r := f.runWith(t, map[format.Version]string{format.V1: bins["v1"], format.V2: bins["v2"]}, func(o *supervise.Options) { o.Front = front })
 	if l := waitLaunch(t, log, 1); l.Mode != "writer" || strings.Count(strings.Join(l.Args, " "), "--bind") != 1 {
@@ -144,10 +140,7 @@ func TestFrontHandsConnectionsToTheServerThatServes(t *testing.T) {
 func TestReaderRefreshesItsCopy(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1")
-	src := f.catalog(t, "prod")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	src := f.pointed(t)
 	front := freeAddr(t)
 	r := f.runWith(t, map[format.Version]string{format.V1: bins["v1"]}, func(o *supervise.Options) { o.Front, o.Refresh = front, 400*time.Millisecond }, "--mode", "reader")
 	waitAnswer(t, front, "reader")

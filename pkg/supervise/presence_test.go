@@ -12,7 +12,6 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/awsconfig"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
-	"github.com/rocklake/rocklake-migrate/pkg/pointer"
 	"github.com/rocklake/rocklake-migrate/pkg/presence"
 	"github.com/rocklake/rocklake-migrate/pkg/supervise"
 )
@@ -26,10 +25,7 @@ import (
 func TestSupervisorAcknowledgesTheFence(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1")
-	src := f.catalog(t, "prod")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	src := f.pointed(t)
 	r := f.run(t, map[format.Version]string{format.V1: bins["v1"]})
 	if l := waitLaunch(t, log, 1); l.Mode != "writer" {
 		t.Fatalf("first launch %+v, want a writer", l)
@@ -141,10 +137,7 @@ func TestUnreadablePointerKeepsWhatRuns(t *testing.T) {
 	}
 	f.store = store
 	bins, log := standins(t, "v1")
-	src := f.catalog(t, "prod")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	src := f.pointed(t)
 	r := f.run(t, map[format.Version]string{format.V1: bins["v1"]})
 	if l := waitLaunch(t, log, 1); l.Mode != "writer" {
 		t.Fatalf("first launch %+v", l)

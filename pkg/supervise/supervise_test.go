@@ -38,11 +38,7 @@ func newFixture(t *testing.T) fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	s := s3server.Start(t)
-	s3server.SetEnv(t, s)
-	if err := s.CreateBucket(ctx, "rocklake", true); err != nil {
-		t.Fatal(err)
-	}
+	s3server.StartWith(t, map[string]bool{"rocklake": true})
 	store, err := blob.New(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +62,17 @@ func (f fixture) catalog(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return "file://" + dir
+}
+
+// pointed is a format-1 catalog "prod" (catalog) with the pointer
+// created at it, as init-pointer does.
+func (f fixture) pointed(t *testing.T) string {
+	t.Helper()
+	src := f.catalog(t, "prod")
+	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
 
 func (f fixture) flip(t *testing.T, catalog string, v format.Version, id string) {
@@ -224,10 +231,7 @@ func path(url string) string { return strings.TrimPrefix(url, "file://") }
 func TestSupervisorFollowsThePointer(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1")
-	src, dst := f.catalog(t, "prod"), f.catalog(t, "prod-next")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	src, dst := f.pointed(t), f.catalog(t, "prod-next")
 	r := f.run(t, map[format.Version]string{format.V1: bins["v1"]}, "--bind", freeAddr(t), "--drain-timeout", "1")
 	if l := waitLaunch(t, log, 1); l.Name != "v1" || l.Catalog != path(src) || l.Mode != "writer" || !strings.Contains(strings.Join(l.Args, " "), "--drain-timeout 1") {
 		t.Fatalf("first server: %+v, want the v1 writer on %s with the extra flags", l, path(src))
@@ -321,10 +325,7 @@ func TestSupervisorFollowsThePointer(t *testing.T) {
 func TestSupervisorV2BinaryAndReader(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1", "v2")
-	src, v2 := f.catalog(t, "prod"), f.catalog(t, "v2-m-1")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	src, v2 := f.pointed(t), f.catalog(t, "v2-m-1")
 	both := map[format.Version]string{format.V1: bins["v1"], format.V2: bins["v2"]}
 	r := f.run(t, both)
 	if l := waitLaunch(t, log, 1); l.Name != "v1" || l.Mode != "writer" {
@@ -375,10 +376,7 @@ func TestDanglingAndMissingPointer(t *testing.T) {
 	if _, err := supervise.New(supervise.Options{Pointer: f.ptr, Store: f.store, Binaries: map[format.Version]string{format.V1: bins["v1"]}, Extra: []string{"--catalog", "/x"}}); err == nil {
 		t.Fatal("--catalog among RockLake's flags accepted")
 	}
-	src := f.catalog(t, "prod")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	src := f.pointed(t)
 	res, err := supervise.Resolve(f.ctx, f.store, f.ptr)
 	if err != nil || res.ServeCatalog != path(src) || res.Catalog != src || res.FormatVersion != format.V1 {
 		t.Fatalf("resolve: %+v %v", res, err)
@@ -407,10 +405,7 @@ func TestBoundedRestarts(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1")
 	t.Setenv("STANDIN_CRASH", "1")
-	src := f.catalog(t, "prod")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	f.pointed(t)
 	r := f.run(t, map[format.Version]string{format.V1: bins["v1"]})
 	start := time.Now()
 	var err error
@@ -518,10 +513,7 @@ func TestDecideNeverWritesUnderTheLock(t *testing.T) {
 func TestSignalsAndGracefulStop(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1")
-	src := f.catalog(t, "prod")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	f.pointed(t)
 	t.Setenv("STANDIN_IGNORE_TERM", "1")
 	var mu sync.Mutex
 	var health []supervise.Health
@@ -568,10 +560,7 @@ func TestDrainCutShortBeforeTheFence(t *testing.T) {
 	f := newFixture(t)
 	bins, log := standins(t, "v1")
 	t.Setenv("STANDIN_IGNORE_TERM", "1")
-	src := f.catalog(t, "prod")
-	if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-		t.Fatal(err)
-	}
+	f.pointed(t)
 	s, err := supervise.New(supervise.Options{Pointer: f.ptr, Store: f.store, Binaries: map[format.Version]string{format.V1: bins["v1"]}, Interval: 100 * time.Millisecond, StopTimeout: 6 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -642,10 +631,7 @@ func TestWriterUnderALockWhoseWritesGoOn(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFixture(t)
 			bins, log := standins(t, "v1")
-			src := f.catalog(t, "prod")
-			if _, err := pointer.Create(f.ctx, f.store, f.ptr, pointer.Pointer{Catalog: src, FormatVersion: format.V1, MigrationID: "initial"}); err != nil {
-				t.Fatal(err)
-			}
+			src := f.pointed(t)
 			now := time.Now().UTC()
 			l := c.lock
 			l.MigrationID, l.Owner, l.AcquiredAt, l.ExpiresAt = "m-copying", "test", now, now.Add(time.Hour)

@@ -1,6 +1,7 @@
 // Package kvscan reads a SlateDB database whole, whatever its format, and
 // compares two such reads: the byte-for-byte equality the migration tests
-// hold a new catalog to.
+// hold a new catalog to. Put writes raw keys and values, as any client of
+// SlateDB could.
 package kvscan
 
 import (
@@ -32,6 +33,28 @@ func Dump(t testing.TB, url string) map[string]string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// Put writes keys and values (key, value, key, value, …) into the database
+// at url in one batch, straight through SlateDB: the way to build catalogs
+// no catalog package would make.
+func Put(t testing.TB, url string, kv ...[]byte) {
+	t.Helper()
+	ctx := testenv.Context(t)
+	w, err := slatedb.OpenWriter(ctx, url, slatedb.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b slatedb.Batch
+	for i := 0; i+1 < len(kv); i += 2 {
+		b.Put(kv[i], kv[i+1])
+	}
+	if err := w.Write(ctx, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Same fails t unless got holds exactly want's keys, each with want's value.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -45,6 +46,21 @@ func StartWith(t testing.TB, buckets map[string]bool) *Server {
 		}
 	}
 	return s
+}
+
+var seq atomic.Int64
+
+// NewURL is a fresh key in bucket for the test, no other test's in the
+// process: s3://bucket/NAME-N then suffix, NAME the test's name with every
+// byte but letters, digits and '-' made '-'.
+func NewURL(t testing.TB, bucket, suffix string) string {
+	name := []byte(t.Name())
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			name[i] = '-'
+		}
+	}
+	return fmt.Sprintf("s3://%s/%s-%d%s", bucket, name, seq.Add(1), suffix)
 }
 
 // SetEnv points the process's S3 clients at s for the rest of the test (so
