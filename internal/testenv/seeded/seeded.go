@@ -1,7 +1,8 @@
 // Package seeded is the test rig of the workflow's, the local run's and
 // the operator's tests: a seeded format-1 catalog behind a pointer on the
 // test's own versitygw, a step Env on it, and the small reads those tests
-// make of what a run left (the lock, the source's checkpoints).
+// make of what a run left (the lock, the source's checkpoints, the
+// objects under a prefix) and do to it (a commit as RockLake makes one).
 package seeded
 
 import (
