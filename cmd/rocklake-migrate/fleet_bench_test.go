@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/fleet"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -23,8 +24,8 @@ import (
 func BenchmarkFleetCatalogs(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	n := envInts(b, "BENCH_FLEET_CATALOGS", []int{20})[0]
-	rows := envInts(b, "BENCH_FLEET_CATALOG_ROWS", []int{100000})[0]
+	n := testenv.EnvInts(b, "BENCH_FLEET_CATALOGS", []int{20})[0]
+	rows := testenv.EnvInts(b, "BENCH_FLEET_CATALOG_ROWS", []int{100000})[0]
 	s3server.StartWith(b, map[string]bool{"rocklake": true})
 	dir := b.TempDir()
 	prefix := "s3://rocklake/tenants/"
@@ -37,7 +38,7 @@ func BenchmarkFleetCatalogs(b *testing.B) {
 		cli(b, "init-pointer", "--pointer", fmt.Sprintf("%st%02d/CURRENT", prefix, i), "--catalog", src).want(b, exitOK)
 	}
 	b.Logf("seeded %d catalogs of %d rows in %s", n, rows, time.Since(seeded).Round(time.Second))
-	for _, c := range envInts(b, "BENCH_FLEET_CONCURRENCY", []int{1, 2, 4}) {
+	for _, c := range testenv.EnvInts(b, "BENCH_FLEET_CONCURRENCY", []int{1, 2, 4}) {
 		b.Run(fmt.Sprintf("catalogs=%d/rows=%d/concurrency=%d", n, rows, c), func(b *testing.B) {
 			for b.Loop() {
 				start := time.Now()

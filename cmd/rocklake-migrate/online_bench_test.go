@@ -12,6 +12,7 @@ import (
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -30,7 +31,7 @@ func BenchmarkOnlineMigration(b *testing.B) {
 	if _, err := rocklake.Binary(); err != nil {
 		b.Fatal(err)
 	}
-	rows := envInts(b, "BENCH_ONLINE_ROWS", []int{100000, 1000000, 3000000})
+	rows := testenv.EnvInts(b, "BENCH_ONLINE_ROWS", []int{100000, 1000000, 3000000})
 	for _, n := range rows {
 		for _, mode := range []string{"offline", "online"} {
 			b.Run(fmt.Sprintf("rows=%d/%s", n, mode), func(b *testing.B) {
@@ -145,7 +146,7 @@ func migrateWhileCommitting(b *testing.B, n int, online bool) committedRun {
 // reader's: reads failing in a row; how long an acknowledged commit took
 // to show), migrate-s.
 func BenchmarkReaders(b *testing.B) {
-	for _, n := range envInts(b, "BENCH_READERS_ROWS", []int{1000000}) {
+	for _, n := range testenv.EnvInts(b, "BENCH_READERS_ROWS", []int{1000000}) {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()

@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rocklake/rocklake-migrate/pkg/localrun"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/rocklake"
 )
 
@@ -30,8 +29,8 @@ func BenchmarkRollback(b *testing.B) {
 	if _, err := rocklake.Binary(); err != nil {
 		b.Fatal(err)
 	}
-	rows := envInts(b, "BENCH_ROLLBACK_ROWS", []int{1000000})
-	commits := envInts(b, "BENCH_ROLLBACK_COMMITS", []int{1000, 10000})
+	rows := testenv.EnvInts(b, "BENCH_ROLLBACK_ROWS", []int{1000000})
+	commits := testenv.EnvInts(b, "BENCH_ROLLBACK_COMMITS", []int{1000, 10000})
 	for _, n := range rows {
 		for _, k := range commits {
 			b.Run(fmt.Sprintf("rows=%d/commits=%d", n, k), func(b *testing.B) {
@@ -50,24 +49,6 @@ func BenchmarkRollback(b *testing.B) {
 			})
 		}
 	}
-}
-
-// envInts reads a comma-separated list of integers from the environment
-// variable name, else def.
-func envInts(b *testing.B, name string, def []int) []int {
-	env := os.Getenv(name)
-	if env == "" {
-		return def
-	}
-	var out []int
-	for _, f := range strings.Split(env, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			b.Fatalf("%s: %v", name, err)
-		}
-		out = append(out, n)
-	}
-	return out
 }
 
 type rollbackRun struct {

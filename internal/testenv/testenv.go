@@ -10,6 +10,9 @@ package testenv
 
 import (
 	"context"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,4 +42,23 @@ func Store(t testing.TB) *blob.Store {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// EnvInts reads a comma-separated list of integers from the environment
+// variable name (a benchmark's sizes), else def.
+func EnvInts(t testing.TB, name string, def []int) []int {
+	t.Helper()
+	env := os.Getenv(name)
+	if env == "" {
+		return def
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out = append(out, n)
+	}
+	return out
 }

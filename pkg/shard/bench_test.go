@@ -4,11 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/pkg/blob"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/format"
@@ -21,14 +21,7 @@ import (
 // 200 000), one zstd shard of all of it per op, file://.
 func benchCatalog(b *testing.B) (*blob.Store, *catalog.Catalog, uint64) {
 	b.Helper()
-	rows := 200_000
-	if s := os.Getenv("BENCH_ROWS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatalf("BENCH_ROWS=%q: %v", s, err)
-		}
-		rows = n
-	}
+	rows := testenv.EnvInts(b, "BENCH_ROWS", []int{200_000})[0]
 	ctx := context.Background()
 	url := "file://" + filepath.Join(b.TempDir(), "src")
 	res, err := seed.Seed(ctx, url, seed.Options{Rows: rows, Seed: 1})
@@ -179,13 +172,7 @@ func BenchmarkDigest(b *testing.B) {
 		}
 		rate(b)
 	})
-	n := 8
-	if s := os.Getenv("BENCH_SHARDS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			b.Fatalf("BENCH_SHARDS=%q: %v", s, err)
-		}
-	}
+	n := testenv.EnvInts(b, "BENCH_SHARDS", []int{8})[0]
 	dir := b.TempDir()
 	if _, err := shard.Export(context.Background(), store, c.URL(), dir, shard.ExportOptions{Shards: n, Compression: "zst"}); err != nil {
 		b.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -46,14 +45,7 @@ func (s latencyS3) slow(b *testing.B)   { use(b, s.proxy.URL) }
 // backlogBench is the backlog benchmarks' setup: the backlog sizes
 // ($BENCH_BACKLOG, else 256 and 1024 WAL SSTs) and the S3.
 func backlogBench(b *testing.B) ([]int, latencyS3) {
-	sizes := []int{256, 1024}
-	if v := os.Getenv("BENCH_BACKLOG"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sizes = []int{n}
-	}
+	sizes := testenv.EnvInts(b, "BENCH_BACKLOG", []int{256, 1024})
 	direct := os.Getenv("AWS_ENDPOINT_URL")
 	return sizes, latencyS3{url: direct, proxy: s3server.StartLatencyProxy(b, direct, 15*time.Millisecond)}
 }

@@ -2,11 +2,11 @@ package workflow
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/internal/testenv"
 	"github.com/rocklake/rocklake-migrate/internal/testenv/s3server"
 	"github.com/rocklake/rocklake-migrate/pkg/catalog"
 	"github.com/rocklake/rocklake-migrate/pkg/seed"
@@ -22,14 +22,7 @@ import (
 // the mean, as a full byte scan's profile measures them. "replica" is the
 // read replica's copy at that checkpoint (MakeReplica).
 func BenchmarkFreezePlan(b *testing.B) {
-	rows := 200_000
-	if s := os.Getenv("BENCH_ROWS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatalf("BENCH_ROWS=%q: %v", s, err)
-		}
-		rows = n
-	}
+	rows := testenv.EnvInts(b, "BENCH_ROWS", []int{200_000})[0]
 	const shards = 16
 	ctx := context.Background()
 	stack := s3server.Start(b)
