@@ -48,8 +48,8 @@ func ViewOf(p pointer.Pin) slatedb.View {
 	return slatedb.View{Checkpoint: p.Checkpoint, WALEnd: p.WALEnd}
 }
 
-// PinOf is the pin of a view, as the pointer records it.
-func PinOf(v slatedb.View) pointer.Pin {
+// pinOf is the pin of a view, as the pointer records it.
+func pinOf(v slatedb.View) pointer.Pin {
 	return pointer.Pin{Checkpoint: v.Checkpoint, WALEnd: v.WALEnd}
 }
 
@@ -68,7 +68,7 @@ func PinFlip(ctx context.Context, env Env, id, previous, current string) (*point
 		if err != nil {
 			return nil, fmt.Errorf("runstate: flip: pin %s: %w", c.url, err)
 		}
-		*c.pin = PinOf(v)
+		*c.pin = pinOf(v)
 	}
 	return &fp, nil
 }

@@ -52,11 +52,11 @@ func DefinitionTimeout() (time.Duration, error) {
 	return time.Duration(def.TimeoutSeconds) * time.Second, nil
 }
 
-// LeaseOf is the lease of a lock of kind k: an operator's cleanup or
+// leaseOf is the lease of a lock of kind k: an operator's cleanup or
 // restore holds it for what it needs at most, so that one killed frees the
 // pointer within the hour, not after a migration's whole execution
 // timeout (LockLease).
-func (e Env) LeaseOf(k history.Kind) (time.Duration, error) {
+func (e Env) leaseOf(k history.Kind) (time.Duration, error) {
 	switch k {
 	case history.KindCleanup, history.KindRestore:
 		return operatorLease, nil
@@ -82,7 +82,7 @@ func HoldLock(ctx context.Context, env Env, pointerURL, id string, k history.Kin
 // after the lock is written.
 func AcquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock.Lock, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	lease, err := env.LeaseOf(m.Kind())
+	lease, err := env.leaseOf(m.Kind())
 	if err != nil {
 		return lock.Lock{}, err
 	}
@@ -90,7 +90,7 @@ func AcquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock
 	if !m.DryRun && !l.Online && m.OperatorKind == "" {
 		// From the write, not from Check's start: the preflight before it
 		// may take seconds.
-		l.FenceAt = FenceTime(m)
+		l.FenceAt = fenceTime(m)
 	}
 	held, dead, err := lock.Acquire(ctx, env.Store, m.Pointer, l, now)
 	if err != nil {
@@ -99,7 +99,7 @@ func AcquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock
 	if dead.MigrationID != "" {
 		// A run whose every step died: its record ends here, not "in
 		// progress" forever.
-		EndRecord(ctx, env, m.Pointer, dead.MigrationID, func(r *history.Record) {
+		endRecord(ctx, env, m.Pointer, dead.MigrationID, func(r *history.Record) {
 			r.Outcome, r.ErrorName = history.Failed, NameLockExpired
 			r.Error = fmt.Sprintf("the run's lock expired at %s and migration %s took it over", dead.ExpiresAt.Format(time.RFC3339), m.MigrationID)
 		})
@@ -107,8 +107,8 @@ func AcquireLock(ctx context.Context, env Env, m Migration, now time.Time) (lock
 	return held, nil
 }
 
-// FenceTime is when m may fence its source: its freeze grace from now.
-func FenceTime(m Migration) time.Time {
+// fenceTime is when m may fence its source: its freeze grace from now.
+func fenceTime(m Migration) time.Time {
 	return time.Now().UTC().Add(time.Duration(m.FreezeGrace * float64(time.Second))).Truncate(time.Millisecond)
 }
 
@@ -116,7 +116,7 @@ func FenceTime(m Migration) time.Time {
 // holds: its freeze grace from now, for the supervisors to switch the
 // servers to reader mode first. A retry finds it named and keeps it.
 func AnnounceFence(ctx context.Context, env Env, m Migration) (time.Time, error) {
-	return lock.NameFence(ctx, env.Store, m.Pointer, m.MigrationID, FenceTime(m))
+	return lock.NameFence(ctx, env.Store, m.Pointer, m.MigrationID, fenceTime(m))
 }
 
 // Unlock breaks the lock of the pointer at pointerURL, which migration id
@@ -127,7 +127,7 @@ func Unlock(ctx context.Context, env Env, pointerURL, id string) (lock.Lock, err
 	if err != nil {
 		return held, err
 	}
-	EndRecord(ctx, env, pointerURL, held.MigrationID, func(r *history.Record) {
+	endRecord(ctx, env, pointerURL, held.MigrationID, func(r *history.Record) {
 		r.Outcome, r.ErrorName = history.Failed, NameUnlocked
 		r.Error = fmt.Sprintf("the run's lock was broken by %s: the run had died, or was given up", env.CreatedBy)
 	})

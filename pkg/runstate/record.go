@@ -64,8 +64,8 @@ func RunKind(dryRun bool) history.Kind {
 	return history.KindMigrate
 }
 
-// RecordURL is the record of migration m (Check set StartedAt).
-func RecordURL(m Migration) string {
+// recordURL is the record of migration m (Check set StartedAt).
+func recordURL(m Migration) string {
 	return layout.HistoryRecord(m.Pointer, m.StartedAt, m.MigrationID)
 }
 
@@ -193,7 +193,7 @@ func FinishRecord(ctx context.Context, env Env, m Migration, stats RunStats, not
 	if m.StartedAt.IsZero() {
 		return "" // a migration from before runs were recorded
 	}
-	_, err := history.Update(ctx, env.Store, RecordURL(m), func(r *history.Record) {
+	_, err := history.Update(ctx, env.Store, recordURL(m), func(r *history.Record) {
 		if r.StateSeconds == nil {
 			r.StateSeconds = map[string]float64{}
 		}
@@ -208,15 +208,15 @@ func FinishRecord(ctx context.Context, env Env, m Migration, stats RunStats, not
 		fn(r)
 	})
 	if err != nil {
-		slog.ErrorContext(ctx, "the run's record was not finished", "migration_id", m.MigrationID, "pointer", m.Pointer, "record", RecordURL(m), "error", err.Error())
+		slog.ErrorContext(ctx, "the run's record was not finished", "migration_id", m.MigrationID, "pointer", m.Pointer, "record", recordURL(m), "error", err.Error())
 		return err.Error()
 	}
 	return ""
 }
 
-// EndRecord ends run id's record with fn if it is still in progress, so
+// endRecord ends run id's record with fn if it is still in progress, so
 // that no dead run stays "in progress" in the history. Best effort: logged.
-func EndRecord(ctx context.Context, env Env, pointerURL, id string, fn func(*history.Record)) {
+func endRecord(ctx context.Context, env Env, pointerURL, id string, fn func(*history.Record)) {
 	url, rec, err := history.Find(ctx, env.Store, pointerURL, id)
 	if err == nil && !rec.Done() {
 		_, err = history.Update(ctx, env.Store, url, func(r *history.Record) {
