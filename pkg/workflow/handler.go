@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rocklake/rocklake-migrate/pkg/errname"
 	"github.com/rocklake/rocklake-migrate/pkg/runstate"
 	"github.com/rocklake/rocklake-migrate/statemachine"
 )
@@ -33,16 +34,43 @@ func step[I, O any](f func(context.Context, runstate.Env, I) (O, error)) stepFun
 
 // Step is one step of the workflow, as the state machines name it (a
 // Task's Parameters.step): the Lambda function that hosts it, whether it
-// is Timed, and what runs it. A timed step leaves its time in staging for
-// the record's time per state: the steps between Check and Abort, which
-// write the record themselves; Flip finishes the record itself when it
-// succeeds, and its timing is kept for the Abort after a Flip that failed,
-// which then names Flip as the state that failed.
+// is Timed, how its task is retried, and what runs it (its input and
+// output types are the function's). A timed step leaves its time in
+// staging for the record's time per state: the steps between Check and
+// Abort, which write the record themselves; Flip finishes the record
+// itself when it succeeds, and its timing is kept for the Abort after a
+// Flip that failed, which then names Flip as the state that failed.
 type Step struct {
 	Name     string
 	Function string
 	Timed    bool
+	Retry    Retry
 	run      stepFunc
+}
+
+// Retry is a step's retry class: which failures the definitions' Retry on
+// its task runs it again after (RetryErrors).
+type Retry string
+
+const (
+	// RetryTransient: the steps' retryable errors (errname.Transient) and
+	// the Lambda service's own failures; running the step again is safe.
+	RetryTransient Retry = "transient"
+	// RetryResumable: those, and a function that died or ran out of time
+	// (Lambda.Unknown, States.Timeout): Import resumes from the shards it
+	// finished, so a run cut short is run again too.
+	RetryResumable Retry = "resumable"
+	// RetryNever: InPlace, whose batch lands once; a failure is its undo's
+	// to handle, then Abort's.
+	RetryNever Retry = "never"
+)
+
+// RetryErrors is what each class retries: the ErrorEquals of the Retry on
+// the step's task in every definition (a test holds them).
+var RetryErrors = map[Retry][]string{
+	RetryTransient: {errname.Transient, "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException"},
+	RetryResumable: {errname.Transient, "Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException", "Lambda.TooManyRequestsException", "Lambda.Unknown", "States.Timeout"},
+	RetryNever:     nil,
 }
 
 // StepTable is every step, said once: Run and the Lambdas' handler
@@ -50,35 +78,35 @@ type Step struct {
 // times follow it; a test holds it against the definitions
 // (statemachine/*.asl.json).
 var StepTable = []Step{
-	{statemachine.StepCheck, "check", false, step(Check)},
-	{statemachine.StepGate, "check", false, step(Gate)},
-	{statemachine.StepFlip, "check", true, step(Flip)},
-	{statemachine.StepAbort, "check", false, step(Abort)},
-	{statemachine.StepRollback, "check", false, step(Rollback)},
-	{statemachine.StepDrift, "check", false, step(Drift)},
-	{statemachine.StepFreeze, "export", true, step(Freeze)},
-	{statemachine.StepSnapshot, "export", true, step(Snapshot)},
-	{statemachine.StepFence, "export", true, step(Fence)},
-	{statemachine.StepExportTransformShard, "export", true, step(ExportTransformShard)},
-	{statemachine.StepExportShard, "export", true, step(ExportShard)},
-	{statemachine.StepTransformShard, "export", true, step(TransformShard)},
+	{statemachine.StepCheck, "check", false, RetryTransient, step(Check)},
+	{statemachine.StepGate, "check", false, RetryTransient, step(Gate)},
+	{statemachine.StepFlip, "check", true, RetryTransient, step(Flip)},
+	{statemachine.StepAbort, "check", false, RetryTransient, step(Abort)},
+	{statemachine.StepRollback, "check", false, RetryTransient, step(Rollback)},
+	{statemachine.StepDrift, "check", false, RetryTransient, step(Drift)},
+	{statemachine.StepFreeze, "export", true, RetryTransient, step(Freeze)},
+	{statemachine.StepSnapshot, "export", true, RetryTransient, step(Snapshot)},
+	{statemachine.StepFence, "export", true, RetryTransient, step(Fence)},
+	{statemachine.StepExportTransformShard, "export", true, RetryTransient, step(ExportTransformShard)},
+	{statemachine.StepExportShard, "export", true, RetryTransient, step(ExportShard)},
+	{statemachine.StepTransformShard, "export", true, RetryTransient, step(TransformShard)},
 	// CatchUp writes the target, as Import does.
-	{statemachine.StepImport, "import", true, step(Import)},
-	{statemachine.StepCatchUp, "import", true, step(CatchUp)},
-	{statemachine.StepVerifyCatchUp, "import", true, step(VerifyCatchUp)},
-	{statemachine.StepFinalize, "import", true, step(Finalize)},
-	{statemachine.StepVerify, "import", true, step(Verify)},
+	{statemachine.StepImport, "import", true, RetryResumable, step(Import)},
+	{statemachine.StepCatchUp, "import", true, RetryTransient, step(CatchUp)},
+	{statemachine.StepVerifyCatchUp, "import", true, RetryTransient, step(VerifyCatchUp)},
+	{statemachine.StepFinalize, "import", true, RetryTransient, step(Finalize)},
+	{statemachine.StepVerify, "import", true, RetryTransient, step(Verify)},
 	// Strategy A: the catalog's writer, and the pointer's (its flip), in
 	// one step.
-	{statemachine.StepInPlace, "inplace", false, step(MigrateInPlace)},
+	{statemachine.StepInPlace, "inplace", false, RetryNever, step(MigrateInPlace)},
 	// A fleet run's: the pointers, and how each went (pkg/fleet).
-	{statemachine.StepFleetList, "check", false, step(FleetList)},
-	{statemachine.StepFleetReport, "check", false, step(FleetReport)},
+	{statemachine.StepFleetList, "check", false, RetryTransient, step(FleetList)},
+	{statemachine.StepFleetReport, "check", false, RetryTransient, step(FleetReport)},
 	// Each fleet item's: may it start, and counting a failure.
-	{statemachine.StepFleetGo, "check", false, step(FleetGo)},
-	{statemachine.StepFleetFailed, "check", false, step(FleetFailed)},
+	{statemachine.StepFleetGo, "check", false, RetryTransient, step(FleetGo)},
+	{statemachine.StepFleetFailed, "check", false, RetryTransient, step(FleetFailed)},
 	// The scheduled drift check of a fleet: every pointer, one alert.
-	{statemachine.StepFleetDrift, "check", false, step(FleetDrift)},
+	{statemachine.StepFleetDrift, "check", false, RetryTransient, step(FleetDrift)},
 }
 
 // Functions maps each Lambda function to the steps it hosts (StepTable).

@@ -365,8 +365,8 @@ func TestDefinitionsLoad(t *testing.T) {
 
 // The step table is the definitions' steps: every Task of every state
 // machine names a step of StepTable, and calls the function that hosts it
-// (its Resource, ${<Function>FunctionArn}); every step of the table is
-// some Task's (issue 38 item 3).
+// (its Resource, ${<Function>FunctionArn}) and retries it as its retry
+// class says (RetryErrors); every step of the table is some Task's.
 func TestStepTableIsTheDefinitions(t *testing.T) {
 	used := map[string]bool{}
 	var walk func(def string, states map[string]any)
@@ -409,6 +409,9 @@ func TestStepTableIsTheDefinitions(t *testing.T) {
 			if r, _ := resource.(string); !strings.EqualFold(r, want) {
 				t.Errorf("%s: state %s runs %s on %v, but %s hosts it (%s)", def, name, stepName, resource, host, want)
 			}
+			if got, class := retriedErrors(st), retryOf(stepName); !slices.Equal(got, workflow.RetryErrors[class]) {
+				t.Errorf("%s: state %s retries %s on %v; its retry class, %s, retries %v", def, name, stepName, got, class, workflow.RetryErrors[class])
+			}
 		}
 	}
 	for name, def := range statemachine.Definitions {
@@ -425,4 +428,27 @@ func TestStepTableIsTheDefinitions(t *testing.T) {
 			t.Errorf("step %s is in no definition", st.Name)
 		}
 	}
+}
+
+// retriedErrors is every error name a state's Retry lists, in order.
+func retriedErrors(st map[string]any) []string {
+	var names []string
+	retry, _ := st["Retry"].([]any)
+	for _, r := range retry {
+		eq, _ := r.(map[string]any)["ErrorEquals"].([]any)
+		for _, e := range eq {
+			names = append(names, e.(string))
+		}
+	}
+	return names
+}
+
+// retryOf is the retry class StepTable gives the step called name.
+func retryOf(name string) workflow.Retry {
+	for _, st := range workflow.StepTable {
+		if st.Name == name {
+			return st.Retry
+		}
+	}
+	return ""
 }
