@@ -9,7 +9,7 @@ import (
 	"github.com/rocklake/rocklake-migrate/pkg/layout"
 )
 
-// decision reads the migration's decision, "" if none was taken (or a
+// DecisionOf reads the migration's decision, "" if none was taken (or a
 // decision to flip was withdrawn).
 func DecisionOf(ctx context.Context, env Env, m Migration) (string, error) {
 	got, _, err := env.Store.Get(ctx, env.StagingOf(m.MigrationID).Decision())
@@ -25,7 +25,7 @@ func DecisionOf(ctx context.Context, env Env, m Migration) (string, error) {
 	return string(got), nil
 }
 
-// decide takes the migration's decision with a conditional write that only
+// Decide takes the migration's decision with a conditional write that only
 // one of Flip and Abort can win, even if a state timeout lets both run at
 // once; a retry of the winner finds its own decision and goes on. The
 // marker is never deleted (a withdrawn decision is overwritten, on its

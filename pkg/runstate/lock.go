@@ -67,7 +67,7 @@ func (e Env) leaseOf(k history.Kind) (time.Duration, error) {
 // operatorLease bounds the lock of a cleanup or a restore.
 const operatorLease = time.Hour
 
-// holdFor takes the pointer's lock for an operator's run of kind k (id
+// HoldLock takes the pointer's lock for an operator's run of kind k (id
 // names it), as AcquireLock takes it for a migration.
 func HoldLock(ctx context.Context, env Env, pointerURL, id string, k history.Kind) (Migration, error) {
 	held := Migration{Run: Run{Pointer: pointerURL, MigrationID: id}, OperatorKind: k}

@@ -92,11 +92,11 @@ type Migration struct {
 	RollbackOf string `json:"rollback_of,omitempty"`
 
 	// OperatorKind: the lock's holder is not a migration but an
-	// operator's cleanup or restore (holdFor); never in a state payload.
+	// operator's cleanup or restore (HoldLock); never in a state payload.
 	OperatorKind history.Kind `json:"-"`
 }
 
-// online reports whether m copies while the source takes writes: a dry run
+// CopiesOnline reports whether m copies while the source takes writes: a dry run
 // fences nothing and an in-place migration copies nothing, so neither does.
 func (m Migration) CopiesOnline() bool { return m.Online && !m.DryRun && !m.InPlace }
 
@@ -117,6 +117,7 @@ const (
 	DefaultCatchUpMaxRounds  = 20
 )
 
+// WithDefaults is l with its zero limits at their defaults.
 func (l CatchUpLimits) WithDefaults() CatchUpLimits {
 	if l.MaxKeys <= 0 {
 		l.MaxKeys = DefaultCatchUpMaxKeys
@@ -133,7 +134,7 @@ func (l CatchUpLimits) WithDefaults() CatchUpLimits {
 // NewMigrationID makes a migration id: the time and randomness, sortable.
 func NewMigrationID() string { return NewRunID("m-") }
 
-// newRunID makes a run id with prefix: the time and randomness, sortable.
+// NewRunID makes a run id with prefix: the time and randomness, sortable.
 func NewRunID(prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails

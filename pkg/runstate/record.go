@@ -39,6 +39,7 @@ import (
 // says "cli:<user>" and the release rule "release:<event id>".
 const TriggerConsole = "console"
 
+// Trigger is who started a run, as its input says (t), else TriggerConsole.
 func Trigger(t string) string {
 	if t == "" {
 		return TriggerConsole
@@ -46,7 +47,7 @@ func Trigger(t string) string {
 	return t
 }
 
-// kind is what sort of run m is, for its record and its lock.
+// Kind is what sort of run m is, for its record and its lock.
 func (m Migration) Kind() history.Kind {
 	if m.OperatorKind != "" {
 		return m.OperatorKind
@@ -57,6 +58,7 @@ func (m Migration) Kind() history.Kind {
 	return RunKind(m.DryRun)
 }
 
+// RunKind is the kind of a migration's run: a dry run's, or a migration's.
 func RunKind(dryRun bool) history.Kind {
 	if dryRun {
 		return history.KindDryRun
@@ -84,7 +86,7 @@ func StartRecord(ctx context.Context, env Env, m Migration, checkSeconds float64
 	return nil
 }
 
-// recordOneStateRun writes the whole record of a run of one state
+// RecordOneStateRun writes the whole record of a run of one state
 // (rollback, restore, cleanup): its time in rec.State since rec.Start, and
 // Failed with the error's name if err, else outcome. A record that cannot
 // be written does not undo what the run did: the failure is logged and

@@ -240,7 +240,7 @@ const DefaultInPlaceMargin = 2 * time.Minute
 // catalog in its new format behind a pointer that says the old one.
 var AfterInPlaceBatch func()
 
-// afterwards is a context for the work after a failure: not cancelled with
+// Afterwards is a context for the work after a failure: not cancelled with
 // ctx, but within ctx's deadline if it has one (nothing outlives a Lambda's
 // deadline), else d.
 func Afterwards(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
