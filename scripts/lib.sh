@@ -10,9 +10,11 @@ apt_install() {
 		sudo="sudo"
 	fi
 	echo "installing $* with apt-get" >&2
-	if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "$@"; then
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get update
-		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "$@"
+	# Through env, so that the setting reaches apt-get past sudo's reset.
+	local apt=($sudo env DEBIAN_FRONTEND=noninteractive apt-get)
+	if ! "${apt[@]}" install -y --no-install-recommends "$@"; then
+		"${apt[@]}" update
+		"${apt[@]}" install -y --no-install-recommends "$@"
 	fi
 }
 
